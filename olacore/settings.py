@@ -1,0 +1,58 @@
+"""Where the project reads its data and keeps its caches.
+
+Two settings, both environment variables so that notebooks, tests, the command line and
+CI agree without passing paths around:
+
+``OLACORE_DATA``
+    Folder holding the public data releases (DESIGN.md section 5). Default: ``shared/data``
+    beside the repository (``<repo>/../shared/data``). Read only: nothing is ever written
+    there.
+``OLACORE_CACHE``
+    Folder for dequantised model weights, extracted attention and other derived files.
+    Default: ``~/.cache/olacore``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+DATA_ENV = "OLACORE_DATA"
+CACHE_ENV = "OLACORE_CACHE"
+
+_REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def data_dir() -> Path:
+    """Return the data folder: ``$OLACORE_DATA`` or ``<repo>/../shared/data``."""
+    value = os.environ.get(DATA_ENV)
+    return Path(value).expanduser() if value else _REPO_ROOT.parent / "shared" / "data"
+
+
+def data_file(*parts: str) -> Path:
+    """Return the path of a file inside the data folder, checking that it exists.
+
+    Args:
+        *parts: path components below the data folder, e.g.
+            ``("ud_english_ewt", "en_ewt-ud-train.conllu")``.
+
+    Raises:
+        FileNotFoundError: the file is missing; the message names the file and the
+            ``OLACORE_DATA`` setting to fix.
+    """
+    path = data_dir().joinpath(*parts)
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"Data file not found: {path}. Set the environment variable {DATA_ENV} to the "
+            f"folder that holds {'/'.join(parts)} (currently {data_dir()})."
+        )
+    return path
+
+
+def cache_dir(*parts: str) -> Path:
+    """Return (and create) a folder inside the cache: ``$OLACORE_CACHE`` or ``~/.cache/olacore``."""
+    value = os.environ.get(CACHE_ENV)
+    root = Path(value).expanduser() if value else Path.home() / ".cache" / "olacore"
+    path = root.joinpath(*parts)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
