@@ -43,7 +43,9 @@ def test_word_pooling_sums_keys_and_averages_queries():
     )
     pooled = pool_to_words(maps, offsets, [(0, 4), (5, 7)])
     # a word's row: mean of its query rows, key tokens summed per word, BOS mass dropped, renormalised
-    expected_row0 = torch.tensor([0.5 + 0.8, 0.0]) / 2
+    # word 0: mean of rows 1, 2 = [0.35, 0.35, 0.3, 0] -> keys per word [0.35 + 0.3, 0]
+    expected_row0 = torch.tensor([0.65, 0.0])
+    # word 1: row 3 = [0.1, 0.3, 0.2, 0.4] -> keys per word [0.3 + 0.2, 0.4]
     expected_row1 = torch.tensor([0.5, 0.4])
     torch.testing.assert_close(pooled[0], expected_row0 / expected_row0.sum())
     torch.testing.assert_close(pooled[1], expected_row1 / expected_row1.sum())
