@@ -90,23 +90,16 @@ def order_level_attention(attentions: torch.Tensor, max_order: int) -> torch.Ten
         )
     batch_shape = attentions.shape[:-3]
     eye = torch.eye(size, dtype=attentions.dtype, device=attentions.device)
-    orders = attentions.new_zeros(*batch_shape, max_order + 1, size, size)
-    orders[..., 0, :, :] = eye
+    # orders[k] holds M_k of the layers seen so far; orders above n stay zero after n layers.
+    orders = [eye.expand(*batch_shape, size, size)]
+    orders += [attentions.new_zeros(*batch_shape, size, size) for _ in range(max_order)]
     for n in range(1, num_layers + 1):
-        layer = attentions[..., n - 1, :, :]
-        top = min(n, max_order)  # orders above n are still zero after n layers
-        if top == 0:
-            continue
-        # Use the old M_{k-1} for every k at once (the "k from K down to 1" of DESIGN.md).
-        # M_0 = I, so the order-1 product is the layer itself: no multiplication needed.
-        products = [layer.unsqueeze(-3)]
-        if top > 1:
-            products.append(layer.unsqueeze(-3) @ orders[..., 1:top, :, :])
-        products = torch.cat(products, dim=-3)
-        k = torch.arange(1, top + 1, dtype=attentions.dtype, device=attentions.device)
-        keep = ((n - k) / n).view(-1, 1, 1)
-        mix = (k / n).view(-1, 1, 1)
-        orders[..., 1 : top + 1, :, :] = keep * orders[..., 1 : top + 1, :, :] + mix * products
+        layer = attentions[..., n - 1, :, :].contiguous()
+        # k from high to low, so that every update reads the previous layer's M_{k-1}.
+        for k in range(min(n, max_order), 0, -1):
+            product = layer if k == 1 else layer @ orders[k - 1]  # M_0 = I: no product needed
+            orders[k].mul_((n - k) / n).add_(product, alpha=k / n)
+    return torch.stack(orders, dim=-3)
     return orders
 
 
