@@ -3,7 +3,7 @@
     python -m olacore ola --model NAME --text "..." --max-order K [--words] [--out FIG.png] [--json]
 
 ``NAME`` is a zoo name (see ``python -m olacore models``), a Hugging Face id or a local
-model folder. ``--words`` pools token maps onto whitespace-separated words. ``--json``
+model folder. ``--words`` pools token maps onto words (runs of letters and digits, and punctuation). ``--json``
 prints ``{"model", "tokens", "orders"}`` with orders 0..K as nested lists.
 """
 
@@ -11,22 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-
-
-def _word_spans(text: str) -> list[tuple[int, int]]:
-    return [match.span() for match in re.finditer(r"\S+", text)]
 
 
 def _ola_command(args: argparse.Namespace) -> int:
     from olacore.cache import cached_ola
-    from olacore.maps import pool_to_words
+    from olacore.maps import pool_to_words, word_spans
 
     (result,) = cached_ola(args.model, [args.text], args.max_order, device=args.device)
     orders, labels = result.orders, list(result.tokens)
     if args.words:
-        spans = _word_spans(args.text)
+        spans = word_spans(args.text)
         orders = pool_to_words(orders.double(), result.offsets, spans).float()
         labels = [args.text[start:end] for start, end in spans]
     if args.json:
@@ -62,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     ola.add_argument("--model", required=True, help="zoo name, Hugging Face id or model folder")
     ola.add_argument("--text", required=True)
     ola.add_argument("--max-order", type=int, default=3)
-    ola.add_argument("--words", action="store_true", help="pool token maps onto whitespace words")
+    ola.add_argument("--words", action="store_true", help="pool token maps onto words (olacore.maps.word_spans)")
     ola.add_argument("--out", help="write a figure of orders 1..K to this PNG/PDF/SVG path")
     ola.add_argument("--json", action="store_true", help="print the maps as JSON on stdout")
     ola.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")

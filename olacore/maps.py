@@ -16,10 +16,22 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import re
+
 import torch
 import torch.nn.functional as F
 
-__all__ = ["resize_maps", "word_assignment", "pool_to_words", "clean_sinks", "mirror_causal"]
+__all__ = ["word_spans", "resize_maps", "word_assignment", "pool_to_words", "clean_sinks", "mirror_causal"]
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the words of a free text: runs of word characters, and each
+    punctuation mark on its own (a stand-in for a treebank's tokenisation).
+
+    Returns:
+        ``[(start, end), ...]`` with ``text[start:end]`` the word, in order.
+    """
+    return [match.span() for match in re.finditer(r"\w+(?:['’]\w+)*|[^\w\s]", text)]
 
 
 def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
