@@ -1,0 +1,54 @@
+"""The command line on the smallest real model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+TEXT = "The cat sat on the mat because it was warm."
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "olacore", *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_json_orders_are_row_stochastic_maps():
+    done = run_cli("ola", "--model", "minilm-l6", "--text", TEXT, "--max-order", "2", "--json", "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["model"] == "minilm-l6"
+    tokens, orders = payload["tokens"], payload["orders"]
+    assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]"
+    assert len(orders) == 3 and all(len(m) == len(tokens) and len(m[0]) == len(tokens) for m in orders)
+    for order in orders:
+        for row in order:
+            assert abs(sum(row) - 1) < 1e-4
+
+
+@pytest.mark.slow
+def test_words_and_figure(tmp_path):
+    figure = tmp_path / "ola.png"
+    done = run_cli("ola", "--model", "minilm-l6", "--text", TEXT, "--max-order", "3", "--words",
+                   "--json", "--out", str(figure), "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["tokens"][:3] == ["The", "cat", "sat"] and len(payload["tokens"]) == 11
+    assert len(payload["orders"][1]) == 11
+    assert figure.stat().st_size > 10_000
+
+
+def test_unknown_model_lists_the_zoo():
+    done = run_cli("ola", "--model", "no-such-model", "--text", TEXT, "--json")
+    assert done.returncode == 2
+    assert "smollm2-135m" in done.stderr and "minilm-l6" in done.stderr
+
+
+@pytest.mark.slow
+def test_empty_text_is_refused():
+    done = run_cli("ola", "--model", "minilm-l6", "--text", "   ", "--json", "--device", "cpu")
+    assert done.returncode == 2
+    assert "empty" in done.stderr.lower()
