@@ -15,6 +15,7 @@ from olacore.ola import (
     order_level_attention_bruteforce,
     rollout_from_orders,
 )
+from olacore.similarity import hits_at_k, pairwise_ssim
 
 __version__ = "0.1.0"
 
@@ -23,4 +24,41 @@ __all__ = [
     "order_level_attention",
     "order_level_attention_bruteforce",
     "rollout_from_orders",
+    "pairwise_ssim",
+    "hits_at_k",
+]
+
+# Model zoo, attention extraction and the attention/OLA cache (DESIGN.md sections 2, 4 and 7).
+from olacore.models import (  # noqa: E402
+    ZOO,
+    Extraction,
+    LoadedModel,
+    ModelSpec,
+    extract_attention,
+    load_model,
+    model_fingerprint,
+    model_kind,
+)
+from olacore.cache import (  # noqa: E402
+    CacheCorruptionWarning,
+    OLAResult,
+    TensorStore,
+    cached_attention,
+    cached_ola,
+)
+
+__all__ += [
+    "ZOO",
+    "Extraction",
+    "LoadedModel",
+    "ModelSpec",
+    "extract_attention",
+    "load_model",
+    "model_fingerprint",
+    "model_kind",
+    "CacheCorruptionWarning",
+    "OLAResult",
+    "TensorStore",
+    "cached_attention",
+    "cached_ola",
 ]

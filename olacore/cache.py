@@ -1,0 +1,406 @@
+"""On-disk cache of attention maps and OLA, so that warm notebooks never load a model.
+
+DESIGN.md section 7: texts -> model zoo (extraction) -> **attention cache** -> OLA -> maps.
+
+:class:`TensorStore` is a generic content-addressed store of named tensors. An entry's key is
+the sha256 of a canonical JSON of everything the tensors depend on (model fingerprint, text,
+settings, :data:`CACHE_VERSION`). Each entry is one safetensors file, written to a temporary
+file in the same folder and moved into place with ``os.replace`` (atomic: a reader sees the
+whole entry or none). Its metadata holds a JSON description and a sha256 checksum of that
+description and of every tensor's name, dtype, shape and bytes. An entry that cannot be read,
+is truncated, or fails its checksum is reported with a :class:`CacheCorruptionWarning`,
+deleted and recomputed: never silently used.
+
+Two cached computations use it, one entry per (model, text), so that a larger text set reuses
+the entries of a smaller one:
+
+- :func:`cached_attention`: the ``(N, T, T)`` head-averaged attention of :func:`extract_attention`.
+- :func:`cached_ola`: OLA orders ``0..K`` and the rollout, computed in float64 from the attention
+  and stored in float32 (small: a warm run reads no attention at all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from olacore.models import (
+    Extraction,
+    LoadedModel,
+    extract_attention,
+    load_model,
+    model_fingerprint,
+    model_kind,
+)
+from olacore.ola import attention_rollout, order_level_attention
+from olacore.settings import cache_dir
+
+__all__ = [
+    "CACHE_VERSION",
+    "CacheCorruptionWarning",
+    "TensorStore",
+    "OLAResult",
+    "cached_attention",
+    "cached_ola",
+]
+
+# Bump when what an entry holds, or how it is computed, changes: every old entry is then ignored.
+CACHE_VERSION = 1
+
+# How attention is extracted (models.py); part of every attention key.
+EXTRACTION_SETTINGS = {
+    "dtype": "float32",
+    "attn_implementation": "eager",
+    "heads": "mean",
+    "special_tokens": "as the tokenizer adds them",
+    "offsets": "whitespace-trimmed, (0, 0) for special tokens",
+}
+# How OLA is computed from it; part of every OLA key.
+OLA_SETTINGS = {"compute_dtype": "float64", "store_dtype": "float32", "rollout": "prod(A/2 + I/2)"}
+
+
+class CacheCorruptionWarning(UserWarning):
+    """A cache entry was unreadable, truncated or failed its checksum; it was deleted."""
+
+
+def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
+    digest = hashlib.sha256(description.encode("utf-8"))
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().to("cpu").contiguous()
+        digest.update(f"\0{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+class TensorStore:
+    """A folder of checksummed safetensors entries, addressed by a hash of their key parts.
+
+    Args:
+        root: folder of the store; default ``cache_dir('tensors')`` (``$OLACORE_CACHE/tensors``),
+            read when the store is created. Tests pass a temporary folder.
+
+    Entries live at ``root/<key[:2]>/<key>.safetensors``. Safe for several processes: writes are
+    atomic, and two processes writing the same key write the same content.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else cache_dir("tensors")
+
+    def __repr__(self) -> str:
+        return f"TensorStore({str(self.root)!r})"
+
+    @staticmethod
+    def key(**parts: Any) -> str:
+        """sha256 hex digest of a canonical JSON of ``parts`` plus :data:`CACHE_VERSION`.
+
+        Args:
+            **parts: JSON-serialisable values (model fingerprint, text, settings, ...).
+
+        Raises:
+            TypeError: a part is not JSON-serialisable.
+        """
+        payload = dict(parts)
+        payload["cache_version"] = CACHE_VERSION
+        canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def path(self, key: str) -> Path:
+        """File of the entry ``key`` (it may not exist)."""
+        return self.root / key[:2] / f"{key}.safetensors"
+
+    def __contains__(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        """Remove the entry ``key`` if present."""
+        self.path(key).unlink(missing_ok=True)
+
+    def put(self, key: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any] | None = None) -> Path:
+        """Write an entry atomically (temporary file in the same folder, then ``os.replace``).
+
+        Args:
+            key: from :meth:`key`.
+            tensors: name -> tensor, any device and dtype (stored from the CPU, contiguous).
+            meta: JSON-serialisable description stored beside the tensors.
+
+        Returns:
+            The entry's file.
+        """
+        from safetensors.torch import save_file
+
+        cpu = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
+        description = json.dumps(dict(meta or {}), sort_keys=True, ensure_ascii=False)
+        metadata = {"olacore": description, "checksum": _checksum(description, cpu)}
+        target = self.path(key)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=target.parent)
+        os.close(handle)
+        try:
+            save_file(cpu, temporary, metadata=metadata)
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+        return target
+
+    def get(self, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
+        """Read and verify an entry.
+
+        Returns:
+            ``(tensors, meta)`` with CPU tensors, or ``None`` when the entry is absent. A corrupt
+            entry (unreadable, truncated, bad header, checksum mismatch) is deleted with a
+            :class:`CacheCorruptionWarning` and ``None`` is returned, so the caller recomputes it.
+        """
+        from safetensors.torch import load
+
+        target = self.path(key)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            if len(data) < 8:
+                raise ValueError(f"file of {len(data)} bytes has no header")
+            header_size = int.from_bytes(data[:8], "little")
+            if header_size > len(data) - 8:
+                raise ValueError("header runs past the end of the file (truncated)")
+            header = json.loads(data[8 : 8 + header_size])
+            metadata = header.get("__metadata__") or {}
+            if "olacore" not in metadata or "checksum" not in metadata:
+                raise ValueError("no olacore metadata or checksum")
+            tensors = load(data)
+            if _checksum(metadata["olacore"], tensors) != metadata["checksum"]:
+                raise ValueError("checksum mismatch")
+            meta = json.loads(metadata["olacore"])
+        except Exception as error:  # any failure to read means: do not trust the entry
+            warnings.warn(
+                CacheCorruptionWarning(
+                    f"Cache entry {target} is corrupt or partial ({type(error).__name__}: {error}); "
+                    f"deleted, it will be recomputed."
+                ),
+                stacklevel=3,
+            )
+            target.unlink(missing_ok=True)
+            return None
+        return tensors, meta
+
+
+def _check_texts(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
+    texts = list(texts)
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
+        if not text.strip():
+            raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
+    return texts
+
+
+def _fingerprint(model: str | LoadedModel) -> str:
+    return model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
+
+
+def cached_attention(
+    model: str | LoadedModel,
+    texts: Sequence[str],
+    *,
+    batch_size: int = 8,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> list[Extraction]:
+    """:func:`~olacore.models.extract_attention`, cached per (model fingerprint, text).
+
+    Args:
+        model: a model name (zoo, folder or Hugging Face id: loaded only if some text misses
+            the cache) or a :class:`LoadedModel` (its ``fingerprint`` keys the cache, so a
+            modified copy must carry its own).
+        texts: non-empty strings.
+        batch_size: texts per forward pass on a miss.
+        device: where to load the model on a miss (default CUDA if available); ignored for a
+            :class:`LoadedModel`.
+        progress: tqdm bar while extracting the misses.
+        store: the store; default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
+
+    Returns:
+        One :class:`Extraction` per text, in order; ``attentions`` ``(N, T, T)`` float32 CPU,
+        identical whether read from the cache or computed.
+
+    Raises:
+        ValueError: unknown model (lists the zoo names), empty text (names its index), text
+            longer than the model's context (gives both lengths).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (pip line given).
+    """
+    texts = _check_texts(texts)
+    store = store if store is not None else TensorStore()
+    fingerprint = _fingerprint(model)
+    keys = [store.key(kind="attention", model=fingerprint, text=text, settings=EXTRACTION_SETTINGS) for text in texts]
+    results: list[Extraction | None] = [None] * len(texts)
+    missing: dict[str, int] = {}  # key -> first index, duplicates computed once
+    for index, (text, key) in enumerate(zip(texts, keys)):
+        if key in missing:
+            continue
+        entry = store.get(key)
+        if entry is None:
+            missing[key] = index
+            continue
+        tensors, meta = entry
+        results[index] = Extraction(
+            text=text,
+            tokens=list(meta["tokens"]),
+            offsets=[tuple(span) for span in meta["offsets"]],
+            attentions=tensors["attentions"],
+        )
+    if missing:
+        loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
+        todo = list(missing.values())
+        extractions = extract_attention(loaded, [texts[i] for i in todo], batch_size=batch_size, progress=progress)
+        for index, extraction in zip(todo, extractions):
+            store.put(
+                keys[index],
+                {"attentions": extraction.attentions},
+                {
+                    "model": fingerprint,
+                    "text": extraction.text,
+                    "tokens": extraction.tokens,
+                    "offsets": [list(span) for span in extraction.offsets],
+                    "is_causal": loaded.is_causal,
+                },
+            )
+            results[index] = extraction
+    for index, key in enumerate(keys):  # duplicates of a text share its result
+        if results[index] is None:
+            first = next(i for i, k in enumerate(keys) if k == key and results[i] is not None)
+            source = results[first]
+            results[index] = Extraction(source.text, list(source.tokens), list(source.offsets), source.attentions.clone())
+    return results
+
+
+@dataclass
+class OLAResult:
+    """OLA and rollout of one text (paper section 3.1; DESIGN.md section 1).
+
+    Attributes:
+        text, tokens, offsets: as in :class:`~olacore.models.Extraction`.
+        is_causal: the model is a decoder-only LM (maps are lower-triangular).
+        num_layers: ``N`` of the model.
+        orders: ``(max_order + 1, T, T)`` float32 CPU; ``orders[k]`` is the k-th order OLA
+            (``orders[0]`` the identity), each row-stochastic.
+        rollout: ``(T, T)`` float32 CPU, the row-stochastic rollout ``prod_n (A^(n)/2 + I/2)``.
+    """
+
+    text: str
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    is_causal: bool
+    num_layers: int
+    orders: torch.Tensor
+    rollout: torch.Tensor
+
+
+def cached_ola(
+    model: str | LoadedModel,
+    texts: Sequence[str],
+    max_order: int,
+    *,
+    batch_size: int = 8,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> list[OLAResult]:
+    """OLA orders ``0..max_order`` and rollout of each text, cached (DESIGN.md sections 1 and 7).
+
+    On a miss, the attention comes from :func:`cached_attention` (itself cached), and
+    :func:`~olacore.ola.order_level_attention` and :func:`~olacore.ola.attention_rollout` run in
+    float64; the results are stored in float32. An entry keeps the highest order computed so far:
+    asking for fewer orders slices it, asking for more recomputes and replaces it.
+
+    Args:
+        model: model name or :class:`LoadedModel`, as for :func:`cached_attention`.
+        texts: non-empty strings.
+        max_order: highest order ``K``, ``0 <= K <= N``.
+        batch_size, device, progress, store: as for :func:`cached_attention`.
+
+    Returns:
+        One :class:`OLAResult` per text, in order: ``orders`` ``(K + 1, T, T)`` and ``rollout``
+        ``(T, T)``, float32 on the CPU.
+
+    Raises:
+        TypeError: ``max_order`` is not an int.
+        ValueError: ``max_order`` negative or above the model's number of layers; and the
+            errors of :func:`cached_attention`.
+    """
+    if isinstance(max_order, bool) or not isinstance(max_order, int):
+        raise TypeError(f"max_order must be an int, got {type(max_order).__name__}")
+    if max_order < 0:
+        raise ValueError(f"max_order must be >= 0, got {max_order}")
+    texts = _check_texts(texts)
+    store = store if store is not None else TensorStore()
+    fingerprint = _fingerprint(model)
+    keys = [store.key(kind="ola", model=fingerprint, text=text, settings=OLA_SETTINGS) for text in texts]
+    results: list[OLAResult | None] = [None] * len(texts)
+    missing: list[int] = []
+    for index, (text, key) in enumerate(zip(texts, keys)):
+        entry = store.get(key)
+        if entry is not None:
+            tensors, meta = entry
+            if max_order > meta["num_layers"]:
+                raise ValueError(
+                    f"max_order must be between 0 and the number of layers N={meta['num_layers']}; got {max_order}"
+                )
+            if tensors["orders"].shape[0] > max_order:
+                results[index] = OLAResult(
+                    text=text,
+                    tokens=list(meta["tokens"]),
+                    offsets=[tuple(span) for span in meta["offsets"]],
+                    is_causal=bool(meta["is_causal"]),
+                    num_layers=int(meta["num_layers"]),
+                    orders=tensors["orders"][: max_order + 1].clone(),
+                    rollout=tensors["rollout"],
+                )
+                continue
+        missing.append(index)
+    if missing:
+        extractions = cached_attention(
+            model, [texts[i] for i in missing], batch_size=batch_size, device=device, progress=progress, store=store
+        )
+        causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
+        for index, extraction in zip(missing, extractions):
+            attentions = extraction.attentions.double()
+            num_layers = attentions.shape[0]
+            if max_order > num_layers:
+                raise ValueError(f"max_order must be between 0 and the number of layers N={num_layers}; got {max_order}")
+            orders = order_level_attention(attentions, max_order).float()
+            rollout = attention_rollout(attentions).float()
+            store.put(
+                keys[index],
+                {"orders": orders, "rollout": rollout},
+                {
+                    "model": fingerprint,
+                    "text": extraction.text,
+                    "tokens": extraction.tokens,
+                    "offsets": [list(span) for span in extraction.offsets],
+                    "is_causal": causal,
+                    "num_layers": num_layers,
+                },
+            )
+            results[index] = OLAResult(
+                text=extraction.text,
+                tokens=list(extraction.tokens),
+                offsets=list(extraction.offsets),
+                is_causal=causal,
+                num_layers=num_layers,
+                orders=orders,
+                rollout=rollout,
+            )
+    return results
+
