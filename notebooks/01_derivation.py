@@ -103,7 +103,11 @@ print(f"profile={profile}, model={model}")
 text = "The preacher at the mosque said that the killing would cause trouble for years to come."
 with watch("extract attention"):
     (extraction,) = cached_attention(model, [text])
+# The model's softmax runs in float32 (rows sum to 1 within ~1e-7); in float64, with rows
+# renormalised, the identities must hold to rounding (1e-10).
 attn = extraction.attentions.double()
+print(f"float32 row sums deviate from 1 by at most {(attn.sum(-1) - 1).abs().max().item():.1e}")
+attn = attn / attn.sum(-1, keepdim=True)
 num_layers, size = attn.shape[0], attn.shape[-1]
 causal = bool(torch.equal(attn, attn.tril()))
 print(f"{model}: N = {num_layers} layers, T = {size} tokens, causal = {causal}")

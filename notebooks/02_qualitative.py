@@ -56,8 +56,10 @@ print(f"profile={profile}; causal: {cfg['causal']}; encoders: {cfg['encoders']}"
 # Each tokenizer cuts the text differently, so token-level maps differ in size. To put them
 # side by side with readable axes we pool each map onto the words of the text (our
 # addition, `olacore.maps.pool_to_words`: key tokens of a word summed, query tokens
-# averaged, special tokens dropped, rows renormalised). Each panel has its own colour scale,
-# clipped at its 99th percentile.
+# averaged, special tokens dropped, rows renormalised). Attention sinks are cleaned first, as
+# the paper does before comparing maps (see the sink section below: SmolLM2 and Qwen2.5 add
+# no BOS token, so their sink is the first *word* and would hide everything else). Each panel
+# has its own colour scale, clipped at its 99th percentile.
 
 # %%
 text_a = "The committee approved the new budget after a long debate about schools."
@@ -68,6 +70,7 @@ orders = list(range(1, cfg["max_order"] + 1))
 def word_panels(result, text):
     spans = word_spans(text)
     maps = torch.cat([result.orders[1:], result.rollout[None]]).double()
+    maps = clean_sinks(maps, causal=result.is_causal)
     pooled = pool_to_words(maps, result.offsets, spans)
     names = [f"order {k}" for k in orders] + ["rollout"]
     return dict(zip(names, pooled)), [text[s:e] for s, e in spans]

@@ -17,6 +17,8 @@ from olacore.ola import (
 )
 from olacore.similarity import hits_at_k, pairwise_ssim
 
+from olacore import profiles
+
 __version__ = "0.1.0"
 
 __all__ = [

@@ -13,6 +13,7 @@ Stops at the first notebook that fails, naming it, with a non-zero exit status.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -26,6 +27,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
     """Convert ``source`` to a notebook, execute it with ``parameters``, return the output path."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    # Progress bars are for interactive use; in the published pages they are noise. The
+    # runner shows cell-by-cell progress instead.
+    os.environ.setdefault("TQDM_DISABLE", "1")
     notebook = jupytext.read(source)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     raw = out_dir / f"{source.stem}.source.ipynb"
@@ -34,7 +38,7 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
     try:
         papermill.execute_notebook(
             str(raw), str(target), parameters=parameters, kernel_name="python3", cwd=str(ROOT),
-            progress_bar=False, log_output=False,
+            progress_bar=sys.stderr.isatty(), log_output=False,
         )
     finally:
         raw.unlink(missing_ok=True)

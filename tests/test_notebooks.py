@@ -1,8 +1,11 @@
-"""Every chapter executes at profile=smoke, and a failing notebook fails the run by name."""
+"""Every chapter executes at profile=smoke, a failing notebook fails the run by name, and the
+book builds strictly (warnings are errors) from the executed chapters."""
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -19,11 +22,33 @@ def _runner():
     return module
 
 
+@pytest.fixture(scope="module")
+def book_copy(tmp_path_factory):
+    """A copy of the book sources; the smoke-executed chapters land in its book/generated."""
+    root = tmp_path_factory.mktemp("book")
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "book", root / "book", ignore=shutil.ignore_patterns("generated", "_build"))
+    return root
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("source", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
-def test_notebook_executes_at_smoke_profile(source, tmp_path):
-    out = _runner().execute(source, tmp_path, {"profile": "smoke"})
+def test_notebook_executes_at_smoke_profile(source, book_copy):
+    out = _runner().execute(source, book_copy / "book" / "generated", {"profile": "smoke"})
     assert out.exists()
+
+
+@pytest.mark.slow
+def test_book_builds_strictly_from_the_executed_chapters(book_copy):
+    missing = [s.stem for s in NOTEBOOKS if not (book_copy / "book" / "generated" / f"{s.stem}.ipynb").exists()]
+    assert not missing, f"chapters that did not execute: {missing}"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book_copy), "--warningiserror", "--nitpick", "--keep-going"],
+        capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert (book_copy / "_build" / "html" / "book" / "intro.html").exists()
 
 
 def test_toc_lists_every_notebook():
@@ -37,4 +62,4 @@ def test_a_failing_notebook_fails_the_run_and_is_named(tmp_path, capsys):
     broken.write_text('# %% tags=["parameters"]\nprofile = "default"\n\n# %%\nraise RuntimeError("boom")\n')
     status = _runner().main([str(broken), "--profile", "smoke", "--out", str(tmp_path / "out")])
     assert status == 1
-    assert "NOTEBOOK FAILED" in capsys.readouterr().err
+    assert "NOTEBOOK FAILED: " + str(broken) in capsys.readouterr().err
