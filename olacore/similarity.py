@@ -1,0 +1,376 @@
+"""Order-Level Attention Similarity, measured by image retrieval (paper section 4.1).
+
+Every map of a *target* model queries the gallery of maps of a *source* model made from the
+same texts; the query is a hit when the map of the same text ranks first (Hits@1) or among
+the first five (Hits@5). Maps are compared by SSIM (Wang et al. 2004), as the official
+code does.
+
+- :func:`pairwise_ssim`: batched SSIM of every query against every gallery map (CPU or
+  CUDA), equal to :func:`skimage.metrics.structural_similarity` with Gaussian weights.
+- :func:`hits_at_k`: Hits@k from a similarity matrix.
+- :func:`comparable_maps`: the stacked ``(num_texts, C, S, S)`` maps of one model, from
+  its :class:`olacore.cache.OLAResult` list: orders and/or rollout, aligned by resizing
+  (the paper) or word pooling (ours), with raw or sink-cleaned attention.
+- :func:`retrieval_table`: Hits@k for every ordered (source, target) pair and channel,
+  as a tidy :class:`pandas.DataFrame`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Mapping, Sequence, Union
+
+import pandas as pd
+import torch
+
+from olacore.maps import clean_sinks, pool_to_words, resize_maps
+
+if TYPE_CHECKING:  # pragma: no cover
+    from olacore.cache import OLAResult
+    from olacore.data import WordText
+
+__all__ = [
+    "gaussian_window",
+    "pairwise_ssim",
+    "hits_at_k",
+    "chance_hits",
+    "Channel",
+    "channel_name",
+    "comparable_maps",
+    "retrieval_table",
+    "hits_matrix",
+    "verdict",
+]
+
+Channel = Union[int, str]
+"""A map channel: an OLA order ``k >= 0`` or the string ``"rollout"``."""
+
+ALIGNMENTS = ("resize", "words")
+SINKS = ("raw", "clean")
+
+
+def gaussian_window(sigma: float = 1.5, truncate: float = 3.5, dtype=torch.float64, device=None) -> torch.Tensor:
+    """The 1-D Gaussian filter of :func:`scipy.ndimage.gaussian_filter` (as skimage's SSIM uses).
+
+    Radius ``int(truncate * sigma + 0.5)``, so ``sigma = 1.5`` gives 11 taps; weights sum to 1.
+
+    Returns:
+        ``(2 * radius + 1,)`` tensor.
+    """
+    radius = int(truncate * sigma + 0.5)
+    x = torch.arange(-radius, radius + 1, dtype=dtype, device=device)
+    weights = torch.exp(-0.5 * (x / sigma) ** 2)
+    return weights / weights.sum()
+
+
+def _band_matrix(size: int, window: torch.Tensor) -> torch.Tensor:
+    """``(size - taps + 1, size)`` matrix whose product with a signal is its 'valid' filtering."""
+    taps = window.numel()
+    out = window.new_zeros(size - taps + 1, size)
+    for row in range(size - taps + 1):
+        out[row, row : row + taps] = window
+    return out
+
+
+def _filter_valid(images: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor) -> torch.Tensor:
+    """Separable Gaussian filter of ``(..., H, W)`` images, keeping only fully covered pixels.
+
+    skimage filters with reflected borders and then crops ``radius`` pixels on every side
+    before averaging; the cropped region never sees the reflection, so a 'valid'
+    filter gives exactly the pixels skimage keeps: ``(..., H - 2r, W - 2r)``. The filter is
+    two matrix products with band matrices (``rows @ image @ cols.T``), which is much faster
+    than a one-channel convolution, in float64 too.
+    """
+    return rows @ images @ cols.transpose(0, 1)
+
+
+def pairwise_ssim(
+    queries: torch.Tensor,
+    gallery: torch.Tensor,
+    data_range: float | None,
+    *,
+    sigma: float = 1.5,
+    k1: float = 0.01,
+    k2: float = 0.03,
+    max_pairs_per_chunk: int = 256,
+) -> torch.Tensor:
+    """Mean SSIM of every query map against every gallery map (paper section 4.1).
+
+    Equal (float64: within 1e-10; float32: about 1e-5) to
+    ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
+    use_sample_covariance=False, data_range=data_range)`` for each pair: Gaussian window of
+    11 taps (``truncate = 3.5``), population covariances, constants ``(k1 R)^2`` and
+    ``(k2 R)^2``, and the mean over the pixels at least 5 from the border.
+
+    The per-image statistics (local means and variances) are computed once; only the local
+    cross moment needs each pair, and it is computed in chunks of ``max_pairs_per_chunk``
+    pairs, so memory stays bounded for any ``Q x G``.
+
+    Args:
+        queries: ``(Q, H, W)`` float tensor (target maps), CPU or CUDA.
+        gallery: ``(G, H, W)`` float tensor (source maps), same device.
+        data_range: ``R``, the value range of the maps (skimage's ``data_range``). ``None``
+            takes, per pair, the larger of the two maps' ``max - min``, as torchmetrics'
+            ``StructuralSimilarityIndexMeasure()`` (used by the official retrieval script)
+            does for one pair.
+        sigma: Gaussian standard deviation in pixels.
+        k1, k2: SSIM constants.
+        max_pairs_per_chunk: pairs processed at once (memory: about
+            ``max_pairs_per_chunk * H * W`` numbers).
+
+    Returns:
+        ``(Q, G)`` tensor in the dtype of the inputs (float64 if either is), on their device;
+        entry ``[q, g]`` is the SSIM of ``queries[q]`` and ``gallery[g]``.
+
+    Raises:
+        ValueError: wrong ranks, different map sizes, maps smaller than the window, or a
+            non-positive ``data_range``.
+    """
+    if queries.ndim != 3 or gallery.ndim != 3:
+        raise ValueError(
+            f"queries and gallery must be (Q, H, W) and (G, H, W); got {tuple(queries.shape)} and {tuple(gallery.shape)}"
+        )
+    if queries.shape[1:] != gallery.shape[1:]:
+        raise ValueError(f"query maps {tuple(queries.shape[1:])} and gallery maps {tuple(gallery.shape[1:])} differ in size")
+    if data_range is not None and data_range <= 0:
+        raise ValueError(f"data_range must be positive; got {data_range}")
+    dtype = torch.promote_types(queries.dtype, gallery.dtype)
+    if not dtype.is_floating_point:
+        dtype = torch.float32
+    queries, gallery = queries.to(dtype), gallery.to(device=queries.device, dtype=dtype)
+    window = gaussian_window(sigma, dtype=dtype, device=queries.device)
+    if min(queries.shape[1:]) < window.numel():
+        raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {window.numel()}-pixel SSIM window")
+
+    rows = _band_matrix(queries.shape[1], window)
+    cols = _band_matrix(queries.shape[2], window)
+    mu_q, mu_g = _filter_valid(queries, rows, cols), _filter_valid(gallery, rows, cols)
+    var_q = _filter_valid(queries * queries, rows, cols) - mu_q**2
+    var_g = _filter_valid(gallery * gallery, rows, cols) - mu_g**2
+    if data_range is None:
+        range_q = (queries.amax((1, 2)) - queries.amin((1, 2)))[:, None]
+        range_g = (gallery.amax((1, 2)) - gallery.amin((1, 2)))[None, :]
+        ranges = torch.maximum(range_q, range_g)  # (Q, G)
+    else:
+        ranges = None
+
+    num_q, num_g = queries.shape[0], gallery.shape[0]
+    out = queries.new_empty(num_q, num_g)
+    if ranges is None:
+        c1 = (k1 * data_range) ** 2
+        c2 = (k2 * data_range) ** 2
+    # Per-image terms, reused by every pair: mu^2 + c1 / 2 and var + c2 / 2 (so outer sums give B1, B2).
+    half_b1_q, half_b1_g = mu_q**2, mu_g**2
+    half_b2_q, half_b2_g = var_q, var_g
+    if ranges is None:
+        half_b1_q, half_b1_g = half_b1_q + c1 / 2, half_b1_g + c1 / 2
+        half_b2_q, half_b2_g = half_b2_q + c2 / 2, half_b2_g + c2 / 2
+    rows_per_chunk = max(1, max_pairs_per_chunk // max(num_g, 1))
+    for start in range(0, num_q, rows_per_chunk):
+        stop = min(start + rows_per_chunk, num_q)
+        mq, mg = mu_q[start:stop, None], mu_g[None]
+        mean_product = mq * mg  # (q, G, h, w)
+        cross = _filter_valid(queries[start:stop, None] * gallery[None], rows, cols)
+        cross.sub_(mean_product)  # local covariance
+        b1 = half_b1_q[start:stop, None] + half_b1_g[None]
+        b2 = half_b2_q[start:stop, None] + half_b2_g[None]
+        if ranges is None:
+            numerator = mean_product.mul_(2).add_(c1).mul_(cross.mul_(2).add_(c2))
+        else:
+            r2 = ranges[start:stop, :, None, None] ** 2
+            b1.add_(k1**2 * r2)
+            b2.add_(k2**2 * r2)
+            numerator = mean_product.mul_(2).add_(k1**2 * r2).mul_(cross.mul_(2).add_(k2**2 * r2))
+        out[start:stop] = numerator.div_(b1.mul_(b2)).mean(dim=(-2, -1))
+    return out
+
+
+def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: torch.Tensor | None = None) -> dict[int, float]:
+    """Fraction of queries whose correct gallery item ranks within the top ``k``.
+
+    Ties count against the query: the rank of the correct item is one plus the number of
+    *other* gallery items scoring at least as high (so a constant similarity scores 0, not
+    chance; the official script breaks ties in the query's favour).
+
+    Args:
+        similarity: ``(Q, G)`` tensor, higher = more similar.
+        ks: the cut-offs ``k`` (paper: 1 and 5).
+        answers: ``(Q,)`` long tensor, the correct gallery index of each query; default
+            ``arange(Q)`` (query ``i`` and gallery item ``i`` come from the same text).
+
+    Returns:
+        ``{k: fraction in [0, 1]}``.
+
+    Raises:
+        ValueError: ``similarity`` is not 2-D, or the default answers need ``G >= Q``.
+    """
+    if similarity.ndim != 2:
+        raise ValueError(f"similarity must be (Q, G); got shape {tuple(similarity.shape)}")
+    num_q, num_g = similarity.shape
+    if answers is None:
+        if num_g < num_q:
+            raise ValueError(f"default answers need at least as many gallery items ({num_g}) as queries ({num_q})")
+        answers = torch.arange(num_q, device=similarity.device)
+    answers = answers.to(similarity.device)
+    correct = similarity.gather(1, answers[:, None])
+    others_at_least = (similarity >= correct).sum(1) - 1
+    rank = others_at_least + 1
+    return {int(k): float((rank <= k).double().mean()) for k in ks}
+
+
+def chance_hits(num_gallery: int, k: int) -> float:
+    """Hits@k of a random ranking over ``num_gallery`` items: ``min(k, G) / G``."""
+    return min(k, num_gallery) / num_gallery
+
+
+def channel_name(channel: Channel) -> str:
+    """Display name of a channel: ``'order 1'``, ..., ``'rollout'``."""
+    return "rollout" if channel == "rollout" else f"order {int(channel)}"
+
+
+def _check_channel(channel: Channel, available: int) -> None:
+    if channel == "rollout":
+        return
+    if isinstance(channel, bool) or not isinstance(channel, int):
+        raise ValueError(f"a channel is an order (int) or 'rollout'; got {channel!r}")
+    if not 0 <= channel < available:
+        raise ValueError(f"order {channel} not in the results (orders 0..{available - 1} were computed)")
+
+
+def comparable_maps(
+    results: Sequence["OLAResult"],
+    channels: Sequence[Channel] = (1,),
+    *,
+    align: str = "resize",
+    sinks: str = "clean",
+    size: int = 50,
+    texts: Sequence["WordText"] | None = None,
+) -> torch.Tensor:
+    """Stack one model's maps so that maps of different models can be compared.
+
+    Sinks are cleaned at token level (:func:`olacore.maps.clean_sinks`, with the causal
+    mask of a causal model) before alignment. Alignment is either the paper's bilinear
+    antialiased resize of the whole token x token map to ``size x size``
+    (:func:`olacore.maps.resize_maps`; special tokens included, as the official code keeps
+    them) or our word pooling (:func:`olacore.maps.pool_to_words`), which needs the word
+    spans of each text and gives ``W x W`` maps for ``W``-word texts.
+
+    Args:
+        results: one :class:`olacore.cache.OLAResult` per text, all from the same model.
+        channels: OLA orders (ints, must have been computed) and/or ``"rollout"``.
+        align: ``"resize"`` (paper) or ``"words"`` (ours).
+        sinks: ``"raw"`` or ``"clean"`` (the official retrieval and proxy use cleaned maps).
+        size: side of the resized maps (paper: 50); ignored for ``"words"``.
+        texts: the :class:`olacore.data.WordText` of each result (needed for ``"words"``).
+
+    Returns:
+        ``(num_texts, C, S, S)`` float32 CPU tensor, ``C = len(channels)``.
+
+    Raises:
+        ValueError: unknown ``align``/``sinks``, missing or mismatched ``texts``, unknown
+            channels, texts with different word counts, or no result.
+    """
+    if align not in ALIGNMENTS:
+        raise ValueError(f"align must be one of {ALIGNMENTS}; got {align!r}")
+    if sinks not in SINKS:
+        raise ValueError(f"sinks must be one of {SINKS}; got {sinks!r}")
+    if not results:
+        raise ValueError("no OLA results given")
+    if not channels:
+        raise ValueError("no channel asked for")
+    if align == "words":
+        if texts is None or len(texts) != len(results):
+            raise ValueError("align='words' needs the WordText of every result (texts=...)")
+    stacked = []
+    for index, result in enumerate(results):
+        layers = []
+        for channel in channels:
+            _check_channel(channel, result.orders.shape[0])
+            layers.append(result.rollout if channel == "rollout" else result.orders[channel])
+        maps = torch.stack([torch.as_tensor(m, dtype=torch.float32) for m in layers])  # (C, T, T)
+        if sinks == "clean":
+            maps = clean_sinks(maps, causal=result.is_causal)
+        if align == "resize":
+            maps = resize_maps(maps, size)
+        else:
+            maps = pool_to_words(maps, result.offsets, texts[index].spans)
+        stacked.append(maps)
+    shapes = {tuple(m.shape) for m in stacked}
+    if len(shapes) != 1:
+        raise ValueError(f"maps of different sizes {sorted(shapes)}: give texts of equal word count")
+    return torch.stack(stacked)
+
+
+def retrieval_table(
+    maps: Mapping[str, torch.Tensor],
+    channels: Sequence[Channel],
+    *,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    ks: Sequence[int] = (1, 5),
+    data_range: float | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float32,
+) -> pd.DataFrame:
+    """Hits@k of SSIM retrieval for every (source, target) pair and channel.
+
+    For each pair, each target map (query) is compared with every source map of the same
+    channel (gallery) by :func:`pairwise_ssim`; the correct answer is the map of the same
+    text.
+
+    Args:
+        maps: model name -> ``(num_texts, C, S, S)`` tensor from :func:`comparable_maps`,
+            texts in the same order for every model.
+        channels: the ``C`` channel labels, in the order of the tensors' second axis.
+        pairs: ``(source, target)`` names; default every ordered pair of distinct models.
+        ks: Hits@k cut-offs.
+        data_range: passed to :func:`pairwise_ssim` (``None``: per pair, as torchmetrics).
+        device: where to compute (default: where the maps are).
+        dtype: SSIM precision (float32: ~1e-7 from float64, about 3x faster on a CPU).
+
+    Returns:
+        DataFrame with columns ``source, target, channel, hits@1, hits@5, ...`` (fractions)
+        and ``chance@k`` columns, one row per pair and channel.
+
+    Raises:
+        ValueError: models disagree on shape, or the channel count does not match.
+    """
+    names = list(maps)
+    if pairs is None:
+        pairs = [(s, t) for s, t in itertools.permutations(names, 2)]
+    shapes = {tuple(maps[name].shape) for name in names}
+    if len(shapes) != 1:
+        raise ValueError(f"models' maps differ in shape: { {n: tuple(maps[n].shape) for n in names} }")
+    if next(iter(shapes))[1] != len(channels):
+        raise ValueError(f"maps hold {next(iter(shapes))[1]} channels but {len(channels)} channel labels were given")
+    rows = []
+    for source, target in pairs:
+        for c, channel in enumerate(channels):
+            gallery = maps[source][:, c].to(device) if device else maps[source][:, c]
+            queries = maps[target][:, c].to(gallery.device)
+            hits = hits_at_k(pairwise_ssim(queries.to(dtype), gallery.to(dtype), data_range), ks)
+            row = {"source": source, "target": target, "channel": channel_name(channel)}
+            row.update({f"hits@{k}": hits[k] for k in ks})
+            row.update({f"chance@{k}": chance_hits(gallery.shape[0], k) for k in ks})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def hits_matrix(table: pd.DataFrame, channel: str, metric: str = "hits@1") -> pd.DataFrame:
+    """Model x model matrix (rows: source, columns: target) of one metric for one channel name."""
+    rows = table[table["channel"] == channel]
+    return rows.pivot(index="source", columns="target", values=metric)
+
+
+def verdict(observed: float, chance: float) -> str:
+    """A fixed rule for a claim measured as a rate (fraction) against its chance level.
+
+    ``"holds"`` when ``observed >= max(0.5, 3 x chance)``; ``"holds weakly"`` when it is
+    short of that but at least ``min(5 x chance, that bar)``; otherwise ``"does not hold
+    here"``. Decided before looking at results.
+    """
+    strong = max(0.5, 3 * chance)
+    if observed >= strong:
+        return "holds"
+    if observed >= min(5 * chance, strong):
+        return "holds weakly"
+    return "does not hold here"

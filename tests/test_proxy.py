@@ -1,0 +1,78 @@
+"""The visual proxy (olacore.proxy): the network, the split, and a loop that learns."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torchvision
+
+from olacore.proxy import Augment, ProxyConfig, augment_maps, make_resnet18, split_sources, train_proxy
+
+
+def test_resnet18_is_cifar_style():
+    net = make_resnet18(in_channels=3, num_classes=10, width=64)
+    reference = torchvision.models.resnet18(weights=None, num_classes=10)
+    assert net.conv1.kernel_size == (3, 3) and net.conv1.stride == (1, 1) and net.conv1.in_channels == 3
+    assert isinstance(net.maxpool, torch.nn.Identity)
+    # same parameter count as ResNet-18 apart from the smaller stem
+    stem = lambda m: sum(p.numel() for p in m.conv1.parameters())  # noqa: E731
+    assert sum(p.numel() for p in net.parameters()) - stem(net) == sum(p.numel() for p in reference.parameters()) - stem(reference)
+    narrow = make_resnet18(in_channels=2, num_classes=7, width=8)
+    assert narrow(torch.rand(4, 2, 24, 24)).shape == (4, 7)
+    assert narrow.layer4[0].conv1.out_channels == 64
+
+
+def test_augment_keeps_row_mass_and_shape():
+    maps = torch.rand(5, 2, 12, 12).softmax(-1)
+    gen = torch.Generator().manual_seed(0)
+    out = augment_maps(maps, Augment(noise_p=1.0, sink_p=1.0, temperature=(0.5, 2.0)), gen)
+    assert out.shape == maps.shape and (out >= 0).all()
+    torch.testing.assert_close(out.sum(-1), maps.sum(-1))
+    assert not torch.allclose(out, maps)
+    torch.testing.assert_close(augment_maps(maps, Augment.none()), maps)
+
+
+def test_split_never_uses_one_text_twice_from_one_source():
+    sources = [torch.full((6, 1, 4, 4), float(s)) for s in range(3)]
+    train_x, train_y, val_x, val_y, how = split_sources(sources)
+    assert len(train_y) == 12 and len(val_y) == 6 and sorted(val_y.tolist()) == list(range(6))
+    for label in range(6):  # text i is validated on source i mod 3 and trained on the others
+        assert val_x[val_y == label].unique().tolist() == [float(label % 3)]
+        assert float(label % 3) not in train_x[train_y == label].unique().tolist()
+    _, _, _, _, how_single = split_sources(sources[:1])
+    assert "augmented" in how_single
+
+
+def _toy_maps(num_classes: int, copies: int, seed: int) -> list[torch.Tensor]:
+    """Each class is a bright block at its own place; copies differ by noise."""
+    gen = torch.Generator().manual_seed(seed)
+    base = torch.full((num_classes, 1, 16, 16), 0.01)
+    for c in range(num_classes):
+        row, col = divmod(c, 4)
+        base[c, 0, 4 * row : 4 * row + 4, 4 * col : 4 * col + 4] = 1.0
+    return [base + 0.05 * torch.rand(base.shape, generator=gen) for _ in range(copies)]
+
+
+@pytest.fixture
+def one_thread():
+    """Small convolutions on a shared 2-core machine run fastest on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_proxy_learns_a_separable_toy_set(one_thread):
+    sources = _toy_maps(8, copies=2, seed=0)
+    target = _toy_maps(8, copies=1, seed=1)[0]
+    config = ProxyConfig(iterations=60, batch_size=8, lr=0.05, width=8, eval_every=20, augment=Augment.none())
+    run = train_proxy(sources, target, config, seed=0, device="cpu", progress=False)
+    assert run.test_acc is not None and run.test_acc > 0.9
+    assert run.val_acc > 0.9
+    assert [h["step"] for h in run.history] == [20, 40, 60]
+    assert run.best_step in (20, 40, 60)
+
+
+def test_proxy_rejects_mismatched_target():
+    with pytest.raises(ValueError, match="do not match"):
+        train_proxy(_toy_maps(4, 2, 0), torch.rand(4, 2, 16, 16), ProxyConfig(iterations=1), progress=False)

@@ -1,0 +1,117 @@
+"""SSIM retrieval (olacore.similarity): SSIM equals scikit-image, Hits@k, comparable maps."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from skimage.metrics import structural_similarity
+
+import olacore
+from olacore.similarity import chance_hits, comparable_maps, hits_at_k, pairwise_ssim, retrieval_table
+
+
+def _skimage(q: np.ndarray, g: np.ndarray, data_range: float) -> float:
+    return structural_similarity(q, g, gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=data_range)
+
+
+def test_top_level_export():
+    assert olacore.pairwise_ssim is pairwise_ssim
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    height=st.integers(11, 30),
+    width=st.integers(11, 30),
+    data_range=st.sampled_from([1.0, 0.05, 2.5]),
+    chunk=st.integers(1, 7),
+)
+def test_ssim_equals_skimage(seed, height, width, data_range, chunk):
+    rng = np.random.default_rng(seed)
+    queries = rng.random((3, height, width)) * data_range
+    gallery = rng.random((4, height, width)) * data_range
+    gallery[0] = queries[1] + 0.01 * data_range * rng.standard_normal((height, width))  # a near match
+    ours = pairwise_ssim(torch.from_numpy(queries), torch.from_numpy(gallery), data_range, max_pairs_per_chunk=chunk)
+    reference = np.array([[_skimage(q, g, data_range) for g in gallery] for q in queries])
+    assert ours.shape == (3, 4) and ours.dtype == torch.float64
+    np.testing.assert_allclose(ours.numpy(), reference, atol=1e-5, rtol=0)
+
+
+def test_ssim_float32_and_per_pair_range():
+    rng = np.random.default_rng(0)
+    queries = rng.random((2, 50, 50)) ** 4 / 50  # peaky, attention-like
+    gallery = rng.random((3, 50, 50)) ** 4 / 50
+    ours = pairwise_ssim(torch.from_numpy(queries).float(), torch.from_numpy(gallery).float(), 1.0)
+    reference = np.array([[_skimage(q, g, 1.0) for g in gallery] for q in queries])
+    np.testing.assert_allclose(ours.double().numpy(), reference, atol=1e-5)
+    # data_range=None: per pair, the larger max - min of the two maps (torchmetrics' choice)
+    ours = pairwise_ssim(torch.from_numpy(queries), torch.from_numpy(gallery), None)
+    reference = np.array([[_skimage(q, g, max(np.ptp(q), np.ptp(g))) for g in gallery] for q in queries])
+    np.testing.assert_allclose(ours.numpy(), reference, atol=1e-10)
+
+
+def test_ssim_rejects_bad_input():
+    with pytest.raises(ValueError, match="differ in size"):
+        pairwise_ssim(torch.rand(2, 20, 20), torch.rand(2, 21, 20), 1.0)
+    with pytest.raises(ValueError, match="smaller than"):
+        pairwise_ssim(torch.rand(2, 8, 8), torch.rand(2, 8, 8), 1.0)
+    with pytest.raises(ValueError, match="data_range"):
+        pairwise_ssim(torch.rand(2, 20, 20), torch.rand(2, 20, 20), 0.0)
+
+
+def test_hits_at_k_known_answer():
+    # query 0: correct first; query 1: correct third; query 2: correct tied with another -> rank 2
+    similarity = torch.tensor([
+        [0.9, 0.1, 0.2, 0.0],
+        [0.8, 0.5, 0.7, 0.1],
+        [0.3, 0.6, 0.6, 0.2],
+    ])
+    hits = hits_at_k(similarity, ks=(1, 2, 3))
+    assert hits == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3), 3: pytest.approx(1.0)}
+    # explicit answers
+    assert hits_at_k(similarity, ks=(1,), answers=torch.tensor([0, 0, 1]))[1] == pytest.approx(2 / 3)
+    # a constant similarity is never a hit (ties count against the query)
+    assert hits_at_k(torch.ones(4, 4), ks=(1,))[1] == 0.0
+    assert chance_hits(100, 5) == 0.05 and chance_hits(3, 5) == 1.0
+
+
+def _fake_result(num_tokens: int, causal: bool, seed: int, words: int):
+    gen = torch.Generator().manual_seed(seed)
+    logits = torch.randn(4, num_tokens, num_tokens, generator=gen)
+    if causal:
+        logits = logits.masked_fill(~torch.ones(num_tokens, num_tokens, dtype=torch.bool).tril(), float("-inf"))
+    orders = logits.softmax(-1)
+    # one special token, then tokens spread over `words` words of 3 characters
+    offsets = [(0, 0)] + [(4 * (t * words // (num_tokens - 1)), 4 * (t * words // (num_tokens - 1)) + 3) for t in range(num_tokens - 1)]
+    return SimpleNamespace(orders=orders, rollout=orders[1], is_causal=causal, offsets=offsets, num_layers=3)
+
+
+def test_comparable_maps_shapes():
+    words = 12
+    spans = tuple((4 * w, 4 * w + 3) for w in range(words))
+    texts = [SimpleNamespace(spans=spans) for _ in range(3)]
+    results = [_fake_result(20 + i, causal=True, seed=i, words=words) for i in range(3)]
+    resized = comparable_maps(results, [1, 2, "rollout"], align="resize", sinks="clean", size=16)
+    assert resized.shape == (3, 3, 16, 16) and resized.dtype == torch.float32
+    pooled = comparable_maps(results, [1, 3], align="words", sinks="raw", texts=texts)
+    assert pooled.shape == (3, 2, words, words)
+    torch.testing.assert_close(pooled.sum(-1), torch.ones(3, 2, words))
+    with pytest.raises(ValueError, match="order 4"):
+        comparable_maps(results, [4])
+    with pytest.raises(ValueError, match="texts"):
+        comparable_maps(results, [1], align="words")
+
+
+def test_retrieval_table_identical_models_hit_everything():
+    gen = torch.Generator().manual_seed(0)
+    maps = torch.rand(6, 2, 16, 16, generator=gen)
+    table = retrieval_table({"a": maps, "b": maps.clone()}, channels=[1, "rollout"])
+    assert len(table) == 4
+    assert (table["hits@1"] == 1.0).all()
+    assert set(table["channel"]) == {"order 1", "rollout"}
+    assert np.allclose(table["chance@1"], 1 / 6)
