@@ -889,7 +889,7 @@ def extract_attention(
             ``batch_size`` < 1.
         RuntimeError: the backbone returned no attention (not loaded with eager attention).
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # text bars: the book has no widgets
 
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")

@@ -33,7 +33,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text bars: the book has no widgets
 
 __all__ = [
     "Augment",

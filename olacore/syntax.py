@@ -43,7 +43,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text bars: the book has no widgets
 
 from olacore.data import UDSentence
 from olacore.maps import clean_sinks, pool_to_words, word_assignment
