@@ -39,7 +39,7 @@ CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
         "smoke": {"models": ["minilm-l6", "smollm2-135m"], "first_subtoken": ["minilm-l6"], "random_init": ["minilm-l6"],
                   "raw_layers": ["minilm-l6"], "seed_models": [], "num_train": 40, "num_dev": 20, "num_test": 20,
                   "epochs": 3, "seeds": [0], "max_len": 64, "batch_size": 8},
-        "default": {"models": CAUSAL_ZOO + ENCODER_ZOO, "first_subtoken": ["minilm-l6"], "random_init": ["minilm-l6", "smollm2-135m"],
+        "default": {"models": CAUSAL_ZOO + ENCODER_ZOO, "first_subtoken": ["minilm-l6"], "random_init": ["minilm-l6"],
                     "raw_layers": ["minilm-l6"], "seed_models": ["minilm-l6"], "num_train": 500, "num_dev": 150,
                     "num_test": 300, "epochs": 5, "seeds": [0, 1, 2], "max_len": 64, "batch_size": 8},
         "paper": {"models": PAPER_ENCODERS, "first_subtoken": PAPER_ENCODERS, "random_init": PAPER_ENCODERS,
