@@ -138,11 +138,12 @@ assert checks["max abs deviation"].fillna(0).max() < 1e-10, "an OLA identity fai
 # %% [markdown]
 # ## What each order looks like
 #
-# Low orders keep most of their mass near the diagonal and on a few related tokens; as the
-# order grows, paths pass through more attention layers and the mass drifts towards the
-# tokens that every layer attends to: the first token, the attention sink
-# {cite}`xiao2024sinks`, for causal models. Rollout, a binomial mixture centred on order
-# $N/2$, inherits that drift.
+# Order 1 is the plain layer average: some mass near the diagonal and on related tokens,
+# and, for a causal model, already much on the first token. As the order grows, paths pass
+# through more attention layers and the mass drifts further towards the token that every
+# layer attends to, the attention sink {cite}`xiao2024sinks`, and away from the diagonal
+# (the table below measures both). Rollout, a binomial mixture centred on order $N/2$, is
+# almost entirely sink: the text-specific structure lives in the low orders.
 
 # %%
 shown = [k for k in (1, 2, 3, num_layers // 2, num_layers) if k <= num_layers]
