@@ -152,9 +152,9 @@ summary.round(1)
 # ### Ours beside the paper
 #
 # The paper reports first-order SSIM retrieval for four pairs of its causal models
-# (DESIGN.md section 3). Its models are not ours, so the comparison is of the *mean* over
+# Its models are not ours, so the comparison is of the *mean* over
 # pairs, order 1, resize + clean sinks, with the paper's own pairs listed for reference.
-# Differences that matter: our models are 10-30x smaller and quantised, and we retrieve among
+# Differences that matter: our models are 3 to 60 times smaller than the paper's and run on dequantised 4-bit weights, and we retrieve among
 # fewer texts (chance is higher: Hits@1 chance is 1/N).
 
 # %%
@@ -235,7 +235,7 @@ fig.tight_layout()
 
 # %% [markdown]
 # Target accuracy (%), mean ± std over seeds. The paper's column is the mean of its six
-# causal targets (1000 classes, 100k steps, its models; DESIGN.md section 3); it reports
+# causal targets (1000 classes, 100k steps, its models); it reports
 # no order 3 or 1+2 row.
 
 # %%

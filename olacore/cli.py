@@ -72,8 +72,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (ValueError, FileNotFoundError, ImportError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except BrokenPipeError:  # e.g. `... --json | head`: the reader left, nothing to report
+        sys.stderr.close()
+        return 0
+    except (ValueError, ImportError, RuntimeError, OSError, MemoryError) as error:
+        # The library speaks of a list of texts; here there is one, given as --text.
+        print(f"error: {str(error).replace('texts[0]', '--text')}", file=sys.stderr)
         return 2
 
 

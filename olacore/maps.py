@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import re
+import unicodedata
 
 import torch
 import torch.nn.functional as F
@@ -24,14 +25,24 @@ import torch.nn.functional as F
 __all__ = ["word_spans", "resize_maps", "word_assignment", "pool_to_words", "clean_sinks", "mirror_causal"]
 
 
+_INVISIBLE = {"Mn", "Me", "Cf", "Cc"}  # combining marks, variation selectors, zero-width, control
+_WORD = re.compile(r"(?:\w+(?:['’]\w+)*|[^\w\s])[\u0300-\u036f\u200b-\u200f\ufe00-\ufe0f\U0001f3fb-\U0001f3ff]*")
+
+
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the words of a free text: runs of word characters, and each
-    punctuation mark on its own (a stand-in for a treebank's tokenisation).
+    punctuation mark or symbol on its own (a stand-in for a treebank's tokenisation).
+    Combining marks, variation selectors, zero-width characters and emoji skin tones stay
+    with the character before them; a span made only of such invisible characters is no word.
 
     Returns:
         ``[(start, end), ...]`` with ``text[start:end]`` the word, in order.
     """
-    return [match.span() for match in re.finditer(r"\w+(?:['’]\w+)*|[^\w\s]", text)]
+    return [
+        match.span()
+        for match in _WORD.finditer(text)
+        if any(unicodedata.category(char) not in _INVISIBLE for char in match.group())
+    ]
 
 
 def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
@@ -87,8 +98,10 @@ def word_assignment(
     orphans = (assign.sum(1) == 0).nonzero().flatten().tolist()
     if orphans:
         raise ValueError(
-            f"words {orphans} overlap no token: the token offsets do not cover these word spans "
-            "(was the same text given to the tokenizer?)"
+            f"words {orphans} (character spans {[tuple(word_spans[w]) for w in orphans]}) overlap no "
+            "token: the tokenizer dropped their characters (some tokenizers drop emoji, control or "
+            "zero-width characters), or the offsets come from another text. Remove those "
+            "characters, or leave these words out of word_spans."
         )
     return assign
 

@@ -43,6 +43,7 @@ from urllib.parse import urlparse
 
 import torch
 
+from olacore.timing import progress as progress_bar
 from olacore.settings import cache_dir
 
 if TYPE_CHECKING:  # transformers is imported lazily: ``import olacore`` stays light
@@ -862,6 +863,41 @@ def _forward_kwargs(backbone: torch.nn.Module) -> dict:
     return {"use_cache": False} if "use_cache" in parameters else {}
 
 
+ATTENTION_BUDGET_ENV = "OLACORE_ATTENTION_GB"
+
+
+def _memory_bounded_batches(
+    model: LoadedModel, lengths: Sequence[int], order: Sequence[int], batch_size: int
+) -> list[list[int]]:
+    """Group texts (given longest first) into batches whose attention fits a memory budget.
+
+    ``output_attentions`` holds every layer's ``(B, H, T, T)`` float32 attention at once:
+    ``N * H * B * T^2 * 4`` bytes, ``T`` the batch's padded length. The budget is
+    ``$OLACORE_ATTENTION_GB`` gigabytes (default 4).
+
+    Raises:
+        MemoryError: one text alone needs more than the budget; the message gives its length,
+            what it would need and how to proceed.
+    """
+    budget = float(os.environ.get(ATTENTION_BUDGET_ENV, "4")) * 2**30
+    bytes_per_cell = model.num_layers * model.num_heads * 4
+    batches: list[list[int]] = []
+    width = 0  # padded length of the current batch: its first (longest) text
+    for index, length in zip(order, lengths):
+        if bytes_per_cell * length**2 > budget:
+            raise MemoryError(
+                f"a text of {length} tokens needs {bytes_per_cell * length**2 / 2**30:.2f} GB of attention "
+                f"in {model.name} ({model.num_layers} layers x {model.num_heads} heads x T^2 x 4 bytes), "
+                f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}"
+            )
+        if batches and len(batches[-1]) < batch_size and bytes_per_cell * width**2 * (len(batches[-1]) + 1) <= budget:
+            batches[-1].append(index)
+        else:
+            batches.append([index])
+            width = length
+    return batches
+
+
 def extract_attention(
     model: LoadedModel,
     texts: Sequence[str],
@@ -889,8 +925,6 @@ def extract_attention(
             ``batch_size`` < 1.
         RuntimeError: the backbone returned no attention (not loaded with eager attention).
     """
-    from tqdm import tqdm  # text bars: the book has no widgets
-
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     encoded = tokenize(model, texts)
@@ -899,10 +933,10 @@ def extract_attention(
     pad_id = 0 if pad_id is None else int(pad_id)
     kwargs = _forward_kwargs(model.backbone)
     results: list[Extraction | None] = [None] * len(encoded)
-    batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    batches = _memory_bounded_batches(model, [len(encoded[i][0]) for i in order], order, batch_size)
     cropped: dict[int, torch.Tensor] = {}
     with torch.inference_mode():
-        for batch in tqdm(batches, desc=f"attention {model.name}", disable=not progress or not batches, leave=False):
+        for batch in progress_bar(batches, enabled=progress and bool(batches), desc=f"attention {model.name}", leave=False):
             lengths = [len(encoded[i][0]) for i in batch]
             width = max(lengths)
             input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)

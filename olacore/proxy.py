@@ -33,7 +33,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
-from tqdm import tqdm  # text bars: the book has no widgets
+from olacore.timing import progress as progress_bar
 
 __all__ = [
     "Augment",
@@ -328,7 +328,7 @@ def train_proxy(
     losses, seen, hits = [], 0, 0
     order = torch.randperm(train_x.shape[0], generator=gen)
     cursor = 0
-    bar = tqdm(range(1, config.iterations + 1), desc="proxy", disable=not progress, leave=False)
+    bar = progress_bar(range(1, config.iterations + 1), enabled=progress, desc="proxy", leave=False)
     model.train()
     for step in bar:
         if cursor + config.batch_size > order.numel():
@@ -418,7 +418,7 @@ def proxy_experiment(
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     try:
-        for label, idx, sources, target, seed in tqdm(jobs, desc="proxy runs", disable=not progress):
+        for label, idx, sources, target, seed in progress_bar(jobs, enabled=progress, desc="proxy runs"):
             run = train_proxy(
                 [maps[s][:, list(idx)] for s in sources], maps[target][:, list(idx)], config, seed=seed, device=device,
                 progress=False,

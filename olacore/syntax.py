@@ -43,7 +43,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from tqdm import tqdm  # text bars: the book has no widgets
+from olacore.timing import progress as progress_bar
 
 from olacore.data import UDSentence
 from olacore.maps import clean_sinks, pool_to_words, word_assignment
@@ -674,7 +674,7 @@ def _train(train_maps, train_sentences, dev_maps, dev_sentences, config: ProbeCo
     rng = random.Random(config.seed)
     best_state, best_epoch, best_dev, best_key = None, 0, None, -math.inf
     history = []
-    for epoch in tqdm(range(1, config.epochs + 1), disable=not progress, desc="probe epochs"):
+    for epoch in progress_bar(range(1, config.epochs + 1), enabled=progress, desc="probe epochs"):
         probe.train()
         rng.shuffle(batches)
         total = 0.0

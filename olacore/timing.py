@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from contextlib import contextmanager
 from typing import Iterator
@@ -37,3 +38,12 @@ class Stopwatch:
         lines = [f"{name:<{width}}  {secs:8.1f} s" for name, secs in self.seconds.items()]
         lines.append(f"{'total (wall clock)':<{width}}  {total:8.1f} s")
         return "\n".join(lines)
+
+
+def progress(iterable, *, enabled: bool = True, **kwargs):
+    """A tqdm progress bar over ``iterable``, unless ``enabled`` is False or the environment
+    variable ``TQDM_DISABLE`` is set (the book's notebook runner sets it, so executed pages
+    carry no progress bars; interactive runs show them)."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, disable=not enabled or bool(os.environ.get("TQDM_DISABLE")), **kwargs)

@@ -30,10 +30,17 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
     # Progress bars are for interactive use; in the published pages they are noise. The
     # runner shows cell-by-cell progress instead.
     os.environ.setdefault("TQDM_DISABLE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore:IProgress not found")
     notebook = jupytext.read(source)
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     raw = out_dir / f"{source.stem}.source.ipynb"
     jupytext.write(notebook, raw)
+    known = papermill.inspect_notebook(str(raw))
+    unknown = sorted(set(parameters) - set(known))
+    if unknown:
+        raw.unlink(missing_ok=True)
+        raise ValueError(f"{source.name} has no parameter {', '.join(unknown)}; its parameters are: {', '.join(known)}")
     target = out_dir / f"{source.stem}.ipynb"
     try:
         papermill.execute_notebook(

@@ -85,3 +85,10 @@ def test_mirror_causal_is_symmetric():
     mirrored = mirror_causal(maps)
     torch.testing.assert_close(mirrored, mirrored.transpose(-1, -2))
     torch.testing.assert_close(mirrored.tril(), maps)
+
+
+def test_word_spans_keep_invisible_characters_with_their_word():
+    from olacore.maps import word_spans
+
+    text = "I \u2764\ufe0f caf\u0065\u0301 \u200b ok."
+    assert [text[a:b] for a, b in word_spans(text)] == ["I", "\u2764\ufe0f", "cafe\u0301", "ok", "."]

@@ -346,3 +346,15 @@ def test_split_zip_build_is_atomic_checked_and_self_healing(minilm, tmp_path, mo
         load_model("bad-zip-test", device="cpu")
     leftovers = [p.name for p in (tmp_path / "cache" / "models").iterdir() if "bad-zip-test" in p.name]
     assert leftovers == [".bad-zip-test.lock"]
+
+
+def test_attention_memory_budget_splits_batches_and_refuses_huge_texts(monkeypatch):
+    from types import SimpleNamespace
+
+    from olacore.models import _memory_bounded_batches
+
+    model = SimpleNamespace(name="toy", num_layers=2, num_heads=4)  # 32 bytes per T^2 cell
+    monkeypatch.setenv("OLACORE_ATTENTION_GB", str(32 * 100**2 * 2 / 2**30))  # room for 2 texts of 100
+    assert _memory_bounded_batches(model, [100, 90, 80, 10], [3, 1, 0, 2], batch_size=8) == [[3, 1], [0, 2]]
+    with pytest.raises(MemoryError, match="150 tokens"):
+        _memory_bounded_batches(model, [150], [0], batch_size=8)
