@@ -9,29 +9,9 @@ texts (:mod:`olacore.data`) -> model zoo and attention extraction (:mod:`olacore
 :mod:`olacore.syntax`) -> notebooks -> book.
 """
 
-from olacore.ola import (
-    attention_rollout,
-    order_level_attention,
-    order_level_attention_bruteforce,
-    rollout_from_orders,
-)
-from olacore.similarity import hits_at_k, pairwise_ssim
-
 from olacore import profiles
-
-__version__ = "0.1.0"
-
-__all__ = [
-    "attention_rollout",
-    "order_level_attention",
-    "order_level_attention_bruteforce",
-    "rollout_from_orders",
-    "pairwise_ssim",
-    "hits_at_k",
-]
-
-# Model zoo, attention extraction and the attention/OLA cache (DESIGN.md sections 2, 4 and 7).
-from olacore.models import (  # noqa: E402
+from olacore.cache import CacheCorruptionWarning, OLAResult, TensorStore, cached_attention, cached_ola
+from olacore.models import (
     ZOO,
     Extraction,
     LoadedModel,
@@ -41,15 +21,23 @@ from olacore.models import (  # noqa: E402
     model_fingerprint,
     model_kind,
 )
-from olacore.cache import (  # noqa: E402
-    CacheCorruptionWarning,
-    OLAResult,
-    TensorStore,
-    cached_attention,
-    cached_ola,
+from olacore.ola import (
+    attention_rollout,
+    order_level_attention,
+    order_level_attention_bruteforce,
+    rollout_from_orders,
 )
+from olacore.similarity import hits_at_k, pairwise_ssim
 
-__all__ += [
+__version__ = "0.1.0"
+
+__all__ = [
+    # the mathematics (olacore.ola)
+    "attention_rollout",
+    "order_level_attention",
+    "order_level_attention_bruteforce",
+    "rollout_from_orders",
+    # model zoo and extraction (olacore.models)
     "ZOO",
     "Extraction",
     "LoadedModel",
@@ -58,9 +46,14 @@ __all__ += [
     "load_model",
     "model_fingerprint",
     "model_kind",
+    # cache of attention and OLA (olacore.cache)
     "CacheCorruptionWarning",
     "OLAResult",
     "TensorStore",
     "cached_attention",
     "cached_ola",
+    # similarity (olacore.similarity)
+    "pairwise_ssim",
+    "hits_at_k",
+    "profiles",
 ]
