@@ -36,8 +36,8 @@ import copy
 import time
 import math
 import random
-from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Sequence
 
 import numpy as np
 import torch
