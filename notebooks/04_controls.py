@@ -46,7 +46,7 @@ from olacore.cache import cached_ola
 from olacore.controls import controls_retrieval, random_init
 from olacore.data import similarity_texts
 from olacore.models import load_model
-from olacore.proxy import Augment, ProxyConfig, train_proxy
+from olacore.proxy import Augment, ProxyConfig, cached_train_proxy
 from olacore.similarity import chance_hits, comparable_maps, retrieval_table, verdict
 from olacore.timing import Stopwatch
 
@@ -137,7 +137,8 @@ fig.tight_layout()
 # The visual proxy (previous chapter) trained on the trained *source* encoder's maps and
 # tested, unchanged, on the target under each control. One source model, so the checkpoint
 # is chosen on a fixed augmented view of the source maps (never on a target). CPU-sized:
-# narrow ResNet-18, small images, few steps; seeds from the profile.
+# narrow ResNet-18, small images, the previous chapter's few hundred steps; seeds from the
+# profile. Trained runs are kept in the cache, like the previous chapter's.
 
 # %%
 proxy_index = [channels.index(1)]
@@ -149,9 +150,10 @@ on_cpu = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")
 threads = torch.get_num_threads()
 if on_cpu:
     torch.set_num_threads(1)  # small convolutions: one thread is fastest on a shared CPU
-with watch("proxy"):
+with watch("proxy (training or cache)"):
     for seed in cfg["seeds"]:
-        run = train_proxy([resize(enc_source_maps[:, proxy_index])], None, config, seed=seed, device=device, progress=False)
+        run = cached_train_proxy([resize(enc_source_maps[:, proxy_index])], None, config, seed=seed, device=device,
+                                 progress=False)
         for (control, scale), maps in enc_maps.items():
             proxy_rows.append({"control": control, "scale": scale, "seed": seed,
                                "accuracy %": 100 * run.evaluate(resize(maps[:, proxy_index]))})

@@ -47,6 +47,7 @@ __all__ = [
     "CACHE_VERSION",
     "CacheCorruptionWarning",
     "TensorStore",
+    "tensor_digest",
     "OLAResult",
     "cached_attention",
     "cached_ola",
@@ -78,6 +79,15 @@ def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
         digest.update(f"\0{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+def tensor_digest(tensor: torch.Tensor) -> str:
+    """sha256 hex digest of a tensor's dtype, shape and bytes (any device): a cache-key part for data.
+
+    Two tensors share a digest exactly when they are equal element for element, in the same
+    dtype and shape.
+    """
+    return _checksum("", {"tensor": tensor})
 
 
 class TensorStore:

@@ -19,20 +19,30 @@ Where we depart from the official script (and why):
   source maps (which only detects divergence, and says so in :class:`ProxyRun`).
 - ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18);
   the CPU profile uses a narrower net and far fewer iterations.
+
+A finished run is kept on disk (:func:`cached_train_proxy`, keyed by the bytes of its maps,
+the whole :class:`ProxyConfig`, the seed and the device type), so a re-executed chapter
+reads its runs back instead of training again; :func:`proxy_experiment` spreads the runs it
+still has to train over worker processes.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
+import dataclasses
 import math
+import multiprocessing
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
+
+from olacore.cache import TensorStore, tensor_digest
 from olacore.timing import progress as progress_bar
 
 __all__ = [
@@ -43,6 +53,7 @@ __all__ = [
     "augment_maps",
     "split_sources",
     "train_proxy",
+    "cached_train_proxy",
     "accuracy",
     "leave_one_out",
     "proxy_experiment",
@@ -373,6 +384,81 @@ def _device_generator(cpu_gen: torch.Generator, device: torch.device) -> torch.G
     return torch.Generator(device=device).manual_seed(seed)
 
 
+# Bump when train_proxy gives other results for the same inputs: every cached run is then ignored.
+PROXY_VERSION = 1
+
+
+def _run_key(source_maps: Sequence[torch.Tensor], target_maps: torch.Tensor | None, config: ProxyConfig, seed: int,
+             device: torch.device) -> str:
+    return TensorStore.key(
+        kind="proxy-run",
+        proxy_version=PROXY_VERSION,
+        sources=[tensor_digest(m) for m in source_maps],
+        target=None if target_maps is None else tensor_digest(target_maps),
+        config=dataclasses.asdict(config),
+        seed=seed,
+        device=device.type,
+    )
+
+
+def _run_summary(run: ProxyRun) -> dict[str, Any]:
+    return {"seed": run.seed, "history": run.history, "best_step": run.best_step, "val_acc": run.val_acc,
+            "test_acc": run.test_acc, "validation": run.validation}
+
+
+def cached_train_proxy(
+    source_maps: Sequence[torch.Tensor],
+    target_maps: torch.Tensor | None,
+    config: ProxyConfig,
+    *,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> ProxyRun:
+    """:func:`train_proxy`, kept on disk: the same inputs give back the stored run without training.
+
+    The key holds a sha256 of every source and target tensor (dtype, shape and bytes), the
+    whole ``config`` (augmentation included), ``seed``, the device type and
+    :data:`PROXY_VERSION`; the entry holds the chosen network's weights, the input
+    standardisation and the run's summary (history, chosen step, accuracies), written
+    atomically by :class:`olacore.cache.TensorStore`.
+
+    Args:
+        source_maps, target_maps, config, seed, device, progress: as :func:`train_proxy`.
+        store: where runs are kept (default: ``$OLACORE_CACHE/tensors``).
+
+    Returns:
+        :class:`ProxyRun`; a stored run's ``model`` is rebuilt on ``device`` in eval mode.
+
+    Raises:
+        ValueError: as :func:`train_proxy`.
+    """
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    store = store or TensorStore()
+    key = _run_key(source_maps, target_maps, config, seed, device)
+    stored = store.get(key)
+    if stored is not None:
+        tensors, meta = stored
+        model = make_resnet18(source_maps[0].shape[1], source_maps[0].shape[0], config.width)
+        model.load_state_dict({name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")})
+        return ProxyRun(model=model.to(device).eval(), mean=tensors["mean"], std=tensors["std"], **meta)
+    run = train_proxy(source_maps, target_maps, config, seed=seed, device=device, progress=progress)
+    weights = {f"model.{name}": t for name, t in run.model.state_dict().items()}
+    store.put(key, {**weights, "mean": run.mean, "std": run.std}, meta=_run_summary(run))
+    return run
+
+
+def _proxy_job(job: tuple) -> dict[str, Any]:
+    """One run of :func:`proxy_experiment` (top level, so worker processes can import it)."""
+    source_maps, target_maps, config, seed, device, store_root, num_threads = job
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    run = cached_train_proxy(source_maps, target_maps, config, seed=seed, device=device, progress=False,
+                             store=TensorStore(store_root))
+    return _run_summary(run)
+
+
 def leave_one_out(names: Sequence[str]) -> list[tuple[list[str], str]]:
     """``(sources, target)`` splits: each model in turn is the target, the others the sources.
 
@@ -391,8 +477,14 @@ def proxy_experiment(
     device: str | torch.device | None = None,
     progress: bool = True,
     num_threads: int | None = None,
+    workers: int = 1,
+    store: TensorStore | None = None,
 ):
-    """Run :func:`train_proxy` for every split, channel set and seed (paper section 4.1, Table 1).
+    """Run :func:`cached_train_proxy` for every split, channel set and seed (paper section 4.1, Table 1).
+
+    Runs already on disk are read back; the others are trained, in ``workers`` processes
+    when ``workers > 1`` (each run is seeded, so the result does not depend on which worker
+    ran it).
 
     Args:
         maps: model name -> ``(N, C, S, S)`` maps holding every channel any set uses.
@@ -403,30 +495,46 @@ def proxy_experiment(
         seeds: one run per seed.
         device: training device.
         progress: a tqdm bar over runs.
-        num_threads: torch CPU threads during the runs (restored after); small convolutions
-            on a shared 2-core machine run fastest on 1. ``None`` leaves the setting alone.
+        num_threads: torch CPU threads per run (restored after); small convolutions on a
+            shared 2-core machine run fastest on 1. ``None`` leaves the setting alone.
+        workers: processes training at once (use 1 on a GPU; on a CPU, one per core with
+            ``num_threads=1`` trains that many times faster).
+        store: where runs are kept (default: ``$OLACORE_CACHE/tensors``).
 
     Returns:
         ``(runs, histories)``: a DataFrame with one row per run (``channels, sources, target,
-        seed, best_step, val_acc, test_acc``) and a dict ``(channels, target, seed) -> history``.
+        seed, best_step, val_acc, test_acc, validation``) and a dict
+        ``(channels, target, seed) -> history``.
+
+    Raises:
+        ValueError: ``workers < 1``, or as :func:`train_proxy`.
     """
     import pandas as pd
 
-    jobs = [(label, idx, sources, target, seed) for sources, target in splits for label, idx in channel_sets.items() for seed in seeds]
-    rows, histories = [], {}
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    store = store or TensorStore()
+    labels = [(label, sources, target, seed) for sources, target in splits for label in channel_sets for seed in seeds]
+    jobs = [
+        ([maps[s][:, list(channel_sets[label])] for s in sources], maps[target][:, list(channel_sets[label])], config, seed,
+         device, str(store.root), num_threads)
+        for label, sources, target, seed in labels
+    ]
     threads_before = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(num_threads)
     try:
-        for label, idx, sources, target, seed in progress_bar(jobs, enabled=progress, desc="proxy runs"):
-            run = train_proxy(
-                [maps[s][:, list(idx)] for s in sources], maps[target][:, list(idx)], config, seed=seed, device=device,
-                progress=False,
-            )
-            rows.append({"channels": label, "sources": " + ".join(sources), "target": target, "seed": seed,
-                         "best_step": run.best_step, "val_acc": run.val_acc, "test_acc": run.test_acc,
-                         "validation": run.validation})
-            histories[(label, target, seed)] = run.history
+        if workers == 1:
+            summaries = [_proxy_job(job) for job in progress_bar(jobs, enabled=progress, desc="proxy runs")]
+        else:
+            context = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                summaries = list(progress_bar(pool.map(_proxy_job, jobs), enabled=progress, total=len(jobs), desc="proxy runs"))
     finally:
         torch.set_num_threads(threads_before)
+    rows, histories = [], {}
+    for (label, sources, target, seed), summary in zip(labels, summaries):
+        rows.append({"channels": label, "sources": " + ".join(sources), "target": target, "seed": seed,
+                     "best_step": summary["best_step"], "val_acc": summary["val_acc"], "test_acc": summary["test_acc"],
+                     "validation": summary["validation"]})
+        histories[(label, target, seed)] = summary["history"]
     return pd.DataFrame(rows), histories

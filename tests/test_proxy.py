@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 import torchvision
@@ -76,3 +78,39 @@ def test_proxy_learns_a_separable_toy_set(one_thread):
 def test_proxy_rejects_mismatched_target():
     with pytest.raises(ValueError, match="do not match"):
         train_proxy(_toy_maps(4, 2, 0), torch.rand(4, 2, 16, 16), ProxyConfig(iterations=1), progress=False)
+
+
+def test_cached_run_is_read_back_with_its_network(tmp_path, one_thread):
+    from olacore.cache import TensorStore
+    from olacore.proxy import cached_train_proxy
+
+    store = TensorStore(tmp_path)
+    sources, target = _toy_maps(8, copies=2, seed=0), _toy_maps(8, copies=1, seed=1)[0]
+    config = ProxyConfig(iterations=20, batch_size=8, lr=0.05, width=8, eval_every=10, augment=Augment.none())
+    first = cached_train_proxy(sources, target, config, seed=0, device="cpu", progress=False, store=store)
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 1
+    again = cached_train_proxy(sources, target, config, seed=0, device="cpu", progress=False, store=store)
+    assert (again.test_acc, again.val_acc, again.best_step, again.history) == (first.test_acc, first.val_acc, first.best_step, first.history)
+    assert again.evaluate(target) == first.evaluate(target)  # the stored weights, not a fresh network
+    # anything that changes the result is in the key: the seed, the config, the maps
+    cached_train_proxy(sources, target, config, seed=1, device="cpu", progress=False, store=store)
+    cached_train_proxy(sources, target, dataclasses.replace(config, lr=0.01), seed=0, device="cpu", progress=False, store=store)
+    cached_train_proxy(sources, target * 2, config, seed=0, device="cpu", progress=False, store=store)
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 4
+
+
+def test_experiment_in_two_workers_matches_one(tmp_path):
+    from olacore.cache import TensorStore
+    from olacore.proxy import proxy_experiment
+
+    maps = {name: m for name, m in zip("abc", _toy_maps(8, copies=3, seed=0))}
+    config = ProxyConfig(iterations=10, batch_size=8, lr=0.05, width=4, eval_every=5, augment=Augment())
+    splits = [(["a", "b"], "c"), (["c"], "a")]
+    kwargs = dict(splits=splits, channel_sets={"order 1": [0]}, config=config, seeds=[0, 1], device="cpu", progress=False,
+                  num_threads=1)
+    parallel, parallel_hist = proxy_experiment(maps, workers=2, store=TensorStore(tmp_path / "two"), **kwargs)
+    serial, serial_hist = proxy_experiment(maps, workers=1, store=TensorStore(tmp_path / "one"), **kwargs)
+    assert len(serial) == 4 and serial["target"].tolist() == ["c", "c", "a", "a"]
+    assert parallel.equals(serial) and parallel_hist == serial_hist
+    with pytest.raises(ValueError, match="workers"):
+        proxy_experiment(maps, workers=0, **kwargs)
