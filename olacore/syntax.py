@@ -28,14 +28,22 @@ attachment scores (UAS/LAS) on UD English EWT. This module holds that experiment
    accuracy. Labels are universal relations (subtypes stripped, the CoNLL 2018 convention).
 
 Model selection is by dev LAS after each epoch; test is scored once with the chosen weights.
+A trained probe is kept on disk (:func:`cached_train_probe`, keyed by the bytes of its maps,
+the gold sentences, the whole :class:`ProbeConfig` and the device type), so a re-executed
+chapter reads its probes back instead of training them again.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import copy
-import time
+import dataclasses
+import hashlib
+import json
 import math
+import multiprocessing
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -43,10 +51,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from olacore.timing import progress as progress_bar
-
+from olacore.cache import TensorStore, tensor_digest
 from olacore.data import UDSentence
 from olacore.maps import clean_sinks, pool_to_words, word_assignment
+from olacore.timing import progress as progress_bar
 
 __all__ = [
     "UPOS_TAGS",
@@ -65,12 +73,15 @@ __all__ = [
     "BiaffineProbe",
     "ProbeRun",
     "train_probe",
+    "cached_train_probe",
     "predict",
     "evaluate",
     "long_sentences",
     "ewt_splits",
     "model_maps",
     "probe_row",
+    "ProbeJob",
+    "probe_rows",
     "draw_arcs",
 ]
 
@@ -697,6 +708,73 @@ def _train(train_maps, train_sentences, dev_maps, dev_sentences, config: ProbeCo
                     seconds=time.perf_counter() - start)
 
 
+# Bump when train_probe gives other results for the same inputs: every cached probe is then ignored.
+PROBE_VERSION = 1
+
+
+def _digest_maps(maps: Sequence[torch.Tensor]) -> str:
+    digest = hashlib.sha256()
+    for m in maps:
+        digest.update(tensor_digest(m).encode())
+    return digest.hexdigest()
+
+
+def _digest_sentences(sentences: Sequence[UDSentence]) -> str:
+    payload = [dataclasses.astuple(s) for s in sentences]
+    return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def cached_train_probe(
+    train_maps: Sequence[torch.Tensor],
+    train_sentences: Sequence[UDSentence],
+    dev_maps: Sequence[torch.Tensor],
+    dev_sentences: Sequence[UDSentence],
+    config: ProbeConfig | None = None,
+    progress: bool = False,
+    store: TensorStore | None = None,
+) -> ProbeRun:
+    """:func:`train_probe`, kept on disk: the same inputs give back the stored probe without training.
+
+    The key holds a sha256 of every train and dev map (dtype, shape, bytes), of the gold
+    sentences (text, words, spans, heads, relations, tags), the whole ``config`` except its
+    thread count, the device type and :data:`PROBE_VERSION`; the entry holds the chosen
+    weights and the training record, written atomically by :class:`olacore.cache.TensorStore`.
+
+    Args:
+        train_maps, train_sentences, dev_maps, dev_sentences, config, progress: as
+            :func:`train_probe`.
+        store: where probes are kept (default: ``$OLACORE_CACHE/tensors``).
+
+    Returns:
+        :class:`ProbeRun`; a stored probe is rebuilt on the config's device, in eval mode,
+        with the ``seconds`` its training took when it was trained.
+
+    Raises:
+        ValueError: as :func:`train_probe`.
+    """
+    config = config or ProbeConfig()
+    if not train_sentences or not dev_sentences:
+        raise ValueError("train and dev must hold at least one sentence each")
+    device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    store = store or TensorStore()
+    settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("device", "num_threads")}
+    key = TensorStore.key(
+        kind="syntax-probe", probe_version=PROBE_VERSION, config=settings, device=device.type,
+        train=[_digest_maps(train_maps), _digest_sentences(train_sentences)],
+        dev=[_digest_maps(dev_maps), _digest_sentences(dev_sentences)],
+    )
+    stored = store.get(key)
+    if stored is not None:
+        weights, meta = stored
+        probe = BiaffineProbe(train_maps[0].shape[0], config)
+        probe.load_state_dict(weights)
+        return ProbeRun(probe=probe.to(device).eval(), config=config, **meta)
+    run = train_probe(train_maps, train_sentences, dev_maps, dev_sentences, config, progress)
+    store.put(key, run.probe.state_dict(),
+              meta={"best_epoch": run.best_epoch, "dev": run.dev, "history": run.history, "seconds": run.seconds})
+    return run
+
+
 def long_sentences(sentences: Sequence[UDSentence], min_words: int = 30) -> list[int]:
     """Indices of the sentences with more than ``min_words`` words (the length-generalisation split)."""
     return [i for i, s in enumerate(sentences) if len(s) > min_words]
@@ -783,25 +861,29 @@ def probe_row(
     splits: dict[str, Sequence[UDSentence]],
     config: ProbeConfig,
     channels: Sequence[int] | None = None,
+    *,
+    store: TensorStore | None = None,
     **labels: Any,
 ) -> tuple[dict[str, Any], ProbeRun]:
-    """Train on ``train``, select on ``dev``, score ``test`` and ``test_long`` once: one table row.
+    """Train on ``train``, select on ``dev``, score ``test`` and ``test_long``: one table row.
 
     Args:
         maps: ``maps[split]`` lists of ``(C, W, W)`` tensors for every split of ``splits``.
         splits: sentences per split (:func:`ewt_splits`).
         config: probe settings (its ``seed`` is reported).
         channels: channel indices to keep (``None``: all).
+        store: where probes are kept (default: ``$OLACORE_CACHE/tensors``).
         **labels: extra columns for the row (model, maps, pooling, ...).
 
     Returns:
         ``(row, run)``: the row holds the labels, ``seed``, ``epoch`` (chosen on dev),
         ``dev_uas``, ``dev_las``, ``uas``, ``las``, ``uas_nopunct``, ``las_nopunct``,
         ``upos_acc`` (test), ``long_uas``, ``long_las`` (test sentences > 30 words) and
-        ``seconds``.
+        ``seconds`` (training time). The probe is trained once and then read from the
+        cache (:func:`cached_train_probe`); test is scored on every call.
     """
     pick = (lambda m: m) if channels is None else (lambda m: select_channels(m, channels))
-    run = train_probe(pick(maps["train"]), splits["train"], pick(maps["dev"]), splits["dev"], config)
+    run = cached_train_probe(pick(maps["train"]), splits["train"], pick(maps["dev"]), splits["dev"], config, store=store)
     test = run.test(pick(maps["test"]), splits["test"])
     row = dict(labels)
     row.update(seed=config.seed, epoch=run.best_epoch, dev_uas=run.dev["uas"], dev_las=run.dev["las"],
@@ -812,6 +894,73 @@ def probe_row(
         row.update(long_uas=long["uas"], long_las=long["las"])
     row["seconds"] = run.seconds
     return row, run
+
+
+@dataclass
+class ProbeJob:
+    """One :func:`probe_row` call, for :func:`probe_rows`.
+
+    Attributes:
+        maps: ``maps[split]`` lists of ``(C, W, W)`` tensors for every split.
+        config: probe settings.
+        channels: channel indices to keep (``None``: all).
+        labels: extra columns of the row (model, pooling, input, ...).
+    """
+
+    maps: dict[str, Sequence[torch.Tensor]]
+    config: ProbeConfig
+    channels: Sequence[int] | None = None
+    labels: dict[str, Any] = field(default_factory=dict)
+
+
+def _train_job(job: tuple) -> None:
+    """Train one probe into the cache (top level, so worker processes can import it)."""
+    train_maps, train_sentences, dev_maps, dev_sentences, config, store_root = job
+    cached_train_probe(train_maps, train_sentences, dev_maps, dev_sentences, config, store=TensorStore(store_root))
+
+
+def probe_rows(
+    jobs: Sequence[ProbeJob],
+    splits: dict[str, Sequence[UDSentence]],
+    *,
+    workers: int = 1,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> list[tuple[dict[str, Any], ProbeRun]]:
+    """:func:`probe_row` for every job, training the missing probes in ``workers`` processes.
+
+    With ``workers > 1``, the probes not yet in the cache are trained first in worker
+    processes (each one seeded by its config, so the result does not depend on the worker),
+    then every row is scored here from the cache. Probes train on one thread each
+    (``ProbeConfig.num_threads``), so one worker per core uses the whole CPU.
+
+    Args:
+        jobs: what to train and score.
+        splits: sentences per split (:func:`ewt_splits`).
+        workers: processes training at once (1: train in this process, in order).
+        progress: a tqdm bar over jobs.
+        store: where probes are kept (default: ``$OLACORE_CACHE/tensors``).
+
+    Returns:
+        ``(row, run)`` per job, in order (see :func:`probe_row`).
+
+    Raises:
+        ValueError: ``workers < 1``, or as :func:`train_probe`.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    store = store or TensorStore()
+    if workers > 1:
+        def pick(job: ProbeJob, split: str) -> Sequence[torch.Tensor]:
+            return job.maps[split] if job.channels is None else select_channels(job.maps[split], job.channels)
+
+        work = [(pick(j, "train"), splits["train"], pick(j, "dev"), splits["dev"], j.config, str(store.root)) for j in jobs]
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            for _ in progress_bar(pool.map(_train_job, work), enabled=progress, total=len(work), desc="probes"):
+                pass
+    return [probe_row(j.maps, splits, j.config, j.channels, store=store, **j.labels)
+            for j in progress_bar(jobs, enabled=progress and workers == 1, desc="probes")]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -146,3 +147,43 @@ def test_draw_arcs_runs():
     with pytest.raises(ValueError):
         syntax.draw_arcs(ax, torch.rand(2, 2), sentence, [2, 0, 1])
     plt.close(fig)
+
+
+def test_cached_probe_is_read_back_and_keyed_by_its_inputs(tmp_path):
+    from olacore.cache import TensorStore
+
+    store = TensorStore(tmp_path)
+    train, train_maps = _toy(24, 0)
+    dev, dev_maps = _toy(8, 1)
+    config = syntax.ProbeConfig(max_len=12, hidden=16, arc_dim=8, label_dim=8, epochs=2, batch_size=8, seed=0, device="cpu")
+    first = syntax.cached_train_probe(train_maps, train, dev_maps, dev, config, store=store)
+    again = syntax.cached_train_probe(train_maps, train, dev_maps, dev, config, store=store)
+    assert (again.best_epoch, again.dev, again.history) == (first.best_epoch, first.dev, first.history)
+    assert again.test(dev_maps, dev) == first.test(dev_maps, dev)  # the stored weights
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 1
+    # the seed, the maps and the gold sentences are all in the key; the thread count is not
+    syntax.cached_train_probe(train_maps, train, dev_maps, dev, dataclasses.replace(config, seed=1), store=store)
+    syntax.cached_train_probe([m * 0.5 for m in train_maps], train, dev_maps, dev, config, store=store)
+    relabelled = [dataclasses.replace(train[0], deprels=tuple("nsubj" for _ in train[0].deprels))] + train[1:]
+    syntax.cached_train_probe(train_maps, relabelled, dev_maps, dev, config, store=store)
+    syntax.cached_train_probe(train_maps, train, dev_maps, dev, dataclasses.replace(config, num_threads=2), store=store)
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 4
+
+
+def test_probe_rows_in_two_workers_match_one(tmp_path):
+    from olacore.cache import TensorStore
+
+    train, train_maps = _toy(16, 0)
+    dev, dev_maps = _toy(6, 1)
+    test, test_maps = _toy(6, 2)
+    splits = {"train": train, "dev": dev, "test": test}
+    maps = {"train": train_maps, "dev": dev_maps, "test": test_maps}
+    config = syntax.ProbeConfig(max_len=12, hidden=16, arc_dim=8, label_dim=8, epochs=2, batch_size=8, device="cpu")
+    jobs = [syntax.ProbeJob(maps, dataclasses.replace(config, seed=seed), None, {"seed_label": seed}) for seed in (0, 1)]
+    parallel = syntax.probe_rows(jobs, splits, workers=2, progress=False, store=TensorStore(tmp_path / "two"))
+    serial = syntax.probe_rows(jobs, splits, workers=1, progress=False, store=TensorStore(tmp_path / "one"))
+    strip = lambda row: {k: v for k, v in row.items() if k != "seconds"}  # noqa: E731
+    assert [strip(r) for r, _ in parallel] == [strip(r) for r, _ in serial]
+    assert [r["seed_label"] for r, _ in serial] == [0, 1]
+    with pytest.raises(ValueError, match="workers"):
+        syntax.probe_rows(jobs, splits, workers=0)
