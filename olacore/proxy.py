@@ -449,9 +449,18 @@ def cached_train_proxy(
     return run
 
 
+def _by_value(job: tuple) -> tuple:
+    """A :func:`_proxy_job` whose maps are numpy arrays, so that they pickle by value."""
+    source_maps, target_maps, *rest = job
+    return ([m.cpu().numpy() for m in source_maps], target_maps.cpu().numpy(), *rest)
+
+
 def _proxy_job(job: tuple) -> dict[str, Any]:
     """One run of :func:`proxy_experiment` (top level, so worker processes can import it)."""
     source_maps, target_maps, config, seed, device, store_root, num_threads = job
+    # numpy arrays travel by value (torch would share each tensor through a file descriptor)
+    source_maps = [torch.as_tensor(m) for m in source_maps]
+    target_maps = None if target_maps is None else torch.as_tensor(target_maps)
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     run = cached_train_proxy(source_maps, target_maps, config, seed=seed, device=device, progress=False,
@@ -523,12 +532,17 @@ def proxy_experiment(
     ]
     threads_before = torch.get_num_threads()
     try:
-        if workers == 1:
-            summaries = [_proxy_job(job) for job in progress_bar(jobs, enabled=progress, desc="proxy runs")]
-        else:
-            context = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                summaries = list(progress_bar(pool.map(_proxy_job, jobs), enabled=progress, total=len(jobs), desc="proxy runs"))
+        if workers > 1:  # train what the cache lacks in worker processes, then read every run back below
+            missing = [
+                _by_value(job) for job, (_, _, _, seed) in zip(jobs, labels)
+                if _run_key(job[0], job[1], config, seed, device) not in store
+            ]
+            if missing:
+                context = multiprocessing.get_context("spawn")
+                with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                    for _ in progress_bar(pool.map(_proxy_job, missing), enabled=progress, total=len(missing), desc="proxy runs"):
+                        pass
+        summaries = [_proxy_job(job) for job in progress_bar(jobs, enabled=progress and workers == 1, desc="proxy runs")]
     finally:
         torch.set_num_threads(threads_before)
     rows, histories = [], {}

@@ -724,6 +724,16 @@ def _digest_sentences(sentences: Sequence[UDSentence]) -> str:
     return hashlib.sha256(json.dumps(payload, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
+def _probe_key(train_maps, train_sentences, dev_maps, dev_sentences, config: ProbeConfig) -> str:
+    device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("device", "num_threads")}
+    return TensorStore.key(
+        kind="syntax-probe", probe_version=PROBE_VERSION, config=settings, device=device.type,
+        train=[_digest_maps(train_maps), _digest_sentences(train_sentences)],
+        dev=[_digest_maps(dev_maps), _digest_sentences(dev_sentences)],
+    )
+
+
 def cached_train_probe(
     train_maps: Sequence[torch.Tensor],
     train_sentences: Sequence[UDSentence],
@@ -757,12 +767,7 @@ def cached_train_probe(
         raise ValueError("train and dev must hold at least one sentence each")
     device = torch.device(config.device or ("cuda" if torch.cuda.is_available() else "cpu"))
     store = store or TensorStore()
-    settings = {k: v for k, v in dataclasses.asdict(config).items() if k not in ("device", "num_threads")}
-    key = TensorStore.key(
-        kind="syntax-probe", probe_version=PROBE_VERSION, config=settings, device=device.type,
-        train=[_digest_maps(train_maps), _digest_sentences(train_sentences)],
-        dev=[_digest_maps(dev_maps), _digest_sentences(dev_sentences)],
-    )
+    key = _probe_key(train_maps, train_sentences, dev_maps, dev_sentences, config)
     stored = store.get(key)
     if stored is not None:
         weights, meta = stored
@@ -914,8 +919,13 @@ class ProbeJob:
 
 
 def _train_job(job: tuple) -> None:
-    """Train one probe into the cache (top level, so worker processes can import it)."""
+    """Train one probe into the cache (top level, so worker processes can import it).
+
+    Maps arrive as numpy arrays: pickled by value, whereas torch would share every tensor
+    through its own file descriptor and run out of them with thousands of sentence maps.
+    """
     train_maps, train_sentences, dev_maps, dev_sentences, config, store_root = job
+    train_maps, dev_maps = [torch.from_numpy(m) for m in train_maps], [torch.from_numpy(m) for m in dev_maps]
     cached_train_probe(train_maps, train_sentences, dev_maps, dev_sentences, config, store=TensorStore(store_root))
 
 
@@ -954,11 +964,17 @@ def probe_rows(
         def pick(job: ProbeJob, split: str) -> Sequence[torch.Tensor]:
             return job.maps[split] if job.channels is None else select_channels(job.maps[split], job.channels)
 
-        work = [(pick(j, "train"), splits["train"], pick(j, "dev"), splits["dev"], j.config, str(store.root)) for j in jobs]
-        context = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            for _ in progress_bar(pool.map(_train_job, work), enabled=progress, total=len(work), desc="probes"):
-                pass
+        work = []
+        for job in jobs:
+            train_maps, dev_maps = pick(job, "train"), pick(job, "dev")
+            if _probe_key(train_maps, splits["train"], dev_maps, splits["dev"], job.config) not in store:
+                work.append(([m.cpu().numpy() for m in train_maps], splits["train"], [m.cpu().numpy() for m in dev_maps],
+                             splits["dev"], job.config, str(store.root)))
+        if work:
+            context = multiprocessing.get_context("spawn")
+            with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+                for _ in progress_bar(pool.map(_train_job, work), enabled=progress, total=len(work), desc="probes"):
+                    pass
     return [probe_row(j.maps, splits, j.config, j.channels, store=store, **j.labels)
             for j in progress_bar(jobs, enabled=progress and workers == 1, desc="probes")]
 

@@ -173,12 +173,14 @@ def test_cached_probe_is_read_back_and_keyed_by_its_inputs(tmp_path):
 def test_probe_rows_in_two_workers_match_one(tmp_path):
     from olacore.cache import TensorStore
 
-    train, train_maps = _toy(16, 0)
+    # maps go to the workers as numpy arrays (by value): torch's own sharing, one file
+    # descriptor per tensor, broke the pool in a notebook kernel with a full syntax grid
+    train, train_maps = _toy(200, 0)
     dev, dev_maps = _toy(6, 1)
     test, test_maps = _toy(6, 2)
     splits = {"train": train, "dev": dev, "test": test}
     maps = {"train": train_maps, "dev": dev_maps, "test": test_maps}
-    config = syntax.ProbeConfig(max_len=12, hidden=16, arc_dim=8, label_dim=8, epochs=2, batch_size=8, device="cpu")
+    config = syntax.ProbeConfig(max_len=12, hidden=16, arc_dim=8, label_dim=8, epochs=1, batch_size=64, device="cpu")
     jobs = [syntax.ProbeJob(maps, dataclasses.replace(config, seed=seed), None, {"seed_label": seed}) for seed in (0, 1)]
     parallel = syntax.probe_rows(jobs, splits, workers=2, progress=False, store=TensorStore(tmp_path / "two"))
     serial = syntax.probe_rows(jobs, splits, workers=1, progress=False, store=TensorStore(tmp_path / "one"))
