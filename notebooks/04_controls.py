@@ -181,7 +181,7 @@ for kind, table, num_texts in [("encoder", enc_table, cfg["encoder_texts"]), ("c
                      "chance %": 100 * chance, "similarity": remaining,
                      "OLAS vanishes?": "-" if r["control"] == "trained" or r["scale"] < 0.3
                      else ("yes" if remaining == "does not hold here" else "no")})
-pd.DataFrame(rows).round(1)
+pd.DataFrame(rows).round({"Hits@1 %": 1, "chance %": 1})  # noise scales keep their two decimals
 
 # %%
 print(watch.report())

@@ -110,8 +110,8 @@ def pairwise_ssim(
     stay in cache. Per pixel, with ``m = mu_q mu_g``,
     ``SSIM = (2 m + C1) (2 cov + C2) / ((mu_q^2 + mu_g^2 + C1) (var_q + var_g + C2))``;
     the factor 2 of ``2 cov`` is folded into the filter and the per-image halves of the
-    denominators are precomputed, so a pair costs two small matrix products and seven
-    elementwise passes (``benchmarks/bench_ssim.py`` measures it against skimage).
+    denominators are precomputed, so a pair costs two small matrix products and a few
+    in-place elementwise passes (``benchmarks/bench_ssim.py`` measures it against skimage).
 
     Args:
         queries: ``(Q, H, W)`` float tensor (target maps), CPU or CUDA.
