@@ -258,7 +258,8 @@ paper_proxy = {  # paper, CLM, targets Q-1b5/Q-7b/G-2b/G-9b/L-3b/L-8b
 }
 acc = runs.assign(test_acc=100 * runs["test_acc"], val_acc=100 * runs["val_acc"])
 per_target = acc.groupby(["channels", "target"])["test_acc"].agg(["mean", "std"])
-per_target["ours (mean ± std) %"] = per_target.apply(lambda r: f"{r['mean']:.1f} ± {r['std']:.1f}", axis=1)
+per_target["ours (mean ± std) %"] = per_target.apply(  # one seed: no spread to show
+    lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}", axis=1)
 table = per_target["ours (mean ± std) %"].unstack("target").reindex(list(proxy_channels))
 kind_of = {n: k for k, ns in models.items() for n in ns}
 for kind in models:

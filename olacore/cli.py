@@ -15,9 +15,13 @@ import sys
 
 
 def _ola_command(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from olacore.cache import cached_ola
     from olacore.maps import pool_to_words, word_spans
 
+    if args.out and not Path(args.out).expanduser().parent.is_dir():
+        raise ValueError(f"--out {args.out}: folder {Path(args.out).expanduser().parent} does not exist; create it first")
     (result,) = cached_ola(args.model, [args.text], args.max_order, device=args.device)
     orders, labels = result.orders, list(result.tokens)
     if args.words:
@@ -76,8 +80,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except (ValueError, ImportError, RuntimeError, OSError, MemoryError) as error:
-        # The library speaks of a list of texts; here there is one, given as --text.
-        print(f"error: {str(error).replace('texts[0]', '--text')}", file=sys.stderr)
+        # The library speaks of a list of texts and of max_order; here they are options.
+        message = str(error).replace("texts[0]", "--text").replace("max_order", "--max-order")
+        print(f"error: {message}", file=sys.stderr)
         return 2
 
 

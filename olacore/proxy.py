@@ -225,6 +225,10 @@ class ProxyConfig:
         eval_every: steps between validation checks (the checkpoint is chosen on them).
         augment: augmentation of training batches (:class:`Augment`).
         cosine: cosine learning-rate decay to zero over ``iterations`` (the paper: constant).
+
+    Raises:
+        ValueError: non-positive steps, batch size, evaluation interval or width, a width
+            that is not a multiple of 4, or a non-positive learning rate.
     """
 
     iterations: int = 100_000
@@ -236,6 +240,15 @@ class ProxyConfig:
     eval_every: int = 100
     augment: Augment = field(default_factory=Augment)
     cosine: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "batch_size", "eval_every", "width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ProxyConfig.{name} must be at least 1; got {getattr(self, name)}")
+        if self.width % 4:
+            raise ValueError(f"ProxyConfig.width must be a multiple of 4; got {self.width}")
+        if self.lr <= 0 or self.momentum < 0 or self.weight_decay < 0:
+            raise ValueError(f"need lr > 0, momentum >= 0 and weight_decay >= 0; got {self.lr}, {self.momentum}, {self.weight_decay}")
 
 
 @dataclass
@@ -313,10 +326,12 @@ def train_proxy(
         accuracy as fractions).
 
     Raises:
-        ValueError: from :func:`split_sources`, or target shape differs from the sources'.
+        ValueError: from :func:`split_sources`, non-finite maps, or target shape differs from the sources'.
     """
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     torch.manual_seed(seed)
+    if not all(torch.isfinite(m).all() for m in source_maps) or (target_maps is not None and not torch.isfinite(target_maps).all()):
+        raise ValueError("maps hold NaN or infinite values; the proxy needs finite OLA maps")
     train_x, train_y, val_x, val_y, how = split_sources(source_maps, seed=seed)
     if target_maps is not None and tuple(target_maps.shape[1:]) != tuple(train_x.shape[1:]):
         raise ValueError(f"target maps {tuple(target_maps.shape)} do not match source maps {tuple(train_x.shape)}")

@@ -130,13 +130,24 @@ def pairwise_ssim(
         entry ``[q, g]`` is the SSIM of ``queries[q]`` and ``gallery[g]``.
 
     Raises:
-        ValueError: wrong ranks, different map sizes, maps smaller than the window, or a
-            non-positive ``data_range``.
+        TypeError: inputs that are not torch tensors.
+        ValueError: wrong ranks, different map sizes, maps smaller than the window, NaN or
+            infinite values, a non-positive ``data_range`` or ``sigma``, or (with
+            ``data_range=None``) a pair of constant maps.
     """
+    if not isinstance(queries, torch.Tensor) or not isinstance(gallery, torch.Tensor):
+        raise TypeError(
+            f"queries and gallery must be torch tensors (torch.from_numpy(a) converts an array); "
+            f"got {type(queries).__name__} and {type(gallery).__name__}"
+        )
     if queries.ndim != 3 or gallery.ndim != 3:
         raise ValueError(
             f"queries and gallery must be (Q, H, W) and (G, H, W); got {tuple(queries.shape)} and {tuple(gallery.shape)}"
         )
+    if sigma <= 0:
+        raise ValueError(f"sigma must be positive; got {sigma}")
+    if not (torch.isfinite(queries).all() and torch.isfinite(gallery).all()):
+        raise ValueError("maps hold NaN or infinite values; SSIM is undefined for them")
     if queries.shape[1:] != gallery.shape[1:]:
         raise ValueError(f"query maps {tuple(queries.shape[1:])} and gallery maps {tuple(gallery.shape[1:])} differ in size")
     if data_range is not None and data_range <= 0:
@@ -161,7 +172,11 @@ def pairwise_ssim(
     if data_range is None:
         range_q = (queries.amax((1, 2)) - queries.amin((1, 2)))[:, None]
         range_g = (gallery.amax((1, 2)) - gallery.amin((1, 2)))[None, :]
-        squared_ranges = torch.maximum(range_q, range_g)[:, :, None, None] ** 2  # (Q, G, 1, 1)
+        pair_ranges = torch.maximum(range_q, range_g)
+        if not (pair_ranges > 0).all():
+            raise ValueError("a query and a gallery map are both constant, so their data range is 0 and SSIM is "
+                             "undefined; pass data_range explicitly")
+        squared_ranges = pair_ranges[:, :, None, None] ** 2  # (Q, G, 1, 1)
     else:
         c1, c2 = (k1 * data_range) ** 2, (k2 * data_range) ** 2
         half_b1_q, half_b1_g = half_b1_q + c1 / 2, half_b1_g + c1 / 2
@@ -200,7 +215,8 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: tor
 
     Ties count against the query: the rank of the correct item is one plus the number of
     *other* gallery items scoring at least as high (so a constant similarity scores 0, not
-    chance; the official script breaks ties in the query's favour).
+    chance; the official script breaks ties in the query's favour). A NaN score of the
+    correct item is a miss; NaN scores of other items never outrank it.
 
     Args:
         similarity: ``(Q, G)`` tensor, higher = more similar.
@@ -225,6 +241,7 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: tor
     correct = similarity.gather(1, answers[:, None])
     others_at_least = (similarity >= correct).sum(1) - 1
     rank = others_at_least + 1
+    rank[correct[:, 0].isnan()] = num_g + 1  # an undefined score for the right item is a miss
     return {int(k): float((rank <= k).double().mean()) for k in ks}
 
 

@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> int:
 
     parameters = {"profile": args.profile}
     for name, value in args.parameter:
+        if name == "profile":
+            parser.error("set the profile with --profile, not -p profile")
         try:
             parameters[name] = ast.literal_eval(value)
         except (ValueError, SyntaxError):

@@ -52,3 +52,9 @@ def test_empty_text_is_refused():
     done = run_cli("ola", "--model", "minilm-l6", "--text", "   ", "--json", "--device", "cpu")
     assert done.returncode == 2
     assert "empty" in done.stderr.lower()
+
+
+def test_missing_output_folder_is_refused_before_any_work(tmp_path):
+    done = run_cli("ola", "--model", "no-such-model", "--text", TEXT, "--out", str(tmp_path / "missing" / "x.png"))
+    assert done.returncode == 2
+    assert "does not exist" in done.stderr  # checked before the (unknown) model is even looked up

@@ -63,3 +63,9 @@ def test_a_failing_notebook_fails_the_run_and_is_named(tmp_path, capsys):
     status = _runner().main([str(broken), "--profile", "smoke", "--out", str(tmp_path / "out")])
     assert status == 1
     assert "NOTEBOOK FAILED: " + str(broken) in capsys.readouterr().err
+
+
+def test_profile_is_set_only_by_its_option(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        _runner().main(["--profile", "smoke", "-p", "profile", "paper", "--out", str(tmp_path)])
+    assert "--profile" in capsys.readouterr().err

@@ -114,3 +114,13 @@ def test_experiment_in_two_workers_matches_one(tmp_path):
     assert parallel.equals(serial) and parallel_hist == serial_hist
     with pytest.raises(ValueError, match="workers"):
         proxy_experiment(maps, workers=0, **kwargs)
+
+
+def test_config_and_maps_are_checked():
+    for bad in ({"eval_every": 0}, {"iterations": 0}, {"batch_size": -1}, {"width": 6}, {"lr": 0.0}):
+        with pytest.raises(ValueError):
+            ProxyConfig(**bad)
+    sources = _toy_maps(4, 2, 0)
+    sources[0][0, 0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        train_proxy(sources, None, ProxyConfig(iterations=1, width=4), progress=False)

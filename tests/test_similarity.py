@@ -62,6 +62,19 @@ def test_ssim_rejects_bad_input():
         pairwise_ssim(torch.rand(2, 8, 8), torch.rand(2, 8, 8), 1.0)
     with pytest.raises(ValueError, match="data_range"):
         pairwise_ssim(torch.rand(2, 20, 20), torch.rand(2, 20, 20), 0.0)
+    with pytest.raises(ValueError, match="constant"):  # per-pair range 0: SSIM would be 0 / 0
+        pairwise_ssim(torch.zeros(2, 20, 20), torch.zeros(2, 20, 20), None)
+    with pytest.raises(ValueError, match="NaN"):
+        pairwise_ssim(torch.full((2, 20, 20), float("nan")), torch.rand(2, 20, 20), 1.0)
+    with pytest.raises(ValueError, match="sigma"):
+        pairwise_ssim(torch.rand(2, 20, 20), torch.rand(2, 20, 20), 1.0, sigma=0.0)
+    with pytest.raises(TypeError, match="torch.from_numpy"):
+        pairwise_ssim(np.random.rand(2, 20, 20), np.random.rand(2, 20, 20), 1.0)
+
+
+def test_hits_at_k_counts_an_undefined_score_as_a_miss():
+    similarity = torch.tensor([[float("nan"), 0.1], [float("nan"), 0.5]])  # query 1: correct 0.5, other NaN
+    assert hits_at_k(similarity, ks=(1,)) == {1: 0.5}
 
 
 def test_hits_at_k_known_answer():
