@@ -37,7 +37,6 @@ device = None  # None: CUDA when available, else CPU
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 

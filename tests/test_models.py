@@ -17,7 +17,6 @@ from olacore import models
 from olacore.models import (
     ZOO,
     LoadedModel,
-    ModelSpec,
     extract_attention,
     load_model,
     model_fingerprint,
