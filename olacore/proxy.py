@@ -28,11 +28,9 @@ still has to train over worker processes.
 
 from __future__ import annotations
 
-import concurrent.futures
 import copy
 import dataclasses
 import math
-import multiprocessing
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -44,6 +42,7 @@ from torchvision.models.resnet import BasicBlock, ResNet
 
 from olacore.cache import TensorStore, tensor_digest
 from olacore.timing import progress as progress_bar
+from olacore.workers import by_value, run_in_processes
 
 __all__ = [
     "Augment",
@@ -464,17 +463,10 @@ def cached_train_proxy(
     return run
 
 
-def _by_value(job: tuple) -> tuple:
-    """A :func:`_proxy_job` whose maps are numpy arrays, so that they pickle by value."""
-    source_maps, target_maps, *rest = job
-    return ([m.cpu().numpy() for m in source_maps], target_maps.cpu().numpy(), *rest)
-
-
 def _proxy_job(job: tuple) -> dict[str, Any]:
     """One run of :func:`proxy_experiment` (top level, so worker processes can import it)."""
     source_maps, target_maps, config, seed, device, store_root, num_threads = job
-    # numpy arrays travel by value (torch would share each tensor through a file descriptor)
-    source_maps = [torch.as_tensor(m) for m in source_maps]
+    source_maps = [torch.as_tensor(m) for m in source_maps]  # numpy from a worker pool (olacore.workers.by_value)
     target_maps = None if target_maps is None else torch.as_tensor(target_maps)
     if num_threads is not None:
         torch.set_num_threads(num_threads)
@@ -549,14 +541,11 @@ def proxy_experiment(
     try:
         if workers > 1:  # train what the cache lacks in worker processes, then read every run back below
             missing = [
-                _by_value(job) for job, (_, _, _, seed) in zip(jobs, labels)
-                if _run_key(job[0], job[1], config, seed, device) not in store
+                (by_value(sources), by_value([target])[0], *rest)
+                for (sources, target, *rest), (_, _, _, seed) in zip(jobs, labels)
+                if _run_key(sources, target, config, seed, device) not in store
             ]
-            if missing:
-                context = multiprocessing.get_context("spawn")
-                with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                    for _ in progress_bar(pool.map(_proxy_job, missing), enabled=progress, total=len(missing), desc="proxy runs"):
-                        pass
+            run_in_processes(_proxy_job, missing, workers, progress=progress, desc="proxy runs")
         summaries = [_proxy_job(job) for job in progress_bar(jobs, enabled=progress and workers == 1, desc="proxy runs")]
     finally:
         torch.set_num_threads(threads_before)

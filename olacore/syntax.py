@@ -35,13 +35,11 @@ chapter reads its probes back instead of training them again.
 
 from __future__ import annotations
 
-import concurrent.futures
 import copy
 import dataclasses
 import hashlib
 import json
 import math
-import multiprocessing
 import random
 import time
 from dataclasses import dataclass, field
@@ -55,6 +53,7 @@ from olacore.cache import TensorStore, tensor_digest
 from olacore.data import UDSentence
 from olacore.maps import clean_sinks, pool_to_words, word_assignment
 from olacore.timing import progress as progress_bar
+from olacore.workers import by_value, run_in_processes
 
 __all__ = [
     "UPOS_TAGS",
@@ -919,11 +918,8 @@ class ProbeJob:
 
 
 def _train_job(job: tuple) -> None:
-    """Train one probe into the cache (top level, so worker processes can import it).
-
-    Maps arrive as numpy arrays: pickled by value, whereas torch would share every tensor
-    through its own file descriptor and run out of them with thousands of sentence maps.
-    """
+    """Train one probe into the cache (top level, so worker processes can import it); maps
+    arrive as numpy arrays (:func:`olacore.workers.by_value`)."""
     train_maps, train_sentences, dev_maps, dev_sentences, config, store_root = job
     train_maps, dev_maps = [torch.from_numpy(m) for m in train_maps], [torch.from_numpy(m) for m in dev_maps]
     cached_train_probe(train_maps, train_sentences, dev_maps, dev_sentences, config, store=TensorStore(store_root))
@@ -968,13 +964,9 @@ def probe_rows(
         for job in jobs:
             train_maps, dev_maps = pick(job, "train"), pick(job, "dev")
             if _probe_key(train_maps, splits["train"], dev_maps, splits["dev"], job.config) not in store:
-                work.append(([m.cpu().numpy() for m in train_maps], splits["train"], [m.cpu().numpy() for m in dev_maps],
-                             splits["dev"], job.config, str(store.root)))
-        if work:
-            context = multiprocessing.get_context("spawn")
-            with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-                for _ in progress_bar(pool.map(_train_job, work), enabled=progress, total=len(work), desc="probes"):
-                    pass
+                work.append((by_value(train_maps), splits["train"], by_value(dev_maps), splits["dev"], job.config,
+                             str(store.root)))
+        run_in_processes(_train_job, work, workers, progress=progress, desc="probes")
     return [probe_row(j.maps, splits, j.config, j.channels, store=store, **j.labels)
             for j in progress_bar(jobs, enabled=progress and workers == 1, desc="probes")]
 
