@@ -40,9 +40,9 @@ import torch.nn.functional as F
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
 
-from olacore.cache import TensorStore, tensor_digest
+from olacore.store import TensorStore, tensor_digest
 from olacore.timing import progress as progress_bar
-from olacore.workers import by_value, run_in_processes
+from olacore.training import by_value, run_in_processes
 
 __all__ = [
     "Augment",

@@ -1,4 +1,4 @@
-"""Where the project reads its data and keeps its caches.
+"""Where the project reads its data, keeps its caches, and runs (device, worker processes).
 
 Two settings, both environment variables so that notebooks, tests, the command line and
 CI agree without passing paths around:
@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
+import torch
 
 DATA_ENV = "OLACORE_DATA"
 CACHE_ENV = "OLACORE_CACHE"
@@ -56,3 +58,25 @@ def cache_dir(*parts: str) -> Path:
     path = root.joinpath(*parts)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """The device to compute on: ``device`` if given, else CUDA when available, else the CPU.
+
+    Raises:
+        RuntimeError: ``device`` names an unknown device type (torch's message).
+    """
+    if device is None:
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int:
+    """Processes to train small networks in: one per core on a CPU (at most ``limit``), 1 on a GPU.
+
+    Small networks train fastest on one thread each, so on a CPU one single-threaded worker
+    per core uses the whole machine; a GPU is shared by one process.
+    """
+    if resolve_device(device).type != "cpu":
+        return 1
+    return max(1, min(os.cpu_count() or 1, limit))

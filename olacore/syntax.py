@@ -49,11 +49,11 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from olacore.cache import TensorStore, tensor_digest
+from olacore.store import TensorStore, tensor_digest
 from olacore.data import UDSentence
 from olacore.maps import clean_sinks, pool_to_words, word_assignment
 from olacore.timing import progress as progress_bar
-from olacore.workers import by_value, run_in_processes
+from olacore.training import by_value, run_in_processes
 
 __all__ = [
     "UPOS_TAGS",

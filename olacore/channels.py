@@ -1,0 +1,130 @@
+"""The channel vocabulary: one name for each kind of token-to-token map, used everywhere.
+
+A *channel* is one ``(T, T)`` map per text: an OLA order (``"order1"``, ``"order2"``, ...,
+any ``"order<k>"``), the attention ``"rollout"``, and whatever is registered later (ALTI). Every
+experiment, table and figure names channels by these strings; the display label (``"order 1"``)
+is derived from the vocabulary, never typed by hand.
+
+Each channel says which *source* computes it (``"ola"``: :func:`olacore.pipeline.cached_ola`,
+which gives every order and the rollout of a text at once) and how to take its map out of
+that source's per-text record. Adding a kind of map is one :func:`register` call here (or in
+the module that computes it) plus one source producer (:func:`olacore.pipeline.register_source`);
+no consumer changes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+import torch
+
+__all__ = ["Channel", "channel", "channels", "label", "register", "order_channels", "known"]
+
+_ORDER = re.compile(r"^order(\d+)$")
+
+
+@dataclass(frozen=True)
+class Channel:
+    """One kind of map.
+
+    Attributes:
+        name: the vocabulary name (``"order1"``, ``"rollout"``, ``"alti"``).
+        label: the display label (``"order 1"``, ``"rollout"``, ``"ALTI"``).
+        source: the producer that computes it (``"ola"`` or a registered one).
+        take: ``record -> (T, T) tensor``: the map of one text out of the source's record.
+        order: the OLA order ``k`` of an ``order<k>`` channel, else ``None``.
+    """
+
+    name: str
+    label: str
+    source: str
+    take: Callable[[Any], torch.Tensor]
+    order: int | None = None
+
+
+def _take_order(k: int) -> Callable[[Any], torch.Tensor]:
+    def take(record: Any) -> torch.Tensor:
+        available = record.orders.shape[0] - 1
+        if k > available:
+            raise ValueError(f"order {k} was not computed (orders 0..{available} are); ask for max_order >= {k}")
+        return record.orders[k]
+
+    return take
+
+
+_REGISTRY: dict[str, Channel] = {
+    "rollout": Channel("rollout", "rollout", "ola", lambda record: record.rollout),
+}
+
+
+def register(entry: Channel) -> Channel:
+    """Add a channel to the vocabulary (an existing name is replaced); returns it.
+
+    Raises:
+        ValueError: the name is empty, has spaces, or has the reserved ``order<k>`` form.
+    """
+    if not entry.name or " " in entry.name or _ORDER.match(entry.name):
+        raise ValueError(f"a channel name is one word and not of the form 'order<k>'; got {entry.name!r}")
+    _REGISTRY[entry.name] = entry
+    return entry
+
+
+def known() -> list[str]:
+    """The registered channel names, plus the ``order<k>`` form."""
+    return ["order<k>"] + sorted(_REGISTRY)
+
+
+def channel(name: str) -> Channel:
+    """The :class:`Channel` called ``name``.
+
+    Raises:
+        ValueError: an unknown name; the message lists the vocabulary (and points at
+            :func:`order_channels` for orders given as numbers).
+    """
+    if isinstance(name, Channel):
+        return name
+    if not isinstance(name, str):
+        raise ValueError(f"a channel is named by a string such as 'order1' or 'rollout' "
+                         f"(olacore.channels.order_channels(1, 2) names orders); got {name!r}")
+    match = _ORDER.match(name)
+    if match:
+        k = int(match.group(1))
+        return Channel(name, f"order {k}", "ola", _take_order(k), order=k)
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    raise ValueError(f"unknown channel {name!r}; the vocabulary is {', '.join(known())}")
+
+
+def channels(names: Iterable[str]) -> tuple[Channel, ...]:
+    """:func:`channel` of every name, checking for repeats.
+
+    Raises:
+        ValueError: an unknown name, a repeated name, or no name at all.
+    """
+    names = [names] if isinstance(names, str) else list(names)
+    if not names:
+        raise ValueError("no channel given")
+    found = tuple(channel(name) for name in names)
+    repeated = sorted({c.name for c in found if sum(d.name == c.name for d in found) > 1})
+    if repeated:
+        raise ValueError(f"channels repeated: {repeated}")
+    return found
+
+
+def label(name: str) -> str:
+    """The display label of a channel: ``label("order2") == "order 2"``."""
+    return channel(name).label
+
+
+def order_channels(*orders: int) -> tuple[str, ...]:
+    """Names of OLA orders: ``order_channels(1, 2) == ("order1", "order2")``.
+
+    Raises:
+        ValueError: an order that is not a non-negative int.
+    """
+    for k in orders:
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError(f"an OLA order is an int >= 0; got {k!r}")
+    return tuple(f"order{k}" for k in orders)

@@ -1,0 +1,196 @@
+"""The on-disk store: checksummed safetensors entries, written atomically, addressed by a key.
+
+:class:`TensorStore` is a generic content-addressed store of named tensors; it knows nothing
+of models or experiments. An entry's key is the sha256 of a canonical JSON of everything the
+tensors depend on (:meth:`TensorStore.key`, which adds :data:`CACHE_VERSION`). Each entry is
+one safetensors file, written to a temporary file in the same folder and moved into place
+with ``os.replace`` (atomic: a reader sees the whole entry or none, also when the writer is
+killed). Its metadata holds a JSON description and a sha256 checksum of that description
+and of every tensor's name, dtype, shape and bytes. An entry that cannot be read, is
+truncated, or fails its checksum is reported with a :class:`CacheCorruptionWarning`,
+deleted and recomputed by the caller: never silently used. A write that fails (read-only
+folder, disk full) leaves no partial entry and raises :class:`CacheWriteError`, which names
+the ``OLACORE_CACHE`` setting; callers that computed a result still return it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+from olacore.settings import CACHE_ENV, cache_dir
+
+__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheWriteError", "TensorStore", "tensor_digest"]
+
+# Bump when what an entry holds, or how it is computed, changes: every old entry is then ignored.
+CACHE_VERSION = 1
+
+
+class CacheCorruptionWarning(UserWarning):
+    """A cache entry was unreadable, truncated or failed its checksum; it was deleted."""
+
+
+class CacheWriteError(OSError):
+    """An entry could not be written (read-only folder, disk full); nothing partial was left."""
+
+
+def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
+    digest = hashlib.sha256(description.encode("utf-8"))
+    for name in sorted(tensors):
+        tensor = tensors[name].detach().to("cpu").contiguous()
+        digest.update(f"\0{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def tensor_digest(tensor: torch.Tensor) -> str:
+    """sha256 hex digest of a tensor's dtype, shape and bytes (any device): a cache-key part for data.
+
+    Two tensors share a digest exactly when they are equal element for element, in the same
+    dtype and shape. A numpy array is read as the tensor ``torch.from_numpy`` makes of it.
+    """
+    return _checksum("", {"tensor": torch.as_tensor(tensor)})
+
+
+class TensorStore:
+    """A folder of checksummed safetensors entries, addressed by a hash of their key parts.
+
+    Args:
+        root: folder of the store; default ``cache_dir('tensors')`` (``$OLACORE_CACHE/tensors``),
+            read when the store is created. Tests pass a temporary folder.
+
+    Entries live at ``root/<key[:2]>/<key>.safetensors``. Safe for several processes: writes are
+    atomic, and two processes writing the same key write the same content.
+    """
+
+    def __init__(self, root: str | os.PathLike | None = None) -> None:
+        self.root = Path(root).expanduser() if root is not None else cache_dir("tensors")
+
+    def __repr__(self) -> str:
+        return f"TensorStore({str(self.root)!r})"
+
+    @staticmethod
+    def key(**parts: Any) -> str:
+        """sha256 hex digest of a canonical JSON of ``parts`` plus :data:`CACHE_VERSION`.
+
+        Args:
+            **parts: JSON-serialisable values (model fingerprint, text, settings, ...).
+
+        Raises:
+            TypeError: a part is not JSON-serialisable.
+        """
+        payload = dict(parts)
+        payload["cache_version"] = CACHE_VERSION
+        canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def path(self, key: str) -> Path:
+        """File of the entry ``key`` (it may not exist)."""
+        return self.root / key[:2] / f"{key}.safetensors"
+
+    def __contains__(self, key: str) -> bool:
+        return self.path(key).is_file()
+
+    def delete(self, key: str) -> None:
+        """Remove the entry ``key`` if present."""
+        self.path(key).unlink(missing_ok=True)
+
+    def put(self, key: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any] | None = None) -> Path:
+        """Write an entry atomically (temporary file in the same folder, then ``os.replace``).
+
+        Args:
+            key: from :meth:`key`.
+            tensors: name -> tensor, any device and dtype (stored from the CPU, contiguous).
+            meta: JSON-serialisable description stored beside the tensors.
+
+        Returns:
+            The entry's file.
+
+        Raises:
+            CacheWriteError: the folder is not writable or the disk is full; the message names
+                ``$OLACORE_CACHE`` and what to do. No partial file is left behind.
+        """
+        from safetensors.torch import save_file
+
+        cpu = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
+        description = json.dumps(dict(meta or {}), sort_keys=True, ensure_ascii=False)
+        metadata = {"olacore": description, "checksum": _checksum(description, cpu)}
+        target = self.path(key)
+        temporary = None
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=target.parent)
+            os.close(handle)
+            save_file(cpu, temporary, metadata=metadata)
+            os.replace(temporary, target)
+        except OSError as error:
+            raise CacheWriteError(
+                f"cannot write the cache entry {target} ({error.strerror or error}); the cache folder "
+                f"must be writable and have free space. Point ${CACHE_ENV} at a writable folder "
+                f"(now {self.root.parent}) or free some space."
+            ) from error
+        finally:
+            if temporary is not None and os.path.exists(temporary):
+                os.unlink(temporary)
+        return target
+
+    def get(self, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
+        """Read and verify an entry.
+
+        Returns:
+            ``(tensors, meta)`` with CPU tensors, or ``None`` when the entry is absent. A corrupt
+            entry (unreadable, truncated, bad header, checksum mismatch) is deleted with a
+            :class:`CacheCorruptionWarning` and ``None`` is returned, so the caller recomputes it.
+        """
+        from safetensors.torch import load
+
+        target = self.path(key)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            if len(data) < 8:
+                raise ValueError(f"file of {len(data)} bytes has no header")
+            header_size = int.from_bytes(data[:8], "little")
+            if header_size > len(data) - 8:
+                raise ValueError("header runs past the end of the file (truncated)")
+            header = json.loads(data[8 : 8 + header_size])
+            metadata = header.get("__metadata__") or {}
+            if "olacore" not in metadata or "checksum" not in metadata:
+                raise ValueError("no olacore metadata or checksum")
+            tensors = load(data)
+            if _checksum(metadata["olacore"], tensors) != metadata["checksum"]:
+                raise ValueError("checksum mismatch")
+            meta = json.loads(metadata["olacore"])
+        except Exception as error:  # any failure to read means: do not trust the entry
+            warnings.warn(
+                CacheCorruptionWarning(
+                    f"Cache entry {target} is corrupt or partial ({type(error).__name__}: {error}); "
+                    f"deleted, it will be recomputed."
+                ),
+                stacklevel=3,
+            )
+            target.unlink(missing_ok=True)
+            return None
+        return tensors, meta
+
+    def put_or_warn(self, key: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any] | None = None) -> bool:
+        """:meth:`put`, but a failed write only warns (the caller keeps its computed result).
+
+        Returns:
+            ``True`` when the entry was written.
+        """
+        try:
+            self.put(key, tensors, meta)
+        except CacheWriteError as error:
+            warnings.warn(f"{error} The result was computed and is returned, but not kept.", stacklevel=3)
+            return False
+        return True

@@ -1,0 +1,137 @@
+"""Cached training over worker processes: key, look up, train what is missing, store, read back.
+
+Every trained network of the book (the visual proxy, the syntax probes, the TOA adapters) is a
+*job*: a picklable object that knows its store key (everything that changes its result) and
+how to train itself into named tensors and a JSON record. :func:`run_cached` gives back every
+job's stored result, training only the jobs the store lacks, in one single-threaded worker
+process per core on a CPU (small networks train fastest on one thread each), and reads every
+result back from the store, so a result is the same whether it was trained now, in a worker,
+or in an earlier run.
+
+Jobs travel to worker processes by pickling; tensors in them should be numpy arrays
+(:func:`by_value`): torch shares each pickled tensor through a file descriptor of its own,
+which broke a pool in a notebook kernel once a job held a few thousand sentence maps.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import warnings
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from olacore.store import CacheWriteError, TensorStore
+from olacore.timing import progress as progress_bar
+
+__all__ = ["TrainingJob", "Stored", "run_cached", "run_in_processes", "by_value"]
+
+Stored = tuple[dict[str, torch.Tensor], dict[str, Any]]
+"""What a job trains into and the store keeps: ``(named tensors, JSON-serialisable record)``."""
+
+
+class TrainingJob(Protocol):
+    """One training run, as :func:`run_cached` needs it."""
+
+    def key(self) -> str:
+        """The store key: a :meth:`olacore.store.TensorStore.key` of everything that changes the result."""
+
+    def train(self) -> Stored:
+        """Train and return the tensors (weights) and the record (history, scores) to keep."""
+
+
+def by_value(tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:
+    """CPU numpy copies of ``tensors`` (pickled by value); ``torch.as_tensor`` turns them back."""
+    return [t.detach().cpu().numpy() for t in tensors]
+
+
+def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int, *, progress: bool = True,
+                     desc: str | None = None) -> list[Any]:
+    """``[function(job) for job in jobs]``, in ``workers`` spawned processes, results in order.
+
+    Args:
+        function: a top-level function (worker processes import it by name).
+        jobs: picklable arguments, one per call.
+        workers: processes at once (at least 1).
+        progress: a tqdm bar over finished jobs.
+        desc: the bar's label.
+
+    Returns:
+        the results, in the order of ``jobs`` (an empty list, with no process started, when
+        there is no job).
+
+    Raises:
+        ValueError: ``workers < 1``; any exception of a job is raised here.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    if not jobs:
+        return []
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(progress_bar(pool.map(function, jobs), enabled=progress, total=len(jobs), desc=desc))
+
+
+def _train_and_store(item: tuple[TrainingJob, str, int | None]) -> Stored | None:
+    """Train one job and store it; return the result only when the store could not keep it."""
+    job, root, threads = item
+    if threads is not None:
+        torch.set_num_threads(threads)
+    tensors, record = job.train()
+    try:
+        TensorStore(root).put(job.key(), tensors, record)
+    except CacheWriteError as error:
+        warnings.warn(f"{error} The run is used, but not kept.", stacklevel=2)
+        return {name: t.detach().cpu() for name, t in tensors.items()}, record
+    return None
+
+
+def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorStore | None = None,
+               progress: bool = True, desc: str = "training") -> list[Stored]:
+    """Every job's result, from the store where it is there, trained (and stored) where it is not.
+
+    Jobs with equal keys are trained once. With ``workers > 1`` the missing jobs train in that
+    many spawned processes, one torch thread each; with ``workers == 1`` they train here, in
+    order, with the caller's thread setting. Results are then read back from the store, so a
+    result never depends on where it was trained. When the store cannot be written (read-only
+    folder, full disk) a warning says so and the freshly trained result is returned anyway.
+
+    Args:
+        jobs: :class:`TrainingJob` objects (picklable when ``workers > 1``).
+        workers: processes training at once (:func:`olacore.settings.cpu_workers` picks one per
+            core on a CPU, 1 on a GPU).
+        store: where results are kept (default: ``$OLACORE_CACHE/tensors``).
+        progress: a tqdm bar over the jobs being trained.
+        desc: the bar's label.
+
+    Returns:
+        ``(tensors, record)`` per job, in the order of ``jobs``; tensors on the CPU.
+
+    Raises:
+        ValueError: ``workers < 1``; any exception a job raises while training.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    store = store if store is not None else TensorStore()
+    keys = [job.key() for job in jobs]
+    missing: dict[str, TrainingJob] = {}
+    for key, job in zip(keys, jobs):
+        if key not in missing and key not in store:
+            missing[key] = job
+    threads = 1 if workers > 1 else None
+    items = [(job, str(store.root), threads) for job in missing.values()]
+    if workers > 1 and len(items) > 1:
+        unkept = run_in_processes(_train_and_store, items, min(workers, len(items)), progress=progress, desc=desc)
+    else:
+        unkept = [_train_and_store(item) for item in progress_bar(items, enabled=progress and bool(items), desc=desc)]
+    fresh = {key: result for key, result in zip(missing, unkept) if result is not None}
+    results = []
+    for key, job in zip(keys, jobs):
+        stored = fresh.get(key) or store.get(key)
+        if stored is None:  # deleted or corrupted since it was written: train it here, once more
+            fresh[key] = stored = job.train()
+            store.put_or_warn(key, *stored)
+        results.append(stored)
+    return results

@@ -1,0 +1,92 @@
+"""olacore.training: jobs in spawned processes, results in order; tensors travel by value."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from olacore.training import by_value, run_in_processes
+
+
+def test_results_come_back_in_job_order():
+    assert run_in_processes(math.sqrt, [16.0, 1.0, 9.0], workers=2, progress=False) == [4.0, 1.0, 3.0]
+    assert run_in_processes(math.sqrt, [], workers=2, progress=False) == []
+    with pytest.raises(ValueError, match="workers"):
+        run_in_processes(math.sqrt, [1.0], workers=0)
+
+
+def test_by_value_round_trips_exactly():
+    tensors = [torch.rand(3, 4, 4), torch.arange(5, dtype=torch.float64)]
+    arrays = by_value(tensors)
+    assert all(isinstance(a, np.ndarray) for a in arrays)
+    for tensor, array in zip(tensors, arrays):
+        assert torch.equal(torch.as_tensor(array), tensor)
+
+
+# A toy job: fit a least-squares line by gradient descent (real training, tiny).
+from dataclasses import dataclass
+
+from olacore.store import TensorStore
+from olacore.training import run_cached
+
+
+@dataclass
+class LineFit:
+    xs: np.ndarray
+    ys: np.ndarray
+    steps: int
+    seed: int = 0
+
+    def key(self) -> str:
+        return TensorStore.key(kind="test-line", xs=self.xs.tolist(), ys=self.ys.tolist(), steps=self.steps, seed=self.seed)
+
+    def train(self):
+        torch.manual_seed(self.seed)
+        weight = torch.randn(2, requires_grad=True)
+        x, y = torch.as_tensor(self.xs), torch.as_tensor(self.ys)
+        optimiser = torch.optim.SGD([weight], lr=0.1)
+        for _ in range(self.steps):
+            loss = ((weight[0] * x + weight[1] - y) ** 2).mean()
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        return {"weight": weight.detach()}, {"loss": float(loss.detach())}
+
+
+def _jobs():
+    xs = np.linspace(-1, 1, 20)
+    return [LineFit(xs, 3 * xs - 1, steps=200, seed=s) for s in (0, 1)] + [LineFit(xs, -xs, steps=200)]
+
+
+def test_run_cached_trains_once_and_reads_back(tmp_path):
+    store = TensorStore(tmp_path)
+    first = run_cached(_jobs(), store=store, progress=False)
+    assert all(job.key() in store for job in _jobs())
+    torch.testing.assert_close(first[0][0]["weight"], torch.tensor([3.0, -1.0]), atol=1e-3, rtol=0)
+    # a second call trains nothing: a job whose train() fails proves it
+    broken = [LineFit(j.xs, j.ys, j.steps, j.seed) for j in _jobs()]
+    for job in broken:
+        job.train = lambda: (_ for _ in ()).throw(AssertionError("trained again"))  # noqa: B023
+    again = run_cached(broken, store=store, progress=False)
+    for (a, ra), (b, rb) in zip(first, again):
+        assert torch.equal(a["weight"], b["weight"]) and ra == rb
+
+
+def test_run_cached_two_workers_equal_one(tmp_path):
+    one = run_cached(_jobs(), store=TensorStore(tmp_path / "one"), progress=False)
+    two = run_cached(_jobs(), workers=2, store=TensorStore(tmp_path / "two"), progress=False)
+    for (a, _), (b, _) in zip(one, two):
+        assert torch.equal(a["weight"], b["weight"])
+    with pytest.raises(ValueError, match="workers"):
+        run_cached(_jobs(), workers=0)
+
+
+def test_run_cached_survives_an_unwritable_store(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should be")  # root ignores permission bits
+    with pytest.warns(UserWarning, match="OLACORE_CACHE"):
+        (result,) = run_cached(_jobs()[:1], store=TensorStore(blocker / "tensors"), progress=False)
+    torch.testing.assert_close(result[0]["weight"], torch.tensor([3.0, -1.0]), atol=1e-3, rtol=0)
