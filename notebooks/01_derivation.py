@@ -80,14 +80,17 @@ import pandas as pd
 import torch
 
 import olacore
-from olacore.cache import cached_attention
 from olacore.benchmark import time_ola
+from olacore.pipeline import cached_attention
 from olacore.plots import draw_maps
+from olacore.profiles import settings
+from olacore.results import ChapterResults
 from olacore.timing import Stopwatch
 
-cfg = olacore.profiles.settings("derivation", profile)
-model = model or cfg["model"]
+cfg = settings("derivation", profile)
+model = model or cfg.model
 watch = Stopwatch()
+results = ChapterResults("01_derivation", profile)
 torch.set_num_threads(2)
 print(f"profile={profile}, model={model}")
 
@@ -134,6 +137,8 @@ checks
 
 # %%
 assert checks["max abs deviation"].fillna(0).max() < 1e-10, "an OLA identity fails on real attention"
+for identity, deviation in checks.dropna().itertuples(index=False):
+    results.add(f"identity/{identity}", identity, deviation, unit="max abs deviation")
 
 # %% [markdown]
 # ## What each order looks like
@@ -182,9 +187,9 @@ per_order.head(6)
 # %%
 rows = []
 with watch("timings"):
-    for num in cfg["bench_layers"]:
-        for k in cfg["bench_orders"]:
-            timing = time_ola(num, k, cfg["bench_size"], cfg["bench_batch"], repeats=cfg["bench_repeats"])
+    for num in cfg.bench_layers:
+        for k in cfg.bench_orders:
+            timing = time_ola(num, k, cfg.bench_size, cfg.bench_batch, repeats=cfg.bench_repeats)
             rows.append(
                 {
                     "N": num, "K": k,
@@ -197,7 +202,7 @@ with watch("timings"):
                 }
             )
 costs = pd.DataFrame(rows)
-print(f"T = {cfg['bench_size']} tokens, batch {cfg['bench_batch']}, float32, {torch.get_num_threads()} threads")
+print(f"T = {cfg.bench_size} tokens, batch {cfg.bench_batch}, float32, {torch.get_num_threads()} threads")
 costs.round(2)
 
 # %%
@@ -219,4 +224,8 @@ plt.show()
 # bound, because order 1 needs none and early layers have fewer orders to update.)
 
 # %%
+for _, row in costs.iterrows():
+    results.add(f"speed-up/N={row['N']}/K={row['K']}", f"recurrence over enumeration, N={row['N']}, K={row['K']}",
+                row["speed-up"], unit="x")
+results.save()
 print(watch.report())

@@ -30,62 +30,51 @@
 profile = "default"
 
 # %%
-import itertools
-
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
-import olacore
-from olacore.cache import cached_ola
-from olacore.data import similarity_texts
-from olacore.maps import clean_sinks, pool_to_words, word_spans
+from olacore.alignment import WordText
+from olacore.maps import model_maps
+from olacore.pipeline import token_maps
 from olacore.plots import draw_maps
-from olacore.similarity import comparable_maps, pairwise_ssim
+from olacore.profiles import settings
+from olacore.results import ChapterResults
+from olacore.retrieval import same_text_gap
+from olacore.sinks import clean_sinks
+from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 
-cfg = olacore.profiles.settings("qualitative", profile)
+cfg = settings("qualitative", profile)
 watch = Stopwatch()
+results = ChapterResults("02_qualitative", profile)
 torch.set_num_threads(2)
-kinds = {"causal": cfg["causal"], "encoder": cfg["encoders"]}
-print(f"profile={profile}; causal: {cfg['causal']}; encoders: {cfg['encoders']}")
+groups = {"causal": cfg.causal, "encoder": cfg.encoders}
+CHANNELS = (*(f"order{k}" for k in range(1, cfg.max_order + 1)), "rollout")
+print(f"profile={profile}; causal: {cfg.causal}; encoders: {cfg.encoders}")
 
 # %% [markdown]
 # ## One text, five models
 #
 # Each tokenizer cuts the text differently, so token-level maps differ in size. To put them
 # side by side with readable axes we pool each map onto the words of the text (our
-# addition, `olacore.maps.pool_to_words`: key tokens of a word summed, query tokens
+# addition, `olacore.alignment.pool_to_words`: key tokens of a word summed, query tokens
 # averaged, special tokens dropped, rows renormalised). Attention sinks are cleaned first, as
 # the paper does before comparing maps (see the sink section below: SmolLM2 and Qwen2.5 add
 # no BOS token, so their sink is the first *word* and would hide everything else). Each panel
 # has its own colour scale, clipped at its 99th percentile.
 
 # %%
-text_a = "The committee approved the new budget after a long debate about schools."
-text_b = "Why would anyone buy a car that breaks down every winter?"
-orders = list(range(1, cfg["max_order"] + 1))
-
-
-def word_panels(result, text):
-    spans = word_spans(text)
-    maps = torch.cat([result.orders[1:], result.rollout[None]]).double()
-    maps = clean_sinks(maps, causal=result.is_causal)
-    pooled = pool_to_words(maps, result.offsets, spans)
-    names = [f"order {k}" for k in orders] + ["rollout"]
-    return dict(zip(names, pooled)), [text[s:e] for s, e in spans]
-
-
+text_a = WordText.of("The committee approved the new budget after a long debate about schools.")
+text_b = WordText.of("Why would anyone buy a car that breaks down every winter?")
 with watch("OLA of the two texts (cache or models)"):
-    results = {name: cached_ola(name, [text_a, text_b], cfg["max_order"]) for kind in kinds.values() for name in kind}
-
-for text_index, text in enumerate([text_a, text_b]):
-    for kind, names in kinds.items():
-        rows, labels = {}, {}
-        for name in names:
-            rows[name], labels[name] = word_panels(results[name][text_index], text)
-        with watch("figures"):
-            draw_maps(rows, labels=labels, title=f"{kind} models: \u201c{text}\u201d")
+    words = {name: model_maps(name, [text_a, text_b], CHANNELS, align="words", sinks="clean")
+             for names in groups.values() for name in names}
+with watch("figures"):
+    for index, text in enumerate([text_a, text_b]):
+        for kind, names in groups.items():
+            draw_maps({n: words[n].panels(index) for n in names}, labels={n: text.words for n in names},
+                      title=f"{kind} models: \u201c{text.text}\u201d")
             plt.show()
 
 # %% [markdown]
@@ -100,18 +89,17 @@ for text_index, text in enumerate([text_a, text_b]):
 # Causal models park much of their attention on the first token, whatever the text
 # {cite}`xiao2024sinks`. The paper's preprocessing zeroes, in every row, the largest entry
 # and every entry above the row's mean plus three standard deviations, then renormalises
-# (`olacore.maps.clean_sinks`). Here the token-level maps of one causal model, raw and
+# (`olacore.sinks.clean_sinks`). Here the token-level maps of one causal model, raw and
 # cleaned.
 
 # %%
-sink_model = cfg["causal"][0]
-result = results[sink_model][0]
-raw = {f"order {k}": result.orders[k] for k in orders} | {"rollout": result.rollout}
-cleaned = {name: clean_sinks(m, causal=result.is_causal) for name, m in raw.items()}
-mass = {name: m[1:, 0].mean().item() for name, m in raw.items()}
-print("mean attention on the first token (rows 2..T):", {k: round(v, 3) for k, v in mass.items()})
+sink_model = cfg.causal[0]
+(item,) = token_maps(sink_model, [text_a.text], CHANNELS)
+raw = dict(zip(CHANNELS, item.maps))
+cleaned = dict(zip(CHANNELS, clean_sinks(item.maps, causal=item.causal)))
+print("mean attention on the first token (rows 2..T):", {k: round(m[1:, 0].mean().item(), 3) for k, m in raw.items()})
 with watch("figures"):
-    draw_maps({"raw": raw, "sinks cleaned": cleaned}, labels={"raw": result.tokens, "sinks cleaned": result.tokens},
+    draw_maps({"raw": raw, "sinks cleaned": cleaned}, labels={"raw": item.tokens, "sinks cleaned": item.tokens},
               title=f"{sink_model}: token-level maps")
     plt.show()
 
@@ -126,36 +114,25 @@ with watch("figures"):
 # turns into retrieval accuracy.
 
 # %%
-texts = similarity_texts(cfg["num_texts"])
-channels = orders + ["rollout"]
-maps = {}
+texts = similarity_texts(cfg.num_texts)
 with watch("OLA of the similarity texts (cache or models)"):
-    for kind, names in kinds.items():
-        for name in names:
-            maps[name] = comparable_maps(cached_ola(name, [t.text for t in texts], cfg["max_order"]),
-                                         channels, align="resize", sinks="clean", size=cfg["size"])
-rows = []
+    maps = {name: model_maps(name, texts, CHANNELS, align="resize", sinks="clean", size=cfg.size)
+            for names in groups.values() for name in names}
 with watch("SSIM"):
-    for kind, names in kinds.items():
-        for source, target in itertools.combinations(names, 2):
-            for c, channel in enumerate(channels):
-                ssim = pairwise_ssim(maps[target][:, c].double(), maps[source][:, c].double(), None)
-                same = ssim.diagonal().mean().item()
-                different = (ssim.sum() - ssim.diagonal().sum()).item() / (ssim.numel() - len(ssim))
-                rows.append({"kind": kind, "model pair": f"{source} / {target}",
-                             "map": channel if channel == "rollout" else f"order {channel}",
-                             "SSIM same text": same, "SSIM different texts": different,
-                             "gap": same - different})
-first_number = pd.DataFrame(rows)
-print(f"{len(texts)} texts of 50 words; maps resized to {cfg['size']} x {cfg['size']}, sinks cleaned")
-first_number.pivot_table(index=["kind", "model pair"], columns="map", values="gap").round(3)
+    first_number = same_text_gap(maps, groups)
+print(f"{len(texts)} texts of 50 words; maps resized to {cfg.size} x {cfg.size}, sinks cleaned")
+first_number.pivot_table(index=["group", "model pair"], columns="channel", values="gap").round(3)
 
 # %%
 first_number.round(3)
 
 # %%
 positive = first_number.assign(positive=first_number["gap"] > 0).pivot_table(
-    index="kind", columns="map", values="positive", aggfunc="mean")
+    index="group", columns="channel", values="positive", aggfunc="mean")
+for group in positive.index:
+    for channel in positive.columns:
+        results.add(f"gap/{group}/{channel}/share-positive", f"share of {group} model pairs whose same-text SSIM "
+                    f"exceeds their different-text SSIM ({channel})", 100 * positive.loc[group, channel])
 print("share of model pairs whose same-text SSIM exceeds their different-text SSIM:")
 positive.round(2)
 
@@ -172,4 +149,5 @@ positive.round(2)
 # *retrieved* from this similarity, and trains a classifier on it.
 
 # %%
+results.save()
 print(watch.report())

@@ -35,26 +35,27 @@ seeds = None  # None: the profile's seeds
 device = None  # None: CUDA when available, else CPU
 
 # %%
-import os
-
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import seaborn as sns
 import torch
 
-import olacore.profiles
-from olacore.cache import cached_ola
-from olacore.data import similarity_texts
-from olacore.proxy import Augment, ProxyConfig, leave_one_out, proxy_experiment
-from olacore.similarity import chance_hits, comparable_maps, hits_matrix, retrieval_table, verdict
+from olacore import paper
+from olacore.maps import make_maps
+from olacore.pipeline import token_maps
+from olacore.plots import hits_heatmaps, training_curve
+from olacore.profiles import settings
+from olacore.proxy import channel_set_label, leave_one_out, proxy_experiment, proxy_summary
+from olacore.results import ChapterResults
+from olacore.retrieval import mean_hits, retrieval_grid
+from olacore.settings import cpu_workers
+from olacore.similarity import chance_hits
+from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
+from olacore.verdicts import better, verdict
 
 watch = Stopwatch()
-cfg = olacore.profiles.settings("quantitative", profile)
-if seeds is not None:
-    cfg["seeds"] = list(seeds)
-torch.manual_seed(0)
+cfg = settings("quantitative", profile, seeds=seeds)
+results = ChapterResults("03_quantitative", profile)
 pd.set_option("display.precision", 3)
 cfg
 
@@ -67,20 +68,16 @@ cfg
 # chapters).
 
 # %%
+CHANNELS = ("order1", "order2", "order3", "rollout")
+groups = {"causal": cfg.causal, "encoder": cfg.encoders}
 with watch("texts"):
-    texts = similarity_texts(cfg["num_texts"])
+    texts = similarity_texts(cfg.num_texts)
 print(f"{len(texts)} texts of 50 words; the first begins: {texts[0].text[:120]!r}")
-
-models = {"causal": cfg["causal"], "encoder": cfg["encoders"]}
-results = {}
 with watch("OLA (extraction or cache)"):
-    for kind, names in models.items():
-        for name in names:
-            results[name] = cached_ola(name, [t.text for t in texts], cfg["max_order"], device=device)
-pd.DataFrame(
-    [{"model": n, "kind": k, "layers": results[n][0].num_layers,
-      "mean tokens per text": np.mean([len(r.tokens) for r in results[n]])} for k, ns in models.items() for n in ns]
-)
+    tokens = {name: token_maps(name, [t.text for t in texts], CHANNELS, device=device)
+              for names in groups.values() for name in names}
+pd.DataFrame([{"model": n, "kind": k, "mean tokens per text": np.mean([len(t.tokens) for t in tokens[n]])}
+              for k, names in groups.items() for n in names])
 
 # %% [markdown]
 # ## SSIM retrieval
@@ -93,52 +90,25 @@ pd.DataFrame(
 # default). Causal models are only compared with causal models, encoders with encoders.
 
 # %%
-channels = [1, 2, 3, "rollout"]
-maps = {}
-with watch("comparable maps"):
-    for align in ("resize", "words"):
-        for sinks in ("raw", "clean"):
-            maps[(align, sinks)] = {
-                name: comparable_maps(res, channels, align=align, sinks=sinks, size=cfg["size"], texts=texts)
-                for name, res in results.items()
-            }
-tables = []
+variants = {f"{align}, {sinks}": {"align": align, "sinks": sinks, "size": cfg.size}
+            for align in ("resize", "words") for sinks in ("raw", "clean")}
 with watch("SSIM retrieval"):
-    for (align, sinks), by_model in maps.items():
-        for kind, names in models.items():
-            table = retrieval_table({n: by_model[n] for n in names}, channels)
-            table.insert(0, "sinks", sinks)
-            table.insert(0, "align", align)
-            table.insert(0, "kind", kind)
-            tables.append(table)
-retrieval = pd.concat(tables, ignore_index=True)
+    retrieval = retrieval_grid(tokens, groups, variants, words=texts)
 chance1, chance5 = chance_hits(len(texts), 1), chance_hits(len(texts), 5)
-print(f"Chance level with {len(texts)} texts: Hits@1 = {chance1:.3f}, Hits@5 = {chance5:.3f}")
+print(f"Chance level with {len(texts)} texts: Hits@1 = {100 * chance1:.1f} %, Hits@5 = {100 * chance5:.1f} %")
 
 # %% [markdown]
 # ### Paper-faithful setting (resize to 50 x 50, sinks cleaned)
 #
-# Hits@1 / Hits@5 in % for every ordered (source, target) pair.
+# Hits@1 / Hits@5 in % for every ordered (source, target) pair, then as model x model
+# heatmaps of Hits@1 (rows: source = gallery, columns: target = queries).
 
 # %%
-faithful = retrieval[(retrieval["align"] == "resize") & (retrieval["sinks"] == "clean")]
-pivot = faithful.pivot_table(index=["kind", "source", "target"], columns="channel", values=["hits@1", "hits@5"]) * 100
-print(f"Chance: Hits@1 = {100 * chance1:.1f} %, Hits@5 = {100 * chance5:.1f} %")
-pivot.round(1)
-
-# %% [markdown]
-# Model x model heatmaps of Hits@1 (rows: source = gallery, columns: target = queries).
+faithful = retrieval[retrieval["variant"] == "resize, clean"]
+(faithful.pivot_table(index=["group", "source", "target"], columns="channel", values=["hits@1", "hits@5"]) * 100).round(1)
 
 # %%
-fig, axes = plt.subplots(2, len(channels), figsize=(3.2 * len(channels), 6), squeeze=False)
-for row, kind in enumerate(models):
-    sub = faithful[faithful["kind"] == kind]
-    for col, channel in enumerate(["order 1", "order 2", "order 3", "rollout"]):
-        sns.heatmap(100 * hits_matrix(sub, channel), annot=True, fmt=".0f", vmin=0, vmax=100, cmap="viridis",
-                    cbar=False, ax=axes[row, col])
-        axes[row, col].set_title(f"{kind}: {channel}")
-fig.suptitle(f"Hits@1 % (resize, clean sinks; chance {100 * chance1:.1f} %)")
-fig.tight_layout()
+fig = hits_heatmaps(faithful, groups, CHANNELS, title=f"Hits@1 % (resize, clean sinks; chance {100 * chance1:.1f} %)")
 
 # %% [markdown]
 # ### Resize vs words, raw vs clean sinks
@@ -146,35 +116,26 @@ fig.tight_layout()
 # Mean Hits@1 (%) over the ordered pairs of each kind.
 
 # %%
-summary = retrieval.groupby(["kind", "align", "sinks", "channel"])["hits@1"].mean().unstack("channel") * 100
-print(f"Chance: Hits@1 = {100 * chance1:.1f} %")
-summary.round(1)
+(retrieval.groupby(["group", "variant", "channel"])["hits@1"].mean().unstack("channel") * 100).round(1)
 
 # %% [markdown]
 # ### Ours beside the paper
 #
-# The paper reports first-order SSIM retrieval for four pairs of its causal models
-# Its models are not ours, so the comparison is of the *mean* over
-# pairs, order 1, resize + clean sinks, with the paper's own pairs listed for reference.
-# Differences that matter: our models are 3 to 60 times smaller than the paper's and run on dequantised 4-bit weights, and we retrieve among
-# fewer texts (chance is higher: Hits@1 chance is 1/N).
+# The paper reports first-order SSIM retrieval for four pairs of its causal models. Its
+# models are not ours, so the comparison is of the *mean* over pairs, order 1, resize + clean
+# sinks. Differences that matter: our models are 3 to 60 times smaller than the paper's and
+# run on dequantised 4-bit weights, and we retrieve among fewer texts (Hits@1 chance is 1/N).
 
 # %%
-paper_pairs = pd.DataFrame(
-    [("Qwen2-1.5B", "gemma-2-2b", 83.6, 89.4), ("Qwen2-1.5B", "Llama-3.2-3B", 95.9, 97.0),
-     ("Llama-3.2-3B", "Qwen2-1.5B", 92.9, 96.1), ("Llama-3.2-3B", "gemma-2-2b", 94.1, 96.5)],
-    columns=["paper source", "paper target", "paper hits@1 %", "paper hits@5 %"],
-)
-ours_order1 = faithful[faithful["channel"] == "order 1"]
+published = paper.retrieval()
 comparison = pd.DataFrame({
-    "kind": ["causal", "encoder"],
-    "ours hits@1 % (mean over pairs)": [100 * ours_order1[ours_order1["kind"] == k]["hits@1"].mean() for k in ("causal", "encoder")],
-    "ours hits@5 %": [100 * ours_order1[ours_order1["kind"] == k]["hits@5"].mean() for k in ("causal", "encoder")],
-    "paper hits@1 % (mean of its 4 causal pairs, 1000 texts)": [paper_pairs["paper hits@1 %"].mean(), np.nan],
-    "paper hits@5 %": [paper_pairs["paper hits@5 %"].mean(), np.nan],
-    "chance hits@1 % (ours)": [100 * chance1] * 2,
-})
-display(paper_pairs)
+    kind: {"ours hits@1 % (mean over pairs)": 100 * mean_hits(faithful, group=kind, channel="order1"),
+           "ours hits@5 %": 100 * mean_hits(faithful, "hits@5", group=kind, channel="order1"),
+           "paper hits@1 % (mean of its 4 causal pairs, 1000 texts)": published["hits@1"].mean() if kind == "causal" else np.nan,
+           "paper hits@5 %": published["hits@5"].mean() if kind == "causal" else np.nan,
+           "chance hits@1 % (ours)": 100 * chance1}
+    for kind in groups}).T
+display(published)
 comparison.round(1)
 
 # %% [markdown]
@@ -193,8 +154,8 @@ comparison.round(1)
 #
 # **CPU-sized** at the `default` profile (say so beside every number): the first
 # `proxy_num_texts` texts are the classes, maps are resized to `proxy_size` pixels, the
-# network is ResNet-18 with its channel widths scaled down (`proxy_width` instead of 64),
-# trained for `proxy_iterations` steps of SGD (momentum 0.9, weight decay 5e-4, cosine
+# network is ResNet-18 with its channel widths scaled down (`proxy.width` instead of 64),
+# trained for `proxy.iterations` steps of SGD (momentum 0.9, weight decay 5e-4, cosine
 # decay), with the paper's augmentations (fake sink columns, noise scaled by row std). The
 # number of steps was chosen, like the checkpoint, on held-out *source* maps only (one split,
 # one seed; the sweep is recorded beside the setting in `olacore/profiles.py`): validation
@@ -205,107 +166,65 @@ comparison.round(1)
 # chapter reads its runs back.
 
 # %%
-proxy_channels = {"rollout": ["rollout"], "order 1": [1], "order 2": [2], "order 3": [3], "orders 1+2": [1, 2]}
-proxy_texts = texts[: cfg["proxy_num_texts"]]
+channel_sets = [("rollout",), ("order1",), ("order2",), ("order3",), ("order1", "order2")]
 with watch("proxy maps"):
-    proxy_maps = {
-        name: comparable_maps(res[: cfg["proxy_num_texts"]], channels, align="resize", sinks="clean", size=cfg["proxy_size"])
-        for name, res in results.items()
-    }
-channel_index = {label: [channels.index(c) for c in chans] for label, chans in proxy_channels.items()}
-config = ProxyConfig(
-    iterations=cfg["proxy_iterations"], batch_size=cfg["proxy_batch"], lr=cfg["proxy_lr"], width=cfg["proxy_width"],
-    eval_every=cfg["proxy_eval_every"], augment=Augment(), cosine=cfg["proxy_cosine"],
-)
-splits = leave_one_out(cfg["causal"]) + leave_one_out(cfg["encoders"])
-on_cpu = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
-print(config)
-print(f"seeds {cfg['seeds']}; {len(splits)} splits x {len(proxy_channels)} channel sets x {len(cfg['seeds'])} seeds")
-workers = min(os.cpu_count() or 1, 8) if on_cpu else 1
+    proxy_maps = {name: make_maps(t[: cfg.proxy_num_texts], align="resize", sinks="clean", size=cfg.proxy_size)
+                  for name, t in tokens.items()}
+splits = leave_one_out(cfg.causal) + leave_one_out(cfg.encoders)
+print(cfg.proxy)
+print(f"seeds {cfg.seeds}; {len(splits)} splits x {len(channel_sets)} channel sets x {len(cfg.seeds)} seeds")
 with watch("proxy training (or cache)"):
-    runs, histories = proxy_experiment(proxy_maps, splits, channel_index, config, cfg["seeds"], device=device,
-                                       num_threads=1 if on_cpu else None,  # small convolutions: 1 thread is fastest
-                                       workers=workers)
+    runs, histories = proxy_experiment(proxy_maps, splits, channel_sets, cfg.proxy, cfg.seeds, device=device,
+                                       workers=cpu_workers(device))
 
 # %% [markdown]
 # Training curve of one run (first split, order 1, first seed): training loss and accuracy on
 # the batches, and the held-out source accuracy that picks the checkpoint.
 
 # %%
-label, target, seed = "order 1", splits[0][1], cfg["seeds"][0]
-history = pd.DataFrame(histories[(label, target, seed)])
-fig, ax = plt.subplots(1, 2, figsize=(9, 3))
-ax[0].plot(history["step"], history["train_loss"])
-ax[0].set(xlabel="step", ylabel="training loss", title=f"{label}, target {target}, seed {seed}")
-ax[1].plot(history["step"], history["train_acc"], label="training batches")
-ax[1].plot(history["step"], history["val_acc"], label="held-out source maps")
-ax[1].axhline(1 / cfg["proxy_num_texts"], color="grey", ls=":", label="chance")
-ax[1].set(xlabel="step", ylabel="accuracy")
-ax[1].legend()
-fig.tight_layout()
+target, seed = splits[0][1], cfg.seeds[0]
+fig = training_curve(histories[("order 1", target, seed)], title=f"order 1, target {target}, seed {seed}",
+                     chance=1 / cfg.proxy_num_texts)
 
 # %% [markdown]
 # Target accuracy (%), mean ± std over seeds. The paper's column is the mean of its six
-# causal targets (1000 classes, 100k steps, its models); it reports
-# no order 3 or 1+2 row.
+# causal targets (1000 classes, 100k steps, its models); it reports no order 3 or 1+2 row.
 
 # %%
-proxy_chance = 100 / cfg["proxy_num_texts"]
-paper_proxy = {  # paper, CLM, targets Q-1b5/Q-7b/G-2b/G-9b/L-3b/L-8b
-    "rollout": [27.9, 7.7, 52.6, 26.0, 66.1, 59.7],
-    "order 1": [52.6, 49.2, 93.1, 92.4, 94.6, 94.1],
-    "order 2": [67.1, 49.9, 89.3, 86.2, 90.7, 91.9],
-}
-acc = runs.assign(test_acc=100 * runs["test_acc"], val_acc=100 * runs["val_acc"])
-per_target = acc.groupby(["channels", "target"])["test_acc"].agg(["mean", "std"])
-per_target["ours (mean ± std) %"] = per_target.apply(  # one seed: no spread to show
-    lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}", axis=1)
-table = per_target["ours (mean ± std) %"].unstack("target").reindex(list(proxy_channels))
-kind_of = {n: k for k, ns in models.items() for n in ns}
-for kind in models:
-    targets = [t for t in acc["target"].unique() if kind_of[t] == kind]
-    table[f"ours, mean over {kind} targets %"] = (
-        acc[acc["target"].isin(targets)].groupby("channels")["test_acc"].mean().reindex(list(proxy_channels)).round(1)
-    )
-table["paper, mean over causal targets %"] = [np.mean(paper_proxy[c]) if c in paper_proxy else np.nan for c in table.index]
+proxy_chance = 100 / cfg.proxy_num_texts
+table = proxy_summary(runs, groups, order=[channel_set_label(c) for c in channel_sets])
+published_proxy = paper.proxy()["mean"]
+table["paper, mean over causal targets %"] = [published_proxy.get(c[0]) if len(c) == 1 else np.nan for c in channel_sets]
 table["chance %"] = proxy_chance
-print(f"Chance: {proxy_chance:.1f} % ({cfg['proxy_num_texts']} classes). Validation: {runs['validation'].unique().tolist()}")
+print(f"Chance: {proxy_chance:.1f} % ({cfg.proxy_num_texts} classes). Validation: {runs['validation'].unique().tolist()}")
 table
 
 # %% [markdown]
 # ## Verdicts
 #
-# A fixed rule, decided before the runs (`olacore.similarity.verdict`): a claim **holds**
+# A fixed rule, decided before the runs (`olacore.verdicts.verdict`): a claim **holds**
 # when the measured rate is at least 50 % and at least 3x chance, **holds weakly** when it
 # is at least 5x chance (or the "holds" bar, if lower) but short of that, and otherwise
 # **does not hold here**.
 
 # %%
-def mean_hits(kind, channel, align="resize", sinks="clean"):
-    rows = retrieval[(retrieval["kind"] == kind) & (retrieval["channel"] == channel)
-                     & (retrieval["align"] == align) & (retrieval["sinks"] == sinks)]
-    return rows["hits@1"].mean()
-
-
-def mean_proxy(kind, label):
-    return runs[runs["target"].map(kind_of).eq(kind) & runs["channels"].eq(label)]["test_acc"].mean()
-
-
-claims = []
-for kind in models:
-    for channel in ["order 1", "order 2", "rollout"]:
-        value = mean_hits(kind, channel)
-        claims.append({"claim": f"same-order OLA retrievable across {kind} models (SSIM Hits@1, {channel})",
-                       "ours %": 100 * value, "chance %": 100 * chance1, "verdict": verdict(value, chance1)})
-    for label in ["order 1", "order 2", "rollout"]:
-        value = mean_proxy(kind, label)
-        claims.append({"claim": f"proxy trained on other {kind} models recognises texts ({label})",
-                       "ours %": 100 * value, "chance %": proxy_chance, "verdict": verdict(value, proxy_chance / 100)})
-first, roll = mean_hits("causal", "order 1"), mean_hits("causal", "rollout")
-claims.append({"claim": "1st-order OLA is more similar across causal models than rollout (SSIM Hits@1)",
-               "ours %": 100 * (first - roll), "chance %": np.nan,
-               "verdict": "holds" if first > roll else "does not hold here"})
-pd.DataFrame(claims).round(1)
+kind_of = {n: k for k, names in groups.items() for n in names}
+for kind in groups:
+    for channel in ("order1", "order2", "rollout"):
+        value = mean_hits(faithful, group=kind, channel=channel)
+        results.add(f"retrieval/{kind}/{channel}/hits@1", f"same-order OLA retrievable across {kind} models (SSIM Hits@1, {channel})",
+                    100 * value, chance=100 * chance1, verdict=verdict(value, chance1), protocol="official",
+                    paper=published["hits@1"].mean() if (kind, channel) == ("causal", "order1") else None)
+        label = channel_set_label((channel,))
+        accuracy = runs[runs["target"].map(kind_of).eq(kind) & runs["channels"].eq(label)]["test_acc"].mean()
+        results.add(f"proxy/{kind}/{channel}/accuracy", f"proxy trained on other {kind} models recognises texts ({channel})",
+                    100 * accuracy, chance=proxy_chance, verdict=verdict(accuracy, proxy_chance / 100), protocol="honest",
+                    paper=published_proxy.get(channel) if kind == "causal" else None)
+first, roll = mean_hits(faithful, group="causal", channel="order1"), mean_hits(faithful, group="causal", channel="rollout")
+results.add("retrieval/causal/order1-minus-rollout", "1st-order OLA is more similar across causal models than rollout (SSIM Hits@1)",
+            100 * (first - roll), unit="points", verdict=better(first, roll))
+pd.DataFrame([{"claim": r.claim, "ours %": r.value, "chance %": r.chance, "paper %": r.paper, "verdict": r.verdict}
+              for r in results.records]).round(1)
 
 # %% [markdown]
 # The paper's retrieval reaches 84-96 % Hits@1 over 1000 texts between its causal models;
@@ -315,4 +234,5 @@ pd.DataFrame(claims).round(1)
 # on what the maps allow, not a replication of the paper's training).
 
 # %%
+results.save()
 print(watch.report())

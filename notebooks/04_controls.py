@@ -38,23 +38,22 @@ device = None  # None: CUDA when available, else CPU
 # %%
 import matplotlib.pyplot as plt
 import pandas as pd
-import torch
 
-import olacore.profiles
-from olacore.cache import cached_ola
-from olacore.controls import controls_retrieval, random_init
-from olacore.data import similarity_texts
-from olacore.models import load_model
-from olacore.proxy import Augment, ProxyConfig, cached_train_proxy
-from olacore.similarity import chance_hits, comparable_maps, retrieval_table, verdict
+from olacore.controls import control_pair, controls_proxy
+from olacore.maps import make_maps, model_maps
+from olacore.profiles import settings
+from olacore.results import ChapterResults
+from olacore.settings import cpu_workers
+from olacore.similarity import chance_hits
+from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
+from olacore.verdicts import vanishes, verdict
 
 watch = Stopwatch()
-cfg = olacore.profiles.settings("controls", profile)
-if seeds is not None:
-    cfg["seeds"] = list(seeds)
+cfg = settings("controls", profile, seeds=seeds)
+results = ChapterResults("04_controls", profile)
 pd.set_option("display.precision", 3)
-channels = [1, 2, 3, "rollout"]
+CHANNELS = ("order1", "order2", "order3", "rollout")
 cfg
 
 # %% [markdown]
@@ -62,50 +61,35 @@ cfg
 #
 # For each pair: load both models, take the trained source's maps as the gallery, then
 # for the trained target and each control extract OLA (cached under the control's own
-# fingerprint: a control never reuses the trained model's cache) and retrieve. The
-# control seed is fixed (`seed` in the profile).
+# fingerprint: a control never reuses the trained model's cache) and retrieve. A last row,
+# **both random init**, has a random target query a random source: no learned knowledge on
+# either side. The control seed is fixed (`seed` in the profile).
 
 # %%
-def run_pair(target_name, source_name, num_texts, noise):
-    texts = similarity_texts(num_texts)
-    source = load_model(source_name, device=device)
-    source_results = cached_ola(source, [t.text for t in texts], cfg["max_order"])
-    source_maps = comparable_maps(source_results, channels, align="resize", sinks="clean", size=cfg["size"])
-    target = load_model(target_name, device=device)
-    table, maps = controls_retrieval(target, source_maps, texts, channels, max_order=cfg["max_order"],
-                                     noise_scales=noise, seed=cfg["seed"], size=cfg["size"])
-    # both models without knowledge: random target against a random source
-    random_source = random_init(source, cfg["seed"] + 1)
-    random_maps = comparable_maps(cached_ola(random_source, [t.text for t in texts], cfg["max_order"]), channels,
-                                  align="resize", sinks="clean", size=cfg["size"])
-    random_target = next(m for (control, _), m in maps.items() if control == "random init")
-    both = retrieval_table({"source": random_maps, "target": random_target}, channels,
-                           pairs=[("source", "target")]).drop(columns=["source", "target"])
-    both.insert(0, "scale", float("nan"))
-    both.insert(0, "control", "both random init")
-    table = pd.concat([table, both], ignore_index=True)
-    return texts, source_maps, maps, table
+pairs = {"encoder": (cfg.encoder_target, cfg.encoder_source, cfg.encoder_texts, cfg.encoder_noise),
+         "causal": (cfg.causal_target, cfg.causal_source, cfg.causal_texts, cfg.causal_noise)}
+tables, tokens, texts = {}, {}, {}
+for kind, (target, source, num_texts, noise) in pairs.items():
+    with watch(f"{kind} pair: extraction + retrieval"):
+        texts[kind] = similarity_texts(num_texts)
+        tables[kind], _, tokens[kind] = control_pair(target, source, texts[kind], CHANNELS, noise_scales=noise,
+                                                     seed=cfg.seed, size=cfg.size, device=device)
 
 
-with watch("encoder pair: extraction + retrieval"):
-    enc_texts, enc_source_maps, enc_maps, enc_table = run_pair(
-        cfg["encoder_target"], cfg["encoder_source"], cfg["encoder_texts"], cfg["encoder_noise"])
-with watch("causal pair: extraction + retrieval"):
-    cau_texts, cau_source_maps, cau_maps, cau_table = run_pair(
-        cfg["causal_target"], cfg["causal_source"], cfg["causal_texts"], cfg["causal_noise"])
-
-# %%
-def show(table, num_texts, title):
-    print(f"{title}: Hits@1 % ({num_texts} texts; chance {100 * chance_hits(num_texts, 1):.1f} %)")
+def show(kind):
+    target, source, num_texts, _ = pairs[kind]
+    print(f"target {target} vs trained source {source}: Hits@1 % ({num_texts} texts; "
+          f"chance {100 * chance_hits(num_texts, 1):.1f} %)")
+    table = tables[kind]
     wide = table.assign(**{"hits@1": 100 * table["hits@1"]}).pivot_table(
         index=["control", "scale"], columns="channel", values="hits@1", dropna=False, sort=False)
     return wide.dropna(how="all").round(1)
 
 
-show(enc_table, cfg["encoder_texts"], f"target {cfg['encoder_target']} vs trained source {cfg['encoder_source']}")
+show("encoder")
 
 # %%
-show(cau_table, cfg["causal_texts"], f"target {cfg['causal_target']} vs trained source {cfg['causal_source']}")
+show("causal")
 
 # %% [markdown]
 # ## Hits@1 against the noise scale
@@ -115,18 +99,16 @@ show(cau_table, cfg["causal_texts"], f"target {cfg['causal_target']} vs trained 
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-for ax, table, num_texts, title in [
-    (axes[0], enc_table, cfg["encoder_texts"], f"encoders: {cfg['encoder_target']} -> {cfg['encoder_source']}"),
-    (axes[1], cau_table, cfg["causal_texts"], f"causal: {cfg['causal_target']} -> {cfg['causal_source']}"),
-]:
-    for i, channel in enumerate(["order 1", "order 2", "order 3", "rollout"]):
+for ax, (kind, (target, source, num_texts, _)) in zip(axes, pairs.items()):
+    table = tables[kind]
+    for channel in CHANNELS:
         rows = table[(table["channel"] == channel) & table["control"].isin(["trained", "noise"])].sort_values("scale")
         line, = ax.plot(rows["scale"], 100 * rows["hits@1"], marker="o", label=channel)
-        trained = table[(table["channel"] == channel) & (table["control"] == "trained")]["hits@1"].iloc[0]
-        ax.axhline(100 * trained, color=line.get_color(), ls="--", lw=0.8)
+        ax.axhline(100 * rows[rows["control"] == "trained"]["hits@1"].iloc[0], color=line.get_color(), ls="--", lw=0.8)
     ax.axhline(100 * chance_hits(num_texts, 1), color="grey", ls=":", label="chance")
     ax.set_xscale("symlog", linthresh=0.01)
-    ax.set(xlabel="noise scale (x each tensor's std)", ylabel="Hits@1 %", title=title, ylim=(-2, 102))
+    ax.set(xlabel="noise scale (x each tensor's std)", ylabel="Hits@1 %", title=f"{kind}s: {target} -> {source}",
+           ylim=(-2, 102))
 axes[0].legend(fontsize=8)
 fig.tight_layout()
 
@@ -136,51 +118,44 @@ fig.tight_layout()
 # The visual proxy (previous chapter) trained on the trained *source* encoder's maps and
 # tested, unchanged, on the target under each control. One source model, so the checkpoint
 # is chosen on a fixed augmented view of the source maps (never on a target). CPU-sized:
-# narrow ResNet-18, small images, the previous chapter's few hundred steps; seeds from the
-# profile. Trained runs are kept in the cache, like the previous chapter's.
+# narrow ResNet-18, maps resized to `proxy_size` pixels from the token maps (as in the
+# previous chapter), the previous chapter's few hundred steps; seeds from the profile.
+# Trained runs are kept in the cache, like the previous chapter's.
 
 # %%
-proxy_index = [channels.index(1)]
-config = ProxyConfig(iterations=cfg["proxy_iterations"], batch_size=cfg["proxy_batch"], lr=cfg["proxy_lr"],
-                     width=cfg["proxy_width"], eval_every=cfg["proxy_eval_every"], augment=Augment(), cosine=True)
-resize = lambda m: torch.nn.functional.interpolate(m, size=cfg["proxy_size"], mode="bilinear", antialias=True)  # noqa: E731
-proxy_rows = []
-on_cpu = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
-threads = torch.get_num_threads()
-if on_cpu:
-    torch.set_num_threads(1)  # small convolutions: one thread is fastest on a shared CPU
 with watch("proxy (training or cache)"):
-    for seed in cfg["seeds"]:
-        run = cached_train_proxy([resize(enc_source_maps[:, proxy_index])], None, config, seed=seed, device=device,
-                                 progress=False)
-        for (control, scale), maps in enc_maps.items():
-            proxy_rows.append({"control": control, "scale": scale, "seed": seed,
-                               "accuracy %": 100 * run.evaluate(resize(maps[:, proxy_index]))})
-torch.set_num_threads(threads)
-proxy = pd.DataFrame(proxy_rows).groupby(["control", "scale"], dropna=False, sort=False)["accuracy %"].agg(["mean", "std"])
-print(f"order-1 proxy, trained on {cfg['encoder_source']}, seeds {cfg['seeds']}; chance {100 / cfg['encoder_texts']:.1f} %")
-proxy.round(1)
+    source_maps = model_maps(cfg.encoder_source, texts["encoder"], ("order1",), align="resize", sinks="clean",
+                             size=cfg.proxy_size)
+    control_maps = {key: make_maps(t, align="resize", sinks="clean", size=cfg.proxy_size).select("order1")
+                    for key, t in tokens["encoder"].items()}
+    proxy = controls_proxy(source_maps, control_maps, cfg.proxy, cfg.seeds, device=device, workers=cpu_workers(device))
+proxy = proxy.assign(accuracy=100 * proxy["accuracy"]).groupby(["control", "scale"], dropna=False, sort=False)["accuracy"]
+print(f"order-1 proxy, trained on {cfg.encoder_source}, seeds {cfg.seeds}; chance {100 / cfg.encoder_texts:.1f} %")
+proxy.agg(["mean", "std"]).round(1)
 
 # %% [markdown]
 # ## Verdicts
 #
 # The claim is that OLAS vanishes without learned knowledge: for each control, the
 # first-order Hits@1 should fall to near chance. Same fixed rule as the previous chapter
-# (`olacore.similarity.verdict`), applied to the *similarity that remains*: "vanishes" when
-# the remaining Hits@1 does not even hold weakly.
+# (`olacore.verdicts.verdict`), applied to the *similarity that remains*: "vanishes" when
+# the remaining Hits@1 does not even hold weakly (`olacore.verdicts.vanishes`: the claim is
+# not tested on the trained model nor on noise milder than `olacore.verdicts.STRONG_NOISE`).
 
 # %%
 rows = []
-for kind, table, num_texts in [("encoder", enc_table, cfg["encoder_texts"]), ("causal", cau_table, cfg["causal_texts"])]:
-    chance = chance_hits(num_texts, 1)
-    first = table[table["channel"] == "order 1"]
-    for _, r in first.iterrows():
-        remaining = verdict(r["hits@1"], chance)
+for kind, table in tables.items():
+    chance = chance_hits(pairs[kind][2], 1)
+    for _, r in table[table["channel"] == "order1"].iterrows():
         rows.append({"pair": kind, "control": r["control"], "scale": r["scale"], "Hits@1 %": 100 * r["hits@1"],
-                     "chance %": 100 * chance, "similarity": remaining,
-                     "OLAS vanishes?": "-" if r["control"] == "trained" or r["scale"] < 0.3
-                     else ("yes" if remaining == "does not hold here" else "no")})
+                     "chance %": 100 * chance, "similarity": verdict(r["hits@1"], chance),
+                     "OLAS vanishes?": vanishes(r["control"], r["scale"], r["hits@1"], chance)})
+        scale = "" if pd.isna(r["scale"]) else f" scale {r['scale']:g}"
+        results.add(f"controls/{kind}/{r['control']}{scale}/order1/hits@1",
+                    f"{kind} pair, {r['control']}{scale}: order-1 Hits@1", 100 * r["hits@1"], chance=100 * chance,
+                    verdict=rows[-1]["OLAS vanishes?"])
 pd.DataFrame(rows).round({"Hits@1 %": 1, "chance %": 1})  # noise scales keep their two decimals
 
 # %%
+results.save()
 print(watch.report())

@@ -40,12 +40,12 @@
 # - Data: the paper trained on all 12,544 EWT training sentences; the `default` profile of
 #   this book trains on a subset (see `cfg` below) and scores an evenly spread subset of test.
 # - Maps: besides the paper's first-sub-token maps we use our word-pooled maps
-#   (`pooling="word"`, the default of this chapter), which keep rows stochastic.
+#   (`align="words"`, the default of this chapter), which keep rows stochastic.
 # - LAS compares universal relations (subtypes stripped, the CoNLL 2018 convention).
 # - Model selection: the epoch with the best dev LAS; test is scored once with it.
 #
-# Every trained probe is kept in the cache (`olacore.syntax.cached_train_probe`, keyed by its
-# maps, sentences, settings and seed), so re-executing this chapter reads the probes back;
+# Every trained probe is kept in the cache (`olacore.probe.ProbeJob` through
+# `olacore.training.run_cached`, keyed by its maps, sentences, settings and seed), so re-executing this chapter reads the probes back;
 # the `seconds` column always reports the training time of the run that trained them.
 
 # %% tags=["parameters"]
@@ -53,24 +53,28 @@ profile = "default"
 device = None  # None: CUDA when available
 
 # %%
-import os
-import time
-
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
-import torch
 
-import olacore
-import olacore.profiles
-from olacore import syntax
+from olacore import paper
 from olacore.controls import random_init
-from olacore.data import read_ewt_syntax
-from olacore.models import load_model, model_kind
+from olacore.loading import load_model, model_depth, model_kind
+from olacore.maps import split_maps
+from olacore.plots import draw_arcs
+from olacore.probe import ProbeConfig, ProbeJob, positional_maps, predict, probe_rows
+from olacore.profiles import settings
+from olacore.proxy import channel_set_label
+from olacore.results import ChapterResults
+from olacore.settings import cpu_workers
 from olacore.timing import Stopwatch
+from olacore.ud import ewt_splits, read_ewt_syntax
+from olacore.verdicts import better
 
-cfg = olacore.profiles.settings("syntax", profile)
+cfg = settings("syntax", profile)
 watch = Stopwatch()
+results = ChapterResults("05_syntax", profile)
+workers = cpu_workers(device)  # one single-threaded probe per core on a CPU
 pd.set_option("display.precision", 1)
 cfg
 
@@ -87,10 +91,8 @@ cfg
 with watch("read EWT"):
     for split in ("train", "dev", "test"):
         print(read_ewt_syntax(split).report())
-    splits = syntax.ewt_splits(cfg["num_train"], cfg["num_dev"], cfg["num_test"])
-pd.DataFrame(
-    {name: {"sentences": len(s), "words": sum(map(len, s))} for name, s in splits.items()}
-).T
+    splits = ewt_splits(cfg.num_train, cfg.num_dev, cfg.num_test)
+pd.DataFrame({name: {"sentences": len(s), "words": sum(map(len, s))} for name, s in splits.items()}).T
 
 # %% [markdown]
 # `test_long` holds every EWT test sentence longer than 30 words: the length-generalisation
@@ -99,47 +101,46 @@ pd.DataFrame(
 # ## Maps
 #
 # OLA orders 1 to 3 and rollout of every sentence through every model (cached on disk),
-# brought to words two ways: pooled (`word`) and first sub-token (`first`, the paper's).
+# brought to words two ways: pooled (`words`) and first sub-token (`first`, the paper's).
 
 # %%
+CHANNELS = ("order1", "order2", "order3", "rollout")
 maps = {}
 with watch("extract + OLA (all models)"):
-    for name in cfg["models"]:
-        start = time.perf_counter()
-        poolings = ("word", "first") if name in cfg["first_subtoken"] else ("word",)
-        maps[name] = syntax.model_maps(name, splits, max_order=3, poolings=poolings, device=device)
-        print(f"{name}: {time.perf_counter() - start:.0f} s")
+    for name in cfg.models:
+        aligns = ("words", "first") if name in cfg.first_subtoken else ("words",)
+        maps[name] = split_maps(name, splits, CHANNELS, aligns=aligns, device=device)
 
 # %% [markdown]
 # ## Probes per model and order
 #
 # Orders 1, 2, 3 and rollout as separate runs, and orders 1+2 together, on word-pooled maps
-# for every model, and on first-sub-token maps for the models in `cfg["first_subtoken"]`.
+# for every model, and on first-sub-token maps for the models in `cfg.first_subtoken`.
 # Seed 0 everywhere; more seeds below.
 
 # %%
-SETTINGS = {"1st": [0], "2nd": [1], "3rd": [2], "rollout": [3], "1st+2nd": [0, 1]}
+INPUTS = [("order1",), ("order2",), ("order3",), ("rollout",), ("order1", "order2")]
 
 
-def probe_config(seed=0, **extra):
-    settings = dict(epochs=cfg["epochs"], max_len=cfg["max_len"], batch_size=cfg["batch_size"], seed=seed, device=device)
-    return syntax.ProbeConfig(**{**settings, **extra})
+def config(seed=0, **extra):
+    return ProbeConfig(**{"epochs": cfg.epochs, "max_len": cfg.max_len, "batch_size": cfg.batch_size, "seed": seed,
+                          "device": device, **extra})
 
 
-on_cpu = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu")).type == "cpu"
-workers = min(os.cpu_count() or 1, 8) if on_cpu else 1  # one single-threaded probe per core
-jobs = [
-    syntax.ProbeJob(maps[name][pooling], probe_config(), channels,
-                    {"model": name, "kind": model_kind(name), "pooling": pooling, "input": label})
-    for name in cfg["models"] for pooling in maps[name] for label, channels in SETTINGS.items()
-]
+def job(model_maps, channels=None, seed=0, extra=None, **labels):
+    return ProbeJob(model_maps, splits, config(seed, **(extra or {})), channels, labels)
+
+
+jobs = [job(maps[name][align], chans, model=name, kind=model_kind(name), align=align, input=channel_set_label(chans))
+        for name in cfg.models for align in maps[name] for chans in INPUTS]
 with watch("probes: models x orders (training or cache)"):
-    done = syntax.probe_rows(jobs, splits, workers=workers)
-runs = {(j.labels["model"], j.labels["pooling"], j.labels["input"]): run for j, (_, run) in zip(jobs, done)}
-results = pd.DataFrame([row for row, _ in done])
-results[results.pooling == "word"].pivot_table(index=["kind", "model"], columns="input", values=["uas", "las"], sort=False)[
-    [("uas", k) for k in SETTINGS] + [("las", k) for k in SETTINGS]
-]
+    done = probe_rows(jobs, workers=workers)
+runs = {(j.labels["model"], j.labels["align"], j.labels["input"]): run for j, (_, run) in zip(jobs, done)}
+grid = pd.DataFrame([row for row, _ in done])
+labels = [channel_set_label(c) for c in INPUTS]
+words = grid[grid["align"] == "words"]
+words.pivot_table(index=["kind", "model"], columns="input", values=["uas", "las"], sort=False)[
+    [("uas", k) for k in labels] + [("las", k) for k in labels]]
 
 # %% [markdown]
 # UAS / LAS (%) on the test subset, with punctuation as in the paper, word-pooled maps. The
@@ -147,7 +148,7 @@ results[results.pooling == "word"].pivot_table(index=["kind", "model"], columns=
 # word features, and the epoch chosen on dev:
 
 # %%
-results[["model", "pooling", "input", "epoch", "dev_uas", "uas", "las", "uas_nopunct", "las_nopunct", "upos_acc"]]
+grid[["model", "align", "input", "epoch", "dev_uas", "uas", "las", "uas_nopunct", "las_nopunct", "upos_acc"]]
 
 # %% [markdown]
 # ### The paper's choice of word maps: first sub-token
@@ -156,19 +157,19 @@ results[["model", "pooling", "input", "epoch", "dev_uas", "uas", "las", "uas_nop
 # and column of the full token map (special tokens and later sub-tokens simply unseen).
 
 # %%
-if (results.pooling == "first").any():
-    display(results.pivot_table(index=["model", "pooling"], columns="input", values="uas", sort=False)[list(SETTINGS)])
+if (grid["align"] == "first").any():
+    display(grid.pivot_table(index=["model", "align"], columns="input", values="uas", sort=False)[labels])
 
 # %% [markdown]
 # ## UAS against order
 
 # %%
-order_runs = results[(results.pooling == "word") & results.input.isin(["1st", "2nd", "3rd", "rollout"])]
+single = [channel_set_label((c,)) for c in CHANNELS]
+order_runs = words[words["input"].isin(single)]
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
 for ax, metric in zip(axes, ["uas", "las"]):
-    sns.pointplot(data=order_runs, x="input", y=metric, hue="model", order=["1st", "2nd", "3rd", "rollout"], ax=ax)
-    ax.set_xlabel("OLA order")
-    ax.set_ylabel(f"test {metric.upper()} (%)")
+    sns.pointplot(data=order_runs, x="input", y=metric, hue="model", order=single, ax=ax)
+    ax.set(xlabel="map", ylabel=f"test {metric.upper()} (%)")
 axes[0].legend(fontsize=8)
 axes[1].legend().remove()
 fig.suptitle("Word-pooled maps, one probe per model and order (seed 0); departures: see top of chapter")
@@ -193,46 +194,33 @@ plt.tight_layout()
 #   it sees **all layers** side by side instead of their OLA combination?
 
 # %%
-baseline_rows = []
 with watch("baseline: positional"):
-    pos_maps = {split: syntax.positional_maps(s) for split, s in splits.items()}
-    row, runs["positional"] = syntax.probe_row(pos_maps, splits, probe_config(relative_position=True),
-                                               model="(none)", kind="-", pooling="word", input="positional")
-    baseline_rows.append(row)
-
+    positional = {split: positional_maps(s) for split, s in splits.items()}
+    baseline_jobs = [job(positional, extra={"relative_position": True}, model="(none)", kind="-", align="words",
+                         input="positional")]
 with watch("baseline: random init"):
-    for name in cfg["random_init"]:
+    for name in cfg.random_init:
         control = random_init(load_model(name, device=device), seed=0)
-        control_maps = syntax.model_maps(control, splits, max_order=1, poolings=("word",))["word"]
-        row, _ = syntax.probe_row(control_maps, splits, probe_config(), [0],
-                                  model=name, kind=model_kind(name), pooling="word", input="random-init 1st")
-        baseline_rows.append(row)
+        control_maps = split_maps(control, splits, ("order1",))["words"]
+        baseline_jobs.append(job(control_maps, model=name, kind=model_kind(name), align="words",
+                                 input="random-init order 1"))
         del control
-
 with watch("baseline: raw layers"):
-    for name in cfg["raw_layers"]:
-        layers = syntax.model_maps(name, splits, kind="layers", poolings=("word",), device=device)["word"]
-        num_layers = layers["train"][0].shape[0]
-        row, _ = syntax.probe_row(layers, splits, probe_config(), [num_layers - 1],
-                                  model=name, kind=model_kind(name), pooling="word", input="last layer")
-        baseline_rows.append(row)
-        # best single layer, chosen on dev LAS with a short screen (a third of the epochs)
-        screen = {}
-        for layer in range(num_layers):
-            short = syntax.cached_train_probe(syntax.select_channels(layers["train"], [layer]), splits["train"],
-                                              syntax.select_channels(layers["dev"], [layer]), splits["dev"],
-                                              probe_config(epochs=max(1, cfg["epochs"] // 3)))
-            screen[layer] = short.dev["las"]
-        best = max(screen, key=screen.get)
-        row, _ = syntax.probe_row(layers, splits, probe_config(), [best],
-                                  model=name, kind=model_kind(name), pooling="word", input=f"best layer ({best + 1}, dev)")
-        baseline_rows.append(row)
-        row, _ = syntax.probe_row(layers, splits, probe_config(), None,
-                                  model=name, kind=model_kind(name), pooling="word", input="all layers")
-        baseline_rows.append(row)
-baselines = pd.DataFrame(baseline_rows)
-ola_first = results[(results.pooling == "word") & (results.input == "1st")]
-pd.concat([ola_first, baselines])[["model", "input", "uas", "las", "uas_nopunct", "las_nopunct", "upos_acc", "long_uas", "long_las"]]
+    for name in cfg.raw_layers:
+        layer_names = tuple(f"layer{n}" for n in range(1, model_depth(name) + 1))
+        layers = split_maps(name, splits, layer_names)["words"]
+        screen = probe_rows([job(layers, (layer,), extra={"epochs": max(1, cfg.epochs // 3)}, layer=layer)
+                             for layer in layer_names], workers=workers)  # short screen, chosen on dev LAS
+        best = max(screen, key=lambda r: r[1].dev["las"])[0]["layer"]
+        baseline_jobs += [job(layers, (layer_names[-1],), model=name, kind=model_kind(name), align="words",
+                              input="last layer"),
+                          job(layers, (best,), model=name, kind=model_kind(name), align="words",
+                              input=f"best layer ({best}, dev)"),
+                          job(layers, None, model=name, kind=model_kind(name), align="words", input="all layers")]
+    baselines = pd.DataFrame([row for row, _ in probe_rows(baseline_jobs, workers=workers)])
+first_order = words[words["input"] == "order 1"]
+pd.concat([first_order, baselines])[["model", "input", "uas", "las", "uas_nopunct", "las_nopunct", "upos_acc",
+                                      "long_uas", "long_las"]]
 
 # %% [markdown]
 # ## Spread over seeds
@@ -240,19 +228,12 @@ pd.concat([ola_first, baselines])[["model", "input", "uas", "las", "uas_nopunct"
 # The probe's own randomness (initialisation, batch order), first-order OLA, word maps.
 
 # %%
-seed_rows = []
 with watch("seeds"):
-    for name in cfg["seed_models"]:
-        for seed in cfg["seeds"]:
-            if seed == 0:
-                seed_rows.append(ola_first[ola_first.model == name].iloc[0].to_dict())
-                continue
-            row, _ = syntax.probe_row(maps[name]["word"], splits, probe_config(seed=seed), [0],
-                                      model=name, pooling="word", input="1st")
-            seed_rows.append(row)
-if seed_rows:
-    seeds = pd.DataFrame(seed_rows)
-    display(seeds.groupby("model")[["uas", "las", "long_uas"]].agg(["mean", "std", "min", "max"]))
+    seed_jobs = [job(maps[name]["words"], ("order1",), seed=seed, model=name, input="order 1")
+                 for name in cfg.seed_models for seed in cfg.seeds]
+    seed_rows = pd.DataFrame([row for row, _ in probe_rows(seed_jobs, workers=workers)])
+if not seed_rows.empty:
+    display(seed_rows.groupby("model")[["uas", "las", "long_uas"]].agg(["mean", "std", "min", "max"]))
 
 # %% [markdown]
 # ## Length generalisation
@@ -262,29 +243,21 @@ if seed_rows:
 # than the positional baseline.
 
 # %%
-long_table = pd.concat([results[results.pooling == "word"], baselines[baselines.input == "positional"]])
-long_table.pivot_table(index="model", columns="input", values="long_uas", sort=False)
+pd.concat([words, baselines[baselines["input"] == "positional"]]).pivot_table(
+    index="model", columns="input", values="long_uas", sort=False)
 
 # %% [markdown]
 # ## Beside the paper
 #
-# The paper's numbers (typed in from its table, BERT/RoBERTa/ELECTRA-base, first-sub-token
-# maps, full EWT training set, axial-transformer adapter) beside ours (small offline models,
+# The paper's numbers (BERT/RoBERTa/ELECTRA-base, first-sub-token maps, full EWT training
+# set, axial-transformer adapter; `olacore.paper`) beside ours (small offline models,
 # word-pooled maps unless stated, this profile's training subset, CPU-sized probe).
 
 # %%
-paper = pd.DataFrame(
-    [
-        ("BERT-base (paper)", 81.29, 72.16, 72.86, 61.05, 66.44, 53.17, 46.20, 30.69),
-        ("RoBERTa-base (paper)", 80.00, 70.44, 72.68, 60.10, 36.99, 18.67, 35.77, 17.94),
-        ("ELECTRA-base (paper)", 81.23, 72.63, 77.47, 66.78, 50.72, 33.90, 50.35, 34.02),
-    ],
-    columns=["model", "1st UAS", "1st LAS", "2nd UAS", "2nd LAS", "3rd UAS", "3rd LAS", "rollout UAS", "rollout LAS"],
-).set_index("model")
-ours = results[results.pooling == "word"].pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
-ours = pd.DataFrame({f"{k} {m.upper()}": ours[(m, k)] for k in ["1st", "2nd", "3rd", "rollout"] for m in ["uas", "las"]})
-ours.index = [f"{m} (ours)" for m in ours.index]
-pd.concat([paper, ours])
+published = paper.syntax().assign(input=lambda t: t["channel"].map(lambda c: channel_set_label((c,))))
+published["model"] += " (paper)"
+ours = words[words["input"].isin(single)].assign(model=lambda t: t["model"] + " (ours)")
+pd.concat([published, ours]).pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
 
 # %% [markdown]
 # **Verdict: do low orders carry more syntax here too?** The cell below answers from the
@@ -292,22 +265,22 @@ pd.concat([paper, ours])
 # rollout, and first-order UAS with the positional baseline.
 
 # %%
-positional_uas = baselines.loc[baselines.input == "positional", "uas"].iloc[0]
-verdict = []
-for name in cfg["models"]:
-    r = results[(results.model == name) & (results.pooling == "word")].set_index("input")["uas"]
-    verdict.append({
-        "model": name,
-        "1st UAS": r["1st"],
-        "best of 3rd/rollout": max(r["3rd"], r["rollout"]),
-        "1st > 3rd and rollout": bool(r["1st"] > max(r["3rd"], r["rollout"])),
-        "1st - positional": r["1st"] - positional_uas,
-    })
-verdict = pd.DataFrame(verdict)
-n_low = int(verdict["1st > 3rd and rollout"].sum())
-print(f"First order beats order 3 and rollout for {n_low} of {len(verdict)} models "
+positional_uas = baselines.loc[baselines["input"] == "positional", "uas"].iloc[0]
+verdicts = []
+for name in cfg.models:
+    r = words[words["model"] == name].set_index("input")["uas"]
+    rival = max(r["order 3"], r["rollout"])
+    verdicts.append({"model": name, "order-1 UAS": r["order 1"], "best of order 3 / rollout": rival,
+                     "order 1 beats order 3 and rollout": better(r["order 1"], rival),
+                     "order 1 - positional": r["order 1"] - positional_uas})
+    results.add(f"probe/{name}/order1/uas", f"probe UAS from order-1 OLA, {name}", r["order 1"],
+                verdict=verdicts[-1]["order 1 beats order 3 and rollout"])
+results.add("probe/positional/uas", "probe UAS from positions only", positional_uas)
+verdicts = pd.DataFrame(verdicts)
+n_low = int((verdicts["order 1 beats order 3 and rollout"] == "holds").sum())
+print(f"First order beats order 3 and rollout for {n_low} of {len(verdicts)} models "
       f"(paper: 3 of 3 encoders). Positional baseline UAS: {positional_uas:.1f}.")
-verdict
+verdicts
 
 # %% [markdown]
 # Read the verdict with the baselines in view: a first-order UAS only a few points above the
@@ -321,15 +294,14 @@ verdict
 # map of each dependent's row, for the first model of the grid, on two test sentences.
 
 # %%
-name = cfg["models"][0]
-run = runs[name, "word", "1st"]
-examples = [s for s in splits["test"] if 8 <= len(s) <= 16][:2]
-index = [splits["test"].index(s) for s in examples]
-example_maps = [maps[name]["word"]["test"][i][:1] for i in index]
-predictions = syntax.predict(run.probe, example_maps, examples)
-fig, axes = plt.subplots(1, len(examples), figsize=(6 * len(examples), 6))
-for ax, sentence, m, p in zip(list(axes) if len(examples) > 1 else [axes], examples, example_maps, predictions):
-    syntax.draw_arcs(ax, m[0], sentence, p.heads, title=f"{name}, 1st-order OLA")
+name = cfg.models[0]
+run = runs[name, "words", "order 1"]
+index = [i for i, s in enumerate(splits["test"]) if 8 <= len(s) <= 16][:2]
+examples = maps[name]["words"]["test"].select("order1").subset(index)
+sentences = [splits["test"][i] for i in index]
+fig, axes = plt.subplots(1, len(index), figsize=(6 * len(index), 6), squeeze=False)
+for ax, sentence, m, p in zip(axes[0], sentences, examples.tensors, predict(run.probe, examples, sentences)):
+    draw_arcs(ax, m[0], sentence, p.heads, title=f"{name}, order-1 OLA")
 plt.tight_layout()
 
 # %% [markdown]
@@ -339,7 +311,8 @@ plt.tight_layout()
 # time went.
 
 # %%
-headline = results[results.pooling == "word"].pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
-print(headline.round(1).to_string())
-print(f"positional baseline UAS/LAS: {positional_uas:.1f} / {baselines.loc[baselines.input == 'positional', 'las'].iloc[0]:.1f}")
+print(words.pivot_table(index="model", columns="input", values=["uas", "las"], sort=False).round(1).to_string())
+positional_las = baselines.loc[baselines["input"] == "positional", "las"].iloc[0]
+print(f"positional baseline UAS/LAS: {positional_uas:.1f} / {positional_las:.1f}")
+results.save()
 print(watch.report())

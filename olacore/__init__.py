@@ -2,58 +2,60 @@
 
 The data flows one way, one module per step:
 
-texts (:mod:`olacore.data`) -> model zoo and attention extraction (:mod:`olacore.models`)
--> disk cache (:mod:`olacore.cache`) -> OLA and rollout (:mod:`olacore.ola`)
--> comparable maps: resize, word pooling, sink cleaning (:mod:`olacore.maps`)
--> experiments (:mod:`olacore.similarity`, :mod:`olacore.proxy`, :mod:`olacore.controls`,
-:mod:`olacore.syntax`) -> notebooks -> book.
+- texts: :mod:`olacore.texts` (similarity chunks), :mod:`olacore.ud` (UD English EWT);
+- models: :mod:`olacore.zoo` (the offline zoo as data), :mod:`olacore.zoo_build` (building its
+  folders), :mod:`olacore.loading` (any model, its fingerprint), :mod:`olacore.extraction`
+  (head-averaged attention per layer);
+- :mod:`olacore.ola`: OLA and rollout, the mathematics, no models;
+- :mod:`olacore.pipeline`: attention -> OLA -> token maps of named channels, cached in
+  :mod:`olacore.store`; :mod:`olacore.channels` is the one vocabulary of channel names;
+- :mod:`olacore.maps`: the typed :class:`Maps` every experiment consumes, built from token maps
+  by :mod:`olacore.sinks` (sink cleaning) and :mod:`olacore.alignment` (resize, words, first
+  sub-token);
+- experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.retrieval`,
+  :mod:`olacore.proxy` (the visual proxy), :mod:`olacore.controls`, :mod:`olacore.probe`
+  (syntax); trained networks are cached by :mod:`olacore.training`;
+- reading results: :mod:`olacore.verdicts` (fixed rules), :mod:`olacore.paper` (the published
+  numbers), :mod:`olacore.plots`; :mod:`olacore.profiles` sizes every chapter.
+
+The names below are the small surface a notebook or a reader needs first.
 """
 
-from olacore import profiles
-from olacore.cache import CacheCorruptionWarning, OLAResult, TensorStore, cached_attention, cached_ola
-from olacore.models import (
-    ZOO,
-    Extraction,
-    LoadedModel,
-    ModelSpec,
-    extract_attention,
-    load_model,
-    model_fingerprint,
-    model_kind,
-)
-from olacore.ola import (
-    attention_rollout,
-    order_level_attention,
-    order_level_attention_bruteforce,
-    rollout_from_orders,
-)
+from olacore.channels import order_channels
+from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind
+from olacore.maps import Maps, make_maps, model_maps
+from olacore.ola import attention_rollout, order_level_attention, order_level_attention_bruteforce, rollout_from_orders
+from olacore.pipeline import OLAResult, TokenMaps, cached_attention, cached_ola, token_maps
 from olacore.similarity import hits_at_k, pairwise_ssim
+from olacore.store import TensorStore
+from olacore.zoo import ZOO
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    # the mathematics (olacore.ola)
-    "attention_rollout",
+    # the mathematics
     "order_level_attention",
     "order_level_attention_bruteforce",
+    "attention_rollout",
     "rollout_from_orders",
-    # model zoo and extraction (olacore.models)
+    # models
     "ZOO",
-    "Extraction",
     "LoadedModel",
-    "ModelSpec",
-    "extract_attention",
     "load_model",
     "model_fingerprint",
     "model_kind",
-    # cache of attention and OLA (olacore.cache)
-    "CacheCorruptionWarning",
-    "OLAResult",
-    "TensorStore",
+    # the cached pipeline and the maps experiments consume
     "cached_attention",
     "cached_ola",
-    # similarity (olacore.similarity)
+    "OLAResult",
+    "token_maps",
+    "TokenMaps",
+    "order_channels",
+    "Maps",
+    "make_maps",
+    "model_maps",
+    "TensorStore",
+    # similarity
     "pairwise_ssim",
     "hits_at_k",
-    "profiles",
 ]

@@ -1,13 +1,15 @@
 """The channel vocabulary: one name for each kind of token-to-token map, used everywhere.
 
 A *channel* is one ``(T, T)`` map per text: an OLA order (``"order1"``, ``"order2"``, ...,
-any ``"order<k>"``), the attention ``"rollout"``, and whatever is registered later (ALTI). Every
+any ``"order<k>"``), the attention ``"rollout"``, the raw head-averaged attention of one layer
+(``"layer<n>"``, layer 1 nearest the input), and whatever is registered later (ALTI). Every
 experiment, table and figure names channels by these strings; the display label (``"order 1"``)
 is derived from the vocabulary, never typed by hand.
 
 Each channel says which *source* computes it (``"ola"``: :func:`olacore.pipeline.cached_ola`,
-which gives every order and the rollout of a text at once) and how to take its map out of
-that source's per-text record. Adding a kind of map is one :func:`register` call here (or in
+which gives every order and the rollout of a text at once; ``"attention"``:
+:func:`olacore.pipeline.cached_attention`) and how to take its map out of that source's
+per-text record. Adding a kind of map is one :func:`register` call here (or in
 the module that computes it) plus one source producer (:func:`olacore.pipeline.register_source`);
 no consumer changes.
 """
@@ -23,6 +25,7 @@ import torch
 __all__ = ["Channel", "channel", "channels", "label", "register", "order_channels", "known"]
 
 _ORDER = re.compile(r"^order(\d+)$")
+_LAYER = re.compile(r"^layer([1-9]\d*)$")
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,16 @@ def _take_order(k: int) -> Callable[[Any], torch.Tensor]:
     return take
 
 
+def _take_layer(n: int) -> Callable[[Any], torch.Tensor]:
+    def take(record: Any) -> torch.Tensor:
+        layers = record.attentions.shape[0]
+        if n > layers:
+            raise ValueError(f"layer {n} does not exist: the model has {layers} layers")
+        return record.attentions[n - 1]
+
+    return take
+
+
 _REGISTRY: dict[str, Channel] = {
     "rollout": Channel("rollout", "rollout", "ola", lambda record: record.rollout),
 }
@@ -65,15 +78,15 @@ def register(entry: Channel) -> Channel:
     Raises:
         ValueError: the name is empty, has spaces, or has the reserved ``order<k>`` form.
     """
-    if not entry.name or " " in entry.name or _ORDER.match(entry.name):
-        raise ValueError(f"a channel name is one word and not of the form 'order<k>'; got {entry.name!r}")
+    if not entry.name or " " in entry.name or _ORDER.match(entry.name) or _LAYER.match(entry.name):
+        raise ValueError(f"a channel name is one word and not of the form 'order<k>' or 'layer<n>'; got {entry.name!r}")
     _REGISTRY[entry.name] = entry
     return entry
 
 
 def known() -> list[str]:
     """The registered channel names, plus the ``order<k>`` form."""
-    return ["order<k>"] + sorted(_REGISTRY)
+    return ["order<k>", "layer<n>"] + sorted(_REGISTRY)
 
 
 def channel(name: str) -> Channel:
@@ -92,6 +105,10 @@ def channel(name: str) -> Channel:
     if match:
         k = int(match.group(1))
         return Channel(name, f"order {k}", "ola", _take_order(k), order=k)
+    match = _LAYER.match(name)
+    if match:
+        n = int(match.group(1))
+        return Channel(name, f"layer {n}", "attention", _take_layer(n))
     if name in _REGISTRY:
         return _REGISTRY[name]
     raise ValueError(f"unknown channel {name!r}; the vocabulary is {', '.join(known())}")

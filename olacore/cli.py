@@ -3,7 +3,7 @@
     python -m olacore ola --model NAME --text "..." --max-order K [--words] [--out FIG.png] [--json]
 
 ``NAME`` is a zoo name (see ``python -m olacore models``), a Hugging Face id or a local
-model folder. ``--words`` pools token maps onto words (runs of letters and digits, and punctuation). ``--json``
+model folder. ``--words`` pools token maps onto words (olacore.alignment.word_spans: runs of word characters, and each punctuation mark). ``--json``
 prints ``{"model", "tokens", "orders"}`` with orders 0..K as nested lists.
 """
 
@@ -17,8 +17,8 @@ import sys
 def _ola_command(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from olacore.cache import cached_ola
-    from olacore.maps import pool_to_words, word_spans
+    from olacore.alignment import pool_to_words, word_spans
+    from olacore.pipeline import cached_ola
 
     if args.out and not Path(args.out).expanduser().parent.is_dir():
         raise ValueError(f"--out {args.out}: folder {Path(args.out).expanduser().parent} does not exist; create it first")
@@ -46,7 +46,7 @@ def _ola_command(args: argparse.Namespace) -> int:
 
 
 def _models_command(args: argparse.Namespace) -> int:
-    from olacore.models import ZOO
+    from olacore.zoo import ZOO
 
     for spec in ZOO.values():
         print(f"{spec.name:14s} {spec.kind:8s} {spec.checkpoint}  [{spec.licence}]")
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     ola.add_argument("--model", required=True, help="zoo name, Hugging Face id or model folder")
     ola.add_argument("--text", required=True)
     ola.add_argument("--max-order", type=int, default=3)
-    ola.add_argument("--words", action="store_true", help="pool token maps onto words (olacore.maps.word_spans)")
+    ola.add_argument("--words", action="store_true", help="pool token maps onto words (olacore.alignment.word_spans)")
     ola.add_argument("--out", help="write a figure of orders 1..K to this PNG/PDF/SVG path")
     ola.add_argument("--json", action="store_true", help="print the maps as JSON on stdout")
     ola.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")

@@ -1,7 +1,7 @@
 """Controls: models whose parameters carry no (or less) learned knowledge (paper section 4.1).
 
 If OLAS comes from pre-training, it must vanish when the knowledge is removed. Three ways
-to remove it, each returning a new :class:`olacore.models.LoadedModel` with the same
+to remove it, each returning a new :class:`olacore.loading.LoadedModel` with the same
 tokenizer and architecture and its **own fingerprint** (so the attention cache never mixes
 a control with the trained model):
 
@@ -21,14 +21,24 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+
+import pandas as pd
 
 import torch
 import torch.nn as nn
 
-from olacore.models import LoadedModel
+from olacore.loading import LoadedModel
+from olacore.maps import Maps
 
-__all__ = ["random_init", "shuffle_layers", "add_noise", "layer_stack", "control_variants", "controls_retrieval"]
+if TYPE_CHECKING:  # pragma: no cover
+    from olacore.pipeline import TokenMaps
+    from olacore.proxy import ProxyConfig
+
+__all__ = [
+    "random_init", "shuffle_layers", "add_noise", "layer_stack", "control_variants", "controls_retrieval",
+    "controls_proxy", "control_pair",
+]
 
 
 def _variant(model: LoadedModel, backbone: nn.Module, tag: str) -> LoadedModel:
@@ -161,58 +171,140 @@ def control_variants(
 
 def controls_retrieval(
     target: LoadedModel,
-    source_maps,
-    texts,
-    channels,
+    source: Maps,
+    texts: Sequence[Any],
     *,
-    max_order: int,
     noise_scales: Sequence[float] = (),
     seed: int = 0,
     structural: bool = True,
     batch_size: int = 8,
-    align: str = "resize",
-    sinks: str = "clean",
-    size: int = 50,
     progress: bool = True,
-):
+) -> tuple[pd.DataFrame, dict[tuple[str, float], list["TokenMaps"]]]:
     """SSIM retrieval of a trained source's maps by the target model and by its controls.
 
-    For every variant of ``target`` (:func:`control_variants`), the OLA of ``texts`` is
-    extracted (cached under the variant's own fingerprint), made comparable
-    (:func:`olacore.similarity.comparable_maps`) and every map queries the gallery
-    ``source_maps``.
+    For every variant of ``target`` (:func:`control_variants`) the maps of ``texts`` are made
+    exactly as ``source`` was made (same channels, alignment, sinks, size; the OLA is cached
+    under the variant's own fingerprint) and every map queries the gallery ``source``.
 
     Args:
         target: the trained target model.
-        source_maps: ``(N, C, S, S)`` maps of a trained source model for the same texts and
-            ``channels``, aligned the same way.
-        texts: the :class:`olacore.data.WordText` items.
-        channels: the ``C`` channels (orders and/or ``"rollout"``).
-        max_order: highest OLA order to extract.
+        source: :class:`olacore.maps.Maps` of a trained source model for ``texts``.
+        texts: the texts of ``source`` (strings, or objects with ``.text`` and ``.spans``).
         noise_scales, seed, structural: which controls (:func:`control_variants`).
-        batch_size: extraction batch size.
-        align, sinks, size: as :func:`olacore.similarity.comparable_maps`.
-        progress: extraction progress bars.
+        batch_size, progress: extraction settings.
 
     Returns:
-        ``(table, maps)``: a DataFrame with columns ``control, scale, channel, hits@1,
-        hits@5, chance@1, chance@5`` and a dict ``(control, scale) -> (N, C, S, S)`` maps.
+        ``(table, token_maps)``: a DataFrame with columns ``control, scale, channel, sinks,
+        hits@1, hits@5, chance@1, chance@5`` and a dict ``(control, scale) ->`` the variant's
+        :class:`olacore.pipeline.TokenMaps` of the texts (to make other maps of them, e.g. for
+        the proxy, with :func:`olacore.maps.make_maps`).
     """
-    import pandas as pd
+    from olacore.maps import make_maps
+    from olacore.pipeline import token_maps
+    from olacore.retrieval import retrieval_table
 
-    from olacore.cache import cached_ola
-    from olacore.similarity import comparable_maps, retrieval_table
-
-    rows, all_maps = [], {}
-    strings = [t.text for t in texts]
+    strings = [t if isinstance(t, str) else t.text for t in texts]
+    words = None if source.align == "resize" else list(texts)
+    rows, all_tokens = [], {}
     for control, scale, variant in control_variants(target, noise_scales, seed, structural):
-        results = cached_ola(variant, strings, max_order, batch_size=batch_size, progress=progress)
-        maps = comparable_maps(results, channels, align=align, sinks=sinks, size=size, texts=texts)
-        all_maps[(control, scale)] = maps
-        table = retrieval_table({"source": source_maps, "target": maps}, channels, pairs=[("source", "target")])
+        tokens = token_maps(variant, strings, source.channels, batch_size=batch_size, progress=progress)
+        all_tokens[(control, scale)] = tokens
+        maps = make_maps(tokens, align=source.align, sinks=source.sinks, size=source.size or 50, words=words)
+        table = retrieval_table({"source": source, "target": maps}, pairs=[("source", "target")])
         table = table.drop(columns=["source", "target"])
         table.insert(0, "scale", scale)
         table.insert(0, "control", control)
         rows.append(table)
         del variant
-    return pd.concat(rows, ignore_index=True), all_maps
+    return pd.concat(rows, ignore_index=True), all_tokens
+
+
+def controls_proxy(
+    source: Maps,
+    controls: Mapping[tuple[str, float], Maps],
+    config: "ProxyConfig",
+    seeds: Sequence[int],
+    *,
+    device: str | torch.device | None = None,
+    workers: int = 1,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """The visual proxy trained on a trained source's maps, tested on the target under each control.
+
+    One proxy per seed is trained on ``source`` alone (its checkpoint chosen on a fixed
+    augmented view of the source maps, never on a target; cached) and evaluated, unchanged,
+    on every map set of ``controls``.
+
+    Args:
+        source: resized :class:`olacore.maps.Maps` of the trained source (text ``i`` = class ``i``).
+        controls: ``(control, scale) -> Maps`` of the target under each control, same texts,
+            channels and size (e.g. from :func:`controls_retrieval` with maps at the proxy's size).
+        config: :class:`olacore.proxy.ProxyConfig`.
+        seeds: one proxy per seed.
+        device, workers, progress: as :func:`olacore.proxy.proxy_experiment`.
+
+    Returns:
+        DataFrame ``control, scale, seed, accuracy`` (fraction), one row per control and seed.
+    """
+    from olacore.proxy import ProxyJob
+    from olacore.training import run_cached
+
+    jobs = [ProxyJob.of([source.stack()], None, config, seed, device) for seed in seeds]
+    stored = run_cached(jobs, workers=workers, progress=progress, desc="proxy runs")
+    rows = []
+    for job, result in zip(jobs, stored):
+        run = job.rebuild(*result)
+        for (control, scale), maps in controls.items():
+            rows.append({"control": control, "scale": scale, "seed": job.seed, "accuracy": run.evaluate(maps.stack())})
+    return pd.DataFrame(rows)
+
+
+def control_pair(
+    target_name: str,
+    source_name: str,
+    texts: Sequence[Any],
+    channels: Sequence[str],
+    *,
+    noise_scales: Sequence[float] = (),
+    seed: int = 0,
+    size: int = 50,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+) -> tuple[pd.DataFrame, Maps, dict[tuple[str, float], list["TokenMaps"]]]:
+    """Retrieval under every control for one (target, source) pair, and with both models random.
+
+    The trained source's maps (resize to ``size``, sinks cleaned: the paper-faithful setting)
+    are the gallery; the trained target and each of its controls (:func:`controls_retrieval`)
+    query it; a last row set, ``"both random init"``, has a random-init target query a
+    random-init source (seed ``seed + 1``), so no learned knowledge is left on either side.
+
+    Args:
+        target_name, source_name: model names (zoo, folder or Hugging Face id).
+        texts: the texts (strings, or objects with ``.text``).
+        channels: channel names.
+        noise_scales, seed: the controls (:func:`control_variants`).
+        size: resize side.
+        device, progress: loading and extraction settings.
+
+    Returns:
+        ``(table, source_maps, token_maps)``: the retrieval table (``control, scale, channel,
+        sinks, hits@k, chance@k``), the trained source's Maps, and the target variants' token
+        maps by ``(control, scale)``.
+    """
+    from olacore.loading import load_model
+    from olacore.maps import make_maps, model_maps
+    from olacore.retrieval import retrieval_table
+
+    source = load_model(source_name, device=device)
+    source_maps = model_maps(source, texts, channels, align="resize", sinks="clean", size=size, progress=progress)
+    table, tokens = controls_retrieval(load_model(target_name, device=device), source_maps, texts,
+                                       noise_scales=noise_scales, seed=seed, progress=progress)
+    random_source = model_maps(random_init(source, seed + 1), texts, channels, align="resize", sinks="clean",
+                               size=size, progress=progress)
+    random_tokens = next(v for (control, _), v in tokens.items() if control == "random init")  # scale is NaN
+    random_target = make_maps(random_tokens, align="resize", sinks="clean", size=size)
+    both = retrieval_table({"source": random_source, "target": random_target}, pairs=[("source", "target")])
+    both = both.drop(columns=["source", "target"])
+    both.insert(0, "scale", float("nan"))
+    both.insert(0, "control", "both random init")
+    return pd.concat([table, both], ignore_index=True), source_maps, tokens

@@ -1,191 +1,267 @@
-"""Making attention maps of different models comparable (DESIGN.md section 2).
+"""Comparable maps: the one typed object every experiment consumes, and its one constructor.
 
-Different tokenizers give maps of different sizes. Two ways to line them up:
+A :class:`Maps` holds one model's maps for a list of texts, aligned so that maps of different
+models can be compared, together with everything that says what they are: the channel names
+(:mod:`olacore.channels`), whether the model is causal, the model, the alignment and the sink
+handling. Retrieval, the visual proxy, the syntax probes, the controls and the qualitative
+panels all build their maps with :func:`make_maps` (from token-level maps,
+:func:`olacore.pipeline.token_maps`) or :func:`model_maps` (both steps at once).
 
-- :func:`resize_maps`, the paper's way: every token x token map is resized to ``S x S``
-  (bilinear, antialiased) and maps are paired only by text.
-- :func:`pool_to_words`, our addition: token rows and columns are pooled onto the words of
-  the text using the tokenizer's character offsets, so every model gives a ``W x W`` map
-  for a ``W``-word text, without resampling, and rows stay stochastic.
+The constructor works per text, in this order (DESIGN.md section 2):
 
-:func:`clean_sinks` removes attention sinks as the official preprocessing does, and
-:func:`mirror_causal` fills the upper triangle of a causal map (the TOA input).
+1. sinks (``"clean"``): :func:`olacore.sinks.clean_sinks` on the token-level maps, with the
+   causal mask of a causal model; ``"raw+clean"`` keeps both, raw channels first;
+2. alignment: ``"resize"`` (the paper: bilinear, antialiased, to ``size x size``), ``"words"``
+   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (the official parser's
+   first sub-token rows and columns).
 """
 
 from __future__ import annotations
 
-from typing import Sequence
-
-import re
-import unicodedata
+import hashlib
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import torch
-import torch.nn.functional as F
 
-__all__ = ["word_spans", "resize_maps", "word_assignment", "pool_to_words", "clean_sinks", "mirror_causal"]
+from olacore import channels as vocabulary
+from olacore.alignment import first_subtoken_maps, pool_to_words, resize_maps
+from olacore.sinks import clean_sinks
+from olacore.store import tensor_digest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from olacore.pipeline import TokenMaps
+
+__all__ = ["Maps", "ALIGNMENTS", "SINKS", "make_maps", "model_maps", "split_maps"]
+
+ALIGNMENTS = ("resize", "words", "first")
+SINKS = ("raw", "clean", "raw+clean")
 
 
-_INVISIBLE = {"Mn", "Me", "Cf", "Cc"}  # combining marks, variation selectors, zero-width, control
-_WORD = re.compile(r"(?:\w+(?:['’]\w+)*|[^\w\s])[\u0300-\u036f\u200b-\u200f\ufe00-\ufe0f\U0001f3fb-\U0001f3ff]*")
+@dataclass(frozen=True)
+class Maps:
+    """One model's comparable maps for a list of texts.
 
-
-def word_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the words of a free text: runs of word characters, and each
-    punctuation mark or symbol on its own (a stand-in for a treebank's tokenisation).
-    Combining marks, variation selectors, zero-width characters and emoji skin tones stay
-    with the character before them; a span made only of such invisible characters is no word.
-
-    Returns:
-        ``[(start, end), ...]`` with ``text[start:end]`` the word, in order.
+    Attributes:
+        tensors: one ``(C, S, S)`` float32 CPU tensor per text; ``S`` is ``size`` for
+            ``"resize"`` and the text's word count for ``"words"`` and ``"first"``.
+        channels: the channel names (:mod:`olacore.channels`), in the order of the channel axis
+            (with ``sinks="raw+clean"`` the axis holds them twice: raw, then cleaned; see
+            :meth:`layout`).
+        causal: the maps come from a causal (decoder-only) model.
+        model: the model's name.
+        align: ``"resize"``, ``"words"`` or ``"first"``.
+        sinks: ``"raw"``, ``"clean"`` or ``"raw+clean"``.
+        size: side of resized maps (``None`` for word-level alignments).
+        texts: the text of each map.
     """
-    return [
-        match.span()
-        for match in _WORD.finditer(text)
-        if any(unicodedata.category(char) not in _INVISIBLE for char in match.group())
-    ]
+
+    tensors: tuple[torch.Tensor, ...]
+    channels: tuple[str, ...]
+    causal: bool
+    model: str
+    align: str
+    sinks: str
+    size: int | None
+    texts: tuple[str, ...] = field(repr=False)
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def layout(self) -> list[tuple[str, str]]:
+        """``(channel, sink handling)`` of every entry of the channel axis."""
+        if self.sinks == "raw+clean":
+            return [(c, "raw") for c in self.channels] + [(c, "clean") for c in self.channels]
+        return [(c, self.sinks) for c in self.channels]
+
+    def labels(self) -> list[str]:
+        """Display labels of the channel axis: ``"order 1"``, or ``"order 1 (clean)"`` with both sinks."""
+        if self.sinks == "raw+clean":
+            return [f"{vocabulary.label(c)} ({s})" for c, s in self.layout()]
+        return [vocabulary.label(c) for c in self.channels]
+
+    def panels(self, index: int) -> dict[str, torch.Tensor]:
+        """The maps of text ``index`` by display label (``{"order 1": (S, S), ...}``), for figures."""
+        return dict(zip(self.labels(), self.tensors[index]))
+
+    def stack(self) -> torch.Tensor:
+        """All maps as one ``(N, C, S, S)`` tensor.
+
+        Raises:
+            ValueError: the maps differ in size (word-level maps of texts of unequal length).
+        """
+        shapes = {tuple(t.shape) for t in self.tensors}
+        if len(shapes) != 1:
+            raise ValueError(f"{self.model}: maps of different sizes {sorted(shapes)[:3]}: give texts of equal "
+                             "word count, or align='resize'")
+        return torch.stack(self.tensors)
+
+    def select(self, *names: str) -> "Maps":
+        """The same maps with only the channels ``names``, in that order (both sink copies kept).
+
+        Raises:
+            ValueError: a name these maps do not hold.
+        """
+        missing = [n for n in names if n not in self.channels]
+        if missing or not names:
+            raise ValueError(f"{self.model} maps hold channels {list(self.channels)}; asked for {list(names)}")
+        picks = [self.channels.index(n) for n in names]
+        if self.sinks == "raw+clean":
+            picks += [len(self.channels) + i for i in picks]
+        index = torch.tensor(picks)
+        return replace(self, tensors=tuple(t.index_select(0, index) for t in self.tensors), channels=tuple(names))
+
+    def subset(self, index: Sequence[int] | slice) -> "Maps":
+        """The maps of some texts only (a slice or a list of positions)."""
+        positions = range(len(self))[index] if isinstance(index, slice) else list(index)
+        return replace(self, tensors=tuple(self.tensors[i] for i in positions),
+                       texts=tuple(self.texts[i] for i in positions))
+
+    def digest(self) -> str:
+        """A sha256 of every tensor and of what the maps are: a cache-key part for trained runs."""
+        digest = hashlib.sha256(f"{self.layout()}|{self.causal}|{self.align}|{self.size}".encode())
+        for tensor in self.tensors:
+            digest.update(tensor_digest(tensor).encode())
+        return digest.hexdigest()
 
 
-def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
-    """Resize square maps to ``size x size`` as the official code does (bilinear, antialiased).
+def _spans_of(item: Any) -> Sequence[tuple[int, int]]:
+    spans = getattr(item, "spans", None)
+    if spans is None:
+        raise ValueError("word alignments need the word spans of every text: pass texts with .spans "
+                         "(olacore.alignment.WordText, olacore.ud.UDSentence)")
+    return spans
+
+
+def make_maps(
+    token_maps: Sequence["TokenMaps"],
+    *,
+    align: str = "resize",
+    sinks: str = "clean",
+    size: int = 50,
+    words: Sequence[Any] | None = None,
+) -> Maps:
+    """Build comparable :class:`Maps` from one model's token-level maps (module docstring).
 
     Args:
-        maps: ``(..., T, T)`` float tensor.
-        size: output side ``S`` (paper: 50).
+        token_maps: one :class:`olacore.pipeline.TokenMaps` per text, all from the same model
+            and with the same channels.
+        align: ``"resize"`` (paper), ``"words"`` (ours) or ``"first"`` (official parser).
+        sinks: ``"raw"``, ``"clean"`` (the official retrieval and proxy) or ``"raw+clean"``.
+        size: side of resized maps (paper: 50); ignored for word-level alignments.
+        words: for ``"words"`` and ``"first"``: per text an object with ``.spans``, the
+            character spans of its words (:class:`olacore.alignment.WordText`, a UD sentence).
 
     Returns:
-        ``(..., S, S)`` tensor, same dtype and device. Rows are not renormalised.
+        :class:`Maps`; every tensor float32 on the CPU (sinks and alignment run in float32, as
+        the official code does).
 
     Raises:
-        ValueError: maps are not square or ``size`` is not positive.
+        ValueError: unknown ``align`` or ``sinks``, no text, texts from different models or
+            with different channels, missing or mismatched ``words``.
     """
-    if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be square (..., T, T); got shape {tuple(maps.shape)}")
-    if size <= 0:
-        raise ValueError(f"size must be positive; got {size}")
-    lead = maps.shape[:-2]
-    flat = maps.reshape(-1, 1, *maps.shape[-2:])
-    out = F.interpolate(flat, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
-    return out.reshape(*lead, size, size)
+    if align not in ALIGNMENTS:
+        raise ValueError(f"align must be one of {ALIGNMENTS}; got {align!r}")
+    if sinks not in SINKS:
+        raise ValueError(f"sinks must be one of {SINKS}; got {sinks!r}")
+    if not token_maps:
+        raise ValueError("no token maps given")
+    first = token_maps[0]
+    if any(t.model != first.model or t.channels != first.channels or t.causal != first.causal for t in token_maps):
+        raise ValueError("token maps of different models or channels cannot make one Maps")
+    if align != "resize" and (words is None or len(words) != len(token_maps)):
+        raise ValueError(f"align={align!r} needs the words (with .spans) of every text: words=[...] of length "
+                         f"{len(token_maps)}")
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise ValueError(f"size must be a positive int; got {size!r}")
+    tensors = []
+    for index, item in enumerate(token_maps):
+        maps = item.maps.float()
+        if sinks == "clean":
+            maps = clean_sinks(maps, causal=item.causal)
+        elif sinks == "raw+clean":
+            maps = torch.cat([maps, clean_sinks(maps, causal=item.causal)])
+        if align == "resize":
+            maps = resize_maps(maps, size)
+        elif align == "words":
+            maps = pool_to_words(maps, item.offsets, _spans_of(words[index]))
+        else:
+            maps = first_subtoken_maps(maps, item.offsets, _spans_of(words[index]))
+        tensors.append(maps)
+    return Maps(tensors=tuple(tensors), channels=first.channels, causal=first.causal, model=first.model,
+                align=align, sinks=sinks, size=size if align == "resize" else None,
+                texts=tuple(t.text for t in token_maps))
 
 
-def word_assignment(
-    token_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
-) -> torch.Tensor:
-    """Soft assignment of tokens to words by character overlap.
+def model_maps(
+    model: Any,
+    texts: Sequence[Any],
+    channels: Sequence[str],
+    *,
+    align: str = "resize",
+    sinks: str = "clean",
+    size: int = 50,
+    batch_size: int = 8,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+) -> Maps:
+    """:func:`olacore.pipeline.token_maps` then :func:`make_maps`: a model's maps of some texts.
 
     Args:
-        token_offsets: ``T`` character spans of the tokens; ``(0, 0)`` marks a special token.
-        word_spans: ``W`` character spans of the words in the same text.
+        model: zoo name, local folder, Hugging Face id or :class:`olacore.loading.LoadedModel`.
+        texts: strings, or objects with ``.text`` (and ``.spans`` for word alignments).
+        channels: channel names, e.g. ``("order1", "order2", "rollout")``.
+        align, sinks, size: as :func:`make_maps`.
+        batch_size, device, progress: extraction settings on a cache miss.
 
     Returns:
-        ``(W, T)`` float64 tensor; entry ``[w, t]`` is the share of token ``t``'s characters
-        that fall in word ``w``, renormalised over words. A column sums to 1 when the token
-        overlaps some word, and is all zero for special and whitespace-only tokens.
+        :class:`Maps`.
 
     Raises:
-        ValueError: some word overlaps no token (the offsets do not cover the text).
+        ValueError: as :func:`olacore.pipeline.token_maps` and :func:`make_maps`.
     """
-    assign = torch.zeros(len(word_spans), len(token_offsets), dtype=torch.float64)
-    for t, (t_start, t_end) in enumerate(token_offsets):
-        if t_end <= t_start:
-            continue
-        for w, (w_start, w_end) in enumerate(word_spans):
-            overlap = min(t_end, w_end) - max(t_start, w_start)
-            if overlap > 0:
-                assign[w, t] = overlap
-    column_mass = assign.sum(0, keepdim=True)
-    assign = assign / column_mass.clamp_min(1e-12)
-    orphans = (assign.sum(1) == 0).nonzero().flatten().tolist()
-    if orphans:
-        raise ValueError(
-            f"words {orphans} (character spans {[tuple(word_spans[w]) for w in orphans]}) overlap no "
-            "token: the tokenizer dropped their characters (some tokenizers drop emoji, control or "
-            "zero-width characters), or the offsets come from another text. Remove those "
-            "characters, or leave these words out of word_spans."
-        )
-    return assign
+    from olacore.pipeline import token_maps
+
+    strings = [t if isinstance(t, str) else t.text for t in texts]
+    items = token_maps(model, strings, channels, batch_size=batch_size, device=device, progress=progress)
+    words = None if align == "resize" else list(texts)
+    return make_maps(items, align=align, sinks=sinks, size=size, words=words)
 
 
-def pool_to_words(
-    maps: torch.Tensor,
-    token_offsets: Sequence[tuple[int, int]],
-    word_spans: Sequence[tuple[int, int]],
-) -> torch.Tensor:
-    """Pool token x token maps onto words (our addition to the paper, DESIGN.md section 2).
+def split_maps(
+    model: Any,
+    splits: Mapping[str, Sequence[Any]],
+    channels: Sequence[str],
+    *,
+    aligns: Sequence[str] = ("words",),
+    sinks: str = "raw",
+    size: int = 50,
+    batch_size: int = 8,
+    device: str | torch.device | None = None,
+    progress: bool = False,
+) -> dict[str, dict[str, Maps]]:
+    """A model's maps of every split of a data set, for each alignment: ``maps[align][split]``.
 
-    Key tokens of a word are summed (a token shared by two words is split by character
-    overlap) and query tokens of a word are averaged. Attention to special tokens (BOS,
-    [CLS], [SEP]) and whitespace tokens has no word to go to: it is dropped and each row
-    renormalised, so rows of the result are stochastic whenever some word receives mass.
+    The token maps of the distinct texts of all splits are computed (or read from the cache)
+    once; each alignment then makes :class:`Maps` per split.
 
     Args:
-        maps: ``(..., T, T)`` float tensor (rows: queries, columns: keys).
-        token_offsets: ``T`` character spans of the tokens, ``(0, 0)`` for special tokens.
-        word_spans: ``W`` character spans of the words.
+        model: model name or :class:`olacore.loading.LoadedModel`.
+        splits: split name -> texts with ``.text`` and ``.spans`` (e.g. UD sentences).
+        channels: channel names.
+        aligns: alignments to make (``"words"``, ``"first"``, ``"resize"``).
+        sinks, size: as :func:`make_maps`.
+        batch_size, device, progress: extraction settings on a cache miss.
 
     Returns:
-        ``(..., W, W)`` tensor, same dtype and device as ``maps``.
-
-    Raises:
-        ValueError: ``maps`` and ``token_offsets`` disagree on ``T``, or a word has no token.
+        nested dict ``align -> split -> Maps`` (texts in the order of each split).
     """
-    if maps.shape[-1] != len(token_offsets) or maps.shape[-2] != len(token_offsets):
-        raise ValueError(
-            f"maps are {tuple(maps.shape[-2:])} but there are {len(token_offsets)} token offsets"
-        )
-    share = word_assignment(token_offsets, word_spans).to(device=maps.device, dtype=maps.dtype)
-    members = (share > 0).to(maps.dtype)
-    query_mean = members / members.sum(1, keepdim=True)
-    pooled = query_mean @ maps @ share.transpose(0, 1)
-    mass = pooled.sum(-1, keepdim=True)
-    return pooled / torch.where(mass > 0, mass, torch.ones_like(mass))
+    from olacore.pipeline import token_maps
 
-
-def clean_sinks(maps: torch.Tensor, causal: bool, num_std: float = 3.0) -> torch.Tensor:
-    """Remove attention sinks as the official preprocessing does (DESIGN.md section 2).
-
-    In every row the largest entry and every entry above ``mean + num_std * std`` are
-    zeroed, with mean and (population) standard deviation taken over the row's valid
-    entries (the causal part ``j <= i`` for a causal model), and the row is renormalised.
-
-    Args:
-        maps: ``(..., T, T)`` float tensor of row-stochastic maps.
-        causal: whether the maps come from a causal model (only ``j <= i`` is valid).
-        num_std: threshold in standard deviations (paper: 3).
-
-    Returns:
-        ``(..., T, T)`` tensor, same dtype and device. A row whose whole mass was flagged
-        (the first row of a causal map, say) becomes all zeros.
-
-    Raises:
-        ValueError: maps are not square.
-    """
-    if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be square (..., T, T); got shape {tuple(maps.shape)}")
-    size = maps.shape[-1]
-    valid = torch.ones(size, size, dtype=torch.bool, device=maps.device)
-    if causal:
-        valid = valid.tril()
-    count = valid.sum(-1, keepdim=True).to(maps.dtype)
-    values = maps * valid
-    mean = values.sum(-1, keepdim=True) / count
-    std = (((maps - mean) * valid) ** 2).sum(-1, keepdim=True).div(count).sqrt()
-    flagged = (maps > mean + num_std * std) & valid
-    argmax = values.masked_fill(~valid, float("-inf")).argmax(-1, keepdim=True)
-    flagged = flagged.scatter(-1, argmax, True)
-    kept = values.masked_fill(flagged, 0.0)
-    mass = kept.sum(-1, keepdim=True)
-    return kept / torch.where(mass > 0, mass, torch.ones_like(mass))
-
-
-def mirror_causal(maps: torch.Tensor) -> torch.Tensor:
-    """Fill the upper triangle of causal maps with the transpose of the lower one (TOA input).
-
-    Args:
-        maps: ``(..., T, T)`` lower-triangular tensor.
-
-    Returns:
-        ``(..., T, T)`` symmetric tensor ``L + L^T - diag(L)``.
-    """
-    lower = maps.tril()
-    return lower + lower.transpose(-1, -2).triu(1)
+    unique = list(dict.fromkeys(item.text for items in splits.values() for item in items))
+    by_text = dict(zip(unique, token_maps(model, unique, channels, batch_size=batch_size, device=device,
+                                          progress=progress)))
+    return {align: {name: make_maps([by_text[item.text] for item in items], align=align, sinks=sinks, size=size,
+                                    words=None if align == "resize" else items)
+                    for name, items in splits.items()}
+            for align in aligns}

@@ -100,7 +100,6 @@ def order_level_attention(attentions: torch.Tensor, max_order: int) -> torch.Ten
             product = layer if k == 1 else layer @ orders[k - 1]  # M_0 = I: no product needed
             orders[k].mul_((n - k) / n).add_(product, alpha=k / n)
     return torch.stack(orders, dim=-3)
-    return orders
 
 
 def order_level_attention_bruteforce(attentions: torch.Tensor, max_order: int) -> torch.Tensor:

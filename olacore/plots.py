@@ -1,11 +1,17 @@
-"""Heatmaps of OLA maps, shared by the command line and the notebooks."""
+"""Figures shared by the command line and the notebooks: grids of OLA heatmaps, dependency arcs."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from olacore.ud import UDSentence
+
+__all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve"]
 
 
 def draw_maps(
@@ -56,4 +62,110 @@ def draw_maps(
                 ax.set_ylabel(row_name, fontsize=10)
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def draw_arcs(
+    ax,
+    word_map: torch.Tensor | np.ndarray,
+    sentence: "UDSentence",
+    predicted_heads: Sequence[int],
+    title: str | None = None,
+    cmap: str = "Greys",
+):
+    """Draw gold and predicted dependency arcs over a word-level OLA heatmap.
+
+    The heatmap shows ``word_map[i, j]`` (row: dependent / query ``i``, column: key ``j``).
+    For each word ``i`` with head ``h > 0`` a marker sits at cell ``(i, h - 1)``: a green
+    circle for the gold head, an orange cross for the predicted head (both on one cell when
+    the prediction is right); root attachments are listed in the title. A good OLA parser
+    has its crosses in circles; the grey cells show what it had to go on.
+
+    Args:
+        ax: a matplotlib Axes.
+        word_map: ``(W, W)`` map (one channel).
+        sentence: the gold sentence (words, heads).
+        predicted_heads: ``W`` predicted heads (1-based, 0 = root).
+        title: axes title (the root words are appended).
+        cmap: colormap of the heatmap.
+
+    Returns:
+        the Axes.
+    """
+    m = np.asarray(word_map, dtype=float)
+    n = len(sentence)
+    if m.shape != (n, n) or len(predicted_heads) != n:
+        raise ValueError(f"map {m.shape} / {len(predicted_heads)} heads do not fit a {n}-word sentence")
+    ax.imshow(m, cmap=cmap, vmin=0, vmax=max(float(np.quantile(m, 0.98)), 1e-9))
+    gold = [(i, h - 1) for i, h in enumerate(sentence.heads) if h > 0]
+    pred = [(i, h - 1) for i, h in enumerate(predicted_heads) if h > 0]
+    if gold:
+        ax.scatter([j for _, j in gold], [i for i, _ in gold], s=60, facecolors="none", edgecolors="tab:green", linewidths=1.5, label="gold head")
+    if pred:
+        ax.scatter([j for _, j in pred], [i for i, _ in pred], s=30, marker="x", color="tab:orange", linewidths=1.5, label="predicted head")
+    ax.set_xticks(range(n))
+    ax.set_yticks(range(n))
+    ax.set_xticklabels(sentence.words, rotation=90, fontsize=7)
+    ax.set_yticklabels(sentence.words, fontsize=7)
+    ax.set_xlabel("head (key word)")
+    ax.set_ylabel("dependent (query word)")
+    gold_root = [sentence.words[i] for i, h in enumerate(sentence.heads) if h == 0]
+    pred_root = [sentence.words[i] for i, h in enumerate(predicted_heads) if h == 0]
+    ax.set_title(f"{title + ': ' if title else ''}root gold={gold_root} pred={pred_root}", fontsize=8)
+    ax.legend(loc="upper right", fontsize=7)
+    return ax
+
+
+def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence[str], *, metric: str = "hits@1",
+                  title: str | None = None):
+    """Model x model heatmaps of a retrieval metric (%): one row of panels per group, one panel per channel.
+
+    Args:
+        table: a :func:`olacore.retrieval.retrieval_table` (or one variant of a grid) with a
+            ``group`` column.
+        groups: group label -> model names (rows of panels).
+        channels: channel names (columns of panels).
+        metric: ``"hits@1"`` or ``"hits@5"``.
+        title: figure title.
+
+    Returns:
+        The matplotlib ``Figure`` (rows of each panel: source = gallery; columns: target = queries).
+    """
+    import seaborn as sns
+
+    from olacore.channels import label
+    from olacore.retrieval import hits_matrix
+
+    fig, axes = plt.subplots(len(groups), len(channels), figsize=(3.2 * len(channels), 3 * len(groups)), squeeze=False)
+    for row, group in enumerate(groups):
+        rows = table[table["group"] == group]
+        for col, channel in enumerate(channels):
+            sns.heatmap(100 * hits_matrix(rows, channel, metric), annot=True, fmt=".0f", vmin=0, vmax=100,
+                        cmap="viridis", cbar=False, ax=axes[row, col])
+            axes[row, col].set_title(f"{group}: {label(channel)}")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
+def training_curve(history, *, title: str = "", chance: float | None = None):
+    """Loss and accuracy of one training run (a proxy's ``history``: step, train_loss, train_acc, val_acc).
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    import pandas as pd
+
+    history = pd.DataFrame(history)
+    fig, ax = plt.subplots(1, 2, figsize=(9, 3))
+    ax[0].plot(history["step"], history["train_loss"])
+    ax[0].set(xlabel="step", ylabel="training loss", title=title)
+    ax[1].plot(history["step"], history["train_acc"], label="training batches")
+    ax[1].plot(history["step"], history["val_acc"], label="held-out source maps")
+    if chance is not None:
+        ax[1].axhline(chance, color="grey", ls=":", label="chance")
+    ax[1].set(xlabel="step", ylabel="accuracy")
+    ax[1].legend()
+    fig.tight_layout()
     return fig

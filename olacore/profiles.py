@@ -1,98 +1,218 @@
-"""Run profiles: one ``profile`` parameter sets every size a notebook uses (DESIGN.md section 6).
+"""Run profiles: one ``profile`` parameter sets every size a chapter uses (DESIGN.md section 6).
 
 - ``smoke``: seconds to a few minutes per notebook on real models, tiny sizes; tests and CI.
 - ``default``: the published book on a 2-core CPU (whole book under an hour cold).
 - ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
 
-Each chapter owns one entry of :data:`CHAPTERS`; notebooks call :func:`settings`.
+Each chapter has one settings class, validated when it is made; :func:`settings` returns the
+instance of a chapter and profile, with a notebook's own parameters applied on top.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
+
+from olacore.proxy import Augment, ProxyConfig
+
+__all__ = [
+    "PROFILES", "CAUSAL_ZOO", "ENCODER_ZOO", "settings", "DerivationSettings", "QualitativeSettings",
+    "QuantitativeSettings", "ControlsSettings", "SyntaxSettings",
+]
 
 PROFILES = ("smoke", "default", "paper")
 
-CAUSAL_ZOO = ["smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b"]
-ENCODER_ZOO = ["minilm-l6", "mpnet-base"]
-PAPER_CAUSAL = [
-    "Qwen/Qwen2-1.5B-Instruct",
-    "google/gemma-2-2b-it",
-    "meta-llama/Llama-3.2-3B-Instruct",
-]
-PAPER_ENCODERS = ["bert-base-cased", "roberta-base", "google/electra-base-generator"]
+CAUSAL_ZOO = ("smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b")
+ENCODER_ZOO = ("minilm-l6", "mpnet-base")
+PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/Llama-3.2-3B-Instruct")
+PAPER_ENCODERS = ("bert-base-cased", "roberta-base", "google/electra-base-generator")
 
-CHAPTERS: dict[str, dict[str, dict[str, Any]]] = {
+
+class _Validated:
+    """Checks every field when an instance is made: ints positive (``seed`` may be 0), model
+    lists and seed lists non-empty, noise scales and orders non-negative."""
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            where = f"{type(self).__name__}.{f.name}"
+            if isinstance(value, bool):
+                continue
+            if isinstance(value, int) and value < (0 if f.name == "seed" else 1):
+                raise ValueError(f"{where} must be {'>= 0' if f.name == 'seed' else 'positive'}; got {value}")
+            if isinstance(value, tuple) and f.name in ("causal", "encoders", "models", "seeds") and not value:
+                raise ValueError(f"{where} must not be empty")
+            if isinstance(value, tuple) and any(isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0
+                                                for v in value):
+                raise ValueError(f"{where} holds a negative value: {value}")
+
+
+@dataclass(frozen=True)
+class DerivationSettings(_Validated):
+    """Chapter "From rollout to OLA": the model whose attention checks the identities, and the
+    recurrence-vs-enumeration benchmark grid (``N`` layers x ``K`` orders, ``T`` tokens, batch)."""
+
+    model: str
+    bench_layers: tuple[int, ...]
+    bench_orders: tuple[int, ...]
+    bench_size: int
+    bench_batch: int
+    bench_repeats: int
+
+
+@dataclass(frozen=True)
+class QualitativeSettings(_Validated):
+    """Chapter "OLAS by eye": the models, the number of similarity texts for the first SSIM
+    number, the highest order drawn and the resize side."""
+
+    causal: tuple[str, ...]
+    encoders: tuple[str, ...]
+    num_texts: int
+    max_order: int
+    size: int
+
+
+@dataclass(frozen=True)
+class QuantitativeSettings(_Validated):
+    """Chapter "Quantitative OLAS": retrieval over ``num_texts`` texts at ``size``; the visual
+    proxy on the first ``proxy_num_texts`` texts (classes), maps resized to ``proxy_size``.
+
+    The default's 400 proxy steps were chosen on held-out *source* maps only (target
+    gemma-3-270m, order 1, seed 0; best validation accuracy): 60 steps 22 %, 200 44 %, 400 54 %,
+    800 50 %, 1600 54 %; width 16 (48 %) and 32 px (48 %) did no better at 400 steps.
+    """
+
+    causal: tuple[str, ...]
+    encoders: tuple[str, ...]
+    num_texts: int
+    max_order: int
+    size: int
+    proxy_num_texts: int
+    proxy_size: int
+    proxy: ProxyConfig
+    seeds: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.proxy_num_texts > self.num_texts:
+            raise ValueError(f"proxy_num_texts ({self.proxy_num_texts}) cannot exceed num_texts ({self.num_texts})")
+
+
+@dataclass(frozen=True)
+class ControlsSettings(_Validated):
+    """Chapter "Where OLAS comes from": the target model gets the controls and queries a trained
+    source; the encoder pair carries the full noise sweep (cheap to extract)."""
+
+    encoder_target: str
+    encoder_source: str
+    encoder_texts: int
+    encoder_noise: tuple[float, ...]
+    causal_target: str
+    causal_source: str
+    causal_texts: int
+    causal_noise: tuple[float, ...]
+    max_order: int
+    size: int
+    seed: int
+    proxy_size: int
+    proxy: ProxyConfig
+    seeds: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class SyntaxSettings(_Validated):
+    """Chapter "Syntax in OLA": models of the grid; models also run on first-sub-token maps;
+    models of the random-init and raw-layer baselines; models with extra probe seeds; EWT sizes
+    (``None``: the whole split); probe epochs, seeds, feature length and batch size."""
+
+    models: tuple[str, ...]
+    first_subtoken: tuple[str, ...]
+    random_init: tuple[str, ...]
+    raw_layers: tuple[str, ...]
+    seed_models: tuple[str, ...]
+    num_train: int | None
+    num_dev: int | None
+    num_test: int | None
+    epochs: int
+    seeds: tuple[int, ...]
+    max_len: int
+    batch_size: int
+
+
+_CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=Augment(), cosine=True)
+_PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=Augment())
+
+_PROFILES: dict[str, dict[str, Any]] = {
     "derivation": {
-        "smoke": {"model": "minilm-l6", "bench_layers": [4, 8], "bench_orders": [1, 2], "bench_size": 16, "bench_batch": 2, "bench_repeats": 1},
-        "default": {"model": "smollm2-135m", "bench_layers": [6, 12, 18, 24], "bench_orders": [1, 2, 3], "bench_size": 70, "bench_batch": 16, "bench_repeats": 3},
-        "paper": {"model": "Qwen/Qwen2-1.5B-Instruct", "bench_layers": [6, 12, 18, 24, 28], "bench_orders": [1, 2, 3, 4], "bench_size": 70, "bench_batch": 16, "bench_repeats": 5},
+        "smoke": DerivationSettings("minilm-l6", (4, 8), (1, 2), 16, 2, 1),
+        "default": DerivationSettings("smollm2-135m", (6, 12, 18, 24), (1, 2, 3), 70, 16, 3),
+        "paper": DerivationSettings("Qwen/Qwen2-1.5B-Instruct", (6, 12, 18, 24, 28), (1, 2, 3, 4), 70, 16, 5),
     },
     "qualitative": {
-        "smoke": {"causal": CAUSAL_ZOO, "encoders": ENCODER_ZOO, "num_texts": 4, "max_order": 3, "size": 50},
-        "default": {"causal": CAUSAL_ZOO, "encoders": ENCODER_ZOO, "num_texts": 40, "max_order": 3, "size": 50},
-        "paper": {"causal": PAPER_CAUSAL, "encoders": PAPER_ENCODERS, "num_texts": 200, "max_order": 3, "size": 50},
+        "smoke": QualitativeSettings(CAUSAL_ZOO, ENCODER_ZOO, num_texts=4, max_order=3, size=50),
+        "default": QualitativeSettings(CAUSAL_ZOO, ENCODER_ZOO, num_texts=40, max_order=3, size=50),
+        "paper": QualitativeSettings(PAPER_CAUSAL, PAPER_ENCODERS, num_texts=200, max_order=3, size=50),
+    },
+    "quantitative": {
+        "smoke": QuantitativeSettings(("gemma-3-270m", "qwen2.5-0.5b"), ENCODER_ZOO, num_texts=8, max_order=3, size=50,
+                                      proxy_num_texts=8, proxy_size=24, seeds=(0,),
+                                      proxy=ProxyConfig(iterations=10, eval_every=5, **{**_CPU_PROXY, "batch_size": 8})),
+        "default": QuantitativeSettings(CAUSAL_ZOO, ENCODER_ZOO, num_texts=100, max_order=3, size=50,
+                                        proxy_num_texts=50, proxy_size=24, seeds=(0, 1, 2),
+                                        proxy=ProxyConfig(iterations=400, eval_every=50, **_CPU_PROXY)),
+        "paper": QuantitativeSettings(PAPER_CAUSAL, PAPER_ENCODERS, num_texts=1000, max_order=3, size=50,
+                                      proxy_num_texts=1000, proxy_size=50, seeds=(0, 1, 2), proxy=_PAPER_PROXY),
+    },
+    "controls": {
+        "smoke": ControlsSettings("minilm-l6", "mpnet-base", 8, (0.1, 1.0), "gemma-3-270m", "qwen2.5-0.5b", 8, (),
+                                  max_order=3, size=50, seed=0, proxy_size=24, seeds=(0,),
+                                  proxy=ProxyConfig(iterations=10, eval_every=5, **{**_CPU_PROXY, "batch_size": 8})),
+        "default": ControlsSettings("minilm-l6", "mpnet-base", 100, (0.01, 0.03, 0.1, 0.3, 1.0),
+                                    "gemma-3-270m", "qwen2.5-0.5b", 40, (0.1, 1.0),
+                                    max_order=3, size=50, seed=0, proxy_size=24, seeds=(0, 1, 2),
+                                    proxy=ProxyConfig(iterations=400, eval_every=50, **_CPU_PROXY)),
+        "paper": ControlsSettings("roberta-base", "bert-base-cased", 1000, (0.01, 0.03, 0.1, 0.3, 1.0),
+                                  "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", 1000, (0.01, 0.03, 0.1, 0.3, 1.0),
+                                  max_order=3, size=50, seed=0, proxy_size=50, seeds=(0, 1, 2), proxy=_PAPER_PROXY),
     },
     "syntax": {
-        # models: every model of the grid; first_subtoken: models also run on first-sub-token maps;
-        # random_init / raw_layers: models of those baselines; seeds: extra probe seeds (order 1).
-        "smoke": {"models": ["minilm-l6", "smollm2-135m"], "first_subtoken": ["minilm-l6"], "random_init": ["minilm-l6"],
-                  "raw_layers": ["minilm-l6"], "seed_models": [], "num_train": 40, "num_dev": 20, "num_test": 20,
-                  "epochs": 3, "seeds": [0], "max_len": 64, "batch_size": 8},
-        "default": {"models": CAUSAL_ZOO + ENCODER_ZOO, "first_subtoken": ["minilm-l6"], "random_init": ["minilm-l6"],
-                    "raw_layers": ["minilm-l6"], "seed_models": ["minilm-l6"], "num_train": 500, "num_dev": 150,
-                    "num_test": 300, "epochs": 5, "seeds": [0, 1, 2], "max_len": 64, "batch_size": 8},
-        "paper": {"models": PAPER_ENCODERS, "first_subtoken": PAPER_ENCODERS, "random_init": PAPER_ENCODERS,
-                  "raw_layers": PAPER_ENCODERS, "seed_models": PAPER_ENCODERS, "num_train": None, "num_dev": None,
-                  "num_test": None, "epochs": 30, "seeds": [0, 1, 2], "max_len": 128, "batch_size": 32},
-    },
-    # Chapter "Quantitative OLAS" (issue 3): SSIM retrieval and the ResNet-18 visual proxy.
-    # proxy_*: the proxy trains on the first proxy_num_texts texts (classes), maps resized to
-    # proxy_size; width 64 = ResNet-18; the paper: SGD lr 0.007, momentum 0.9, wd 5e-4, batch 20, 100k steps.
-    # The default's 400 steps were chosen on held-out *source* maps only (target gemma-3-270m,
-    # order 1, seed 0; best validation accuracy): 60 steps 22 %, 200 44 %, 400 54 %, 800 50 %,
-    # 1600 54 %; width 16 (48 %) and 32 px (48 %) did no better at 400 steps.
-    "quantitative": {
-        "smoke": {"causal": ["gemma-3-270m", "qwen2.5-0.5b"], "encoders": ENCODER_ZOO, "num_texts": 8, "max_order": 3, "size": 50,
-                  "proxy_num_texts": 8, "proxy_size": 24, "proxy_width": 8, "proxy_iterations": 10, "proxy_batch": 8,
-                  "proxy_lr": 0.05, "proxy_eval_every": 5, "proxy_cosine": True, "seeds": [0]},
-        "default": {"causal": CAUSAL_ZOO, "encoders": ENCODER_ZOO, "num_texts": 100, "max_order": 3, "size": 50,
-                    "proxy_num_texts": 50, "proxy_size": 24, "proxy_width": 8, "proxy_iterations": 400, "proxy_batch": 20,
-                    "proxy_lr": 0.05, "proxy_eval_every": 50, "proxy_cosine": True, "seeds": [0, 1, 2]},
-        "paper": {"causal": PAPER_CAUSAL, "encoders": PAPER_ENCODERS, "num_texts": 1000, "max_order": 3, "size": 50,
-                  "proxy_num_texts": 1000, "proxy_size": 50, "proxy_width": 64, "proxy_iterations": 100_000, "proxy_batch": 20,
-                  "proxy_lr": 0.007, "proxy_eval_every": 1000, "proxy_cosine": False, "seeds": [0, 1, 2]},
-    },
-    # Chapter "Where OLAS comes from" (issue 3): controls. The target model gets the controls and
-    # queries a trained source; the encoder pair carries the full noise sweep (cheap to extract).
-    "controls": {
-        "smoke": {"encoder_target": "minilm-l6", "encoder_source": "mpnet-base", "encoder_texts": 8, "encoder_noise": [0.1, 1.0],
-                  "causal_target": "gemma-3-270m", "causal_source": "qwen2.5-0.5b", "causal_texts": 8, "causal_noise": [],
-                  "max_order": 3, "size": 50, "seed": 0, "proxy_size": 24, "proxy_width": 8, "proxy_iterations": 10,
-                  "proxy_batch": 8, "proxy_lr": 0.05, "proxy_eval_every": 5, "seeds": [0]},
-        "default": {"encoder_target": "minilm-l6", "encoder_source": "mpnet-base", "encoder_texts": 100,
-                    "encoder_noise": [0.01, 0.03, 0.1, 0.3, 1.0],
-                    "causal_target": "gemma-3-270m", "causal_source": "qwen2.5-0.5b", "causal_texts": 40, "causal_noise": [0.1, 1.0],
-                    "max_order": 3, "size": 50, "seed": 0, "proxy_size": 24, "proxy_width": 8, "proxy_iterations": 400,
-                    "proxy_batch": 20, "proxy_lr": 0.05, "proxy_eval_every": 50, "seeds": [0, 1, 2]},
-        "paper": {"encoder_target": "roberta-base", "encoder_source": "bert-base-cased", "encoder_texts": 1000,
-                  "encoder_noise": [0.01, 0.03, 0.1, 0.3, 1.0],
-                  "causal_target": "Qwen/Qwen2-1.5B-Instruct", "causal_source": "google/gemma-2-2b-it", "causal_texts": 1000,
-                  "causal_noise": [0.01, 0.03, 0.1, 0.3, 1.0],
-                  "max_order": 3, "size": 50, "seed": 0, "proxy_size": 50, "proxy_width": 64, "proxy_iterations": 100_000,
-                  "proxy_batch": 20, "proxy_lr": 0.007, "proxy_eval_every": 1000, "seeds": [0, 1, 2]},
+        "smoke": SyntaxSettings(("minilm-l6", "smollm2-135m"), ("minilm-l6",), ("minilm-l6",), ("minilm-l6",), (),
+                                num_train=40, num_dev=20, num_test=20, epochs=3, seeds=(0,), max_len=64, batch_size=8),
+        "default": SyntaxSettings(CAUSAL_ZOO + ENCODER_ZOO, ("minilm-l6",), ("minilm-l6",), ("minilm-l6",), ("minilm-l6",),
+                                  num_train=500, num_dev=150, num_test=300, epochs=5, seeds=(0, 1, 2), max_len=64,
+                                  batch_size=8),
+        "paper": SyntaxSettings(PAPER_ENCODERS, PAPER_ENCODERS, PAPER_ENCODERS, PAPER_ENCODERS, PAPER_ENCODERS,
+                                num_train=None, num_dev=None, num_test=None, epochs=30, seeds=(0, 1, 2), max_len=128,
+                                batch_size=32),
     },
 }
 
 
-def settings(chapter: str, profile: str) -> dict[str, Any]:
-    """Return the sizes of ``chapter`` under ``profile`` (a fresh dict the caller may edit).
+def settings(chapter: str, profile: str, **overrides: Any):
+    """The validated settings of ``chapter`` under ``profile``, with ``overrides`` applied.
+
+    Args:
+        chapter: ``"derivation"``, ``"qualitative"``, ``"quantitative"``, ``"controls"``, ``"syntax"``.
+        profile: ``"smoke"``, ``"default"`` or ``"paper"``.
+        **overrides: fields to replace (a notebook's own parameters, e.g. ``seeds=[0]``);
+            ``None`` values are ignored, lists become tuples.
+
+    Returns:
+        The chapter's settings dataclass (frozen).
 
     Raises:
-        ValueError: unknown chapter or profile; the message lists the known ones.
+        ValueError: unknown chapter, profile or field (the message lists the known ones), or a
+            value that fails validation.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
-    if chapter not in CHAPTERS:
-        raise ValueError(f"unknown chapter {chapter!r}; known: {', '.join(sorted(CHAPTERS))}")
-    return dict(CHAPTERS[chapter][profile])
+    if chapter not in _PROFILES:
+        raise ValueError(f"unknown chapter {chapter!r}; known: {', '.join(sorted(_PROFILES))}")
+    base = _PROFILES[chapter][profile]
+    names = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(overrides) - names)
+    if unknown:
+        raise ValueError(f"{type(base).__name__} has no field {', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
+    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
+    return dataclasses.replace(base, **changes)

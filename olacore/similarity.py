@@ -1,53 +1,21 @@
-"""Order-Level Attention Similarity, measured by image retrieval (paper section 4.1).
+"""Image similarity of maps: batched SSIM and Hits@k (paper section 4.1).
 
-Every map of a *target* model queries the gallery of maps of a *source* model made from the
-same texts; the query is a hit when the map of the same text ranks first (Hits@1) or among
-the first five (Hits@5). Maps are compared by SSIM (Wang et al. 2004), as the official
-code does.
+Maps are compared by SSIM (Wang et al. 2004), as the official code does.
 
 - :func:`pairwise_ssim`: batched SSIM of every query against every gallery map (CPU or
   CUDA), equal to :func:`skimage.metrics.structural_similarity` with Gaussian weights.
 - :func:`hits_at_k`: Hits@k from a similarity matrix.
-- :func:`comparable_maps`: the stacked ``(num_texts, C, S, S)`` maps of one model, from
-  its :class:`olacore.cache.OLAResult` list: orders and/or rollout, aligned by resizing
-  (the paper) or word pooling (ours), with raw or sink-cleaned attention.
-- :func:`retrieval_table`: Hits@k for every ordered (source, target) pair and channel,
-  as a tidy :class:`pandas.DataFrame`.
+
+The retrieval experiment built on them is :mod:`olacore.retrieval`.
 """
 
 from __future__ import annotations
 
-import itertools
-from typing import TYPE_CHECKING, Mapping, Sequence, Union
+from typing import Sequence
 
-import pandas as pd
 import torch
 
-from olacore.maps import clean_sinks, pool_to_words, resize_maps
-
-if TYPE_CHECKING:  # pragma: no cover
-    from olacore.cache import OLAResult
-    from olacore.data import WordText
-
-__all__ = [
-    "gaussian_window",
-    "pairwise_ssim",
-    "hits_at_k",
-    "chance_hits",
-    "Channel",
-    "channel_name",
-    "comparable_maps",
-    "retrieval_table",
-    "hits_matrix",
-    "verdict",
-]
-
-Channel = Union[int, str]
-"""A map channel: an OLA order ``k >= 0`` or the string ``"rollout"``."""
-
-ALIGNMENTS = ("resize", "words")
-SINKS = ("raw", "clean")
-
+__all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits"]
 
 def gaussian_window(sigma: float = 1.5, truncate: float = 3.5, dtype=torch.float64, device=None) -> torch.Tensor:
     """The 1-D Gaussian filter of :func:`scipy.ndimage.gaussian_filter` (as skimage's SSIM uses).
@@ -248,156 +216,3 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: tor
 def chance_hits(num_gallery: int, k: int) -> float:
     """Hits@k of a random ranking over ``num_gallery`` items: ``min(k, G) / G``."""
     return min(k, num_gallery) / num_gallery
-
-
-def channel_name(channel: Channel) -> str:
-    """Display name of a channel: ``'order 1'``, ..., ``'rollout'``."""
-    return "rollout" if channel == "rollout" else f"order {int(channel)}"
-
-
-def _check_channel(channel: Channel, available: int) -> None:
-    if channel == "rollout":
-        return
-    if isinstance(channel, bool) or not isinstance(channel, int):
-        raise ValueError(f"a channel is an order (int) or 'rollout'; got {channel!r}")
-    if not 0 <= channel < available:
-        raise ValueError(f"order {channel} not in the results (orders 0..{available - 1} were computed)")
-
-
-def comparable_maps(
-    results: Sequence["OLAResult"],
-    channels: Sequence[Channel] = (1,),
-    *,
-    align: str = "resize",
-    sinks: str = "clean",
-    size: int = 50,
-    texts: Sequence["WordText"] | None = None,
-) -> torch.Tensor:
-    """Stack one model's maps so that maps of different models can be compared.
-
-    Sinks are cleaned at token level (:func:`olacore.maps.clean_sinks`, with the causal
-    mask of a causal model) before alignment. Alignment is either the paper's bilinear
-    antialiased resize of the whole token x token map to ``size x size``
-    (:func:`olacore.maps.resize_maps`; special tokens included, as the official code keeps
-    them) or our word pooling (:func:`olacore.maps.pool_to_words`), which needs the word
-    spans of each text and gives ``W x W`` maps for ``W``-word texts.
-
-    Args:
-        results: one :class:`olacore.cache.OLAResult` per text, all from the same model.
-        channels: OLA orders (ints, must have been computed) and/or ``"rollout"``.
-        align: ``"resize"`` (paper) or ``"words"`` (ours).
-        sinks: ``"raw"`` or ``"clean"`` (the official retrieval and proxy use cleaned maps).
-        size: side of the resized maps (paper: 50); ignored for ``"words"``.
-        texts: the :class:`olacore.data.WordText` of each result (needed for ``"words"``).
-
-    Returns:
-        ``(num_texts, C, S, S)`` float32 CPU tensor, ``C = len(channels)``.
-
-    Raises:
-        ValueError: unknown ``align``/``sinks``, missing or mismatched ``texts``, unknown
-            channels, texts with different word counts, or no result.
-    """
-    if align not in ALIGNMENTS:
-        raise ValueError(f"align must be one of {ALIGNMENTS}; got {align!r}")
-    if sinks not in SINKS:
-        raise ValueError(f"sinks must be one of {SINKS}; got {sinks!r}")
-    if not results:
-        raise ValueError("no OLA results given")
-    if not channels:
-        raise ValueError("no channel asked for")
-    if align == "words":
-        if texts is None or len(texts) != len(results):
-            raise ValueError("align='words' needs the WordText of every result (texts=...)")
-    stacked = []
-    for index, result in enumerate(results):
-        layers = []
-        for channel in channels:
-            _check_channel(channel, result.orders.shape[0])
-            layers.append(result.rollout if channel == "rollout" else result.orders[channel])
-        maps = torch.stack([torch.as_tensor(m, dtype=torch.float32) for m in layers])  # (C, T, T)
-        if sinks == "clean":
-            maps = clean_sinks(maps, causal=result.is_causal)
-        if align == "resize":
-            maps = resize_maps(maps, size)
-        else:
-            maps = pool_to_words(maps, result.offsets, texts[index].spans)
-        stacked.append(maps)
-    shapes = {tuple(m.shape) for m in stacked}
-    if len(shapes) != 1:
-        raise ValueError(f"maps of different sizes {sorted(shapes)}: give texts of equal word count")
-    return torch.stack(stacked)
-
-
-def retrieval_table(
-    maps: Mapping[str, torch.Tensor],
-    channels: Sequence[Channel],
-    *,
-    pairs: Sequence[tuple[str, str]] | None = None,
-    ks: Sequence[int] = (1, 5),
-    data_range: float | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
-) -> pd.DataFrame:
-    """Hits@k of SSIM retrieval for every (source, target) pair and channel.
-
-    For each pair, each target map (query) is compared with every source map of the same
-    channel (gallery) by :func:`pairwise_ssim`; the correct answer is the map of the same
-    text.
-
-    Args:
-        maps: model name -> ``(num_texts, C, S, S)`` tensor from :func:`comparable_maps`,
-            texts in the same order for every model.
-        channels: the ``C`` channel labels, in the order of the tensors' second axis.
-        pairs: ``(source, target)`` names; default every ordered pair of distinct models.
-        ks: Hits@k cut-offs.
-        data_range: passed to :func:`pairwise_ssim` (``None``: per pair, as torchmetrics).
-        device: where to compute (default: where the maps are).
-        dtype: SSIM precision (float32: ~1e-7 from float64, about 3x faster on a CPU).
-
-    Returns:
-        DataFrame with columns ``source, target, channel, hits@1, hits@5, ...`` (fractions)
-        and ``chance@k`` columns, one row per pair and channel.
-
-    Raises:
-        ValueError: models disagree on shape, or the channel count does not match.
-    """
-    names = list(maps)
-    if pairs is None:
-        pairs = [(s, t) for s, t in itertools.permutations(names, 2)]
-    shapes = {tuple(maps[name].shape) for name in names}
-    if len(shapes) != 1:
-        raise ValueError(f"models' maps differ in shape: { {n: tuple(maps[n].shape) for n in names} }")
-    if next(iter(shapes))[1] != len(channels):
-        raise ValueError(f"maps hold {next(iter(shapes))[1]} channels but {len(channels)} channel labels were given")
-    rows = []
-    for source, target in pairs:
-        for c, channel in enumerate(channels):
-            gallery = maps[source][:, c].to(device) if device else maps[source][:, c]
-            queries = maps[target][:, c].to(gallery.device)
-            hits = hits_at_k(pairwise_ssim(queries.to(dtype), gallery.to(dtype), data_range), ks)
-            row = {"source": source, "target": target, "channel": channel_name(channel)}
-            row.update({f"hits@{k}": hits[k] for k in ks})
-            row.update({f"chance@{k}": chance_hits(gallery.shape[0], k) for k in ks})
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def hits_matrix(table: pd.DataFrame, channel: str, metric: str = "hits@1") -> pd.DataFrame:
-    """Model x model matrix (rows: source, columns: target) of one metric for one channel name."""
-    rows = table[table["channel"] == channel]
-    return rows.pivot(index="source", columns="target", values=metric)
-
-
-def verdict(observed: float, chance: float) -> str:
-    """A fixed rule for a claim measured as a rate (fraction) against its chance level.
-
-    ``"holds"`` when ``observed >= max(0.5, 3 x chance)``; ``"holds weakly"`` when it is
-    short of that but at least ``min(5 x chance, that bar)``; otherwise ``"does not hold
-    here"``. Decided before looking at results.
-    """
-    strong = max(0.5, 3 * chance)
-    if observed >= strong:
-        return "holds"
-    if observed >= min(5 * chance, strong):
-        return "holds weakly"
-    return "does not hold here"

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+
+
+@pytest.fixture
+def one_thread():
+    """Small networks on a shared 2-core machine train fastest on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def random_attention(generator: torch.Generator, batch: int, layers: int, size: int,

@@ -1,4 +1,4 @@
-"""Controls really change the weights (olacore.controls)."""
+"""Controls really change the weights (olacore.controls); the control experiments' tables."""
 
 from __future__ import annotations
 
@@ -7,8 +7,16 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from olacore.controls import add_noise, layer_stack, random_init, shuffle_layers  # noqa: E402
-from olacore.models import LoadedModel  # noqa: E402
+from olacore.controls import (  # noqa: E402
+    add_noise,
+    control_pair,
+    control_variants,
+    controls_proxy,
+    layer_stack,
+    random_init,
+    shuffle_layers,
+)
+from olacore.loading import LoadedModel  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +94,58 @@ def test_noise_has_the_asked_relative_scale(tiny_model, scale):
 def test_noise_rejects_negative_scale(tiny_model):
     with pytest.raises(ValueError, match="scale"):
         add_noise(tiny_model, -0.1)
+
+
+def test_control_variants_come_one_at_a_time_in_order(tiny_model):
+    seen = [(control, scale, model.fingerprint) for control, scale, model in
+            control_variants(tiny_model, noise_scales=(0.0, 0.3, 1.0), seed=2)]
+    assert [c for c, _, _ in seen] == ["trained", "random init", "shuffled layers", "noise", "noise"]
+    assert seen[0][1] == 0.0 and seen[0][2] == tiny_model.fingerprint
+    assert [s for c, s, _ in seen if c == "noise"] == [0.3, 1.0]  # scale 0 is the trained model itself
+    assert len({f for _, _, f in seen}) == len(seen)
+    assert [c for c, _, _ in control_variants(tiny_model, structural=False)] == ["trained"]
+
+
+def test_controls_proxy_evaluates_one_source_trained_proxy_on_every_control(tmp_path, monkeypatch, one_thread):
+    from olacore.maps import Maps
+    from olacore.proxy import Augment, ProxyConfig
+    from olacore.store import TensorStore
+
+    monkeypatch.setattr("olacore.training.TensorStore", lambda root=None: TensorStore(root or tmp_path))
+
+    def maps(tensor, name):
+        return Maps(tensors=tuple(tensor), channels=("order1",), causal=False, model=name, align="resize",
+                    sinks="clean", size=16, texts=tuple(f"text {i}" for i in range(tensor.shape[0])))
+
+    generator = torch.Generator().manual_seed(0)
+    classes = torch.full((6, 1, 16, 16), 0.01)
+    for c in range(6):  # each text a bright block at its own place
+        classes[c, 0, 2 * c : 2 * c + 4, 2 * c : 2 * c + 4] = 1.0
+    source = maps(classes + 0.02 * torch.rand(classes.shape, generator=generator), "source")
+    controls = {("trained", 0.0): maps(classes + 0.02 * torch.rand(classes.shape, generator=generator), "target"),
+                ("random init", float("nan")): maps(torch.rand(classes.shape, generator=generator), "target")}
+    config = ProxyConfig(iterations=30, batch_size=6, lr=0.05, width=4, eval_every=10, augment=Augment.none())
+    table = controls_proxy(source, controls, config, seeds=[0, 1], device="cpu", progress=False)
+    assert table[["control", "seed"]].values.tolist() == [["trained", 0], ["random init", 0], ["trained", 1],
+                                                         ["random init", 1]]
+    assert table["accuracy"].between(0, 1).all()
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 2  # one proxy per seed, whatever the controls
+
+
+@pytest.mark.slow
+def test_control_pair_on_real_encoders(tmp_path, monkeypatch):
+    from olacore import pipeline
+    from olacore.store import TensorStore
+
+    monkeypatch.setattr(pipeline, "TensorStore", lambda root=None: TensorStore(tmp_path))
+    texts = ["The cat sat on the mat while the dog slept.", "Numbers like 12345 and 7 are words too.",
+             "Tokenizers split unbelievable words into several pieces.", "Short words only: I am, we go."]
+    table, source, tokens = control_pair("minilm-l6", "mpnet-base", texts, ("order1", "rollout"),
+                                         noise_scales=(1.0,), size=16, device="cpu", progress=False)
+    assert source.model == "mpnet-base" and source.sinks == "clean" and source.size == 16 and len(source) == 4
+    controls = ["trained", "random init", "shuffled layers", "noise", "both random init"]
+    assert list(dict.fromkeys(table["control"])) == controls
+    assert len(table) == 2 * len(controls) and set(table["channel"]) == {"order1", "rollout"}
+    assert table["hits@1"].between(0, 1).all() and (table["chance@1"] == 0.25).all()
+    assert sorted(control for control, _ in tokens) == ["noise", "random init", "shuffled layers", "trained"]
+    assert all(len(items) == 4 and items[0].channels == ("order1", "rollout") for items in tokens.values())

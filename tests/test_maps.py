@@ -1,94 +1,190 @@
-"""Map alignment: resize, word pooling, sink cleaning (DESIGN.md section 2)."""
+"""The typed maps (olacore.maps): every alignment x sink handling of make_maps, channel layout,
+selection, and the errors; split_maps and model_maps on a real model."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
-from hypothesis import given, settings, strategies as st
 
 from conftest import random_attention
-from olacore.maps import clean_sinks, mirror_causal, pool_to_words, resize_maps, word_assignment
+from olacore import pipeline
+from olacore.alignment import WordText, first_subtoken_maps, pool_to_words, resize_maps
+from olacore.maps import ALIGNMENTS, SINKS, Maps, make_maps, model_maps, split_maps
+from olacore.pipeline import TokenMaps
+from olacore.sinks import clean_sinks
+from olacore.store import TensorStore
+
+CHANNELS = ("order1", "order2", "rollout")
+SIZE = 16
 
 
-def test_resize_shape_and_constant_map_stays_constant():
-    maps = torch.full((2, 3, 17, 17), 0.25)
-    out = resize_maps(maps, 50)
-    assert out.shape == (2, 3, 50, 50)
-    torch.testing.assert_close(out, torch.full_like(out, 0.25))
+def _text(num_words: int) -> WordText:
+    return WordText.of(" ".join(f"w{i}" for i in range(num_words)))
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(1, 4), min_size=1, max_size=6), st.booleans(), st.integers(0, 10_000))
-def test_word_pooling_keeps_rows_stochastic(tokens_per_word, causal, seed):
-    # words of 3 characters separated by spaces; each word split into its tokens, plus specials
-    offsets, spans, position = [(0, 0)], [], 0
-    for count in tokens_per_word:
-        spans.append((position, position + 3 * count))
-        offsets += [(position + 3 * i, position + 3 * (i + 1)) for i in range(count)]
-        position += 3 * count + 1
-    offsets.append((0, 0))
-    maps = random_attention(torch.Generator().manual_seed(seed), 1, 2, len(offsets), causal)[0]
-    pooled = pool_to_words(maps, offsets, spans)
-    assert pooled.shape == (2, len(spans), len(spans))
-    torch.testing.assert_close(pooled.sum(-1), torch.ones(2, len(spans), dtype=maps.dtype))
-    if causal:
-        assert torch.equal(pooled, pooled.tril())
-
-
-def test_word_pooling_sums_keys_and_averages_queries():
-    # tokens: [BOS] "ab" "cd" | "ef"   words: "abcd" "ef"
-    offsets = [(0, 0), (0, 2), (2, 4), (5, 7)]
-    maps = torch.tensor(
-        [[1.0, 0, 0, 0], [0.5, 0.5, 0, 0], [0.2, 0.2, 0.6, 0], [0.1, 0.3, 0.2, 0.4]]
-    )
-    pooled = pool_to_words(maps, offsets, [(0, 4), (5, 7)])
-    # a word's row: mean of its query rows, key tokens summed per word, BOS mass dropped, renormalised
-    # word 0: mean of rows 1, 2 = [0.35, 0.35, 0.3, 0] -> keys per word [0.35 + 0.3, 0]
-    expected_row0 = torch.tensor([0.65, 0.0])
-    # word 1: row 3 = [0.1, 0.3, 0.2, 0.4] -> keys per word [0.3 + 0.2, 0.4]
-    expected_row1 = torch.tensor([0.5, 0.4])
-    torch.testing.assert_close(pooled[0], expected_row0 / expected_row0.sum())
-    torch.testing.assert_close(pooled[1], expected_row1 / expected_row1.sum())
-
-
-def test_token_spanning_two_words_is_shared_by_overlap():
-    share = word_assignment([(0, 4), (4, 6)], [(0, 2), (2, 6)])
-    torch.testing.assert_close(share, torch.tensor([[0.5, 0.0], [0.5, 1.0]], dtype=torch.float64))
-
-
-def test_word_without_token_is_an_error():
-    with pytest.raises(ValueError, match="overlap no token"):
-        word_assignment([(0, 3)], [(0, 3), (4, 7)])
-
-
-def test_clean_sinks_removes_the_sink_column_and_renormalises():
-    size = 8
-    maps = torch.full((size, size), 0.02).tril()
-    maps[:, 0] = 1.0
+def _token_maps(words: WordText, seed: int, *, causal: bool = False, model: str = "toy",
+                channels=CHANNELS) -> TokenMaps:
+    """One special token, then each word "wN" split in two tokens "w" + "N"; different maps per channel."""
+    offsets, tokens = [(0, 0)], ["<s>"]
+    for (start, end), word in zip(words.spans, words.words):
+        offsets += [(start, start + 1), (start + 1, end)]
+        tokens += [word[:1], word[1:]]
+    size = len(offsets)
+    maps = random_attention(torch.Generator().manual_seed(seed), 1, len(channels), size, causal, torch.float32)[0]
+    maps = maps ** torch.arange(1, len(channels) + 1, dtype=torch.float32).view(-1, 1, 1)  # channels differ in kind
     maps = maps / maps.sum(-1, keepdim=True)
-    cleaned = clean_sinks(maps, causal=True)
-    assert torch.all(cleaned[1:, 0] == 0)
-    assert torch.all(cleaned[0] == 0)  # the first causal row only had its sink
-    torch.testing.assert_close(cleaned[1:].sum(-1), torch.ones(size - 1))
-    assert torch.equal(cleaned, cleaned.tril())
+    return TokenMaps(text=words.text, tokens=tokens, offsets=offsets, causal=causal, model=model,
+                     channels=tuple(channels), maps=maps)
 
 
-def test_clean_sinks_bidirectional_uses_whole_row():
-    maps = torch.tensor([[0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.25, 0.5, 0.25]])
-    cleaned = clean_sinks(maps, causal=False)
-    assert cleaned[0, 2] == 0 and cleaned[2, 1] == 0
-    torch.testing.assert_close(cleaned.sum(-1), torch.ones(3))
+def _inputs(causal: bool = False, counts=(9, 12, 7)):
+    words = [_text(n) for n in counts]
+    return [_token_maps(w, seed, causal=causal) for seed, w in enumerate(words)], words
 
 
-def test_mirror_causal_is_symmetric():
-    maps = torch.rand(3, 5, 5).tril()
-    mirrored = mirror_causal(maps)
-    torch.testing.assert_close(mirrored, mirrored.transpose(-1, -2))
-    torch.testing.assert_close(mirrored.tril(), maps)
+def _align(maps: torch.Tensor, item: TokenMaps, words: WordText, align: str) -> torch.Tensor:
+    if align == "resize":
+        return resize_maps(maps, SIZE)
+    if align == "words":
+        return pool_to_words(maps, item.offsets, words.spans)
+    return first_subtoken_maps(maps, item.offsets, words.spans)
 
 
-def test_word_spans_keep_invisible_characters_with_their_word():
-    from olacore.maps import word_spans
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("sinks", SINKS)
+@pytest.mark.parametrize("align", ALIGNMENTS)
+def test_channel_i_is_the_named_token_channel_after_sinks_and_alignment(align, sinks, causal):
+    items, words = _inputs(causal)
+    maps = make_maps(items, align=align, sinks=sinks, size=SIZE, words=words)
+    assert isinstance(maps, Maps) and len(maps) == len(items)
+    assert (maps.channels, maps.causal, maps.model, maps.align, maps.sinks) == (CHANNELS, causal, "toy", align, sinks)
+    assert maps.size == (SIZE if align == "resize" else None)
+    assert maps.texts == tuple(w.text for w in words)
+    copies = ("raw", "clean") if sinks == "raw+clean" else (sinks,)
+    assert maps.layout() == [(c, s) for s in copies for c in CHANNELS]
+    for tensor, item, text in zip(maps.tensors, items, words):
+        side = SIZE if align == "resize" else len(text.words)
+        assert tensor.shape == (len(copies) * len(CHANNELS), side, side) and tensor.dtype == torch.float32
+        for position, (name, handling) in enumerate(maps.layout()):
+            token_level = item.maps[item.channels.index(name)]
+            if handling == "clean":
+                token_level = clean_sinks(token_level, causal=causal)
+            expected = _align(token_level, item, text, align)
+            torch.testing.assert_close(tensor[position], expected, atol=1e-7, rtol=0)
+            for other in range(tensor.shape[0]):  # and no other entry of the axis would pass
+                if other != position:
+                    assert not torch.allclose(tensor[other], expected, atol=1e-7, rtol=0)
 
-    text = "I \u2764\ufe0f caf\u0065\u0301 \u200b ok."
-    assert [text[a:b] for a, b in word_spans(text)] == ["I", "\u2764\ufe0f", "cafe\u0301", "ok", "."]
+
+def test_labels_and_panels_follow_the_layout():
+    items, words = _inputs()
+    raw = make_maps(items, sinks="raw", size=SIZE)
+    assert raw.labels() == ["order 1", "order 2", "rollout"]
+    both = make_maps(items, sinks="raw+clean", size=SIZE)
+    assert both.labels() == ["order 1 (raw)", "order 2 (raw)", "rollout (raw)",
+                             "order 1 (clean)", "order 2 (clean)", "rollout (clean)"]
+    panels = both.panels(1)
+    assert list(panels) == both.labels()
+    assert torch.equal(panels["rollout (clean)"], both.tensors[1][5])
+
+
+@pytest.mark.parametrize("sinks", SINKS)
+def test_select_by_name_keeps_the_right_data(sinks):
+    items, words = _inputs()
+    maps = make_maps(items, align="words", sinks=sinks, words=words)
+    picked = maps.select("rollout", "order1")
+    assert picked.channels == ("rollout", "order1")
+    copies = ("raw", "clean") if sinks == "raw+clean" else (sinks,)
+    assert picked.layout() == [(c, s) for s in copies for c in ("rollout", "order1")]
+    source_position = {entry: i for i, entry in enumerate(maps.layout())}
+    for full, small in zip(maps.tensors, picked.tensors):
+        assert small.shape[0] == len(picked.layout())
+        for position, entry in enumerate(picked.layout()):
+            assert torch.equal(small[position], full[source_position[entry]])
+    assert (picked.align, picked.sinks, picked.texts, picked.model) == (maps.align, maps.sinks, maps.texts, maps.model)
+    with pytest.raises(ValueError, match="order3"):
+        maps.select("order3")
+    with pytest.raises(ValueError):
+        maps.select()
+
+
+def test_stack_subset_and_digest():
+    items, words = _inputs()
+    resized = make_maps(items, size=SIZE)
+    assert resized.stack().shape == (3, 3, SIZE, SIZE)
+    pooled = make_maps(items, align="words", words=words)
+    with pytest.raises(ValueError, match="different sizes"):
+        pooled.stack()
+    part = pooled.subset([2, 0])
+    assert part.texts == (words[2].text, words[0].text) and torch.equal(part.tensors[0], pooled.tensors[2])
+    assert pooled.subset(slice(1, None)).texts == pooled.texts[1:]
+    assert resized.digest() == make_maps(items, size=SIZE).digest()
+    changed = dataclasses.replace(resized, tensors=(resized.tensors[0] * 1.0001,) + resized.tensors[1:])
+    assert changed.digest() != resized.digest()
+    assert make_maps(items, size=SIZE, sinks="raw").digest() != resized.digest()
+    assert resized.select("order1", "order2", "rollout").digest() == resized.digest()
+    assert resized.select("order2", "order1", "rollout").digest() != resized.digest()
+
+
+def test_make_maps_refuses_what_it_cannot_build():
+    items, words = _inputs()
+    with pytest.raises(ValueError, match="align"):
+        make_maps(items, align="bilinear")
+    with pytest.raises(ValueError, match="sinks"):
+        make_maps(items, sinks="cleaned")
+    with pytest.raises(ValueError, match="no token maps"):
+        make_maps([])
+    for align in ("words", "first"):
+        with pytest.raises(ValueError, match="words"):
+            make_maps(items, align=align)
+        with pytest.raises(ValueError, match="words"):
+            make_maps(items, align=align, words=words[:2])
+        with pytest.raises(ValueError, match="spans"):
+            make_maps(items, align=align, words=[w.text for w in words])
+    other_model = _token_maps(words[0], 7, model="other")
+    with pytest.raises(ValueError, match="different models"):
+        make_maps(items + [other_model])
+    other_channels = _token_maps(words[0], 7, channels=("order1", "order2", "order3"))
+    with pytest.raises(ValueError, match="channels"):
+        make_maps(items + [other_channels])
+    with pytest.raises(ValueError, match="different models"):
+        make_maps(items + [_token_maps(words[0], 7, causal=True)])
+    for size in (0, -3, True, 2.5):
+        with pytest.raises(ValueError, match="size"):
+            make_maps(items, size=size)
+
+
+# ------------------------------------------------------------------------------------------
+# On a real model
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_split_maps_and_model_maps_on_minilm(tmp_path, monkeypatch):
+    monkeypatch.setattr(pipeline, "TensorStore", lambda root=None: TensorStore(tmp_path))
+    calls = []
+    real = pipeline.token_maps
+    monkeypatch.setattr(pipeline, "token_maps", lambda model, texts, *a, **k: calls.append(list(texts)) or real(model, texts, *a, **k))
+    texts = [WordText.of(t) for t in ("The cat sat on the mat.", "Unbelievably, tokenizers split words.",
+                                      "Short one.", "A fourth text, for the dev split.")]
+    splits = {"train": texts[:3], "dev": [texts[2], texts[3]]}
+    channels = ("order1", "rollout")
+    maps = split_maps("minilm-l6", splits, channels, aligns=("words", "first", "resize"), sinks="raw", size=SIZE)
+    assert calls == [[t.text for t in texts]]  # every distinct text once, in one call
+    tokens = real("minilm-l6", [t.text for t in texts], channels, progress=False)
+    for align in ("words", "first", "resize"):
+        for name, items in splits.items():
+            got = maps[align][name]
+            assert got.texts == tuple(t.text for t in items) and got.model == "minilm-l6" and not got.causal
+            expected = make_maps([tokens[texts.index(t)] for t in items], align=align, sinks="raw", size=SIZE,
+                                 words=items)
+            for a, b in zip(got.tensors, expected.tensors):
+                assert torch.equal(a, b)
+            if align != "resize":
+                assert [tuple(t.shape) for t in got.tensors] == [(2, len(t.words), len(t.words)) for t in items]
+            if align == "words":  # pooled rows stay stochastic
+                torch.testing.assert_close(got.tensors[0].sum(-1), torch.ones(2, len(items[0].words)), atol=1e-5, rtol=0)
+    direct = model_maps("minilm-l6", texts[:3], channels, align="words", sinks="raw", progress=False)
+    assert all(torch.equal(a, b) for a, b in zip(direct.tensors, maps["words"]["train"].tensors))

@@ -4,6 +4,8 @@ book builds strictly (warnings are errors) from the executed chapters."""
 from __future__ import annotations
 
 import importlib.util
+import json
+import math
 import shutil
 import subprocess
 import sys
@@ -37,6 +39,15 @@ def book_copy(tmp_path_factory):
 def test_notebook_executes_at_smoke_profile(source, book_copy):
     out = _runner().execute(source, book_copy / "book" / "generated", {"profile": "smoke"})
     assert out.exists()
+    # its results (olacore.results, saved in $OLACORE_RESULTS = <out>/results): at least one record,
+    # every number finite, so a chapter that silently made an empty or NaN table fails here
+    saved = out.parent / "results" / f"{source.stem}.json"
+    assert saved.is_file(), f"{source.stem} saved no results"
+    records = json.loads(saved.read_text())["records"]
+    assert records, f"{source.stem} recorded nothing"
+    for record in records:
+        numbers = [record["value"]] + [record[k] for k in ("paper", "chance") if record.get(k) is not None]
+        assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers), record
 
 
 @pytest.mark.slow

@@ -8,7 +8,19 @@ import pytest
 import torch
 import torchvision
 
-from olacore.proxy import Augment, ProxyConfig, augment_maps, make_resnet18, split_sources, train_proxy
+from olacore.maps import Maps
+from olacore.proxy import (
+    Augment,
+    ProxyConfig,
+    augment_maps,
+    channel_set_label,
+    leave_one_out,
+    make_resnet18,
+    proxy_summary,
+    split_sources,
+    train_proxy,
+)
+from olacore.store import TensorStore
 
 
 def test_resnet18_is_cifar_style():
@@ -55,15 +67,6 @@ def _toy_maps(num_classes: int, copies: int, seed: int) -> list[torch.Tensor]:
     return [base + 0.05 * torch.rand(base.shape, generator=gen) for _ in range(copies)]
 
 
-@pytest.fixture
-def one_thread():
-    """Small convolutions on a shared 2-core machine run fastest on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_proxy_learns_a_separable_toy_set(one_thread):
     sources = _toy_maps(8, copies=2, seed=0)
     target = _toy_maps(8, copies=1, seed=1)[0]
@@ -81,7 +84,6 @@ def test_proxy_rejects_mismatched_target():
 
 
 def test_cached_run_is_read_back_with_its_network(tmp_path, one_thread):
-    from olacore.cache import TensorStore
     from olacore.proxy import cached_train_proxy
 
     store = TensorStore(tmp_path)
@@ -99,21 +101,77 @@ def test_cached_run_is_read_back_with_its_network(tmp_path, one_thread):
     assert len(list(tmp_path.rglob("*.safetensors"))) == 4
 
 
+def _resized(name: str, maps: torch.Tensor) -> Maps:
+    """Toy maps as resized Maps: channel order1 as made, order2 its transpose."""
+    both = torch.cat([maps, maps.transpose(-1, -2)], 1)
+    return Maps(tensors=tuple(both), channels=("order1", "order2"), causal=False, model=name, align="resize",
+                sinks="clean", size=maps.shape[-1], texts=tuple(f"text {i}" for i in range(maps.shape[0])))
+
+
+@pytest.mark.slow  # two spawned processes: ~20 s on a shared 2-core machine
 def test_experiment_in_two_workers_matches_one(tmp_path):
-    from olacore.cache import TensorStore
     from olacore.proxy import proxy_experiment
 
-    maps = {name: m for name, m in zip("abc", _toy_maps(8, copies=3, seed=0))}
+    maps = {name: _resized(name, m) for name, m in zip("abc", _toy_maps(8, copies=3, seed=0))}
     config = ProxyConfig(iterations=10, batch_size=8, lr=0.05, width=4, eval_every=5, augment=Augment())
     splits = [(["a", "b"], "c"), (["c"], "a")]
-    kwargs = dict(splits=splits, channel_sets={"order 1": [0]}, config=config, seeds=[0, 1], device="cpu", progress=False,
-                  num_threads=1)
+    kwargs = dict(splits=splits, channel_sets=[("order1",)], config=config, seeds=[0, 1], device="cpu", progress=False)
     parallel, parallel_hist = proxy_experiment(maps, workers=2, store=TensorStore(tmp_path / "two"), **kwargs)
     serial, serial_hist = proxy_experiment(maps, workers=1, store=TensorStore(tmp_path / "one"), **kwargs)
     assert len(serial) == 4 and serial["target"].tolist() == ["c", "c", "a", "a"]
     assert parallel.equals(serial) and parallel_hist == serial_hist
     with pytest.raises(ValueError, match="workers"):
         proxy_experiment(maps, workers=0, **kwargs)
+
+
+def test_experiment_rows_follow_splits_channel_sets_and_seeds(tmp_path, one_thread):
+    from olacore.proxy import proxy_experiment
+
+    maps = {name: _resized(name, m) for name, m in zip("ab", _toy_maps(8, copies=2, seed=0))}
+    config = ProxyConfig(iterations=4, batch_size=8, lr=0.05, width=4, eval_every=2, augment=Augment.none())
+    store = TensorStore(tmp_path)
+    runs, histories = proxy_experiment(maps, leave_one_out(["a", "b"]), [("order1",), ("order2", "order1")], config,
+                                       [0], device="cpu", progress=False, store=store)
+    assert runs[["channels", "sources", "target"]].values.tolist() == [
+        ["order 1", "b", "a"], ["order 2 + order 1", "b", "a"], ["order 1", "a", "b"], ["order 2 + order 1", "a", "b"]]
+    assert set(histories) == {(c, t, 0) for c in ("order 1", "order 2 + order 1") for t in "ab"}
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 4
+    # the maps a run sees are its channel set, in order: a network with two input channels
+    from olacore.proxy import ProxyJob
+
+    job = ProxyJob.of([maps["b"].select("order2", "order1").stack()], maps["a"].select("order2", "order1").stack(),
+                      config, 0, "cpu")
+    assert job.key() in store and job.sources[0].shape[1] == 2
+    with pytest.raises(ValueError, match="order3"):
+        proxy_experiment(maps, leave_one_out(["a", "b"]), [("order3",)], config, [0], progress=False, store=store)
+
+
+def test_leave_one_out_and_labels():
+    assert leave_one_out(["a", "b", "c"]) == [(["b", "c"], "a"), (["a", "c"], "b"), (["a", "b"], "c")]
+    assert channel_set_label(("order1", "order2")) == "order 1 + order 2"
+    assert channel_set_label(["rollout"]) == "rollout"
+
+
+def test_proxy_summary_means_over_seeds_and_groups():
+    import pandas as pd
+
+    runs = pd.DataFrame({
+        "channels": ["order 1"] * 4 + ["rollout"] * 4,
+        "target": ["x", "x", "y", "y"] * 2,
+        "seed": [0, 1] * 4,
+        "test_acc": [0.5, 0.7, 0.2, 0.2, 0.1, 0.1, 0.3, 0.5],
+    })
+    table = proxy_summary(runs, {"all": ["x", "y"], "only x": ["x"]}, order=["rollout", "order 1"])
+    assert list(table.index) == ["rollout", "order 1"]
+    assert table.loc["order 1", "x"] == "60.0 ± 14.1" and table.loc["order 1", "y"] == "20.0 ± 0.0"
+    assert table.loc["order 1", "mean over all targets"] == 40.0
+    assert table.loc["rollout", "mean over only x targets"] == 10.0
+    one_seed = proxy_summary(runs[runs["seed"] == 0], {"all": ["x", "y"]})
+    assert one_seed.loc["order 1", "x"] == "50.0"  # one seed: no spread to show
+    with pytest.raises(ValueError, match="missing"):
+        proxy_summary(runs.iloc[:0], {"all": ["x"]})
+    with pytest.raises(ValueError, match="no test accuracy"):
+        proxy_summary(runs.assign(test_acc=float("nan")), {"all": ["x"]})
 
 
 def test_config_and_maps_are_checked():

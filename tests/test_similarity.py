@@ -1,8 +1,6 @@
-"""SSIM retrieval (olacore.similarity): SSIM equals scikit-image, Hits@k, comparable maps."""
+"""Image similarity (olacore.similarity): SSIM equals scikit-image, its Gaussian window equals scipy's, Hits@k."""
 
 from __future__ import annotations
-
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,15 +10,31 @@ from hypothesis import strategies as st
 from skimage.metrics import structural_similarity
 
 import olacore
-from olacore.similarity import chance_hits, comparable_maps, hits_at_k, pairwise_ssim, retrieval_table
+from olacore.similarity import chance_hits, gaussian_window, hits_at_k, pairwise_ssim
 
 
 def _skimage(q: np.ndarray, g: np.ndarray, data_range: float) -> float:
     return structural_similarity(q, g, gaussian_weights=True, sigma=1.5, use_sample_covariance=False, data_range=data_range)
 
 
-def test_top_level_export():
+def test_top_level_names_resolve():
     assert olacore.pairwise_ssim is pairwise_ssim
+    missing = [name for name in olacore.__all__ if not hasattr(olacore, name)]
+    assert not missing
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.5, 2.0])
+def test_gaussian_window_is_scipys_filter(sigma):
+    from scipy.ndimage import gaussian_filter1d
+
+    window = gaussian_window(sigma)
+    radius = int(3.5 * sigma + 0.5)
+    impulse = np.zeros(2 * radius + 1)
+    impulse[radius] = 1.0
+    reference = gaussian_filter1d(impulse, sigma, truncate=3.5, mode="constant")
+    assert window.shape == (2 * radius + 1,)
+    np.testing.assert_allclose(window.numpy(), reference[::-1], atol=1e-15, rtol=0)
+    assert gaussian_window(1.5).numel() == 11
 
 
 @settings(max_examples=12, deadline=None)
@@ -91,40 +105,3 @@ def test_hits_at_k_known_answer():
     # a constant similarity is never a hit (ties count against the query)
     assert hits_at_k(torch.ones(4, 4), ks=(1,))[1] == 0.0
     assert chance_hits(100, 5) == 0.05 and chance_hits(3, 5) == 1.0
-
-
-def _fake_result(num_tokens: int, causal: bool, seed: int, words: int):
-    gen = torch.Generator().manual_seed(seed)
-    logits = torch.randn(4, num_tokens, num_tokens, generator=gen)
-    if causal:
-        logits = logits.masked_fill(~torch.ones(num_tokens, num_tokens, dtype=torch.bool).tril(), float("-inf"))
-    orders = logits.softmax(-1)
-    # one special token, then tokens spread over `words` words of 3 characters
-    offsets = [(0, 0)] + [(4 * (t * words // (num_tokens - 1)), 4 * (t * words // (num_tokens - 1)) + 3) for t in range(num_tokens - 1)]
-    return SimpleNamespace(orders=orders, rollout=orders[1], is_causal=causal, offsets=offsets, num_layers=3)
-
-
-def test_comparable_maps_shapes():
-    words = 12
-    spans = tuple((4 * w, 4 * w + 3) for w in range(words))
-    texts = [SimpleNamespace(spans=spans) for _ in range(3)]
-    results = [_fake_result(20 + i, causal=True, seed=i, words=words) for i in range(3)]
-    resized = comparable_maps(results, [1, 2, "rollout"], align="resize", sinks="clean", size=16)
-    assert resized.shape == (3, 3, 16, 16) and resized.dtype == torch.float32
-    pooled = comparable_maps(results, [1, 3], align="words", sinks="raw", texts=texts)
-    assert pooled.shape == (3, 2, words, words)
-    torch.testing.assert_close(pooled.sum(-1), torch.ones(3, 2, words))
-    with pytest.raises(ValueError, match="order 4"):
-        comparable_maps(results, [4])
-    with pytest.raises(ValueError, match="texts"):
-        comparable_maps(results, [1], align="words")
-
-
-def test_retrieval_table_identical_models_hit_everything():
-    gen = torch.Generator().manual_seed(0)
-    maps = torch.rand(6, 2, 16, 16, generator=gen)
-    table = retrieval_table({"a": maps, "b": maps.clone()}, channels=[1, "rollout"])
-    assert len(table) == 4
-    assert (table["hits@1"] == 1.0).all()
-    assert set(table["channel"]) == {"order 1", "rollout"}
-    assert np.allclose(table["chance@1"], 1 / 6)

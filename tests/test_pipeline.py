@@ -1,7 +1,7 @@
-"""Tests of the on-disk tensor store and the attention / OLA caches (olacore.cache).
+"""The cached pipeline (olacore.pipeline): attention, OLA and token maps of named channels.
 
 Every store here lives in ``tmp_path``; model weights come from ``$OLACORE_CACHE`` as it is
-(see tests/test_models.py).
+(see tests/test_loading.py).
 """
 
 from __future__ import annotations
@@ -11,68 +11,18 @@ import warnings
 import pytest
 import torch
 
-from olacore import cache
-from olacore.cache import (
-    CacheCorruptionWarning,
-    OLAResult,
-    TensorStore,
-    cached_attention,
-    cached_ola,
-)
-from olacore.models import LoadedModel, extract_attention, load_model
+from olacore import channels, pipeline
+from olacore.extraction import extract_attention
+from olacore.loading import LoadedModel, load_model
 from olacore.ola import attention_rollout, order_level_attention
+from olacore.pipeline import OLAResult, TokenMaps, cached_attention, cached_ola, token_maps
+from olacore.store import CacheCorruptionWarning, TensorStore
 
 TEXTS = [
     "The cat sat on the mat.",
     "Caching makes warm notebooks fast.",
     "A third, slightly longer sentence for the batch.",
 ]
-
-
-# ------------------------------------------------------------------------------------------
-# TensorStore
-# ------------------------------------------------------------------------------------------
-
-
-def _entry():
-    generator = torch.Generator().manual_seed(0)
-    return {
-        "attentions": torch.rand(3, 5, 5, generator=generator),
-        "ids": torch.arange(7),
-    }, {"tokens": ["a", "b"], "offsets": [[0, 1], [2, 3]], "is_causal": True}
-
-
-def test_key_is_canonical_and_sensitive():
-    key = TensorStore.key(model="m", text="t", settings={"a": 1, "b": [1, 2]})
-    assert key == TensorStore.key(settings={"b": [1, 2], "a": 1}, text="t", model="m")
-    assert len(key) == 64 and int(key, 16) >= 0
-    assert key != TensorStore.key(model="m", text="t ", settings={"a": 1, "b": [1, 2]})
-    assert key != TensorStore.key(model="m2", text="t", settings={"a": 1, "b": [1, 2]})
-    assert key != TensorStore.key(model="m", text="t", settings={"a": 2, "b": [1, 2]})
-    with pytest.raises(TypeError):
-        TensorStore.key(model=object())
-
-
-def test_round_trip_and_no_temporary_files(tmp_path):
-    store = TensorStore(tmp_path)
-    tensors, meta = _entry()
-    key = store.key(test="round trip")
-    assert store.get(key) is None and key not in store
-    path = store.put(key, tensors, meta)
-    assert path == store.path(key) and path.is_file() and key in store
-    got, got_meta = store.get(key)
-    assert got_meta == meta
-    assert set(got) == set(tensors)
-    for name in tensors:
-        assert torch.equal(got[name], tensors[name]) and got[name].dtype == tensors[name].dtype
-    assert not [p for p in tmp_path.rglob("*") if p.is_file() and p != path]
-    store.delete(key)
-    assert store.get(key) is None
-
-
-def test_default_root_follows_environment(tmp_path, monkeypatch):
-    monkeypatch.setenv("OLACORE_CACHE", str(tmp_path / "somewhere"))
-    assert TensorStore().root == tmp_path / "somewhere" / "tensors"
 
 
 def _corrupt_truncate(path):
@@ -82,56 +32,8 @@ def _corrupt_truncate(path):
 
 def _corrupt_flip_data(path):
     data = bytearray(path.read_bytes())
-    data[-3] ^= 0xFF  # inside the tensor bytes: only the checksum can tell
+    data[-3] ^= 0xFF
     path.write_bytes(bytes(data))
-
-
-def _corrupt_header(path):
-    data = bytearray(path.read_bytes())
-    data[8:20] = b"not json!!!!"
-    path.write_bytes(bytes(data))
-
-
-def _corrupt_empty(path):
-    path.write_bytes(b"")
-
-
-def _corrupt_huge_header(path):
-    data = bytearray(path.read_bytes())
-    data[:8] = (10**12).to_bytes(8, "little")
-    path.write_bytes(bytes(data))
-
-
-@pytest.mark.parametrize(
-    "corrupt", [_corrupt_truncate, _corrupt_flip_data, _corrupt_header, _corrupt_empty, _corrupt_huge_header]
-)
-def test_corrupt_entry_is_detected_and_deleted(tmp_path, corrupt):
-    store = TensorStore(tmp_path)
-    tensors, meta = _entry()
-    key = store.key(test="corrupt")
-    path = store.put(key, tensors, meta)
-    corrupt(path)
-    with pytest.warns(CacheCorruptionWarning, match="corrupt or partial"):
-        assert store.get(key) is None
-    assert not path.exists()
-    store.put(key, tensors, meta)  # and it can be written again
-    assert torch.equal(store.get(key)[0]["attentions"], tensors["attentions"])
-
-
-def test_entry_without_checksum_is_not_trusted(tmp_path):
-    from safetensors.torch import save_file
-
-    store = TensorStore(tmp_path)
-    key = store.key(test="foreign")
-    store.path(key).parent.mkdir(parents=True)
-    save_file({"x": torch.zeros(2)}, store.path(key))  # valid safetensors, but not ours
-    with pytest.warns(CacheCorruptionWarning):
-        assert store.get(key) is None
-
-
-# ------------------------------------------------------------------------------------------
-# Cached attention and OLA on a real model (minilm loads in seconds)
-# ------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -157,9 +59,14 @@ class _Counter:
 def _spy(monkeypatch, allowed=True):
     loads = _Counter(load_model, allowed)
     extracts = _Counter(extract_attention, allowed)
-    monkeypatch.setattr(cache, "load_model", loads)
-    monkeypatch.setattr(cache, "extract_attention", extracts)
+    monkeypatch.setattr(pipeline, "load_model", loads)
+    monkeypatch.setattr(pipeline, "extract_attention", extracts)
     return loads, extracts
+
+
+# ------------------------------------------------------------------------------------------
+# cached_attention and cached_ola on a real model (minilm loads in seconds)
+# ------------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -238,7 +145,7 @@ def test_cached_ola_matches_ola_and_is_self_sufficient(tmp_path, monkeypatch, mi
         if "num_layers" not in meta:  # an attention entry
             path.unlink()
     _spy(monkeypatch, allowed=False)
-    monkeypatch.setattr(cache, "cached_attention", _Counter(cached_attention, allowed=False))
+    monkeypatch.setattr(pipeline, "cached_attention", _Counter(cached_attention, allowed=False))
     warm = cached_ola("minilm-l6", TEXTS, 3, store=store, progress=False)
     lower = cached_ola("minilm-l6", TEXTS, 1, store=store, progress=False)  # sliced from the entry
     for a, b, c in zip(results, warm, lower):
@@ -283,3 +190,57 @@ def test_errors_before_any_model_is_loaded(tmp_path, monkeypatch):
         cached_ola("minilm-l6", ["ok"], 1.5, store=store)
     with pytest.raises(TypeError, match="single string"):
         cached_attention("minilm-l6", "ok", store=store)
+
+
+# ------------------------------------------------------------------------------------------
+# token_maps: each named channel taken from its source
+# ------------------------------------------------------------------------------------------
+
+
+def test_token_maps_refuses_bad_channels_before_any_model_is_loaded(tmp_path, monkeypatch):
+    _spy(monkeypatch, allowed=False)
+    store = TensorStore(tmp_path)
+    with pytest.raises(ValueError, match=r"order<k>.*layer<n>.*rollout"):
+        token_maps("minilm-l6", ["ok"], ["order1", "attention"], store=store)
+    with pytest.raises(ValueError, match="repeated"):
+        token_maps("minilm-l6", ["ok"], ["order1", "order1"], store=store)
+    with pytest.raises(ValueError, match="no channel"):
+        token_maps("minilm-l6", ["ok"], [], store=store)
+    with pytest.raises(ValueError, match=r"texts\[0\]"):
+        token_maps("minilm-l6", [" "], ["order1"], store=store)
+    # a channel whose source nobody produces
+    monkeypatch.setattr(channels, "_REGISTRY", dict(channels._REGISTRY))
+    channels.register(channels.Channel("orphan", "orphan", "nowhere", lambda record: record.maps))
+    with pytest.raises(ValueError, match="no producer for the channel source 'nowhere'"):
+        token_maps("minilm-l6", ["ok"], ["orphan"], store=store)
+
+
+@pytest.mark.slow
+def test_token_maps_take_every_channel_from_its_source(tmp_path, monkeypatch, minilm):
+    store = TensorStore(tmp_path)
+    names = ("layer2", "order3", "rollout", "order1")  # mixed sources, not in order
+    maps = token_maps(minilm, TEXTS, names, store=store, progress=False)
+    ola = cached_ola(minilm, TEXTS, 3, store=store, progress=False)
+    attention = cached_attention(minilm, TEXTS, store=store, progress=False)
+    for item, result, extraction in zip(maps, ola, attention):
+        assert isinstance(item, TokenMaps)
+        assert (item.text, item.tokens, item.offsets) == (result.text, result.tokens, result.offsets)
+        assert item.channels == names and item.model == "minilm-l6" and item.causal is False
+        size = len(item.tokens)
+        assert item.maps.shape == (4, size, size) and item.maps.dtype == torch.float32
+        assert torch.equal(item.maps[0], extraction.attentions[1])  # layer 2: the second layer
+        assert torch.equal(item.maps[1], result.orders[3])
+        assert torch.equal(item.maps[2], result.rollout)
+        assert torch.equal(item.maps[3], result.orders[1])
+    # warm: by name, nothing loaded
+    _spy(monkeypatch, allowed=False)
+    again = token_maps("minilm-l6", TEXTS, names, store=store, progress=False)
+    assert all(torch.equal(a.maps, b.maps) for a, b in zip(maps, again))
+    with pytest.raises(ValueError, match="layer 7 does not exist"):
+        token_maps("minilm-l6", TEXTS[:1], ["layer7"], store=store, progress=False)
+
+
+@pytest.mark.slow
+def test_token_maps_refuses_an_order_above_the_depth(tmp_path, minilm):
+    with pytest.raises(ValueError, match="N=6"):
+        token_maps(minilm, TEXTS[:1], ["order7"], store=TensorStore(tmp_path), progress=False)

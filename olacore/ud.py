@@ -1,35 +1,52 @@
-"""Readers for the public data releases in the data folder (DESIGN.md section 5).
+"""Universal Dependencies: UD English EWT read in place, aligned to its text, with its label sets.
 
-Everything here reads in place from :func:`olacore.settings.data_dir` and never writes there.
+Paper section 4.3 and DESIGN.md section 5. Sentences are parsed by the ``conllu`` library;
+every syntactic word is aligned to the sentence's own ``# text`` (what the models read), so
+that maps can be brought to words; a sentence that cannot be aligned is counted, never
+dropped silently.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import conllu
+import numpy as np
 
+from olacore.alignment import WordText
 from olacore.settings import data_file
+
+__all__ = [
+    "EWT_SPLITS", "UPOS_TAGS", "UD_RELATIONS", "universal_relation", "read_ewt", "ewt_path",
+    "AlignmentError", "UDSentence", "UDTreebank", "align_ud_sentence", "ud_treebank", "read_ewt_syntax",
+    "ewt_splits", "long_sentences",
+]
 
 EWT_SPLITS = ("train", "dev", "test")
 
+#: The 17 universal part-of-speech tags (UD v2).
+UPOS_TAGS: tuple[str, ...] = (
+    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM",
+    "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X",
+)
+#: The 37 universal dependency relations (UD v2); LAS compares these (subtypes stripped).
+UD_RELATIONS: tuple[str, ...] = (
+    "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf",
+    "compound", "conj", "cop", "csubj", "dep", "det", "discourse", "dislocated", "expl",
+    "fixed", "flat", "goeswith", "iobj", "list", "mark", "nmod", "nsubj", "nummod", "obj",
+    "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative", "xcomp",
+)
 
-@dataclass(frozen=True)
-class WordText:
-    """A text with its word segmentation.
+_UPOS_INDEX = {tag: i for i, tag in enumerate(UPOS_TAGS)}
+_REL_INDEX = {rel: i for i, rel in enumerate(UD_RELATIONS)}
 
-    Attributes:
-        text: the string given to the models.
-        words: the words, in order.
-        spans: ``(start, end)`` character offsets of each word in ``text``
-            (``text[start:end] == word``).
-    """
 
-    text: str
-    words: tuple[str, ...]
-    spans: tuple[tuple[int, int], ...]
+def universal_relation(deprel: str) -> str:
+    """The universal part of a UD relation: ``"nmod:poss" -> "nmod"``; unknown ones -> ``"dep"``."""
+    base = deprel.split(":", 1)[0]
+    return base if base in _REL_INDEX else "dep"
 
 
 def ewt_path(split: str):
@@ -51,73 +68,6 @@ def read_ewt(split: str) -> tuple[conllu.TokenList, ...]:
         return tuple(conllu.parse_incr(handle))
 
 
-def _surface_tokens(sentence: conllu.TokenList) -> list[tuple[str, bool]]:
-    """Surface tokens of a sentence as ``(form, space_after)``.
-
-    A multi-word token (id ``3-4``) contributes its surface form once and hides the
-    syntactic words it spans; empty nodes (id ``5.1``) have no surface form and are skipped.
-    """
-    tokens: list[tuple[str, bool]] = []
-    skip_until = 0
-    for token in sentence:
-        token_id = token["id"]
-        misc = token["misc"] or {}
-        space_after = misc.get("SpaceAfter") != "No"
-        if isinstance(token_id, tuple) and token_id[1] == "-":  # multi-word token
-            tokens.append((token["form"], space_after))
-            skip_until = token_id[2]
-        elif isinstance(token_id, tuple):  # empty node
-            continue
-        elif token_id <= skip_until:
-            continue
-        else:
-            tokens.append((token["form"], space_after))
-    return tokens
-
-
-def similarity_texts(num_texts: int, words_per_text: int = 50, split: str = "train") -> list[WordText]:
-    """The similarity texts of the paper's recipe, on UD English EWT (paper section 4.1).
-
-    The paper cut OntoNotes into consecutive 50-word chunks in document order, ignoring
-    sentence ends, and used the first 1000 chunks as 1000 classes. Here the surface tokens of
-    EWT ``split`` are chunked the same way; each chunk is detokenised with the treebank's own
-    ``SpaceAfter`` marks, so models see natural text, and each word keeps its character span.
-
-    Args:
-        num_texts: number of chunks, taken from the start of the split.
-        words_per_text: words per chunk (paper: 50).
-        split: EWT split to read.
-
-    Returns:
-        ``num_texts`` :class:`WordText` items.
-
-    Raises:
-        ValueError: ``num_texts`` or ``words_per_text`` is not positive, or the split holds
-            fewer than ``num_texts`` chunks.
-        FileNotFoundError: the EWT file is missing.
-    """
-    if num_texts <= 0 or words_per_text <= 0:
-        raise ValueError("num_texts and words_per_text must be positive")
-    stream = [tok for sentence in read_ewt(split) for tok in _surface_tokens(sentence)]
-    available = len(stream) // words_per_text
-    if num_texts > available:
-        raise ValueError(f"EWT {split} holds only {available} chunks of {words_per_text} words; asked for {num_texts}")
-    texts = []
-    for index in range(num_texts):
-        chunk = stream[index * words_per_text : (index + 1) * words_per_text]
-        text, spans = "", []
-        for position, (form, space_after) in enumerate(chunk):
-            spans.append((len(text), len(text) + len(form)))
-            text += form
-            if space_after and position < len(chunk) - 1:
-                text += " "
-        texts.append(WordText(text=text, words=tuple(form for form, _ in chunk), spans=tuple(spans)))
-    return texts
-
-
-# ---------------------------------------------------------------------------------------------
-# Dependency syntax: UD sentences with heads, relations, UPOS and character spans (paper 4.3)
-# ---------------------------------------------------------------------------------------------
 
 
 class AlignmentError(ValueError):
@@ -299,3 +249,34 @@ def read_ewt_syntax(split: str) -> UDTreebank:
         FileNotFoundError: the EWT file is missing.
     """
     return ud_treebank(read_ewt(split), name=f"ewt-{split}")
+
+
+def long_sentences(sentences: Sequence[UDSentence], min_words: int = 30) -> list[int]:
+    """Indices of the sentences with more than ``min_words`` words (the length-generalisation split)."""
+    return [i for i, s in enumerate(sentences) if len(s) > min_words]
+
+
+def ewt_splits(num_train: int | None, num_dev: int | None, num_test: int | None, long_min_words: int = 30) -> dict[str, list[UDSentence]]:
+    """The EWT sentences of the experiment: ``train``, ``dev``, ``test`` and ``test_long``.
+
+    ``train`` and ``dev`` are the first sentences of their splits; ``test`` is ``num_test``
+    sentences spread evenly over the whole test split (EWT is ordered by genre, so the first
+    ones would be one genre only); ``test_long`` is every test sentence with more than
+    ``long_min_words`` words (the length-generalisation split, whatever ``num_test``).
+    ``None`` means the whole split. Unaligned sentences were already counted by
+    :func:`read_ewt_syntax` (see its ``report()``).
+    """
+    train = list(read_ewt_syntax("train").sentences)
+    dev = list(read_ewt_syntax("dev").sentences)
+    test = list(read_ewt_syntax("test").sentences)
+    if num_test is not None and num_test < len(test):
+        picked = np.linspace(0, len(test) - 1, num_test).round().astype(int)
+        sample = [test[i] for i in sorted(set(picked.tolist()))]
+    else:
+        sample = test
+    return {
+        "train": train[:num_train] if num_train else train,
+        "dev": dev[:num_dev] if num_dev else dev,
+        "test": sample,
+        "test_long": [test[i] for i in long_sentences(test, long_min_words)],
+    }

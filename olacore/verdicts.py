@@ -1,0 +1,56 @@
+"""Verdict rules: fixed before the runs, so a chapter's conclusions are computed, never typed.
+
+- :func:`verdict`: a claim measured as a rate against its chance level.
+- :func:`better`: a claim that one measured value exceeds another.
+- :func:`vanishes`: a control's verdict on "OLAS vanishes without learned knowledge".
+"""
+
+from __future__ import annotations
+
+import math
+
+__all__ = ["HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE"]
+
+HOLDS, WEAK, FAILS = "holds", "holds weakly", "does not hold here"
+
+#: Noise scales (x each tensor's own std) at and above which a control is expected to remove
+#: OLAS; milder noise is a dose-response point, not a test of the claim.
+STRONG_NOISE = 0.3
+
+
+def verdict(observed: float, chance: float) -> str:
+    """A claim measured as a rate (fraction) against its chance level.
+
+    ``"holds"`` when ``observed >= max(0.5, 3 x chance)``; ``"holds weakly"`` when it is short
+    of that but at least ``min(5 x chance, that bar)``; otherwise ``"does not hold here"``.
+
+    Raises:
+        ValueError: ``observed`` or ``chance`` is NaN (an empty or failed measurement).
+    """
+    if math.isnan(observed) or math.isnan(chance):
+        raise ValueError("a verdict needs a measured rate and a chance level; got NaN")
+    strong = max(0.5, 3 * chance)
+    if observed >= strong:
+        return HOLDS
+    if observed >= min(5 * chance, strong):
+        return WEAK
+    return FAILS
+
+
+def better(a: float, b: float, margin: float = 0.0) -> str:
+    """``"holds"`` when ``a > b + margin``, else ``"does not hold here"`` (NaN refused)."""
+    if math.isnan(a) or math.isnan(b):
+        raise ValueError("a comparison needs two measured values; got NaN")
+    return HOLDS if a > b + margin else FAILS
+
+
+def vanishes(control: str, scale: float, observed: float, chance: float) -> str:
+    """Does OLAS vanish under this control? ``"yes"``, ``"no"``, or ``"-"`` where the claim does not apply.
+
+    It applies to the structural controls (random init, shuffled layers) and to noise at
+    :data:`STRONG_NOISE` or more, not to the trained model nor to mild noise. OLAS *vanishes*
+    when the similarity that remains does not even hold weakly (:func:`verdict`).
+    """
+    if control == "trained" or (control == "noise" and scale < STRONG_NOISE):
+        return "-"
+    return "yes" if verdict(observed, chance) == FAILS else "no"

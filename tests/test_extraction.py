@@ -1,0 +1,136 @@
+"""Attention extraction (olacore.extraction): maps, offsets, batching, errors, the memory budget."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from olacore.extraction import _memory_bounded_batches, extract_attention, tokenize
+from olacore.loading import LoadedModel, load_model
+
+TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "Attention maps differ.",
+    "Order-level attention is shared across language models, the paper says; we check it here.",
+    "Hi!",
+    "Layers, heads and tokens: three axes of every attention tensor.",
+]
+
+
+@pytest.fixture(scope="module")
+def minilm() -> LoadedModel:
+    return load_model("minilm-l6", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def smollm() -> LoadedModel:
+    return load_model("smollm2-135m", device="cpu")
+
+
+def _check_maps(extraction, num_layers, causal):
+    attentions = extraction.attentions
+    size = len(extraction.tokens)
+    assert attentions.shape == (num_layers, size, size)
+    assert attentions.dtype == torch.float32 and attentions.device.type == "cpu"
+    assert len(extraction.offsets) == size
+    assert torch.allclose(attentions.sum(-1), torch.ones(num_layers, size), atol=1e-5)
+    assert (attentions >= 0).all()
+    upper = torch.triu(attentions, diagonal=1).abs().max().item()
+    if causal:
+        assert upper == 0.0
+    else:
+        assert upper > 0.01
+
+
+def _check_offsets(text, extraction, special):
+    last_end = 0
+    for token, (start, end) in zip(extraction.tokens, extraction.offsets):
+        if token in special:
+            assert (start, end) == (0, 0)
+            continue
+        assert 0 <= start <= end <= len(text)
+        assert start >= last_end - 1  # spans move forward (byte-level BPE may share one char)
+        span = text[start:end]
+        assert span == span.strip(), "offsets are trimmed of whitespace"
+        last_end = end
+    covered = set()
+    for start, end in extraction.offsets:
+        covered.update(range(start, end))
+    assert all(i in covered for i, char in enumerate(text) if not char.isspace()), "every visible char is in a token"
+
+
+@pytest.mark.slow
+def test_minilm_extraction(minilm):
+    results = extract_attention(minilm, TEXTS, progress=False)
+    assert [r.text for r in results] == TEXTS
+    for text, extraction in zip(TEXTS, results):
+        _check_maps(extraction, 6, causal=False)
+        assert extraction.tokens[0] == "[CLS]" and extraction.tokens[-1] == "[SEP]"
+        _check_offsets(text, extraction, {"[CLS]", "[SEP]"})
+        for token, (start, end) in zip(extraction.tokens[1:-1], extraction.offsets[1:-1]):
+            assert text[start:end].lower() == token.removeprefix("##")
+
+
+@pytest.mark.slow
+def test_smollm_extraction(smollm):
+    results = extract_attention(smollm, TEXTS, progress=False)
+    for text, extraction in zip(TEXTS, results):
+        _check_maps(extraction, 30, causal=True)
+        # SmolLM2's GGUF tokenizer adds no BOS: the first token is the text's own.
+        assert extraction.offsets[0][0] == 0 and extraction.offsets[0][1] > 0
+        _check_offsets(text, extraction, set())
+        for token, (start, end) in zip(extraction.tokens, extraction.offsets):
+            assert smollm.tokenizer.convert_tokens_to_string([token]).strip() == text[start:end]
+
+
+@pytest.mark.slow
+def test_tokenize_agrees_with_extraction(minilm):
+    encoded = tokenize(minilm, TEXTS[:2])
+    extracted = extract_attention(minilm, TEXTS[:2], progress=False)
+    for (ids, tokens, offsets), extraction in zip(encoded, extracted):
+        assert len(ids) == len(tokens) == extraction.attentions.shape[-1]
+        assert tokens == extraction.tokens and offsets == extraction.offsets
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["minilm", "smollm"])
+def test_batched_equals_one_by_one(which, request):
+    model = request.getfixturevalue(which)
+    batched = extract_attention(model, TEXTS, batch_size=3, progress=False)
+    for text, together in zip(TEXTS, batched):
+        (alone,) = extract_attention(model, [text], batch_size=1, progress=False)
+        assert alone.tokens == together.tokens and alone.offsets == together.offsets
+        assert alone.attentions.shape == together.attentions.shape
+        torch.testing.assert_close(alone.attentions, together.attentions, atol=1e-5, rtol=0)
+    # Results are ordinary tensors the caller may edit in place.
+    batched[0].attentions.mul_(1.0)
+
+
+@pytest.mark.slow
+def test_empty_text_names_index(minilm):
+    with pytest.raises(ValueError, match=r"texts\[2\]"):
+        extract_attention(minilm, ["fine", "also fine", "   \n"], progress=False)
+    with pytest.raises(ValueError, match=r"texts\[0\]"):
+        extract_attention(minilm, [""], progress=False)
+    with pytest.raises(TypeError, match="single string"):
+        extract_attention(minilm, "not a list", progress=False)
+    with pytest.raises(ValueError, match="batch_size"):
+        extract_attention(minilm, ["fine"], batch_size=0, progress=False)
+
+
+@pytest.mark.slow
+def test_too_long_text_gives_lengths(minilm):
+    text = "word " * 600
+    with pytest.raises(ValueError, match=r"texts\[1\] has 602 tokens.*512 tokens"):
+        extract_attention(minilm, ["short", text], progress=False)
+
+
+def test_attention_memory_budget_splits_batches_and_refuses_huge_texts(monkeypatch):
+    model = SimpleNamespace(name="toy", num_layers=2, num_heads=4)  # 32 bytes per T^2 cell
+    monkeypatch.setenv("OLACORE_ATTENTION_GB", str(32 * 100**2 * 2 / 2**30))  # room for 2 texts of 100
+    assert _memory_bounded_batches(model, [100, 90, 80, 10], [3, 1, 0, 2], batch_size=8) == [[3, 1], [0, 2]]
+    assert _memory_bounded_batches(model, [100, 90, 80, 10], [3, 1, 0, 2], batch_size=1) == [[3], [1], [0], [2]]
+    with pytest.raises(MemoryError, match="150 tokens"):
+        _memory_bounded_batches(model, [150], [0], batch_size=8)

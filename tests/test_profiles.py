@@ -1,0 +1,66 @@
+"""Run profiles (olacore.profiles): every chapter x profile validates; bad overrides are refused."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from olacore.profiles import PROFILES, _PROFILES, settings
+
+CHAPTERS = sorted(_PROFILES)
+CASES = [(chapter, profile) for chapter in CHAPTERS for profile in PROFILES]
+
+
+@pytest.mark.parametrize("chapter, profile", CASES)
+def test_every_chapter_and_profile_validates(chapter, profile):
+    found = settings(chapter, profile)
+    # made again from its own fields, it passes validation (a frozen, checked dataclass)
+    again = type(found)(**{f.name: getattr(found, f.name) for f in dataclasses.fields(found)})
+    assert again == found
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(found, dataclasses.fields(found)[0].name, None)
+    for f in dataclasses.fields(found):
+        value = getattr(found, f.name)
+        assert not isinstance(value, list), f"{chapter}/{profile}.{f.name} is a list: settings must be hashable"
+
+
+def test_sizes_grow_from_smoke_to_paper():
+    for chapter in ("qualitative", "quantitative"):
+        smoke, default, paper = (settings(chapter, p) for p in PROFILES)
+        assert smoke.num_texts < default.num_texts < paper.num_texts
+
+
+def test_overrides_apply_and_lists_become_tuples():
+    found = settings("quantitative", "smoke", seeds=[3, 4], num_texts=10, size=None)
+    assert found.seeds == (3, 4) and found.num_texts == 10
+    assert found.size == settings("quantitative", "smoke").size  # None leaves a field as it is
+    assert settings("syntax", "default", models=["minilm-l6"]).models == ("minilm-l6",)
+
+
+@pytest.mark.parametrize("chapter, override, message", [
+    ("quantitative", {"num_textz": 5}, "no field num_textz; its fields: .*num_texts"),
+    ("quantitative", {"num_texts": 0}, r"QuantitativeSettings.num_texts must be positive; got 0"),
+    ("quantitative", {"size": -50}, "size must be positive"),
+    ("quantitative", {"proxy_num_texts": 9}, r"proxy_num_texts \(9\) cannot exceed num_texts \(8\)"),
+    ("quantitative", {"seeds": []}, "seeds must not be empty"),
+    ("quantitative", {"causal": []}, "causal must not be empty"),
+    ("qualitative", {"encoders": ()}, "encoders must not be empty"),
+    ("syntax", {"models": []}, "models must not be empty"),
+    ("syntax", {"epochs": 0}, "epochs must be positive"),
+    ("syntax", {"seeds": [0, -1]}, "negative value"),
+    ("controls", {"encoder_noise": [0.1, -0.3]}, "negative value"),
+    ("controls", {"seed": -1}, "seed must be >= 0"),
+    ("derivation", {"bench_size": -2}, "bench_size must be positive"),
+])
+def test_bad_overrides_are_refused(chapter, override, message):
+    with pytest.raises(ValueError, match=message):
+        settings(chapter, "smoke", **override)
+
+
+def test_seed_zero_is_allowed_and_unknown_names_list_the_known_ones():
+    assert settings("controls", "smoke", seed=0).seed == 0
+    with pytest.raises(ValueError, match="smoke, default, paper"):
+        settings("quantitative", "fast")
+    with pytest.raises(ValueError, match="controls, derivation, qualitative, quantitative, syntax"):
+        settings("retrieval", "smoke")

@@ -1,0 +1,70 @@
+"""Chapter results (olacore.results): undefined values and empty chapters refused, atomic save, round trip."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from olacore.results import ChapterResults, Record, load_results, results_dir
+
+
+def _results() -> ChapterResults:
+    results = ChapterResults("03_quantitative", "smoke")
+    results.add("retrieval/causal/order1/hits@1", "Hits@1, first order, causal models", 87.5, paper=83.6,
+                protocol="official", verdict="holds", chance=12.5, note="8 texts", anchor="tab-retrieval")
+    results.add("proxy/time", "proxy training time", 12.0, unit="s")
+    return results
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf"), "nan"])
+def test_undefined_values_are_refused(value):
+    results = ChapterResults("x", "smoke")
+    with pytest.raises(ValueError, match="empty or undefined"):
+        results.add("k", "a claim", value)
+    assert results.records == []
+
+
+def test_a_key_is_recorded_once():
+    results = _results()
+    with pytest.raises(ValueError, match="recorded twice"):
+        results.add("proxy/time", "again", 1.0)
+
+
+def test_an_empty_chapter_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="no result recorded"):
+        ChapterResults("04_controls", "smoke").save(tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_save_and_load_round_trip(tmp_path):
+    results = _results()
+    path = results.save(tmp_path)
+    assert path == tmp_path / "03_quantitative.json"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["03_quantitative.json"]  # no temporary file left
+    loaded = load_results("03_quantitative", tmp_path)
+    assert loaded == results
+    assert isinstance(loaded.records[0], Record) and loaded.records[0].paper == 83.6
+    payload = json.loads(path.read_text())
+    assert payload["chapter"] == "03_quantitative" and payload["profile"] == "smoke"
+
+
+def test_a_failed_save_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
+    _results().save(tmp_path)
+    before = (tmp_path / "03_quantitative.json").read_text()
+    broken = _results()
+    broken.add("bad", "a record whose paper value is undefined", 1.0, paper=float("nan"))
+    with pytest.raises(ValueError):
+        broken.save(tmp_path)
+    assert (tmp_path / "03_quantitative.json").read_text() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["03_quantitative.json"]
+
+
+def test_the_folder_comes_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("OLACORE_RESULTS", str(tmp_path / "results"))
+    assert results_dir() == tmp_path / "results"
+    path = _results().save()
+    assert path.parent == tmp_path / "results"
+    assert load_results("03_quantitative") == _results()
+    with pytest.raises(FileNotFoundError, match="05_syntax.json is missing.*execute_notebooks.py"):
+        load_results("05_syntax")

@@ -1,0 +1,128 @@
+"""Attention sinks (olacore.sinks): the official rule (argmax and mean + 3 std), and causal mirroring.
+
+The rule, per row over its valid entries (``j <= i`` for a causal model): zero the largest entry
+and every entry above ``mean + 3 std`` (population std), then renormalise. The reference below
+applies it with plain loops, row by row.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings, strategies as st
+
+from conftest import random_attention
+from olacore.sinks import clean_sinks, mirror_causal
+
+
+def _reference(maps: np.ndarray, causal: bool, num_std: float = 3.0) -> np.ndarray:
+    out = np.zeros_like(maps)
+    for i, row in enumerate(maps):
+        valid = row[: i + 1] if causal else row
+        threshold = valid.mean() + num_std * valid.std()
+        kept = np.where(valid > threshold, 0.0, valid)
+        kept[int(np.argmax(valid))] = 0.0
+        if kept.sum() > 0:
+            kept = kept / kept.sum()
+        out[i, : len(kept)] = kept
+    return out
+
+
+def _threshold(values: np.ndarray) -> float:
+    return float(values.mean() + 3 * values.std())
+
+
+def _row_with(value: float, size: int = 30) -> np.ndarray:
+    """A row: small background, a clear maximum 0.5 at the end, ``value`` at position 5."""
+    row = np.full(size, 0.01)
+    row[-1] = 0.5
+    row[5] = value
+    return row
+
+
+def _crossing() -> float:
+    """The value of entry 5 that sits exactly at mean + 3 std of its own row (bisection)."""
+    low, high = 0.01, 0.5  # entry 5 is below its threshold at 0.01, above it at 0.5
+    assert _row_with(low)[5] < _threshold(_row_with(low)) and _row_with(high)[5] > _threshold(_row_with(high))
+    for _ in range(100):
+        middle = (low + high) / 2
+        if middle > _threshold(_row_with(middle)):
+            high = middle
+        else:
+            low = middle
+    return (low + high) / 2
+
+
+def test_an_entry_above_mean_plus_three_std_is_removed_though_not_the_maximum():
+    crossing = _crossing()
+    assert 0.05 < crossing < 0.5  # a second peak, well below the row maximum
+    above = _row_with(crossing * 1.001)
+    below = _row_with(crossing * 0.999)
+    assert above[5] > _threshold(above) and below[5] < _threshold(below)
+    maps = torch.tensor(np.stack([above, below] + [np.full(30, 1 / 30)] * 28))
+    cleaned = clean_sinks(maps, causal=False)
+    assert cleaned[0, 5] == 0 and cleaned[0, -1] == 0  # the second peak and the maximum
+    assert cleaned[1, 5] > 0 and cleaned[1, -1] == 0  # just below the threshold: kept
+    # the rest of each row is kept, renormalised
+    torch.testing.assert_close(cleaned[1, 5], torch.tensor(below[5] / below[:-1].sum(), dtype=torch.float64))
+    torch.testing.assert_close(cleaned[0, :5], torch.full((5,), 1 / 28, dtype=torch.float64))
+    torch.testing.assert_close(cleaned.sum(-1)[:2], torch.ones(2, dtype=torch.float64))
+
+
+def test_causal_rows_take_their_statistics_over_the_valid_entries_only():
+    size, i = 30, 9
+    row = np.zeros(size)
+    row[: i + 1] = [0.1] * 8 + [0.45, 0.5]
+    valid = row[: i + 1]
+    # entry 8 is a sink over the whole row (zeros included), not over its valid part
+    assert _threshold(row) < row[8] < _threshold(valid)
+    maps = torch.tensor(np.tril(np.tile(row, (size, 1))))
+    maps[i] = torch.tensor(row)
+    cleaned = clean_sinks(maps, causal=True)
+    assert cleaned[i, 9] == 0 and cleaned[i, 8] > 0
+    assert clean_sinks(maps, causal=False)[i, 8] == 0  # read as a full row, it would be removed
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 24), st.booleans(), st.integers(0, 10_000), st.sampled_from([1.0, 2.0, 3.0]))
+def test_clean_sinks_equals_the_rule_row_by_row(size, causal, seed, num_std):
+    maps = random_attention(torch.Generator().manual_seed(seed), 1, 1, size, causal)[0, 0] ** 3
+    maps = maps / maps.sum(-1, keepdim=True)
+    cleaned = clean_sinks(maps, causal=causal, num_std=num_std)
+    np.testing.assert_allclose(cleaned.numpy(), _reference(maps.numpy(), causal, num_std), atol=1e-12, rtol=0)
+
+
+def test_clean_sinks_removes_the_sink_column_and_renormalises():
+    size = 8
+    maps = torch.full((size, size), 0.02).tril()
+    maps[:, 0] = 1.0
+    maps = maps / maps.sum(-1, keepdim=True)
+    cleaned = clean_sinks(maps, causal=True)
+    assert torch.all(cleaned[1:, 0] == 0)
+    assert torch.all(cleaned[0] == 0)  # the first causal row only had its sink
+    torch.testing.assert_close(cleaned[1:].sum(-1), torch.ones(size - 1))
+    assert torch.equal(cleaned, cleaned.tril())
+
+
+def test_clean_sinks_bidirectional_uses_whole_row():
+    maps = torch.tensor([[0.1, 0.2, 0.7], [0.3, 0.3, 0.4], [0.25, 0.5, 0.25]])
+    cleaned = clean_sinks(maps, causal=False)
+    assert cleaned[0, 2] == 0 and cleaned[2, 1] == 0
+    torch.testing.assert_close(cleaned.sum(-1), torch.ones(3))
+
+
+def test_clean_sinks_keeps_leading_dimensions_and_refuses_non_square():
+    maps = random_attention(torch.Generator().manual_seed(0), 2, 3, 6, True)
+    cleaned = clean_sinks(maps, causal=True)
+    assert cleaned.shape == maps.shape
+    torch.testing.assert_close(cleaned[1, 2], clean_sinks(maps[1, 2], causal=True))
+    with pytest.raises(ValueError, match="square"):
+        clean_sinks(torch.rand(3, 4), causal=False)
+
+
+def test_mirror_causal_is_symmetric():
+    maps = torch.rand(3, 5, 5).tril()
+    mirrored = mirror_causal(maps)
+    torch.testing.assert_close(mirrored, mirrored.transpose(-1, -2))
+    torch.testing.assert_close(mirrored.tril(), maps)

@@ -1,0 +1,151 @@
+"""The UD reader (olacore.ud): multi-word tokens, empty nodes, alignment to the text, EWT splits."""
+
+from __future__ import annotations
+
+import conllu
+import pytest
+
+from olacore.ud import (
+    UPOS_TAGS,
+    AlignmentError,
+    UDSentence,
+    align_ud_sentence,
+    ewt_splits,
+    long_sentences,
+    read_ewt_syntax,
+    ud_treebank,
+    universal_relation,
+)
+
+# "I don't like it." with "don't" as a multi-word token (do + n't) and one empty node.
+CONLLU = """\
+# sent_id = s1
+# text = I don't like it.
+1	I	I	PRON	PRP	_	4	nsubj	_	_
+2-3	don't	_	_	_	_	_	_	_	_
+2	do	do	AUX	VBP	_	4	aux	_	_
+3	n't	not	PART	RB	_	4	advmod	_	_
+4	like	like	VERB	VB	_	0	root	_	_
+4.1	like	like	VERB	VB	_	_	_	4:conj	_
+5	it	it	PRON	PRP	_	4	obj	_	SpaceAfter=No
+6	.	.	PUNCT	.	_	4	punct	_	_
+
+# sent_id = s2
+# text = Al del mar.
+1	Al	Al	PROPN	_	_	0	root	_	_
+2-3	del	_	_	_	_	_	_	_	_
+2	de	de	ADP	_	_	4	case	_	_
+3	el	el	DET	_	_	4	det	_	_
+4	mar	mar	NOUN	_	_	1	nmod	_	SpaceAfter=No
+5	.	.	PUNCT	_	_	1	punct	_	_
+
+# sent_id = broken
+# text = Something else entirely.
+1	Nothing	nothing	PRON	_	_	0	root	_	_
+
+"""
+
+
+def _sentence(heads, sent_id="t"):
+    words = tuple(f"w{i}" for i in range(len(heads)))
+    spans, cursor = [], 0
+    for w in words:
+        spans.append((cursor, cursor + len(w)))
+        cursor += len(w) + 1
+    rels = tuple("root" if h == 0 else "dep" for h in heads)
+    return UDSentence(sent_id, " ".join(words), words, tuple(spans), tuple(heads), rels, tuple("NOUN" for _ in heads))
+
+
+def test_multiword_token_split_into_words_sharing_the_span():
+    bank = ud_treebank(CONLLU, name="hand")
+    first = bank.sentences[0]
+    assert first.words == ("I", "do", "n't", "like", "it", ".")
+    assert first.heads == (4, 4, 4, 0, 4, 4)
+    assert first.deprels == ("nsubj", "aux", "advmod", "root", "obj", "punct")
+    assert first.upos == ("PRON", "AUX", "PART", "VERB", "PRON", "PUNCT")
+    # do and n't both get the span of the surface token "don't"; the empty node is skipped
+    assert first.spans == ((0, 1), (2, 7), (2, 7), (8, 12), (13, 15), (15, 16))
+    assert first.text[2:7] == "don't"
+    for word, (start, end) in zip(first.words, first.spans):
+        if word not in ("do", "n't"):
+            assert first.text[start:end] == word
+
+
+def test_spanish_contraction():
+    second = ud_treebank(CONLLU).sentences[1]
+    assert second.words == ("Al", "de", "el", "mar", ".")
+    assert second.spans[1] == second.spans[2] == (3, 6)
+    assert second.text[3:6] == "del"
+    word_text = second.word_text()
+    assert (word_text.text, word_text.words, word_text.spans) == (second.text, second.words, second.spans)
+
+
+def test_unaligned_sentence_is_counted_not_dropped_silently():
+    bank = ud_treebank(CONLLU, name="hand")
+    assert len(bank) == 2
+    assert [sid for sid, _ in bank.unaligned] == ["broken"]
+    assert "3 sentences, 2 aligned, 1 not aligned" in bank.report()
+    assert "broken" in bank.report()
+
+
+def test_align_raises_on_mismatch_and_missing_text():
+    broken = conllu.parse(CONLLU)[2]
+    with pytest.raises(AlignmentError, match="Nothing"):
+        align_ud_sentence(broken)
+    no_text = conllu.parse("1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n")[0]
+    with pytest.raises(AlignmentError, match="no '# text'"):
+        align_ud_sentence(no_text)
+    bad_head = conllu.parse("# text = Hi\n1\tHi\thi\tINTJ\t_\t_\t5\troot\t_\t_\n\n")[0]
+    with pytest.raises(AlignmentError, match="outside"):
+        align_ud_sentence(bad_head)
+
+
+def test_universal_relation():
+    assert universal_relation("nmod:poss") == "nmod"
+    assert universal_relation("obl:unmarked") == "obl"
+    assert universal_relation("madeup") == "dep"
+
+
+def test_long_sentences():
+    sentences = [_sentence([0] + [1] * k) for k in (5, 30, 31, 40)]  # 6, 31, 32, 41 words
+    assert long_sentences(sentences, 30) == [1, 2, 3]
+    assert long_sentences(sentences, 31) == [2, 3]
+
+
+@pytest.fixture(scope="module")
+def dev():
+    try:
+        return read_ewt_syntax("dev")
+    except FileNotFoundError:
+        pytest.skip("EWT data not available")
+
+
+def test_ewt_dev_aligns_completely(dev):
+    assert len(dev) + len(dev.unaligned) == 2001
+    assert not dev.unaligned, dev.report()
+    for sentence in dev.sentences:
+        assert all(0 <= h <= len(sentence) for h in sentence.heads)
+        assert sum(h == 0 for h in sentence.heads) >= 1
+
+
+def test_label_sets_cover_the_treebank(dev):
+    # every relation in EWT keeps its universal part (none falls back to "dep"), every tag is known
+    for sentence in dev.sentences:
+        for deprel in sentence.deprels:
+            assert universal_relation(deprel) == deprel.split(":")[0], deprel
+        assert set(sentence.upos) <= set(UPOS_TAGS)
+
+
+@pytest.mark.slow
+def test_ewt_splits_spread_the_test_sample_and_keep_the_long_sentences():
+    try:
+        splits = ewt_splits(10, 5, 20)
+    except FileNotFoundError:
+        pytest.skip("EWT data not available")
+    test = read_ewt_syntax("test").sentences
+    assert [s.sent_id for s in splits["train"]] == [s.sent_id for s in read_ewt_syntax("train").sentences[:10]]
+    assert len(splits["dev"]) == 5 and len(splits["test"]) == 20
+    positions = [test.index(s) for s in splits["test"]]
+    assert positions[0] == 0 and positions[-1] == len(test) - 1 and positions == sorted(positions)
+    assert splits["test_long"] and all(len(s) > 30 for s in splits["test_long"])
+    assert len(splits["test_long"]) == sum(len(s) > 30 for s in test)

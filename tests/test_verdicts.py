@@ -1,0 +1,51 @@
+"""Verdict rules (olacore.verdicts) on their boundaries; an undefined measurement is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from olacore.verdicts import FAILS, HOLDS, STRONG_NOISE, WEAK, better, vanishes, verdict
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("observed, chance, expected", [
+    # chance 0.02: holds from 0.5, holds weakly from 5 x chance = 0.1
+    (0.5, 0.02, HOLDS), (0.4999, 0.02, WEAK), (0.1, 0.02, WEAK), (0.0999, 0.02, FAILS), (0.0, 0.02, FAILS),
+    (1.0, 0.02, HOLDS),
+    # chance 0.25: the strong bar is 3 x chance = 0.75, and no weak band is left below it
+    (0.75, 0.25, HOLDS), (0.7499, 0.25, FAILS), (0.6, 0.25, FAILS),
+    # chance 0.1: 5 x chance reaches the strong bar 0.5 itself
+    (0.5, 0.1, HOLDS), (0.4999, 0.1, FAILS),
+    # chance 0.001 (1000 texts): weak from 0.005
+    (0.005, 0.001, WEAK), (0.0049, 0.001, FAILS),
+])
+def test_verdict_boundaries(observed, chance, expected):
+    assert verdict(observed, chance) == expected
+
+
+@pytest.mark.parametrize("observed, chance", [(NAN, 0.1), (0.5, NAN), (NAN, NAN)])
+def test_verdict_refuses_nan(observed, chance):
+    with pytest.raises(ValueError, match="NaN"):
+        verdict(observed, chance)
+
+
+def test_better_is_strict_and_refuses_nan():
+    assert better(0.6, 0.5) == HOLDS
+    assert better(0.5, 0.5) == FAILS
+    assert better(0.6, 0.5, margin=0.1) == FAILS and better(0.61, 0.5, margin=0.1) == HOLDS
+    for a, b in ((NAN, 0.5), (0.5, NAN)):
+        with pytest.raises(ValueError, match="NaN"):
+            better(a, b)
+
+
+def test_vanishes_applies_only_to_structural_controls_and_strong_noise():
+    assert vanishes("trained", 0.0, 0.01, 0.02) == "-"
+    assert vanishes("noise", STRONG_NOISE - 1e-9, 0.0, 0.02) == "-"  # mild noise: a dose-response point
+    assert vanishes("noise", STRONG_NOISE, 0.0, 0.02) == "yes"
+    assert vanishes("noise", 1.0, 0.9, 0.02) == "no"
+    assert vanishes("random init", NAN, 0.0999, 0.02) == "yes"  # structural controls have no scale
+    assert vanishes("random init", NAN, 0.1, 0.02) == "no"  # still holds weakly: it has not vanished
+    assert vanishes("shuffled layers", NAN, 0.6, 0.02) == "no"
+    with pytest.raises(ValueError, match="NaN"):
+        vanishes("shuffled layers", NAN, NAN, 0.02)
