@@ -49,8 +49,8 @@
 # the `seconds` column always reports the training time of the run that trained them.
 
 # %% tags=["parameters"]
-profile = "default"
-device = None  # None: CUDA when available
+profile = "default"  # smoke, default or paper: sets every size
+device: str | None = None  # None: CUDA when available
 
 # %%
 import os
@@ -67,6 +67,7 @@ from olacore import syntax
 from olacore.controls import random_init
 from olacore.data import read_ewt_syntax
 from olacore.models import load_model, model_kind
+from olacore.tables import show_table
 from olacore.timing import Stopwatch
 
 cfg = olacore.profiles.settings("syntax", profile)
@@ -340,6 +341,6 @@ plt.tight_layout()
 
 # %%
 headline = results[results.pooling == "word"].pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
-print(headline.round(1).to_string())
+show_table(headline, "tbl-syntax-headline", "Dependency probes reading only OLA: test UAS and LAS (%) with punctuation, word-pooled maps, seed 0, per model and OLA order.", decimals=1)
 print(f"positional baseline UAS/LAS: {positional_uas:.1f} / {baselines.loc[baselines.input == 'positional', 'las'].iloc[0]:.1f}")
 print(watch.report())
