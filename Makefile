@@ -49,7 +49,7 @@ chromium:
 	fi
 
 test: $(STAMP) chromium
-	$(PY) -m pytest
+	OLACORE_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ola.py

@@ -37,7 +37,7 @@ INTERACTIVE_PAGE = "book/generated/02_qualitative.html"
 
 pytestmark = pytest.mark.slow
 
-PAGE_PROBE = """async () => {
+PAGE_PROBE = r"""async () => {
   const imgs = [...document.querySelectorAll('img')];
   imgs.forEach(i => { i.loading = 'eager'; });
   await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
@@ -58,6 +58,10 @@ PAGE_PROBE = """async () => {
     mathTypeset: math.filter(m => m.querySelector('mjx-container')).length,
     mathErrors: document.querySelectorAll('mjx-merror').length,
     links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    parameterBlocks: [...document.querySelectorAll('.admonition-title')]
+      .filter(t => t.textContent.trim() === 'Parameters of this run').length,
+    parameterCells: [...document.querySelectorAll('div.cell div.cell_input pre')]
+      .filter(p => /^\s*profile\s*=/m.test(p.textContent)).length,
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
   };
 }"""
@@ -295,3 +299,10 @@ def test_chapters_offer_their_notebook_and_source_for_download(visits):
             downloads = [link for link in record["links"] if "/_downloads/" in link]
             assert any(link.endswith(f"{stem}.ipynb") for link in downloads), (name, downloads)
             assert any(link.endswith(f"{stem}.py") for link in downloads), (name, downloads)
+
+
+def test_chapters_show_their_parameters_once(visits):
+    for name, record in visits["records"].items():
+        if name.startswith("book/generated/"):
+            assert (record["parameterBlocks"], record["parameterCells"]) == (1, 0), (name, record["parameterBlocks"],
+                                                                                 record["parameterCells"])
