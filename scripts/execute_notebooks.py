@@ -165,7 +165,8 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
         papermill.execute_notebook(
             str(raw), str(target), parameters=parameters, kernel_name="python3", cwd=str(ROOT),
             progress_bar=sys.stderr.isatty(), log_output=False,
-            extra_arguments=[f"--IPKernelApp.exec_files={KERNEL_SETUP}"],
+            # the kernel's own log (e.g. its warning about unencrypted local TCP) is not the chapter's
+            extra_arguments=[f"--IPKernelApp.exec_files={KERNEL_SETUP}", "--IPKernelApp.log_level=ERROR"],
         )
     finally:
         raw.unlink(missing_ok=True)
@@ -251,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         rows.append(row)
         print(f"[execute] {source.name} {row['status']} in {row['seconds']:.0f} s ({row['reason']})", flush=True)
-    manifest.update_manifest(args.out, "", None, last_run=rows)
+    manifest.update_manifest(args.out, last_run=rows)
     print(timing_table(rows), flush=True)
     return 0
 

@@ -141,12 +141,12 @@ def write_manifest(out_dir: Path, manifest: dict) -> None:
         raise
 
 
-def update_manifest(out_dir: Path, chapter: str, entry: dict | None = None, **top_level) -> None:
+def update_manifest(out_dir: Path, chapter: str | None = None, entry: dict | None = None, **top_level) -> None:
     """Re-read the manifest, set (or with ``entry=None`` drop) one chapter's entry and top-level keys, write it back."""
     manifest = read_manifest(out_dir)
-    if entry is None:
+    if chapter is not None and entry is None:
         manifest["chapters"].pop(chapter, None)
-    else:
+    elif chapter is not None:
         manifest["chapters"][chapter] = entry
     manifest.update(top_level)
     write_manifest(out_dir, manifest)
