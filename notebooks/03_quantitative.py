@@ -125,7 +125,9 @@ print(f"Chance level with {len(texts)} texts: Hits@1 = {chance1:.3f}, Hits@5 = {
 faithful = retrieval[(retrieval["align"] == "resize") & (retrieval["sinks"] == "clean")]
 pivot = faithful.pivot_table(index=["kind", "source", "target"], columns="channel", values=["hits@1", "hits@5"]) * 100
 print(f"Chance: Hits@1 = {100 * chance1:.1f} %, Hits@5 = {100 * chance5:.1f} %")
-show_table(pivot, "tbl-retrieval", f"SSIM retrieval, paper-faithful setting (maps resized to 50 x 50, sinks cleaned): Hits@1 and Hits@5 (%) for every ordered (source, target) pair of the same kind, {len(texts)} texts (chance: Hits@1 {100 * chance1:.1f} %, Hits@5 {100 * chance5:.1f} %).", decimals=1)
+show_table(pivot, "tbl-retrieval", "SSIM retrieval, paper-faithful setting (maps resized to 50 x 50, sinks cleaned): "
+           f"Hits@1 and Hits@5 (%) for every ordered (source, target) pair of the same kind, {len(texts)} texts "
+           f"(chance: Hits@1 {100 * chance1:.1f} %, Hits@5 {100 * chance5:.1f} %).", decimals=1)
 
 # %% [markdown]
 # Model x model heatmaps of Hits@1 (rows: source = gallery, columns: target = queries).
@@ -271,7 +273,10 @@ for kind in models:
 table["paper, mean over causal targets %"] = [np.mean(paper_proxy[c]) if c in paper_proxy else np.nan for c in table.index]
 table["chance %"] = proxy_chance
 print(f"Chance: {proxy_chance:.1f} % ({cfg['proxy_num_texts']} classes). Validation: {runs['validation'].unique().tolist()}")
-show_table(table, "tbl-proxy", f"Visual proxy: accuracy (%) on each target model's maps, mean ± std over seeds {cfg['seeds']}, {cfg['proxy_num_texts']} classes (chance {proxy_chance:.1f} %), CPU-sized ResNet-18 trained on the other models of the same kind; the paper's column is the mean over its six causal targets.", decimals=1)
+show_table(table, "tbl-proxy", f"Visual proxy: accuracy (%) on each target model's maps, mean ± std over seeds "
+           f"{cfg['seeds']}, {cfg['proxy_num_texts']} classes (chance {proxy_chance:.1f} %), CPU-sized ResNet-18 "
+           "trained on the other models of the same kind; the paper's column is the mean over its six causal targets.",
+           decimals=1)
 
 # %% [markdown]
 # ## Verdicts
@@ -306,7 +311,8 @@ first, roll = mean_hits("causal", "order 1"), mean_hits("causal", "rollout")
 claims.append({"claim": "1st-order OLA is more similar across causal models than rollout (SSIM Hits@1)",
                "ours %": 100 * (first - roll), "chance %": np.nan,
                "verdict": "holds" if first > roll else "does not hold here"})
-show_table(pd.DataFrame(claims), "tbl-verdicts", "Verdicts on the OLAS claims by the fixed rule above: our rate and chance (%), paper-faithful retrieval (resize, clean sinks) and the visual proxy.", decimals=1)
+show_table(pd.DataFrame(claims), "tbl-verdicts", "Verdicts on the OLAS claims by the fixed rule above: our rate and "
+           "chance (%), paper-faithful retrieval (resize, clean sinks) and the visual proxy.", decimals=1)
 
 # %% [markdown]
 # The paper's retrieval reaches 84-96 % Hits@1 over 1000 texts between its causal models;

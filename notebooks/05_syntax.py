@@ -341,6 +341,7 @@ plt.tight_layout()
 
 # %%
 headline = results[results.pooling == "word"].pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
-show_table(headline, "tbl-syntax-headline", "Dependency probes reading only OLA: test UAS and LAS (%) with punctuation, word-pooled maps, seed 0, per model and OLA order.", decimals=1)
+show_table(headline, "tbl-syntax-headline", "Dependency probes reading only OLA: test UAS and LAS (%) with punctuation, "
+           "word-pooled maps, seed 0, per model and OLA order.", decimals=1)
 print(f"positional baseline UAS/LAS: {positional_uas:.1f} / {baselines.loc[baselines.input == 'positional', 'las'].iloc[0]:.1f}")
 print(watch.report())

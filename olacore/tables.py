@@ -66,7 +66,8 @@ class LabelledTable:
 
     def __init__(self, frame: pd.DataFrame, label: str, caption: str, *, decimals: int | None = None):
         if not isinstance(frame, pd.DataFrame):
-            raise ValueError(f"show_table needs a pandas DataFrame, got {type(frame).__name__}; wrap a Series with .to_frame()")
+            raise ValueError(f"show_table needs a pandas DataFrame, got {type(frame).__name__}; "
+                             "wrap a Series with .to_frame()")
         if not LABEL.match(label or ""):
             raise ValueError(f"table label {label!r} must be lowercase words joined by hyphens, e.g. 'tbl-retrieval'")
         caption = " ".join((caption or "").split())
@@ -78,7 +79,8 @@ class LabelledTable:
     def to_markdown(self) -> str:
         """The MyST source: a ``{table}`` directive with the caption, ``:name:`` label and a pipe table."""
         flat = _flatten(self.frame)
-        numeric = [pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) for dtype in flat.dtypes]
+        numeric = [pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+                   for dtype in flat.dtypes]
         header = "| " + " | ".join(_cell(name, self.decimals) or " " for name in flat.columns) + " |"
         rule = "|" + "|".join("---:" if right else ":---" for right in numeric) + "|"
         rows = ["| " + " | ".join(_cell(value, self.decimals) for value in row) + " |"

@@ -157,7 +157,8 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
     declared_here = declared_parameters(notebook.cells[index].source) if index is not None else {}
     unknown = sorted(set(parameters) - set(declared_here))
     if unknown:
-        raise ParameterError(f"{source.name} has no parameter {', '.join(unknown)}; its parameters are: {', '.join(declared_here)}")
+        raise ParameterError(f"{source.name} has no parameter {', '.join(unknown)}; "
+                             f"its parameters are: {', '.join(declared_here)}")
     raw = out_dir / f"{source.stem}.source.ipynb"
     jupytext.write(notebook, raw)
     target = out_dir / f"{source.stem}.ipynb"
@@ -193,7 +194,8 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
     entry = manifest.read_manifest(out_dir)["chapters"].get(source.stem)
     reason = "forced" if force else manifest.why_stale(entry, fingerprint, out_dir)
     if reason is None:
-        return {"chapter": source.stem, "status": "skipped", "seconds": time.perf_counter() - start, "reason": "unchanged"}
+        seconds = time.perf_counter() - start
+        return {"chapter": source.stem, "status": "skipped", "seconds": seconds, "reason": "unchanged"}
     manifest.update_manifest(out_dir, source.stem, None)
     execute(source, out_dir, parameters)
     seconds = time.perf_counter() - start

@@ -55,7 +55,7 @@ def data_dir(root: Path = ROOT) -> Path:
 
 
 def data_fingerprint(folder: Path) -> str:
-    """SHA-256 over (relative path, size, mtime in ns) of every file under ``folder``; a missing folder hashes as such."""
+    """SHA-256 over (relative path, size, mtime in ns) of every file under ``folder`` (a missing folder: ``...-missing``)."""
     digest = hashlib.sha256(str(folder).encode() + b"\0")
     if not folder.is_dir():
         return digest.hexdigest() + "-missing"

@@ -82,18 +82,20 @@ def _kind_of_annotation(node: ast.expr, source: str) -> Kind:
         return Kind(node.id)
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         left, right = _kind_of_annotation(node.left, source), _kind_of_annotation(node.right, source)
-        options = (left.options if left.name == "union" else (left,)) + (right.options if right.name == "union" else (right,))
+        options = tuple(o for side in (left, right) for o in (side.options if side.name == "union" else (side,)))
         return Kind("union", options=options)
     if isinstance(node, ast.Subscript) and isinstance(node.value, (ast.Name, ast.Attribute)):
         head = node.value.id if isinstance(node.value, ast.Name) else node.value.attr
         if head in ("list", "List"):
             item = _kind_of_annotation(node.slice, source)
             if item.name not in SCALARS:
-                raise ParameterError(f"unsupported parameter type {ast.unparse(node)!r}: lists hold str, int, float or bool")
+                raise ParameterError(f"unsupported parameter type {ast.unparse(node)!r}: "
+                                     "lists hold str, int, float or bool")
             return Kind("list", item=item)
         if head == "Optional":
             return Kind("union", options=(_kind_of_annotation(node.slice, source), Kind("None")))
-    raise ParameterError(f"unsupported parameter type {ast.unparse(node)!r}; use str, int, float, bool, list[T] or T | None")
+    raise ParameterError(f"unsupported parameter type {ast.unparse(node)!r}; "
+                         "use str, int, float, bool, list[T] or T | None")
 
 
 def _kind_of_default(value: object) -> Kind | None:
