@@ -78,7 +78,7 @@ def order_explorer(maps: Mapping[str, Mapping[str, object]], labels: Mapping[str
         significant: significant digits kept in the page's JSON (size, not precision, matters).
 
     Returns:
-        An :class:`InteractiveFigure`; its JSON grows as models x orders x T^2 (about 80 kB for
+        An :class:`InteractiveFigure`; its JSON grows as models x orders x T^2 (about 60 kB for
         five models, four orders and T = 12 words).
 
     Raises:
