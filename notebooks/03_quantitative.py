@@ -30,9 +30,9 @@
 # steps instead of 100k). The `paper` profile restores the paper's sizes.
 
 # %% tags=["parameters"]
-profile = "default"
-seeds = None  # None: the profile's seeds
-device = None  # None: CUDA when available, else CPU
+profile = "default"  # smoke, default or paper: sets every size
+seeds: list[int] | None = None  # None: the profile's seeds
+device: str | None = None  # None: CUDA when available, else CPU
 
 # %%
 import numpy as np
@@ -49,6 +49,7 @@ from olacore.results import ChapterResults
 from olacore.retrieval import mean_hits, retrieval_grid
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
+from olacore.tables import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 from olacore.verdicts import better, verdict
@@ -105,7 +106,10 @@ print(f"Chance level with {len(texts)} texts: Hits@1 = {100 * chance1:.1f} %, Hi
 
 # %%
 faithful = retrieval[retrieval["variant"] == "resize, clean"]
-(faithful.pivot_table(index=["group", "source", "target"], columns="channel", values=["hits@1", "hits@5"]) * 100).round(1)
+pivot = faithful.pivot_table(index=["group", "source", "target"], columns="channel", values=["hits@1", "hits@5"]) * 100
+show_table(pivot, "tbl-retrieval", "SSIM retrieval, paper-faithful setting (maps resized to 50 x 50, sinks cleaned): "
+           f"Hits@1 and Hits@5 (%) for every ordered (source, target) pair of the same kind, {len(texts)} texts "
+           f"(chance: Hits@1 {100 * chance1:.1f} %, Hits@5 {100 * chance5:.1f} %).", decimals=1)
 
 # %%
 fig = hits_heatmaps(faithful, groups, CHANNELS, title=f"Hits@1 % (resize, clean sinks; chance {100 * chance1:.1f} %)")
@@ -197,7 +201,10 @@ published_proxy = paper.proxy()["mean"]
 table["paper, mean over causal targets %"] = [published_proxy.get(c[0]) if len(c) == 1 else np.nan for c in channel_sets]
 table["chance %"] = proxy_chance
 print(f"Chance: {proxy_chance:.1f} % ({cfg.proxy_num_texts} classes). Validation: {runs['validation'].unique().tolist()}")
-table
+show_table(table, "tbl-proxy", f"Visual proxy: accuracy (%) on each target model's maps, mean ± std over seeds "
+           f"{list(cfg.seeds)}, {cfg.proxy_num_texts} classes (chance {proxy_chance:.1f} %), CPU-sized ResNet-18 "
+           "trained on the other models of the same kind; the paper's column is the mean over its six causal targets.",
+           decimals=1)
 
 # %% [markdown]
 # ## Verdicts
@@ -223,8 +230,11 @@ for kind in groups:
 first, roll = mean_hits(faithful, group="causal", channel="order1"), mean_hits(faithful, group="causal", channel="rollout")
 results.add("retrieval/causal/order1-minus-rollout", "1st-order OLA is more similar across causal models than rollout (SSIM Hits@1)",
             100 * (first - roll), unit="points", verdict=better(first, roll))
-pd.DataFrame([{"claim": r.claim, "ours %": r.value, "chance %": r.chance, "paper %": r.paper, "verdict": r.verdict}
-              for r in results.records]).round(1)
+show_table(pd.DataFrame([{"claim": r.claim, "ours %": r.value, "chance %": r.chance, "paper %": r.paper,
+                          "verdict": r.verdict} for r in results.records]),
+           "tbl-verdicts", "Verdicts on the OLAS claims by the fixed rule above: our rate and chance (%), "
+           "paper-faithful retrieval (resize, clean sinks) and the visual proxy, with the paper's number where it has one.",
+           decimals=1)
 
 # %% [markdown]
 # The paper's retrieval reaches 84-96 % Hits@1 over 1000 texts between its causal models;

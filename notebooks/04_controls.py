@@ -31,9 +31,9 @@
 # quantised models (the causal ones), EWT text, fewer texts, a CPU-sized proxy.
 
 # %% tags=["parameters"]
-profile = "default"
-seeds = None  # None: the profile's seeds for the proxy
-device = None  # None: CUDA when available, else CPU
+profile = "default"  # smoke, default or paper: sets every size
+seeds: list[int] | None = None  # None: the profile's seeds for the proxy
+device: str | None = None  # None: CUDA when available, else CPU
 
 # %%
 import matplotlib.pyplot as plt

@@ -49,8 +49,8 @@
 # the `seconds` column always reports the training time of the run that trained them.
 
 # %% tags=["parameters"]
-profile = "default"
-device = None  # None: CUDA when available
+profile = "default"  # smoke, default or paper: sets every size
+device: str | None = None  # None: CUDA when available
 
 # %%
 import matplotlib.pyplot as plt
@@ -67,6 +67,7 @@ from olacore.profiles import settings
 from olacore.proxy import channel_set_label
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
+from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.ud import ewt_splits, read_ewt_syntax
 from olacore.verdicts import better
@@ -311,7 +312,9 @@ plt.tight_layout()
 # time went.
 
 # %%
-print(words.pivot_table(index="model", columns="input", values=["uas", "las"], sort=False).round(1).to_string())
+headline = words.pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
+show_table(headline, "tbl-syntax-headline", "Dependency probes reading only OLA: test UAS and LAS (%) with punctuation, "
+           "word-pooled maps, seed 0, per model and OLA order.", decimals=1)
 positional_las = baselines.loc[baselines["input"] == "positional", "las"].iloc[0]
 print(f"positional baseline UAS/LAS: {positional_uas:.1f} / {positional_las:.1f}")
 results.save()

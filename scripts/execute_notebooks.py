@@ -1,56 +1,224 @@
-"""Execute the jupytext notebook sources with papermill.
+"""Execute the jupytext notebook sources with papermill, skipping chapters whose inputs did not change.
 
 Usage::
 
-    python scripts/execute_notebooks.py [--profile default] [--out book/generated] [NOTEBOOK.py ...]
+    python scripts/execute_notebooks.py [--profile default] [--out book/generated] [--force]
+                                        [-p NAME VALUE ...] [NOTEBOOK.py ...]
+    python scripts/execute_notebooks.py --timings     # the table of the last run, again
 
 With no notebook named, every ``notebooks/*.py`` runs in order. Each source is converted to
 ``.ipynb`` with jupytext, executed by papermill with ``-p profile PROFILE`` (and any
 ``-p NAME VALUE`` given), and written to the output folder, where the book picks it up.
-Stops at the first notebook that fails, naming it, with a non-zero exit status.
+
+- Every ``-p`` value is checked against the type its notebook declares in the cell tagged
+  ``parameters`` before any cell runs (``scripts/notebook_parameters.py``): coerced where
+  unambiguous (``-p seeds 0`` gives ``[0]``), otherwise refused in one line.
+- A chapter whose source, parameters, package code, runner, data files and environment are
+  unchanged, and whose executed notebook is present and unmodified, is skipped
+  (``scripts/notebook_manifest.py``; manifest ``book/generated.manifest.json``). ``--force``
+  re-executes everything.
+- The executed notebook is made for reading: its parameters are shown once, as a labelled
+  block (the ``parameters`` and papermill's ``injected-parameters`` cells stay in the
+  notebook, tagged ``remove-cell``), and a note offers the executed notebook and its jupytext
+  source (copied beside it) for download.
+
+Stops at the first notebook that fails, naming it, with exit status 1 (2 for a refused
+parameter); prints a per-chapter timing table (executed / skipped, seconds) at the end.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import shutil
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import jupytext
+import nbformat
 import papermill
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import notebook_manifest as manifest  # noqa: E402
+from notebook_parameters import ParameterError, check_parameters, declared_parameters  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
+KERNEL_SETUP = Path(__file__).resolve().parent / "kernel_setup.py"
+PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
+SUMMARY_TAG, DOWNLOAD_TAG = "olacore-parameters", "olacore-download"
+
+
+class _DropUnknownParameterWarning(logging.Filter):
+    """Papermill's own name check cannot read ``x: T | None = ...`` lines; ours has run already."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Passed unknown parameter")
+
+
+logging.getLogger("papermill").addFilter(_DropUnknownParameterWarning())
+
+
+def read_source(source: Path) -> nbformat.NotebookNode:
+    """The jupytext source as a notebook with a Python 3 kernelspec."""
+    notebook = jupytext.read(source)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return notebook
+
+
+def _tagged(notebook: nbformat.NotebookNode, tag: str) -> int | None:
+    return next((i for i, cell in enumerate(notebook.cells) if tag in cell.get("metadata", {}).get("tags", [])), None)
+
+
+def declared(source: Path) -> dict:
+    """The parameters a source declares (``{name: notebook_parameters.Declared}``)."""
+    notebook = read_source(source)
+    index = _tagged(notebook, PARAMETERS_TAG)
+    return declared_parameters(notebook.cells[index].source) if index is not None else {}
+
+
+def resolve_parameters(source: Path, profile: str, given: dict[str, str]) -> dict:
+    """The checked parameters of one run: ``profile`` plus every ``-p NAME TEXT`` coerced to its declared type.
+
+    Raises:
+        notebook_parameters.ParameterError: an unknown name or a value of the wrong form (one line).
+    """
+    return check_parameters(declared(source), {"profile": profile, **given}, source.name)
+
+
+def _markdown_cell(text: str, tag: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_markdown_cell(text, metadata={"tags": [tag]})
+
+
+def _escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def parameters_summary(values: dict, declared_here: dict) -> str:
+    """The labelled block that shows a run's parameters once (MyST admonition with a table)."""
+    rows = ["| parameter | value | meaning |", "|---|---|---|"]
+    for name, item in declared_here.items():
+        value, origin = (values[name], "set for this run") if name in values else (item.default, "default")
+        rows.append(f"| `{name}` | `{_escape(repr(value))}` ({origin}) | {_escape(item.help)} |")
+    for name in values.keys() - declared_here.keys():
+        rows.append(f"| `{name}` | `{_escape(repr(values[name]))}` (set for this run) | |")
+    return ":::{admonition} Parameters of this run\n:class: note\n" + "\n".join(rows) + "\n:::"
+
+
+def download_note(stem: str) -> str:
+    """The note that offers the executed notebook and its jupytext source for download."""
+    return (
+        ":::{admonition} Take this chapter with you\n:class: seealso\n"
+        f"Download the executed notebook {{download}}`{stem}.ipynb <{stem}.ipynb>` or its source "
+        f"{{download}}`{stem}.py <{stem}.py>` (a jupytext `py:percent` file, the one this page was "
+        "executed from). How to open either and re-run it with another profile or model: "
+        "{ref}`rerun-a-chapter`.\n:::"
+    )
+
+
+def prepare_for_reading(path: Path, stem: str, values: dict, declared_here: dict) -> None:
+    """Tag the parameter cells ``remove-cell``, add the parameters block and the download note."""
+    notebook = nbformat.read(path, as_version=4)
+    notebook.cells = [c for c in notebook.cells if not {SUMMARY_TAG, DOWNLOAD_TAG} & set(c.metadata.get("tags", []))]
+    for tag in (PARAMETERS_TAG, INJECTED_TAG):
+        index = _tagged(notebook, tag)
+        if index is not None:
+            tags = notebook.cells[index].metadata.setdefault("tags", [])
+            if "remove-cell" not in tags:
+                tags.append("remove-cell")
+    anchor = _tagged(notebook, PARAMETERS_TAG)
+    anchor = _tagged(notebook, INJECTED_TAG) if anchor is None else anchor
+    notebook.cells.insert(anchor or 0, _markdown_cell(parameters_summary(values, declared_here), SUMMARY_TAG))
+    first_is_title = notebook.cells and notebook.cells[0].cell_type == "markdown" and anchor != 0
+    notebook.cells.insert(1 if first_is_title else 0, _markdown_cell(download_note(stem), DOWNLOAD_TAG))
+    nbformat.write(notebook, path)
 
 
 def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
-    """Convert ``source`` to a notebook, execute it with ``parameters``, return the output path."""
+    """Execute ``source`` with (already checked) ``parameters``; return the executed notebook's path.
+
+    Writes ``<out_dir>/<stem>.ipynb`` (executed, prepared for reading) and a copy of the source
+    beside it (``<stem>.py``, offered for download).
+
+    Raises:
+        notebook_parameters.ParameterError: a parameter the notebook does not declare.
+        papermill.PapermillExecutionError: a cell failed (the message shows the cell).
+    """
+    source, out_dir = Path(source), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    # Progress bars are for interactive use; in the published pages they are noise. The
-    # runner shows cell-by-cell progress instead.
+    # Progress bars are for interactive use; in the published pages they are noise.
     os.environ.setdefault("TQDM_DISABLE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("PYTHONWARNINGS", "ignore:IProgress not found")
     os.environ["OLACORE_RESULTS"] = str(out_dir / "results")  # olacore.results: each chapter's numbers
-    notebook = jupytext.read(source)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook = read_source(source)
+    index = _tagged(notebook, PARAMETERS_TAG)
+    declared_here = declared_parameters(notebook.cells[index].source) if index is not None else {}
+    unknown = sorted(set(parameters) - set(declared_here))
+    if unknown:
+        raise ParameterError(f"{source.name} has no parameter {', '.join(unknown)}; "
+                             f"its parameters are: {', '.join(declared_here)}")
     raw = out_dir / f"{source.stem}.source.ipynb"
     jupytext.write(notebook, raw)
-    known = papermill.inspect_notebook(str(raw))
-    unknown = sorted(set(parameters) - set(known))
-    if unknown:
-        raw.unlink(missing_ok=True)
-        raise ValueError(f"{source.name} has no parameter {', '.join(unknown)}; its parameters are: {', '.join(known)}")
     target = out_dir / f"{source.stem}.ipynb"
     try:
         papermill.execute_notebook(
             str(raw), str(target), parameters=parameters, kernel_name="python3", cwd=str(ROOT),
             progress_bar=sys.stderr.isatty(), log_output=False,
+            # the kernel's own log (e.g. its warning about unencrypted local TCP) is not the chapter's
+            extra_arguments=[f"--IPKernelApp.exec_files={KERNEL_SETUP}", "--IPKernelApp.log_level=ERROR"],
         )
     finally:
         raw.unlink(missing_ok=True)
+    prepare_for_reading(target, source.stem, parameters, declared_here)
+    shutil.copyfile(source, out_dir / source.name)
     return target
+
+
+def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = False,
+                shared: dict[str, str] | None = None) -> dict:
+    """Execute one chapter unless its manifest entry shows nothing changed.
+
+    Returns:
+        ``{"chapter", "status" ("executed" or "skipped"), "seconds", "reason"}``.
+
+    Raises:
+        whatever :func:`execute` raises; the chapter's manifest entry is dropped first, so a
+        failed run is re-executed next time.
+    """
+    source, out_dir = Path(source), Path(out_dir)
+    start = time.perf_counter()
+    shared = shared if shared is not None else manifest.shared_fingerprint(ROOT)
+    fingerprint = manifest.chapter_fingerprint(source, parameters, shared)
+    entry = manifest.read_manifest(out_dir)["chapters"].get(source.stem)
+    reason = "forced" if force else manifest.why_stale(entry, fingerprint, out_dir)
+    if reason is None:
+        seconds = time.perf_counter() - start
+        return {"chapter": source.stem, "status": "skipped", "seconds": seconds, "reason": "unchanged"}
+    manifest.update_manifest(out_dir, source.stem, None)
+    execute(source, out_dir, parameters)
+    seconds = time.perf_counter() - start
+    manifest.update_manifest(out_dir, source.stem, {
+        "fingerprint": fingerprint,
+        # the executed notebook, its source copy, and the numbers it saved (olacore.results)
+        "outputs": manifest.outputs_hashes(out_dir, [f"{source.stem}.ipynb", source.name,
+                                                     f"results/{source.stem}.json"]),
+        "parameters": parameters,
+        "seconds": round(seconds, 1),
+        "executed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    })
+    return {"chapter": source.stem, "status": "executed", "seconds": seconds, "reason": reason}
+
+
+def timing_table(rows: list[dict]) -> str:
+    """A plain-text table: chapter, executed / skipped, seconds, why."""
+    width = max([len("chapter")] + [len(r["chapter"]) for r in rows])
+    lines = [f"{'chapter':<{width}}  {'status':<8}  {'seconds':>7}  why", "-" * (width + 30)]
+    lines += [f"{r['chapter']:<{width}}  {r['status']:<8}  {r['seconds']:>7.1f}  {r['reason']}" for r in rows]
+    lines.append(f"{'total':<{width}}  {'':<8}  {sum(r['seconds'] for r in rows):>7.1f}")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,28 +227,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", default="default", choices=["smoke", "default", "paper"])
     parser.add_argument("--out", type=Path, default=ROOT / "book" / "generated")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
-                        help="extra papermill parameter (value parsed as Python literal when possible)")
+                        help="notebook parameter, checked against the type its parameters cell declares")
+    parser.add_argument("--force", action="store_true", help="re-execute every chapter, changed or not")
+    parser.add_argument("--timings", action="store_true", help="print the timing table of the last run and exit")
     args = parser.parse_args(argv)
-    import ast
-
-    parameters = {"profile": args.profile}
+    if args.timings:
+        last = manifest.read_manifest(args.out).get("last_run")
+        print(timing_table(last) if last else f"no run recorded in {manifest.manifest_path(args.out)}")
+        return 0
+    given = {}
     for name, value in args.parameter:
         if name == "profile":
             parser.error("set the profile with --profile, not -p profile")
-        try:
-            parameters[name] = ast.literal_eval(value)
-        except (ValueError, SyntaxError):
-            parameters[name] = value
+        given[name] = value
     sources = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9]*.py"))
-    for source in sources:
-        start = time.perf_counter()
+    try:  # every value of every notebook is checked before any cell runs
+        runs = [(source, resolve_parameters(source, args.profile, given)) for source in sources]
+    except ParameterError as error:
+        print(f"PARAMETER ERROR: {error}", file=sys.stderr)
+        return 2
+    shared = manifest.shared_fingerprint(ROOT)
+    rows = []
+    for source, parameters in runs:
         print(f"[execute] {source.name} (profile={args.profile}) ...", flush=True)
         try:
-            execute(source, args.out, parameters)
+            row = run_chapter(source, args.out, parameters, force=args.force, shared=shared)
         except Exception as error:  # papermill raises PapermillExecutionError with the cell
             print(f"\nNOTEBOOK FAILED: {source} (profile={args.profile})\n{error}", file=sys.stderr)
             return 1
-        print(f"[execute] {source.name} done in {time.perf_counter() - start:.0f} s", flush=True)
+        rows.append(row)
+        print(f"[execute] {source.name} {row['status']} in {row['seconds']:.0f} s ({row['reason']})", flush=True)
+    manifest.update_manifest(args.out, last_run=rows)
+    print(timing_table(rows), flush=True)
     return 0
 
 

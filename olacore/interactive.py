@@ -1,0 +1,157 @@
+"""Interactive OLA heatmaps for static pages (plotly): pick a model and an order, hover a cell to read it.
+
+The figure needs no kernel: the maps travel in the page as JSON and plotly.js redraws them in
+the browser. The book loads plotly.js once from its own ``_static`` folder
+(``scripts/book_ext.py``), so the output here never embeds the 4 MB library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import textwrap
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["InteractiveFigure", "order_explorer"]
+
+
+class InteractiveFigure:
+    """A plotly figure as a notebook output that also works in a static HTML page.
+
+    Its mime bundle holds ``application/vnd.plotly.v1+json`` (JupyterLab draws it with plotly's
+    own renderer), ``text/html`` (a ``<div>`` and a ``Plotly.newPlot`` call that expect
+    ``window.Plotly``, as the book provides) and a ``text/plain`` description.
+
+    Attributes:
+        figure: the ``plotly.graph_objects.Figure``.
+        description: one line saying what the figure shows (the text/plain output).
+    """
+
+    def __init__(self, figure, description: str):
+        self.figure, self.description = figure, description
+
+    def to_json(self) -> str:
+        """The figure as plotly JSON (data and layout; what the page carries)."""
+        return self.figure.to_json()
+
+    def to_html(self) -> str:
+        """A ``<div>`` plus the script that draws it; plotly.js itself is not included."""
+        import plotly.io as pio
+
+        div_id = "olacore-" + hashlib.sha256(self.to_json().encode()).hexdigest()[:12]
+        return pio.to_html(self.figure, include_plotlyjs=False, full_html=False, div_id=div_id,
+                           config={"displaylogo": False, "responsive": True})
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        return {
+            "application/vnd.plotly.v1+json": json.loads(self.to_json()),
+            "text/html": self.to_html(),
+            "text/plain": self.description,
+        }
+
+
+def _as_array(value, model: str, order: str) -> np.ndarray:
+    array = np.asarray(value.detach().cpu().double() if hasattr(value, "detach") else value, dtype=float)
+    if array.ndim != 2 or array.shape[0] != array.shape[1]:
+        raise ValueError(f"map {model!r} / {order!r} must be square (T, T), got shape {array.shape}")
+    if not np.isfinite(array).all():
+        raise ValueError(f"map {model!r} / {order!r} holds NaN or infinite values")
+    return array
+
+
+def order_explorer(maps: Mapping[str, Mapping[str, object]], labels: Mapping[str, Sequence[str]], *,
+                   title: str = "", unit: str = "word", clip_quantile: float = 0.99,
+                   significant: int = 4) -> InteractiveFigure:
+    """One heatmap with a model menu and order buttons; hovering a cell shows query, key and weight.
+
+    Args:
+        maps: ``{model: {order name: (T, T) map}}`` (tensors or arrays, rows = queries,
+            columns = keys), the same order names for every model (e.g. ``"order 1"`` ...
+            ``"rollout"``, OLA as in section 3 of the paper); T may differ between models.
+        labels: ``{model: T labels}``, the query/key tokens or words of each model's maps.
+        title: shown above the plot (wrapped at 70 characters).
+        unit: what a row stands for (``"word"`` or ``"token"``), in the hover text and axes.
+        clip_quantile: each map's colour scale runs from 0 to this quantile of its weights
+            (as the static figures do: one bright sink does not wash out the rest).
+        significant: significant digits kept in the page's JSON (size, not precision, matters).
+
+    Returns:
+        An :class:`InteractiveFigure`; its JSON grows as models x orders x T^2 (about 60 kB for
+        five models, four orders and T = 12 words).
+
+    Raises:
+        ValueError: no maps, order names that differ between models, a map that is not square
+            or not finite, or labels whose number is not T.
+    """
+    import plotly.graph_objects as go
+
+    if not maps:
+        raise ValueError("order_explorer needs at least one model's maps")
+    models = list(maps)
+    orders = list(maps[models[0]])
+    if not orders:
+        raise ValueError(f"model {models[0]!r} has no maps")
+    for model in models:
+        if list(maps[model]) != orders:
+            raise ValueError(f"every model needs the orders {orders}; {model!r} has {list(maps[model])}")
+        if model not in labels:
+            raise ValueError(f"no {unit} labels for model {model!r}")
+    arrays = {m: {o: _as_array(maps[m][o], m, o) for o in orders} for m in models}
+    for model in models:
+        size = arrays[model][orders[0]].shape[0]
+        if any(a.shape[0] != size for a in arrays[model].values()) or len(labels[model]) != size:
+            raise ValueError(f"model {model!r}: maps of {size} x {size} need {size} labels, got {len(labels[model])}")
+
+    def rounded(array):
+        return [[float(f"{v:.{significant}g}") for v in row] for row in array]
+
+    def top(array):
+        return float(f"{max(np.quantile(array, clip_quantile), 1e-12):.{significant}g}")
+
+    figure = go.Figure()
+    for index, model in enumerate(models):
+        words = [str(w) for w in labels[model]]
+        figure.add_trace(go.Heatmap(
+            z=rounded(arrays[model][orders[0]]), zmin=0, zmax=top(arrays[model][orders[0]]),
+            customdata=[[[q, k] for k in words] for q in words], colorscale="Viridis", visible=index == 0,
+            name=model, colorbar={"title": {"text": "weight"}},
+            hovertemplate=(f"query {unit}: %{{customdata[0]}}<br>key {unit}: %{{customdata[1]}}"
+                           f"<br>weight: %{{z:.{significant}g}}<extra>{model}</extra>"),
+        ))
+
+    def axes(model):
+        ticks = {"tickmode": "array", "tickvals": list(range(len(labels[model]))),
+                 "ticktext": [str(w) for w in labels[model]]}
+        return {"xaxis.tickvals": ticks["tickvals"], "xaxis.ticktext": ticks["ticktext"],
+                "yaxis.tickvals": ticks["tickvals"], "yaxis.ticktext": ticks["ticktext"]}
+
+    model_menu = [
+        {"label": model, "method": "update",
+         "args": [{"visible": [m == model for m in models]}, axes(model)]}
+        for model in models
+    ]
+    order_buttons = [
+        {"label": order, "method": "restyle",
+         "args": [{"z": [rounded(arrays[m][order]) for m in models], "zmax": [top(arrays[m][order]) for m in models]}]}
+        for order in orders
+    ]
+    first = axes(models[0])
+    figure.update_layout(
+        title={"text": "<br>".join(textwrap.wrap(title, 70)), "x": 0.0, "xanchor": "left", "y": 0.98},
+        height=560, margin={"t": 110, "l": 110, "r": 40, "b": 110},
+        xaxis={"title": {"text": f"key {unit}"}, "tickmode": "array", "tickvals": first["xaxis.tickvals"],
+               "ticktext": first["xaxis.ticktext"], "tickangle": -45, "constrain": "domain"},
+        yaxis={"title": {"text": f"query {unit}"}, "tickmode": "array", "tickvals": first["yaxis.tickvals"],
+               "ticktext": first["yaxis.ticktext"], "autorange": "reversed", "scaleanchor": "x"},
+        updatemenus=[
+            {"buttons": model_menu, "direction": "down", "x": 0.0, "xanchor": "left", "y": 1.13, "yanchor": "top",
+             "showactive": True, "active": 0},
+            {"buttons": order_buttons, "type": "buttons", "direction": "right", "x": 0.42, "xanchor": "left",
+             "y": 1.13, "yanchor": "top", "showactive": True, "active": 0},
+        ],
+    )
+    description = (f"Interactive heatmap ({title or 'OLA'}): {len(models)} models ({', '.join(models)}) x "
+                   f"{len(orders)} maps ({', '.join(orders)}); hover a cell for query {unit}, key {unit} and weight.")
+    return InteractiveFigure(figure, description)

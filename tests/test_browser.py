@@ -1,0 +1,308 @@
+"""The smoke-built book as a reader meets it: every page opened in headless Chromium.
+
+The book of ``conftest.smoke_book`` (chapters executed at profile=smoke, built strictly) is
+served on 127.0.0.1 by ``http.server`` and opened page by page in Debian's Chromium, driven
+by playwright. Every request that leaves 127.0.0.1 is blocked and counted: the book must
+work offline. Checks: no console error and no failed request, every image loads, every
+content image has alt text (not a file name) or a caption, MathJax typesets every formula,
+internal links (and their #anchors) resolve, the search page finds "rollout", the
+interactive figure of chapter 02 draws its SVG and answers a click and a hover, and the
+labelled tables are where a page can link to them. One full-page screenshot per page is
+saved in ``<book>/_build/browser/`` with ``summary.json`` (counts and seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import threading
+import time
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlsplit
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("OLACORE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+SKIP_DIRS = {"_static", "_sources", "_downloads", "_images"}
+IMAGE_FILE = re.compile(r"\.(png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
+LABELLED_TABLES = {"book/generated/03_quantitative.html": ["tbl-retrieval", "tbl-proxy", "tbl-verdicts"],
+                   "book/generated/05_syntax.html": ["tbl-syntax-headline"]}
+INTERACTIVE_PAGE = "book/generated/02_qualitative.html"
+
+pytestmark = pytest.mark.slow
+
+PAGE_PROBE = r"""async () => {
+  const imgs = [...document.querySelectorAll('img')];
+  imgs.forEach(i => { i.loading = 'eager'; });
+  await Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })));
+  const math = [...document.querySelectorAll('.math')];
+  if (math.length) {
+    const start = Date.now();
+    while (!(window.MathJax && MathJax.startup && MathJax.startup.promise) && Date.now() - start < 20000)
+      await new Promise(r => setTimeout(r, 100));
+    if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  }
+  const article = document.querySelector('article') || document.body;
+  return {
+    title: document.title,
+    images: imgs.map(i => ({src: i.getAttribute('src'), width: i.naturalWidth, alt: i.getAttribute('alt') || '',
+                            inArticle: article.contains(i),
+                            caption: !!(i.closest('figure') && i.closest('figure').querySelector('figcaption'))})),
+    math: math.length,
+    mathTypeset: math.filter(m => m.querySelector('mjx-container')).length,
+    mathErrors: document.querySelectorAll('mjx-merror').length,
+    links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+    parameterBlocks: [...document.querySelectorAll('.admonition-title')]
+      .filter(t => t.textContent.trim() === 'Parameters of this run').length,
+    parameterCells: [...document.querySelectorAll('div.cell div.cell_input pre')]
+      .filter(p => /^\s*profile\s*=/m.test(p.textContent)).length,
+    ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+  };
+}"""
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    """Serves the built book and records (path, status) of every request."""
+
+    log = []
+
+    def log_request(self, code="-", size="-"):
+        self.log.append((self.path, int(code) if str(code).isdigit() else code))
+
+    def log_message(self, *args):
+        pass
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A reader that navigates away mid-download (a cancelled font) is no server error."""
+
+    def handle_error(self, request, client_address):
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
+@pytest.fixture(scope="session")
+def served_book(smoke_book):
+    assert smoke_book.returncode == 0, "the smoke book did not build:\n" + smoke_book.log
+    log = []
+    handler = type("Handler", (_Handler,), {"log": log})
+    server = _QuietServer(("127.0.0.1", 0), partial(handler, directory=str(smoke_book.html)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/", smoke_book.html, log
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory):
+    if not CHROMIUM.exists():
+        pytest.fail(f"no Chromium at {CHROMIUM}: install Debian's package (`apt-get install -y chromium`, as root; "
+                    "`make test` tries this) or point OLACORE_CHROMIUM at a Chromium binary", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")), executable_path=str(CHROMIUM), headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 900},
+        )
+        yield context
+        context.close()
+
+
+def _pages(html: Path) -> list[str]:
+    return sorted(p.relative_to(html).as_posix() for p in html.rglob("*.html") if not SKIP_DIRS & set(p.relative_to(html).parts))
+
+
+@pytest.fixture(scope="session")
+def visits(served_book, browser):
+    """Open every page once; return ``{page: record}`` plus the run's summary."""
+    base, html, server_log = served_book
+    shots = html.parent / "browser"
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True)
+    external = []
+    browser.route("**/*", lambda route: route.continue_() if urlsplit(route.request.url).hostname == "127.0.0.1"
+                  else (external.append(route.request.url), route.abort())[1])
+    start = time.perf_counter()
+    records = {}
+    for name in _pages(html):
+        page = browser.new_page()
+        console, failed, bad = [], [], []
+        page.on("console", lambda m, c=console: c.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+        page.on("pageerror", lambda e, c=console: c.append(f"page error: {e}"))
+        page.on("requestfailed", lambda r, f=failed: f.append(f"{r.url} ({r.failure})"))
+        page.on("response", lambda r, b=bad: b.append(f"{r.status} {r.url}") if r.status >= 400 else None)
+        page.goto(base + name, wait_until="load")
+        if 'http-equiv="refresh"' in (html / name).read_text().lower():  # index.html: a redirect page
+            page.wait_for_url(lambda url: url != base + name, timeout=10000)
+            page.wait_for_load_state("load")
+        record = page.evaluate(PAGE_PROBE)
+        page.wait_for_timeout(200)
+        page.screenshot(path=str(shots / (name.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+        record.update(console=console, failed=failed, bad=bad)
+        records[name] = record
+        page.close()
+    summary = {"pages": len(records), "images": sum(len(r["images"]) for r in records.values()),
+               "formulas": sum(r["math"] for r in records.values()),
+               "console_errors": sum(len(r["console"]) for r in records.values()),
+               "external_requests": len(external), "seconds": round(time.perf_counter() - start, 1),
+               "screenshots": str(shots)}
+    (shots / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"\nbrowser check: {summary}")
+    return {"base": base, "records": records, "external": external, "server_log": server_log, "summary": summary}
+
+
+def test_every_page_opens_without_console_errors_or_failed_requests(visits):
+    assert visits["records"], "no page found in the built book"
+    problems = {name: r["console"] + r["failed"] + r["bad"] for name, r in visits["records"].items()
+                if r["console"] or r["failed"] or r["bad"]}
+    assert not problems, json.dumps(problems, indent=1)
+
+
+def test_the_book_loads_nothing_from_outside(visits):
+    assert not visits["external"], f"requests that left 127.0.0.1: {sorted(set(visits['external']))}"
+
+
+def test_every_image_loads(visits):
+    broken = {name: [i["src"] for i in r["images"] if i["width"] == 0] for name, r in visits["records"].items()}
+    broken = {name: srcs for name, srcs in broken.items() if srcs}
+    assert visits["summary"]["images"] > 0
+    assert not broken, f"images that did not load: {broken}"
+
+
+def test_every_figure_has_alt_text_or_a_caption(visits):
+    missing = {}
+    for name, record in visits["records"].items():
+        for image in record["images"]:
+            alt = image["alt"].strip()
+            if image["inArticle"] and not image["caption"] and (not alt or IMAGE_FILE.search(alt)):
+                missing.setdefault(name, []).append(image["src"])
+    assert not missing, f"images with neither alt text nor caption: {missing}"
+
+
+def test_math_is_typeset_by_mathjax(visits):
+    with_math = {name: r for name, r in visits["records"].items() if r["math"]}
+    assert with_math, "no page with mathematics found (the derivation chapter has formulas)"
+    untypeset = {name: f"{r['mathTypeset']} of {r['math']} typeset, {r['mathErrors']} errors"
+                 for name, r in with_math.items() if r["mathTypeset"] != r["math"] or r["mathErrors"]}
+    assert not untypeset, untypeset
+
+
+def test_internal_links_and_anchors_resolve(visits, served_book):
+    base, html, server_log = served_book
+    records, broken = visits["records"], []
+    targets = {}
+    for name, record in records.items():
+        for link in record["links"]:
+            if link.startswith(base):
+                path, _, fragment = link[len(base):].partition("#")
+                targets.setdefault(unquote(path.split("?")[0]) or "index.html", set()).add((name, fragment))
+    import urllib.request
+
+    for path, sources in sorted(targets.items()):
+        try:
+            with urllib.request.urlopen(urljoin(base, path)) as response:
+                status = response.status
+        except Exception as error:  # HTTPError carries the status
+            status = getattr(error, "code", str(error))
+        if status != 200:
+            broken.append(f"{path} ({status}) linked from {sorted({s for s, _ in sources})}")
+            continue
+        page = path if path.endswith(".html") else path.rstrip("/") + "/index.html"
+        if page in records:
+            ids = set(records[page]["ids"])
+            broken += [f"{path}#{fragment} (no such anchor) linked from {source}"
+                       for source, fragment in sources if fragment and unquote(fragment) not in ids]
+    assert len(targets) > len(records), "too few internal links found to believe the check"
+    assert not broken, "\n".join(broken)
+    assert not [entry for entry in server_log if entry[1] == 404], [e for e in server_log if e[1] == 404]
+
+
+def test_search_finds_rollout(served_book, browser):
+    base, _, _ = served_book
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.goto(base + "search.html?q=rollout", wait_until="load")
+    page.wait_for_selector("#search-results ul.search li", timeout=30000)
+    hits = page.locator("#search-results ul.search li a").all_inner_texts()
+    page.close()
+    assert not errors, errors
+    assert any("OLA" in hit or "rollout" in hit.lower() for hit in hits), hits
+
+
+def test_interactive_figure_draws_and_answers(served_book, browser):
+    base, html, _ = served_book
+    page = browser.new_page()
+    errors = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(base + INTERACTIVE_PAGE, wait_until="load")
+    page.wait_for_selector(".plotly-graph-div .main-svg", timeout=20000)
+    graph = page.locator(".plotly-graph-div").first
+    state = "el => ({traces: el.data.length, visible: el.data.map(t => t.visible), z: el.data[0].z.flat().reduce((a, b) => a + b, 0)})"
+    before = graph.evaluate(state)
+    assert before["traces"] >= 2 and before["visible"].count(True) == 1, before
+    assert page.locator(".plotly-graph-div .heatmaplayer image, .plotly-graph-div .hm image").count() >= 1
+    buttons = page.locator(".plotly-graph-div .updatemenu-button")
+    buttons.filter(has_text="order 2").first.click()
+    page.wait_for_timeout(300)
+    after = graph.evaluate(state)
+    assert after["z"] != before["z"], "the order buttons did not change the map"
+    page.locator(".plotly-graph-div .updatemenu-header").first.click()
+    page.wait_for_timeout(200)
+    models = page.locator(".plotly-graph-div .updatemenu-dropdown-button")
+    assert models.count() == before["traces"]
+    models.nth(1).click()
+    page.wait_for_timeout(300)
+    assert graph.evaluate(state)["visible"].index(True) == 1, "the model menu did not switch the model"
+    box = page.locator(".plotly-graph-div .nsewdrag").first.bounding_box()
+    page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.6)
+    page.wait_for_selector(".plotly-graph-div .hoverlayer .hovertext", timeout=5000)
+    hover = page.locator(".plotly-graph-div .hoverlayer .hovertext").first.text_content()
+    page.close()
+    assert "query" in hover and "key" in hover and "weight" in hover, hover
+    assert not errors, errors
+
+
+def test_interactive_figure_is_small_and_plotly_js_is_served_once(served_book):
+    _, html, _ = served_book
+    page = (html / INTERACTIVE_PAGE).read_text()
+    scripts = re.findall(r"<script>\s*window\.PLOTLYENV.*?</script>", page, flags=re.S)
+    assert len(scripts) == 1
+    assert len(scripts[0].encode()) < 2_000_000, f"the figure adds {len(scripts[0].encode())} bytes"
+    assert page.count("plotly.min.js") == 1 and (html / "_static" / "plotly.min.js").exists()
+    others = [p for p in html.rglob("*.html") if p.name != Path(INTERACTIVE_PAGE).name and "plotly.min.js" in p.read_text()]
+    assert not others, f"pages loading plotly.js without a figure: {others}"
+
+
+def test_labelled_tables_are_linkable(visits):
+    for name, labels in LABELLED_TABLES.items():
+        ids = set(visits["records"][name]["ids"])
+        missing = [label for label in labels if label not in ids]
+        assert not missing, f"{name} lacks table anchors {missing}"
+
+
+def test_chapters_offer_their_notebook_and_source_for_download(visits):
+    for name, record in visits["records"].items():
+        if name.startswith("book/generated/"):
+            stem = Path(name).stem
+            downloads = [link for link in record["links"] if "/_downloads/" in link]
+            assert any(link.endswith(f"{stem}.ipynb") for link in downloads), (name, downloads)
+            assert any(link.endswith(f"{stem}.py") for link in downloads), (name, downloads)
+
+
+def test_chapters_show_their_parameters_once(visits):
+    for name, record in visits["records"].items():
+        if name.startswith("book/generated/"):
+            assert (record["parameterBlocks"], record["parameterCells"]) == (1, 0), (name, record["parameterBlocks"],
+                                                                                 record["parameterCells"])

@@ -1,0 +1,74 @@
+"""olacore.interactive.order_explorer: one heatmap, a model menu, order buttons, hover text."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from olacore.interactive import InteractiveFigure, order_explorer
+
+
+def _maps(sizes=None, orders=("order 1", "order 2", "rollout")):
+    rng = np.random.default_rng(0)
+    sizes = sizes or {"smollm2-135m": 4, "gemma-3-270m": 4}
+    maps = {m: {o: rng.dirichlet(np.ones(t), size=t) for o in orders} for m, t in sizes.items()}
+    labels = {m: [f"w{i}" for i in range(t)] for m, t in sizes.items()}
+    return maps, labels
+
+
+def test_one_trace_per_model_first_visible_with_query_key_hover():
+    maps, labels = _maps()
+    maps["gemma-3-270m"]["order 1"] = torch.as_tensor(maps["gemma-3-270m"]["order 1"])  # tensors work too
+    figure = order_explorer(maps, labels, title="t", unit="word").figure
+    assert [t.name for t in figure.data] == ["smollm2-135m", "gemma-3-270m"]
+    assert [t.visible for t in figure.data] == [True, False]
+    trace = figure.data[0]
+    assert np.allclose(np.array(trace.z), maps["smollm2-135m"]["order 1"], atol=1e-4)
+    assert tuple(trace.customdata[2][1]) == ("w2", "w1")  # row = query, column = key
+    assert "query word" in trace.hovertemplate and "key word" in trace.hovertemplate and "weight" in trace.hovertemplate
+    assert trace.zmax == pytest.approx(np.quantile(maps["smollm2-135m"]["order 1"], 0.99), rel=1e-3)
+
+
+def test_menu_picks_the_model_and_buttons_restyle_every_model_to_the_order():
+    maps, labels = _maps(sizes={"a": 3, "b": 5})
+    labels["b"] = ["x", "y", "z", "u", "v"]
+    figure = order_explorer(maps, labels, unit="token").figure
+    model_menu, order_buttons = figure.layout.updatemenus
+    assert [b.label for b in model_menu.buttons] == ["a", "b"]
+    assert model_menu.buttons[1].args[0] == {"visible": [False, True]}
+    assert model_menu.buttons[1].args[1]["xaxis.ticktext"] == ["x", "y", "z", "u", "v"]
+    assert [b.label for b in order_buttons.buttons] == ["order 1", "order 2", "rollout"]
+    restyle = order_buttons.buttons[2].args[0]
+    assert len(restyle["z"]) == 2 and np.allclose(restyle["z"][1], maps["b"]["rollout"], atol=1e-4)
+    assert len(restyle["zmax"]) == 2
+
+
+def test_mime_bundle_draws_with_the_page_plotly_and_stays_small():
+    maps, labels = _maps(sizes={m: 12 for m in ["a", "b", "c", "d", "e"]}, orders=("order 1", "order 2", "order 3", "rollout"))
+    interactive = order_explorer(maps, labels, title="five models")
+    bundle = interactive._repr_mimebundle_()
+    assert set(bundle) == {"application/vnd.plotly.v1+json", "text/html", "text/plain"}
+    assert "Plotly.newPlot" in bundle["text/html"] and "plotly.js v" not in bundle["text/html"]
+    assert len(bundle["text/html"]) < 200_000
+    json.dumps(bundle["application/vnd.plotly.v1+json"])
+    assert bundle["text/plain"].startswith("Interactive heatmap (five models): 5 models")
+    assert interactive.to_html() == interactive.to_html()  # stable div id: same maps, same page
+    assert isinstance(interactive, InteractiveFigure)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m, l: m.clear(), "at least one"),
+    (lambda m, l: m["gemma-3-270m"].pop("rollout"), "every model needs the orders"),
+    (lambda m, l: m["smollm2-135m"].update({"order 1": np.ones((4, 3))}), "must be square"),
+    (lambda m, l: m["smollm2-135m"].update({"order 1": np.full((4, 4), np.nan)}), "NaN"),
+    (lambda m, l: l.update({"gemma-3-270m": ["a"]}), "need 4 labels"),
+    (lambda m, l: l.pop("gemma-3-270m"), "no word labels"),
+])
+def test_bad_input_is_named(change, message):
+    maps, labels = _maps()
+    change(maps, labels)
+    with pytest.raises(ValueError, match=message):
+        order_explorer(maps, labels)

@@ -1,0 +1,208 @@
+"""The notebook runner: `-p` values checked against declared types before any cell runs, the
+skip logic of the manifest, and the executed notebook prepared for reading."""
+
+from __future__ import annotations
+
+import json
+import sys
+import nbformat
+import pytest
+from conftest import NOTEBOOKS, ROOT, load_runner
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import notebook_manifest  # noqa: E402
+from notebook_parameters import ParameterError, check_parameters, check_value, declared_parameters  # noqa: E402
+
+CELL = '''profile = "default"  # smoke, default or paper
+seeds: list[int] | None = None  # None: the profile's seeds
+device: str | None = None
+rate = 0.5
+steps = 10
+verbose = False
+names = ["a", "b"]
+legacy = None  # no type declared
+'''
+
+
+@pytest.fixture(scope="module")
+def declared():
+    return declared_parameters(CELL)
+
+
+def test_declared_types_come_from_annotations_or_defaults(declared):
+    kinds = {name: str(item.kind) for name, item in declared.items()}
+    assert kinds == {"profile": "str", "seeds": "list[int] | None", "device": "str | None", "rate": "float",
+                     "steps": "int", "verbose": "bool", "names": "list[str]", "legacy": "None"}
+    assert declared["seeds"].help == "None: the profile's seeds"
+    assert declared["rate"].default == 0.5
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("seeds", "0", [0]),                       # one value where a list is expected
+    ("seeds", "[0, 1, 2]", [0, 1, 2]),
+    ("seeds", "(3, 4)", [3, 4]),
+    ("seeds", "None", None),
+    ("device", "cpu", "cpu"),                  # free text for a text parameter
+    ("device", "None", None),
+    ("device", "'cuda:0'", "cuda:0"),
+    ("rate", "1", 1.0),
+    ("rate", "2.5e-3", 0.0025),
+    ("steps", "7", 7),
+    ("verbose", "True", True),
+    ("verbose", "false", False),
+    ("names", "c", ["c"]),
+    ("names", "['c', 'd']", ["c", "d"]),
+    ("profile", "123", "123"),
+])
+def test_values_are_coerced_where_unambiguous(declared, name, text, expected):
+    value = check_value(declared[name], text, "nb.py")
+    assert value == expected and type(value) is type(expected)
+
+
+@pytest.mark.parametrize("name, text", [
+    ("seeds", "zero"),          # does not parse: never silently a string
+    ("seeds", "0.5"),
+    ("seeds", "[0, 'a']"),
+    ("seeds", "True"),
+    ("steps", "3.5"),
+    ("steps", "many"),
+    ("steps", "True"),
+    ("rate", "fast"),
+    ("verbose", "1"),
+    ("verbose", "yes"),
+    ("device", "[1, 2]"),
+])
+def test_values_of_the_wrong_form_are_refused_in_one_line(declared, name, text):
+    with pytest.raises(ParameterError) as info:
+        check_value(declared[name], text, "nb.py")
+    message = str(info.value)
+    assert "\n" not in message and f"-p {name}" in message and str(declared[name].kind) in message
+    assert "for example" in message
+
+
+def test_a_parameter_without_declared_type_is_refused(declared):
+    with pytest.raises(ParameterError, match="annotate it"):
+        check_value(declared["legacy"], "3", "nb.py")
+
+
+def test_unknown_names_are_refused_listing_the_known(declared):
+    with pytest.raises(ParameterError, match="has no parameter sedes; its parameters are: profile, seeds"):
+        check_parameters(declared, {"sedes": "0"}, "nb.py")
+
+
+def test_unsupported_annotations_are_named():
+    with pytest.raises(ParameterError, match="unsupported parameter type"):
+        declared_parameters("options: dict[str, int] = {}\n")
+
+
+def test_every_chapter_declares_a_type_for_every_parameter():
+    runner = load_runner()
+    for source in NOTEBOOKS:
+        declared_here = runner.declared(source)
+        assert "profile" in declared_here, source.name
+        untyped = [name for name, item in declared_here.items() if item.kind is None]
+        assert not untyped, f"{source.name}: annotate {untyped} in the parameters cell"
+
+
+def test_quantitative_chapter_takes_one_seed_as_a_list_and_refuses_text(capsys):
+    runner = load_runner()
+    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    assert runner.resolve_parameters(chapter, "smoke", {"seeds": "0"}) == {"profile": "smoke", "seeds": [0]}
+    status = runner.main(["--profile", "smoke", "-p", "seeds", "zero", str(chapter), "--out", "/nonexistent/out"])
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("PARAMETER ERROR: -p seeds 'zero': expected list[int] | None") and "\n" not in err
+
+
+# ---- the runner on a tiny notebook: refusal before any cell, skip logic, prepared for reading ----
+
+TINY = '''# %% [markdown]
+# # A tiny chapter
+
+# %% tags=["parameters"]
+profile = "default"  # smoke, default or paper
+seeds: list[int] | None = None  # None: one seed
+
+# %%
+import os
+from pathlib import Path
+
+Path(os.environ["OLACORE_TEST_MARKER"]).write_text(repr(seeds))
+'''
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    source = tmp_path / "07_tiny.py"
+    source.write_text(TINY)
+    marker = tmp_path / "ran.txt"
+    monkeypatch.setenv("OLACORE_TEST_MARKER", str(marker))
+    return source, tmp_path / "out", marker
+
+
+def test_a_refused_value_stops_the_run_before_any_cell(tiny, capsys):
+    source, out, marker = tiny
+    status = load_runner().main([str(source), "--profile", "smoke", "-p", "seeds", "0.5", "--out", str(out)])
+    assert status == 2 and not marker.exists()
+    assert "PARAMETER ERROR: -p seeds '0.5'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_skip_logic_reexecutes_only_what_changed(tiny, monkeypatch, capsys):
+    runner = load_runner()
+    source, out, marker = tiny
+    shared = notebook_manifest.shared_fingerprint(ROOT)
+
+    def run(parameters, **kwargs):
+        marker.unlink(missing_ok=True)
+        row = runner.run_chapter(source, out, parameters, shared=kwargs.pop("shared", shared), **kwargs)
+        assert (row["status"] == "executed") == marker.exists()
+        return row
+
+    first = run({"profile": "smoke", "seeds": [0]})
+    assert first["status"] == "executed" and marker.read_text() == "[0]"
+    assert run({"profile": "smoke", "seeds": [0]})["status"] == "skipped"           # nothing changed
+    assert run({"profile": "smoke", "seeds": [1]})["reason"] == "parameters changed"
+    assert run({"profile": "smoke", "seeds": [1]})["status"] == "skipped"
+    source.write_text(TINY + "\n# one more comment\n")
+    assert run({"profile": "smoke", "seeds": [1]})["reason"] == "source changed"
+    assert run({"profile": "smoke", "seeds": [1]}, shared={**shared, "package": "0" * 64})["reason"] == "package changed"
+    assert run({"profile": "smoke", "seeds": [1]}, shared={**shared, "package": "0" * 64})["status"] == "skipped"
+    notebook = out / "07_tiny.ipynb"
+    notebook.write_text(notebook.read_text().replace("A tiny chapter", "An edited chapter"))
+    assert run({"profile": "smoke", "seeds": [1]}, shared={**shared, "package": "0" * 64})["reason"] == "07_tiny.ipynb modified"
+    assert run({"profile": "smoke", "seeds": [1]}, shared={**shared, "package": "0" * 64}, force=True)["reason"] == "forced"
+    manifest = json.loads(notebook_manifest.manifest_path(out).read_text())
+    assert set(manifest["chapters"]["07_tiny"]["fingerprint"]) == {"source", "parameters", "package", "runner", "data", "environment"}
+    assert not list(out.parent.glob("*.tmp")), "a temporary manifest was left behind"
+
+    # the executed notebook: parameters shown once, both code cells kept but removed from the page
+    cells = nbformat.read(notebook, as_version=4).cells
+    tags = [c.metadata.get("tags", []) for c in cells]
+    assert tags[1] == ["olacore-download"] and "{download}`07_tiny.py <07_tiny.py>`" in cells[1].source
+    summary = [c for c in cells if "olacore-parameters" in c.metadata.get("tags", [])]
+    assert len(summary) == 1 and "| `seeds` | `[1]` (set for this run) | None: one seed |" in summary[0].source
+    for tag in ("parameters", "injected-parameters"):
+        assert ["remove-cell"] == [t for c in cells if tag in c.metadata.get("tags", []) for t in c.metadata["tags"] if t == "remove-cell"]
+    assert (out / "07_tiny.py").read_text() == source.read_text()
+
+
+def test_data_fingerprint_follows_size_and_mtime(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.txt").write_text("one")
+    before = notebook_manifest.data_fingerprint(tmp_path)
+    assert notebook_manifest.data_fingerprint(tmp_path) == before
+    (tmp_path / "a" / "x.txt").write_text("three")
+    assert notebook_manifest.data_fingerprint(tmp_path) != before
+    assert notebook_manifest.data_fingerprint(tmp_path / "missing").endswith("-missing")
+
+
+def test_timing_table_lists_every_chapter():
+    table = load_runner().timing_table([
+        {"chapter": "01_a", "status": "skipped", "seconds": 0.1, "reason": "unchanged"},
+        {"chapter": "02_b", "status": "executed", "seconds": 12.0, "reason": "source changed"},
+    ])
+    lines = table.splitlines()
+    assert lines[2].split()[:3] == ["01_a", "skipped", "0.1"] and lines[3].split()[:3] == ["02_b", "executed", "12.0"]
+    assert lines[-1].split() == ["total", "12.1"]
+
