@@ -35,11 +35,12 @@ linearisation of LayerNorm scaled by the real pre-norm statistics; the L1 distan
 
 Where we differ, and why:
 
-- The norm statistic: the reference files divide by ``(pre_ln_states + eps).std(-1)``
-  (mt-upc ``src/contributions.py``: unbiased std; OLAS ``utils/contributions.py``: biased),
-  adding epsilon to the states rather than to the variance; we use the norm's own
-  ``sqrt(var + eps)`` (or ``sqrt(mean(z^2) + eps)`` for RMSNorm), so the vectors sum to the
-  model's output within float32 rounding (``tests/test_alti.py`` checks it per zoo model).
+- The norm statistic: the reference files divide by ``(pre_ln_states + eps).std(-1,
+  unbiased=False)`` (an earlier revision of mt-upc ``src/contributions.py`` used the unbiased
+  std), adding epsilon to the states rather than to the variance, and accept the result with
+  a loose ``assert torch.dist(...) < 1e-3 * numel``; we use the norm's own ``sqrt(var + eps)``
+  (or ``sqrt(mean(z^2) + eps)`` for RMSNorm), so the vectors sum to the model's output within
+  float32 rounding (``tests/test_alti.py`` checks 1e-4 relative error per zoo model).
 - Gemma's post-attention RMSNorm: OLAS ``utils/config.yaml`` lists gemma2 as plain pre-norm
   (``pre_layer_norm: 'True'``), so ``utils/contributions.py`` leaves out the RMSNorm Gemma
   applies to the attention output before the residual sum; we linearise it (``1 + w`` weight).
@@ -54,8 +55,8 @@ Where we differ, and why:
   reduce it to L1 distances at once; for causal models the blocks skip keys after the query.
 - ``y_i`` in the distance is the model's own block output (from a hook), which the reference
   recomputes from the decomposition (they agree within float32 rounding, tested).
-- A row whose every ``c_ij`` is zero (never seen on real models) becomes the identity row,
-  with a warning, instead of a division by zero.
+- A row whose every ``c_ij`` is zero (not seen on 100 EWT texts with the five zoo models)
+  becomes the identity row, with a warning, instead of a division by zero.
 """
 
 from __future__ import annotations

@@ -62,21 +62,16 @@ def test_token_that_is_the_whole_output_gets_everything():
 
 
 def test_hand_computed_l1_proximity():
-    # y = (2, 0); T(x_0) = (1, 0), T(x_1) = (1, 0): distances 1 and 1, ||y||_1 = 2 -> 1, 1 -> 1/2 each
-    # T(x_2) = (0, 3): distance 2 + 3 = 5 -> max(0, 2 - 5) = 0
-    output = torch.tensor([[2.0, 0.0]])
-    transformed = torch.tensor([[[1.0, 0.0], [1.0, 0.0], [0.0, 3.0]]])
-    distance = (transformed[0] - output[0]).abs().sum(-1)
-    assert distance.tolist() == [1.0, 1.0, 5.0]
-    # the function wants a square (T, T, d): embed the row in a 3-token example whose other rows are trivial
-    full = torch.zeros(3, 3, 2)
-    full[0] = transformed[0]
-    full[1, 1] = torch.tensor([0.0, 1.0])
-    full[2, 2] = torch.tensor([1.0, 1.0])
-    outputs = torch.stack([output[0], full[1, 1], full[2, 2]])
-    c = contributions_from_vectors(full, outputs)
-    torch.testing.assert_close(c[0], torch.tensor([0.5, 0.5, 0.0]))
-    torch.testing.assert_close(c[1], torch.tensor([0.0, 1.0, 0.0]))
+    # row 0: y_0 = (2, 0), ||y_0||_1 = 2; T_0(x_0) = T_0(x_1) = (1, 0) are at L1 distance 1 -> 2 - 1 = 1
+    # each; T_0(x_2) = (0, 3) is at distance 2 + 3 = 5 -> max(0, 2 - 5) = 0. Normalised: 1/2, 1/2, 0.
+    # rows 1 and 2: the token itself is the whole output.
+    transformed = torch.zeros(3, 3, 2)
+    transformed[0] = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 3.0]])
+    transformed[1, 1] = torch.tensor([0.0, 1.0])
+    transformed[2, 2] = torch.tensor([1.0, 1.0])
+    outputs = torch.tensor([[2.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    c = contributions_from_vectors(transformed, outputs)
+    torch.testing.assert_close(c, torch.tensor([[0.5, 0.5, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
 
 
 def test_row_without_positive_contribution_becomes_identity_with_warning():
