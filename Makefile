@@ -54,6 +54,7 @@ test: $(STAMP) chromium
 bench: $(STAMP)
 	$(PY) benchmarks/bench_ola.py
 	$(PY) benchmarks/bench_ssim.py
+	$(PY) benchmarks/bench_alti.py
 
 clean:
 	rm -rf _build book/generated book/generated.manifest.json

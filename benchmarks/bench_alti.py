@@ -1,11 +1,11 @@
 """Benchmark: ALTI (:func:`olacore.alti.alti`) against plain attention extraction
-(:func:`olacore.models.extract_attention`) of the same texts, per model.
+(:func:`olacore.extraction.extract_attention`) of the same texts, per model.
 
 Usage::
 
     python benchmarks/bench_alti.py [--models minilm-l6 smollm2-135m] [--texts 100] [--threads 1]
 
-Both run on the same EWT chunks of 50 words (``olacore.data.similarity_texts``), batch 8, with
+Both run on the same EWT chunks of 50 words (``olacore.texts.similarity_texts``), batch 8, with
 the torch thread count pinned, each after a two-text warm-up, alternated ``--repeats`` times
 (best of each reported), in one run: the ratio
 ALTI / extraction is what to read (goal: at most 2x). ALTI holds one layer's tensors at a time
@@ -27,8 +27,9 @@ import torch
 from scipy.stats import spearmanr
 
 from olacore.alti import alti
-from olacore.data import similarity_texts
-from olacore.models import extract_attention, load_model
+from olacore.texts import similarity_texts
+from olacore.extraction import extract_attention
+from olacore.loading import load_model
 from olacore.ola import attention_rollout, order_level_attention
 from olacore.profiles import CAUSAL_ZOO, ENCODER_ZOO
 

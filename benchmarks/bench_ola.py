@@ -16,7 +16,8 @@ from olacore.benchmark import time_ola
 
 
 def extraction_throughput(names: list[str], texts: list[str]) -> None:
-    from olacore.models import extract_attention, load_model
+    from olacore.extraction import extract_attention
+    from olacore.loading import load_model
 
     for name in names:
         model = load_model(name, device="cpu")
@@ -45,7 +46,7 @@ def main() -> None:
           f"{timing.overhead_over_bare_products:.2f}x their time (goal <= 2x)")
 
     if not args.skip_extraction:
-        from olacore.data import similarity_texts
+        from olacore.texts import similarity_texts
         from olacore.profiles import CAUSAL_ZOO, ENCODER_ZOO
 
         texts = [t.text for t in similarity_texts(32)]

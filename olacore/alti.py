@@ -69,8 +69,9 @@ import torch
 
 from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
 from olacore.alti_math import alti_rollout, contributions_from_vectors, layer_contributions, layer_factors
-from olacore.cache import TensorStore
-from olacore.models import LoadedModel, load_model, model_fingerprint, tokenize
+from olacore.store import TensorStore
+from olacore.extraction import tokenize
+from olacore.loading import LoadedModel, load_model, model_fingerprint
 from olacore.timing import progress as progress_bar
 
 __all__ = [
@@ -103,7 +104,7 @@ class ALTIResult:
 
     Attributes:
         text: the input text.
-        tokens, offsets: as :func:`olacore.models.tokenize` gives them (special tokens kept).
+        tokens, offsets: as :func:`olacore.extraction.tokenize` gives them (special tokens kept).
         is_causal: decoder-only model (contributions are lower-triangular).
         contributions: ``(N, T, T)`` float32 CPU, layer 1 first; ``contributions[l, i, j]`` is
             token ``j``'s share of layer ``l + 1``'s block output at token ``i``; rows sum to 1.
@@ -213,7 +214,7 @@ def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progr
     Runs under :func:`torch.inference_mode` on ``model.device``.
 
     Args:
-        model: a :class:`~olacore.models.LoadedModel` of a covered family
+        model: a :class:`~olacore.loading.LoadedModel` of a covered family
             (:func:`~olacore.alti_families.supported_model_types`), eager attention.
         texts: non-empty strings, each within ``model.max_length`` tokens.
         batch_size: texts per forward pass.
@@ -319,12 +320,12 @@ def cached_alti(
 ) -> list[ALTIResult]:
     """:func:`alti`, cached per (model fingerprint, text, :data:`ALTI_SETTINGS`) in a TensorStore.
 
-    One entry per text (atomic, checksummed: :class:`~olacore.cache.TensorStore`), so a larger
+    One entry per text (atomic, checksummed: :class:`~olacore.store.TensorStore`), so a larger
     text set reuses the entries of a smaller one; a corrupt entry is recomputed.
 
     Args:
         model: a model name (zoo, folder or Hugging Face id: loaded only if some text misses
-            the cache) or a :class:`~olacore.models.LoadedModel` (its ``fingerprint`` keys the
+            the cache) or a :class:`~olacore.loading.LoadedModel` (its ``fingerprint`` keys the
             cache, so a modified copy must carry its own).
         texts: non-empty strings.
         batch_size, progress: as for :func:`alti`, on a miss.
@@ -335,7 +336,7 @@ def cached_alti(
         One :class:`ALTIResult` per text, in order, identical whether read or computed.
 
     Raises:
-        As :func:`alti`, and :func:`~olacore.models.load_model` for a name.
+        As :func:`alti`, and :func:`~olacore.loading.load_model` for a name.
     """
     texts = _check_texts(texts)
     store = store if store is not None else TensorStore()
@@ -363,7 +364,7 @@ def cached_alti(
         loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
         todo = list(missing.values())
         for index, result in zip(todo, alti(loaded, [texts[i] for i in todo], batch_size=batch_size, progress=progress)):
-            store.put(
+            store.put_or_warn(
                 keys[index],
                 {"contributions": result.contributions, "rollout": result.rollout},
                 {

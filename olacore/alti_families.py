@@ -151,7 +151,7 @@ def family_of(backbone: torch.nn.Module) -> ALTIFamily:
         raise RuntimeError(
             f"ALTI needs the attention probabilities of every head, but this {type(backbone).__name__} "
             f"runs {implementation!r} attention, which does not compute them. Load it with "
-            f"attn_implementation='eager' (olacore.models.load_model does), or switch it with "
+            f"attn_implementation='eager' (olacore.loading.load_model does), or switch it with "
             f"backbone.set_attn_implementation('eager')."
         )
     try:
@@ -274,7 +274,7 @@ class LayerRecorder:
                 raise RuntimeError(
                     f"layer {index}: the attention module {type(module).__name__} returned no attention "
                     f"probabilities; ALTI needs eager attention: load the model with "
-                    f"attn_implementation='eager' (olacore.models.load_model does)"
+                    f"attn_implementation='eager' (olacore.loading.load_model does)"
                 )
             self._store(index, "probs", weights)
 

@@ -2,13 +2,14 @@
 
 A *channel* is one ``(T, T)`` map per text: an OLA order (``"order1"``, ``"order2"``, ...,
 any ``"order<k>"``), the attention ``"rollout"``, the raw head-averaged attention of one layer
-(``"layer<n>"``, layer 1 nearest the input), and whatever is registered later (ALTI). Every
+(``"layer<n>"``, layer 1 nearest the input), ``"alti"`` (ALTI's token-to-token contributions
+aggregated over layers, :mod:`olacore.alti`), and whatever :func:`register` adds. Every
 experiment, table and figure names channels by these strings; the display label (``"order 1"``)
 is derived from the vocabulary, never typed by hand.
 
 Each channel says which *source* computes it (``"ola"``: :func:`olacore.pipeline.cached_ola`,
 which gives every order and the rollout of a text at once; ``"attention"``:
-:func:`olacore.pipeline.cached_attention`) and how to take its map out of that source's
+:func:`olacore.pipeline.cached_attention`; ``"alti"``: :func:`olacore.alti.cached_alti`) and how to take its map out of that source's
 per-text record. Adding a kind of map is one :func:`register` call here (or in
 the module that computes it) plus one source producer (:func:`olacore.pipeline.register_source`);
 no consumer changes.
@@ -69,6 +70,8 @@ def _take_layer(n: int) -> Callable[[Any], torch.Tensor]:
 
 _REGISTRY: dict[str, Channel] = {
     "rollout": Channel("rollout", "rollout", "ola", lambda record: record.rollout),
+    # ALTI (Ferrando et al., 2022) aggregated over layers by its own rollout: olacore.alti
+    "alti": Channel("alti", "ALTI", "alti", lambda record: record.rollout),
 }
 
 

@@ -10,8 +10,8 @@ one and a warm notebook never loads a model:
   and stored in float32 (small: a warm run reads no attention at all).
 - :func:`token_maps`: the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`) per
   text, each taken from the cached *source* that computes it (``"ola"``: :func:`cached_ola`;
-  ``"attention"``: :func:`cached_attention`; further sources are added with
-  :func:`register_source`).
+  ``"attention"``: :func:`cached_attention`; ``"alti"``: :func:`olacore.alti.cached_alti`;
+  further sources are added with :func:`register_source`).
 """
 
 from __future__ import annotations
@@ -308,8 +308,14 @@ def _attention_source(model, texts, wanted, **settings) -> list[_LayerRecord]:
     return [_LayerRecord(e.text, e.tokens, e.offsets, causal, e.attentions) for e in cached_attention(model, texts, **settings)]
 
 
+def _alti_source(model, texts, wanted, **settings) -> list[Any]:
+    from olacore.alti import cached_alti  # hooks into the model's layers: imported only when asked for
+
+    return cached_alti(model, texts, **settings)
+
+
 Source = Callable[..., list[Any]]
-_SOURCES: dict[str, Source] = {"ola": _ola_source, "attention": _attention_source}
+_SOURCES: dict[str, Source] = {"ola": _ola_source, "attention": _attention_source, "alti": _alti_source}
 
 
 def register_source(name: str, producer: Source) -> None:

@@ -14,8 +14,8 @@ from olacore import alti_math
 from olacore.alti import alti, alti_rollout, cached_alti, contributions_from_vectors, layer_decomposition
 from olacore.alti_families import FAMILIES, family_of, supported_model_types
 from olacore.alti_math import layer_contributions
-from olacore.cache import TensorStore
-from olacore.models import LoadedModel
+from olacore.store import TensorStore
+from olacore.loading import LoadedModel
 
 SHORT_TEXTS = ["The cat sat on the mat.", "Rain fell all night, so the river rose over the old bridge."]
 
@@ -307,7 +307,7 @@ ZOO_MODELS = ["smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b", "minilm-l6", "mpne
 
 @pytest.fixture(scope="module")
 def zoo_models():
-    from olacore.models import load_model
+    from olacore.loading import load_model
 
     cache: dict[str, LoadedModel] = {}
 
