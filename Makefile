@@ -7,7 +7,7 @@ PROFILE ?= default
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: book notebooks html test bench env clean chromium
+.PHONY: book notebooks html test bench env clean chromium gpu-check
 
 env: $(STAMP)
 
@@ -55,6 +55,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_ola.py
 	$(PY) benchmarks/bench_ssim.py
 	$(PY) benchmarks/bench_alti.py
+
+# On a machine with CUDA: CUDA tests, paper-scale benchmarks and chapter 03 on the GPU, one JSON
+# report (scripts/gpu_check.py). Without CUDA it runs the CPU parts and says so.
+gpu-check: $(STAMP)
+	$(PY) scripts/gpu_check.py
 
 clean:
 	rm -rf _build book/generated book/generated.manifest.json

@@ -85,12 +85,6 @@ def test_extra_leading_dimensions_and_dtype_kept():
     assert attention_rollout(attn).shape == (2, 3, 5, 5)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_matches_cpu():
-    attn = random_attention(torch.Generator().manual_seed(2), 2, 12, 20, True)
-    torch.testing.assert_close(order_level_attention(attn.cuda(), 3).cpu(), order_level_attention(attn, 3))
-
-
 @pytest.mark.parametrize(
     "tensor, max_order, error, message",
     [
