@@ -112,9 +112,8 @@ with watch("texts"):
     stream = similarity_texts(cfg.num_texts, recipe="stream")
     counts = text_counts(cfg.num_texts)
 print(f"{len(texts)} texts of 50 words by the official recipe; the first begins: {texts[0].text[:120]!r}")
-print(f"they come from {counts.documents} EWT documents ({counts.documents_skipped} skipped as shorter than one "
-      f"chunk); {counts.words_dropped} of their {counts.words_read} words fall in no text (overflowing sentences, "
-      "document tails)")
+print(f"EWT documents read: {counts.documents}, of which {counts.documents_skipped} skipped as shorter than one chunk; "
+      f"{counts.words_dropped} of their {counts.words_read} words fall in no text (overflowing sentences, document tails)")
 print(f"the stream recipe's first text begins: {stream[0].text[:120]!r}")
 names = [name for names in groups.values() for name in names]
 with watch("OLA (extraction or cache)"):
@@ -314,18 +313,19 @@ show_table(table, "tbl-proxy", f"Visual proxy, honest protocol: accuracy (%) on 
 # instead of the official ones (the first `proxy_num_texts` of each set).
 
 # %%
-causal_splits = leave_one_out(cfg.causal)
-variant_maps = {
-    "causal-part sink statistics": {name: make_maps(tokens[name][:n], align="resize", sinks="clean", size=cfg.proxy_size,
-                                                    sink_stats="causal") for name in cfg.causal},
-    "stream texts": {name: make_maps(stream_tokens[name][:n], align="resize", sinks="clean", size=cfg.proxy_size,
-                                     sink_stats="row") for name in cfg.causal},
-}
+VARIANTS = {"causal-part sink statistics": (tokens, "causal"), "stream texts": (stream_tokens, "row")}
+variant_maps = {f"{label}|{name}": make_maps(source[name][:n], align="resize", sinks="clean", size=cfg.proxy_size,
+                                             sink_stats=stats)
+                for label, (source, stats) in VARIANTS.items() for name in cfg.causal}
+variant_splits = [([f"{label}|{s}" for s in sources], f"{label}|{target}")
+                  for label in VARIANTS for sources, target in leave_one_out(cfg.causal)]
 with watch("proxy variants: sink statistics, text recipe (training or cache)"):
-    variant_runs = {label: proxy_experiment(maps, causal_splits, [("order1",)], cfg.proxy, cfg.seeds, device=device,
-                                            workers=workers)[0] for label, maps in variant_maps.items()}
+    both, _ = proxy_experiment(variant_maps, variant_splits, [("order1",)], cfg.proxy, cfg.seeds, device=device,
+                               workers=workers)
+both[["variant", "target"]] = both["target"].str.split("|", expand=True)
 honest_order1 = runs[runs["channels"].eq("order 1") & runs["target"].isin(cfg.causal)]
-variant_runs = {"official texts, whole-row sink statistics": honest_order1, **variant_runs}
+variant_runs = {"official texts, whole-row sink statistics": honest_order1,
+                **{label: both[both["variant"].eq(label)] for label in VARIANTS}}
 variant_table = pd.DataFrame({label: 100 * r.groupby("target", sort=False)["test_acc"].mean()
                               for label, r in variant_runs.items()}).T
 variant_table["mean over targets"] = variant_table.mean(axis=1)

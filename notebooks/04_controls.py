@@ -23,7 +23,8 @@
 # - **shuffled layers**: the trained layers in a random order;
 # - **noise**: Gaussian noise on every weight tensor with standard deviation `scale` times
 #   that tensor's own standard deviation, for a sweep of scales (the paper speaks of
-#   parameter perturbation; the official code tests the first two).
+#   parameter perturbation; the official code tests the first two: `load_method`
+#   `"random_all"` and `"layer_disorder"` of `OLAModel` in its `models/ola_model.py`).
 #
 # The encoder pair (MiniLM-L6 as target, MPNet-base as source) carries the whole sweep,
 # because a MiniLM forward pass is cheap on a CPU; the causal pair (Gemma-3-270M target,

@@ -12,11 +12,13 @@ The constructor works per text, in this order (DESIGN.md section 2):
 1. sinks (``"clean"``): :func:`olacore.sinks.clean_sinks` on the token-level maps, its
    statistics over the whole row (``sink_stats="row"``, what the official similarity scripts
    ``olas_retrieval.py`` and ``olas_visual_model.py`` do for causal models too) or over the causal
-   part of a causal map (``"causal"``, the official TOA path); ``"raw+clean"`` keeps both, raw
+   part of a causal map (``"causal"``, the official TOA path: ``OLAModel.forward`` in the official
+   ``models/ola_model.py``); ``"raw+clean"`` keeps both, raw
    channels first;
 2. alignment: ``"resize"`` (the paper: bilinear, antialiased, to ``size x size``), ``"words"``
-   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (the official parser's
-   first sub-token rows and columns).
+   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (the rows and columns of
+   each word's first sub-token, where the official parser scores words;
+   :func:`olacore.alignment.first_subtoken_maps`).
 """
 
 from __future__ import annotations
@@ -153,17 +155,18 @@ def make_maps(
     Args:
         token_maps: one :class:`olacore.pipeline.TokenMaps` per text, all from the same model
             and with the same channels.
-        align: ``"resize"`` (paper), ``"words"`` (ours) or ``"first"`` (official parser).
-        sinks: ``"raw"``, ``"clean"`` (the official retrieval and proxy) or ``"raw+clean"``.
+        align: ``"resize"`` (paper), ``"words"`` (ours) or ``"first"`` (first sub-tokens).
+        sinks: ``"raw"``, ``"clean"`` (the official ``olas_retrieval.py`` and
+            ``olas_visual_model.py`` clean) or ``"raw+clean"``.
         size: side of resized maps (paper: 50); ignored for word-level alignments.
         words: for ``"words"`` and ``"first"``: per text an object with ``.spans``, the
             character spans of its words (:class:`olacore.alignment.WordText`, a UD sentence).
-        sink_stats: ``"row"`` (default: the official similarity scripts, whole-row statistics
-            even for causal maps) or ``"causal"`` (the causal part; the official TOA path).
+        sink_stats: ``"row"`` (default: whole-row statistics even for causal maps, as the official
+            ``olas_retrieval.py`` and ``olas_visual_model.py``) or ``"causal"`` (the causal part, as
+            the official TOA path in ``models/ola_model.py``).
 
     Returns:
-        :class:`Maps`; every tensor float32 on the CPU (sinks and alignment run in float32, as
-        the official code does).
+        :class:`Maps`; every tensor float32 on the CPU (sinks and alignment run in float32).
 
     Raises:
         ValueError: unknown ``align``, ``sinks`` or ``sink_stats``, no text, texts from different models or

@@ -112,7 +112,8 @@ class ProbeConfig:
             ``models/ola_model.py``), and as that input adds cleaned maps); still OLA only.
         context: mix each word encoding with its two neighbours on either side (a residual
             width-5 convolution) before scoring. The official adapter mixes the map across
-            positions with an axial transformer; this is the cheap stand-in. The positional
+            positions with an axial transformer (``AxialTransformerDPAdapter`` in the official
+            ``models/adapters.py``); this is the cheap stand-in. The positional
             baseline gets the same layer.
         relative_position: add one-hot relative offsets ``j - i`` (clipped to ``+-max_len/2``)
             to the pair features. Only for the positional baseline.
@@ -463,7 +464,7 @@ def positional_maps(sentences: Sequence[UDSentence]) -> Maps:
 
 
 # Bump when train_probe gives other results for the same inputs: every cached probe is then ignored.
-# 3: the sink rule became the official one (sample std, every tie with the row maximum flagged).
+# 3: the sink rule became the official one (models/ola_utils.py: sample std, every tie with the row maximum flagged).
 PROBE_VERSION = 3
 
 

@@ -79,7 +79,7 @@ class QuantitativeSettings(_Validated):
     proxy on the first ``proxy_num_texts`` texts (classes), maps resized to ``proxy_size``; the
     official proxy protocol (:mod:`olacore.proxy.official`: first order, causal targets, the same
     ``proxy`` sizes and ``seeds``) evaluates the target every ``official_eval_every`` steps
-    (the official script: every 100 of 100k steps).
+    (the official ``olas_visual_model.py``: every 100 of 100k steps).
 
     The default's 400 proxy steps were chosen on held-out *source* maps only (target
     gemma-3-270m, order 1, seed 0; best validation accuracy): 60 steps 22 %, 200 44 %, 400 54 %,

@@ -1,7 +1,7 @@
-"""Attention sinks: removing them as the official preprocessing does, and mirroring causal maps.
+"""Attention sinks: removing them as the official preprocessing does (``models/ola_utils.py``), and mirroring causal maps.
 
 DESIGN.md section 2. Causal models park much attention on the first token whatever the text
-(Xiao et al., 2024); the official code zeroes such entries before comparing maps. Its rule
+(Xiao et al., 2024). The official code zeroes such entries before comparing maps, by this rule
 (``get_outliers_mask`` and ``cal_maskes`` in the official ``models/ola_utils.py``, applied by
 ``preprocess_ola`` in ``models/ola_model.py``): in each row flag every entry equal to the row
 maximum and every entry above ``mean + 3 std`` (sample standard deviation, ``n - 1``), zero them
@@ -73,8 +73,8 @@ def clean_sinks(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: s
         maps: ``(..., T, T)`` float tensor of row-stochastic maps.
         causal: whether the maps come from a causal model.
         num_std: threshold in sample standard deviations (paper: 3).
-        stats: ``"row"`` (default: the official similarity scripts) or ``"causal"`` (the
-            official TOA path).
+        stats: ``"row"`` (default: the official similarity scripts ``olas_retrieval.py`` and
+            ``olas_visual_model.py``) or ``"causal"`` (the official TOA path, ``models/ola_model.py``).
 
     Returns:
         ``(..., T, T)`` tensor, same dtype and device. A row whose whole mass was flagged

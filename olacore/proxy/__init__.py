@@ -6,7 +6,7 @@ texts apart from the OLA maps of the *source* models, and is tested on the maps 
 *target* model it never saw. High target accuracy means the maps of different models
 share what identifies a text.
 
-Where we depart from the official script (and why):
+Where we depart from the official script ``olas_visual_model.py`` (and why):
 
 - The official script (``olas_visual_model.py``) evaluates the target every 100 steps and
   reports the best target accuracy seen; its "restore the best weights" line is a no-op (it

@@ -22,8 +22,9 @@ Read from the official code (file names are the official repository's, github.co
   100 of 100k steps). The "restore" beside it (``model.load_state_dict(best_w)``) is a no-op:
   ``best_w = model.state_dict()`` keeps references to the live tensors, not a copy.
 
-Not reproduced (no effect on the reported number): the official evaluation also scores the
-whole training set each time (only its random draws differ). The stored
+Not reproduced (no effect on the reported number): the official evaluation
+(``_compute_accuracy`` in ``olas_visual_model.py``) also scores the whole training set each
+time (only its random draws differ). The stored
 ``models/ola_augmentations.py`` does not accept the ``ref_rank1`` / ``ref_rank2`` arguments that
 ``olas_visual_model.py`` passes to ``RandomHightlightColumns``; the column value here is the
 stored version's (row maximum ``m1`` plus ``(u - 0.5)(m1 - m2)``, ``m2`` the second largest).
@@ -54,7 +55,7 @@ __all__ = ["OfficialQuirks", "OfficialAugment", "official_augment", "official_vi
 
 @dataclass(frozen=True)
 class OfficialQuirks:
-    """Which of the official script's choices a run makes (module docstring); all on = the official protocol."""
+    """Which of the choices of the official ``olas_visual_model.py`` a run makes (module docstring); all on = the official protocol."""
 
     family_split: bool = True
     augment_before_cleaning: bool = True
@@ -117,7 +118,7 @@ def official_augment(maps: torch.Tensor, causal: bool, augment: OfficialAugment,
     then rows are renormalised. Noise (with probability ``noise_p``, after the sink flags are
     recomputed): Gaussian with standard deviation ``noise_std_ratio`` x the row's population std
     over its non-sink entries, on the entries the statistics cover, clipped at zero,
-    renormalised. With ``stats="row"`` (the official similarity scripts) a causal map's upper
+    renormalised. With ``stats="row"`` (the official ``olas_visual_model.py``) a causal map's upper
     triangle is covered too, so both can land there.
 
     Args:
@@ -169,7 +170,7 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
         augment: the augmentation, or ``None`` for none.
         before_cleaning: augment the raw token-level maps before cleaning (official) or the
             cleaned, resized ones after.
-        stats: sink statistics (official similarity scripts: ``"row"``).
+        stats: sink statistics (the official ``olas_visual_model.py``: ``"row"``).
 
     Returns:
         ``(C, size, size)`` float32 maps.
@@ -185,7 +186,8 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
 
 def family_splits(names: Sequence[str], families: Mapping[str, str] | None = None,
                   by_family: bool = True) -> list[tuple[list[str], list[str]]]:
-    """``(sources, targets)`` splits of the official proxy script (README of the official code).
+    """``(sources, targets)`` splits of the official proxy script (the README of the official code runs
+    ``olas_visual_model.py`` on four source models of two families, the held-out family the targets).
 
     Args:
         names: model names.
@@ -272,7 +274,7 @@ def train_official(
     device: str | torch.device | None = None,
     progress: bool = True,
 ) -> OfficialRun:
-    """Train the visual proxy the way the official script does, with ``quirks`` on or off (module docstring).
+    """Train the visual proxy the way the official ``olas_visual_model.py`` does, with ``quirks`` on or off (module docstring).
 
     Text ``i`` of every model is class ``i``. Training batches are drawn from all source
     samples, reshuffled every epoch (the last batch of an epoch may be smaller, as a
@@ -351,7 +353,7 @@ def train_official(
             augmented = (_views(test_maps, causal, size, eval_gen, augment, before) - mean) / std
             model.eval()
             test_acc, test_acc_clean = accuracy(model, augmented, test_y), accuracy(model, clean_test, test_y)
-            if not quirks.frozen_batchnorm:  # the official script leaves the network in eval mode for good
+            if not quirks.frozen_batchnorm:  # olas_visual_model.py leaves the network in eval mode for good
                 model.train()
             history.append({"step": step, "train_loss": sum(losses) / len(losses), "test_acc": test_acc,
                             "test_acc_clean": test_acc_clean})

@@ -42,7 +42,8 @@ class OfficialProxyJob:
         causal: the maps come from causal models.
         config, quirks, size, augment, seed: as :func:`olacore.proxy.official.train_official`
             (the key holds only the quirks that change training,
-            :meth:`olacore.proxy.official.OfficialQuirks.for_training`).
+            :meth:`olacore.proxy.official.OfficialQuirks.for_training`, less ``family_split``,
+            which acts through the sources and targets the key holds already).
         device: device type to train on.
     """
 
@@ -61,7 +62,8 @@ class OfficialProxyJob:
         return TensorStore.key(
             kind="official-proxy-run", official_version=OFFICIAL_VERSION, sources=digests(self.sources),
             targets=digests(self.targets), causal=self.causal, config=dataclasses.asdict(self.config),
-            quirks=dataclasses.asdict(self.quirks.for_training()), size=self.size, augment=dataclasses.asdict(self.augment),
+            quirks=dataclasses.asdict(dataclasses.replace(self.quirks.for_training(), family_split=True)),
+            size=self.size, augment=dataclasses.asdict(self.augment),
             seed=self.seed, device=self.device,
         )
 
