@@ -152,9 +152,12 @@ for kind, table in tables.items():
                      "chance %": 100 * chance, "similarity": verdict(r["hits@1"], chance),
                      "OLAS vanishes?": vanishes(r["control"], r["scale"], r["hits@1"], chance)})
         scale = "" if pd.isna(r["scale"]) else f" scale {r['scale']:g}"
+        claim = r["control"] if rows[-1]["OLAS vanishes?"] != "-" else None  # the paper's claim, where it applies
         results.add(f"controls/{kind}/{r['control']}{scale}/order1/hits@1",
                     f"{kind} pair, {r['control']}{scale}: order-1 Hits@1", 100 * r["hits@1"], chance=100 * chance,
-                    verdict=rows[-1]["OLAS vanishes?"])
+                    verdict=rows[-1]["OLAS vanishes?"], protocol="official",
+                    paper_keys=[f"controls/{claim}"] if claim in ("random init", "shuffled layers", "noise") else [],
+                    subject=f"{kind} pair{',' + scale if scale else ''}")
 pd.DataFrame(rows).round({"Hits@1 %": 1, "chance %": 1})  # noise scales keep their two decimals
 
 # %%

@@ -70,11 +70,13 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
     - no number of ours: ``"not measured yet"``;
     - a qualitative claim (``paper`` is ``None``): the chapter's own verdict ``claim`` decides
       (``"yes"`` or ``"holds"``: reproduced; anything else: not reproduced);
-    - ``ours >= paper - TOLERANCE``: ``"reproduced"``;
-    - short of that, but the claim holds at least weakly against chance (:func:`verdict`, with
-      ``chance``) or, without a chance level, by the chapter's verdict ``claim``:
-      ``"holds here, below the paper"``;
-    - otherwise ``"not reproduced here"``.
+    - ours does not hold even weakly against chance (:func:`verdict`, with ``chance``; without a
+      chance level, the chapter's verdict ``claim``): ``"not reproduced here"``, however close
+      to the paper's number (a number at chance reproduces nothing);
+    - ``ours >= paper - TOLERANCE``: ``"reproduced"``; short of that: ``"holds here, below
+      the paper"``;
+    - with neither a chance level nor a chapter verdict, only the tolerance decides
+      (reproduced, or not reproduced here).
 
     Raises:
         ValueError: ``ours``, ``paper`` or ``chance`` is NaN.
@@ -85,7 +87,10 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
         raise ValueError("a reproduction verdict needs defined numbers; got NaN")
     if paper is None:
         return REPRODUCED if claim in ("yes", HOLDS) else NOT_REPRODUCED
-    if ours >= paper - TOLERANCE:
-        return REPRODUCED
+    close = ours >= paper - TOLERANCE
     holds = verdict(ours / 100, chance / 100) if chance is not None else claim
-    return BELOW if holds in (HOLDS, WEAK) else NOT_REPRODUCED
+    if not holds:
+        return REPRODUCED if close else NOT_REPRODUCED
+    if holds not in (HOLDS, WEAK):
+        return NOT_REPRODUCED
+    return REPRODUCED if close else BELOW

@@ -59,6 +59,9 @@ def test_the_reproduction_verdict_rule():
     assert reproduction(46.0, 91.6, 1.0) == BELOW  # holds against chance, far below the paper
     assert reproduction(3.0, 91.6, 1.0) == NOT_REPRODUCED  # short of 5 x chance
     assert reproduction(40.0, 81.3, None, "holds") == BELOW and reproduction(40.0, 81.3, None, "") == NOT_REPRODUCED
+    assert reproduction(75.0, 81.3) == REPRODUCED  # neither chance nor a chapter verdict: the tolerance alone
+    assert reproduction(12.5, 7.7, 12.5) == NOT_REPRODUCED  # at chance: close to the paper, but reproduces nothing
+    assert reproduction(80.0, 81.3, None, "does not hold here") == NOT_REPRODUCED
     assert reproduction(25.0, None, 25.0, "yes") == REPRODUCED and reproduction(90.0, None, 25.0, "no") == NOT_REPRODUCED
     with pytest.raises(ValueError, match="NaN"):
         reproduction(float("nan"), 80.0)
