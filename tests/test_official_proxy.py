@@ -6,6 +6,7 @@ What each switch must do is read from the official ``olas_visual_model.py``,
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 import torch
 
@@ -234,3 +235,32 @@ def test_official_runs_learn_a_toy_set_and_read_out_variants_share_one_training(
     assert set(histories) == {(v, n, 0) for v in variants for n in names}
     with pytest.raises(ValueError, match="lack channels"):
         official_proxy_experiment(tokens, ("order2",), config, [0], variants, store=store, progress=False)
+
+
+# --- reading the runs -----------------------------------------------------------------------
+
+
+def test_protocol_table_and_selection_figure_on_hand_made_runs():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from olacore.proxy.official_report import protocol_table, selection_figure
+
+    official = pd.DataFrame([
+        {"variant": v, "target": t, "seed": s, "reported": r}
+        for v, base in (("official protocol", 0.6), ("without raw inputs", 0.5)) for t in ("a", "b") for s, r in
+        ((0, base), (1, base + 0.1))])
+    honest = pd.DataFrame([{"target": t, "seed": s, "test_acc": 0.3 + 0.1 * s} for t in ("a", "b") for s in (0, 1)])
+    table = protocol_table(official, honest, ["official protocol", "without raw inputs"], honest_label="honest")
+    assert list(table.index) == ["official protocol", "without raw inputs", "honest"]
+    assert table.loc["official protocol", "a"] == "65.0 ± 7.1"
+    assert table.loc["honest", "mean over targets"] == pytest.approx(35.0)
+    assert table["points vs official protocol"].tolist() == pytest.approx([0.0, -10.0, -30.0])
+    with pytest.raises(ValueError, match="no official-protocol runs"):
+        protocol_table(official, honest, ["official protocol", "without frozen batchnorm"])
+    with pytest.raises(ValueError, match="honest runs are of"):
+        protocol_table(official, honest[honest["target"] == "a"], ["official protocol"])
+    histories = {("official protocol", t, s): [{"step": 5, "test_acc": 0.2}, {"step": 10, "test_acc": 0.6 + 0.1 * s}]
+                 for t in ("a", "b") for s in (0, 1)}
+    fig = selection_figure(official, histories, honest, "official protocol", chance=0.1)
+    assert [ax.get_title() for ax in fig.axes] == ["a", "b"]

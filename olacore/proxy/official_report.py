@@ -86,7 +86,7 @@ def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict
                    label="honest (test once)")
         if chance is not None:
             ax.axhline(100 * chance, color="black", linestyle=":", linewidth=1, label="chance")
-        ax.set_xticks([])
+        ax.set_xticks([0, 0.45, 0.75], ["every\nevaluation", "reported", "honest"], fontsize=8)
         ax.set_xlim(-0.5, 1.0)
         ax.set_title(target, fontsize=10)
     axes[0][0].set_ylabel("target accuracy (%)")
