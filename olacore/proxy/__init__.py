@@ -17,7 +17,9 @@ Where we depart from the official script ``olas_visual_model.py`` (and why):
   Validation split (:func:`split_sources`): with two or more source models, the map of
   text ``i`` from source ``i mod S`` is held out, so every class keeps ``S - 1`` training
   maps, each source model contributes to training, and validation asks the same question
-  as the test (recognise a text in a model not seen for that text). With one source
+  as the test (recognise a text in a model not seen for that text). The price: training sees
+  ``(S - 1) / S`` of the source maps (half of them with two sources), where the official
+  script trains on all of them. With one source
   model no such split exists; validation then uses one fixed augmented view of the
   source maps (which only detects divergence, and says so in :class:`ProxyRun`).
 - ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18);
