@@ -139,7 +139,8 @@ pd.DataFrame([{"model": n, "kind": k, "mean tokens per text (official recipe)": 
 # every entry above mean + 3 sample standard deviations is zeroed, the row renormalised. The
 # statistics run over the **whole row** even for causal models, the structural zeros above
 # the diagonal included, because the script builds its dataset without the causal flag
-# (`is_casual=False`); only the official TOA path takes them over the causal part. We run both:
+# (`is_casual=False`); only the official TOA path (`OLAModel.forward` in `models/ola_model.py`)
+# takes them over the causal part. We run both:
 # whole-row (official) and causal-part statistics.
 # Each target map queries all source maps of the same channel; SSIM with an 11-tap Gaussian
 # window (sigma 1.5), `data_range` per pair as in `olas_retrieval.py` (torchmetrics' default).
@@ -206,7 +207,7 @@ pair_table[("paper", "Hits@1 (same families)")] = [
     for s, t in pair_table.index]
 show_table(pair_table, "tbl-retrieval-protocols", "First-order SSIM retrieval between causal models, Hits@1 (%): "
            "official texts (document-bounded, from sentence starts) or stream texts, sinks cleaned with whole-row "
-           "(official similarity scripts) or causal-part statistics; maps resized to 50 x 50; the paper's Hits@1 for "
+           "(as the official olas_retrieval.py and olas_visual_model.py) or causal-part statistics; maps resized to 50 x 50; the paper's Hits@1 for "
            "its pair of the same families (1000 texts, its models).", decimals=1)
 
 # %% [markdown]
@@ -357,7 +358,7 @@ show_table(variant_table, "tbl-proxy-variants", "Visual proxy, honest protocol, 
 # training sizes as the honest runs; each row switches one quirk off. Switching off the
 # read-out quirks (5, 6) re-reads the same training runs. At the CPU scale BatchNorm freezes
 # after `official_eval_every` of `proxy.iterations` steps (the official script: after 100 of
-# 100k) and the learning rate is the profile's (0.05 at `default`, the official script's 0.007):
+# 100k) and the learning rate is the profile's (0.05 at `default`; `olas_visual_model.py`: 0.007):
 # the frozen-BatchNorm row measures that, and it may weigh far more here than at the paper's
 # scale. One more row reads the runs with BatchNorm trained as a protocol with no selection on
 # the target (tested once, at the end, on clean target maps).
@@ -397,8 +398,8 @@ print(f"the honest protocol trains on {trained_on} of {num_sources} source maps 
 # %% [markdown]
 # ### The selection effect
 #
-# Each grey dot is one evaluation of one run on freshly augmented target maps; the official
-# script reports the largest (red). A maximum over many noisy evaluations sits above what a
+# Each grey dot is one evaluation of one run on freshly augmented target maps;
+# `olas_visual_model.py` reports the largest (red). A maximum over many noisy evaluations sits above what a
 # network scores when it is tested once (blue: the honest protocol's test-once accuracy).
 
 # %%
