@@ -399,8 +399,10 @@ print(f"the honest protocol trains on {trained_on} of {num_sources} source maps 
 # ### The selection effect
 #
 # Each grey dot is one evaluation of one run on freshly augmented target maps;
-# `olas_visual_model.py` reports the largest (red). A maximum over many noisy evaluations sits above what a
-# network scores when it is tested once (blue: the honest protocol's test-once accuracy).
+# `olas_visual_model.py` reports the largest (red diamonds). How far the diamonds sit above the
+# bulk of the dots is the selection effect of reporting a maximum over noisy evaluations. The
+# blue circles are the honest protocol's test-once accuracies, for comparison (its training
+# differs too: see the table above).
 
 # %%
 fig = selection_figure(official_runs, official_histories, honest_order1[["target", "seed", "test_acc"]],
