@@ -16,7 +16,7 @@
 # This chapter derives Order-Level Attention (OLA) from Attention Rollout, checks every
 # identity on the attention of a real language model, and measures what the recurrence
 # used by `olacore` saves over enumerating the terms one by one, as the official code of
-# {cite}`liang2025olas` does.
+# {cite}`liang2025olas` does (`combine_attention_orders` in its `models/ola_utils.py`).
 #
 # ## The expansion
 #

@@ -87,10 +87,13 @@ with watch("figures"):
 # ## The attention sink, before and after cleaning
 #
 # Causal models park much of their attention on the first token, whatever the text
-# {cite}`xiao2024sinks`. The paper's preprocessing zeroes, in every row, the largest entry
-# and every entry above the row's mean plus three standard deviations, then renormalises
-# (`olacore.sinks.clean_sinks`). Here the token-level maps of one causal model, raw and
-# cleaned.
+# {cite}`xiao2024sinks`. The official preprocessing (`get_outliers_mask` in the official
+# `models/ola_utils.py`) zeroes, in every row, every entry equal to the row's maximum and every
+# entry above the row's mean plus three (sample) standard deviations, then renormalises
+# (`olacore.sinks.clean_sinks`). Its similarity scripts (`olas_retrieval.py`,
+# `olas_visual_model.py`) take mean and standard deviation over the whole row, the zeros above
+# a causal map's diagonal included; so does this book wherever it compares maps. Here the
+# token-level maps of one causal model, raw and cleaned.
 
 # %%
 sink_model = cfg.causal[0]

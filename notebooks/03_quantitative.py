@@ -28,6 +28,14 @@
 # OntoNotes; fewer texts (the `default` profile: 100 for retrieval, 50 classes for the
 # proxy, versus 1000); and a CPU-sized proxy (narrow ResNet-18, smaller images, a few hundred
 # steps instead of 100k). The `paper` profile restores the paper's sizes.
+#
+# **Two protocols, side by side.** Reading the official code closely shows choices the paper
+# does not state and that can move its numbers: where the sink statistics are taken, how the
+# texts are cut, and how the visual proxy's number is selected. Every experiment below runs
+# the **official protocol**, exactly as the official code runs it (each file is named where
+# its choice is described), and where that protocol selects on test data, our **honest
+# protocol** beside it; the chapter measures the difference instead of arguing it. The report
+# page ({doc}`07_report`) collects both for every published number.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
@@ -35,6 +43,8 @@ seeds: list[int] | None = None  # None: the profile's seeds
 device: str | None = None  # None: CUDA when available, else CPU
 
 # %%
+import dataclasses
+
 import numpy as np
 import pandas as pd
 import torch
@@ -44,62 +54,116 @@ from olacore.maps import make_maps
 from olacore.pipeline import token_maps
 from olacore.plots import hits_heatmaps, training_curve
 from olacore.profiles import settings
-from olacore.proxy import channel_set_label, leave_one_out, proxy_experiment, proxy_summary
+from olacore.proxy import (
+    OfficialQuirks,
+    channel_set_label,
+    family_splits,
+    leave_one_out,
+    official_proxy_experiment,
+    proxy_experiment,
+    proxy_summary,
+)
+from olacore.proxy.official_report import protocol_table, selection_figure
+from olacore.report import proxy_keys, published_value, retrieval_keys
 from olacore.results import ChapterResults
 from olacore.retrieval import mean_hits, retrieval_grid
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
 from olacore.tables import show_table
-from olacore.texts import similarity_texts
+from olacore.texts import similarity_texts, text_counts
 from olacore.timing import Stopwatch
 from olacore.verdicts import better, verdict
 
 watch = Stopwatch()
 cfg = settings("quantitative", profile, seeds=seeds)
 results = ChapterResults("03_quantitative", profile)
+workers = cpu_workers(device)
 pd.set_option("display.precision", 3)
 cfg
 
 # %% [markdown]
 # ## Texts and OLA
 #
-# The paper's recipe on EWT: consecutive 50-word chunks of the training split in document
-# order, ignoring sentence ends; each chunk is one class. OLA of orders 0 to 3 and the
-# rollout of every model are read from the cache (computed once, shared with the other
-# chapters).
+# **The official recipe** (`DataManager` in the official `data_utils/data_manager.py`, with
+# `do_classify_data_generate`): each document is read sentence by sentence into a buffer; as
+# soon as the buffer holds 50 words, its first 50 are one text and the buffer is emptied. So a
+# text never crosses a document, always starts at a sentence start, the rest of the sentence
+# that overflows is dropped, and so is the document's tail; a document shorter than one chunk
+# gives none. `ClassifyDataset` (official `data_utils/ola_dataset.py`) joins the words with
+# single spaces. The paper used the first 1000 such chunks of OntoNotes; we cut EWT's documents
+# (`# newdoc id`) into EWT's syntactic words, which are tokenised like OntoNotes' ("do n't").
+# Each text is one class.
+#
+# **The stream recipe** (this book's earlier choice, kept as a variant): consecutive 50-word
+# chunks of EWT's surface tokens in file order, crossing sentence and document ends, with the
+# treebank's own spacing. Both sets have the profile's size; the causal models are also run on
+# the stream texts (first order only), to measure what the recipe changes.
+#
+# OLA of orders 1 to 3, the rollout and ALTI (token-to-token contributions aggregated over
+# layers by ALTI's own rollout, `olacore.alti`; a second forward pass with hooks) of every
+# model are read from the cache (computed once, shared with the other chapters).
 
 # %%
-CHANNELS = ("order1", "order2", "order3", "rollout")
+OLA_CHANNELS = ("order1", "order2", "order3", "rollout")
+CHANNELS = (*OLA_CHANNELS, "alti")
 groups = {"causal": cfg.causal, "encoder": cfg.encoders}
 with watch("texts"):
     texts = similarity_texts(cfg.num_texts)
-print(f"{len(texts)} texts of 50 words; the first begins: {texts[0].text[:120]!r}")
+    stream = similarity_texts(cfg.num_texts, recipe="stream")
+    counts = text_counts(cfg.num_texts)
+print(f"{len(texts)} texts of 50 words by the official recipe; the first begins: {texts[0].text[:120]!r}")
+print(f"EWT documents read: {counts.documents}, of which {counts.documents_skipped} skipped as shorter than one chunk; "
+      f"{counts.words_dropped} of their {counts.words_read} words fall in no text (overflowing sentences, document tails)")
+print(f"the stream recipe's first text begins: {stream[0].text[:120]!r}")
+names = [name for names in groups.values() for name in names]
 with watch("OLA (extraction or cache)"):
-    tokens = {name: token_maps(name, [t.text for t in texts], CHANNELS, device=device)
-              for names in groups.values() for name in names}
-pd.DataFrame([{"model": n, "kind": k, "mean tokens per text": np.mean([len(t.tokens) for t in tokens[n]])}
-              for k, names in groups.items() for n in names])
+    for name in names:
+        token_maps(name, [t.text for t in texts], OLA_CHANNELS, device=device)
+with watch("ALTI (extraction or cache)"):
+    tokens = {name: token_maps(name, [t.text for t in texts], CHANNELS, device=device) for name in names}
+with watch("stream texts, order 1, causal models (extraction or cache)"):
+    stream_tokens = {name: token_maps(name, [t.text for t in stream], ("order1",), device=device)
+                     for name in cfg.causal}
+pd.DataFrame([{"model": n, "kind": k, "mean tokens per text (official recipe)": np.mean([len(t.tokens) for t in tokens[n]]),
+               "(stream recipe)": np.mean([len(t.tokens) for t in stream_tokens[n]]) if n in stream_tokens else np.nan}
+              for k, names_ in groups.items() for n in names_])
 
 # %% [markdown]
 # ## SSIM retrieval
 #
 # Every map is made comparable two ways: the paper's **resize** of the whole token x token
 # map to 50 x 50, and our **word pooling** onto the 50 words (no resampling), each with the
-# attention sinks left **raw** or **cleaned** (the official code retrieves on cleaned maps).
+# attention sinks left **raw** or **cleaned**. The official retrieval script
+# (`olas_retrieval.py`) retrieves on cleaned maps, resized. Its sink rule (`get_outliers_mask`
+# in the official `models/ola_utils.py`): in each row, every entry equal to the row maximum and
+# every entry above mean + 3 sample standard deviations is zeroed, the row renormalised. The
+# statistics run over the **whole row** even for causal models, the structural zeros above
+# the diagonal included, because the script builds its dataset without the causal flag
+# (`is_casual=False`); only the official TOA path (`OLAModel.forward` in `models/ola_model.py`)
+# takes them over the causal part. We run both:
+# whole-row (official) and causal-part statistics.
 # Each target map queries all source maps of the same channel; SSIM with an 11-tap Gaussian
-# window (sigma 1.5), `data_range` per pair as in the official script (torchmetrics'
-# default). Causal models are only compared with causal models, encoders with encoders.
+# window (sigma 1.5), `data_range` per pair as in `olas_retrieval.py` (torchmetrics' default).
+# Causal models are only compared with causal models, encoders with encoders.
 
 # %%
-variants = {f"{align}, {sinks}": {"align": align, "sinks": sinks, "size": cfg.size}
-            for align in ("resize", "words") for sinks in ("raw", "clean")}
+STATS = {"whole-row sink statistics (official)": "row", "causal-part sink statistics": "causal"}
+variants = {"resize, clean": {"align": "resize", "sinks": "clean", "size": cfg.size, "sink_stats": "row"},
+            "resize, clean, causal-part statistics": {"align": "resize", "sinks": "clean", "size": cfg.size,
+                                                      "sink_stats": "causal"},
+            "resize, raw": {"align": "resize", "sinks": "raw", "size": cfg.size},
+            "words, raw": {"align": "words", "sinks": "raw"},
+            "words, clean": {"align": "words", "sinks": "clean"}}
 with watch("SSIM retrieval"):
     retrieval = retrieval_grid(tokens, groups, variants, words=texts)
+    stream_retrieval = retrieval_grid(stream_tokens, {"causal": cfg.causal},
+                                      {label: {"align": "resize", "sinks": "clean", "size": cfg.size, "sink_stats": stats}
+                                       for label, stats in STATS.items()}, words=stream)
 chance1, chance5 = chance_hits(len(texts), 1), chance_hits(len(texts), 5)
 print(f"Chance level with {len(texts)} texts: Hits@1 = {100 * chance1:.1f} %, Hits@5 = {100 * chance5:.1f} %")
 
 # %% [markdown]
-# ### Paper-faithful setting (resize to 50 x 50, sinks cleaned)
+# ### The official protocol (official texts, resize to 50 x 50, whole-row sink statistics)
 #
 # Hits@1 / Hits@5 in % for every ordered (source, target) pair, then as model x model
 # heatmaps of Hits@1 (rows: source = gallery, columns: target = queries).
@@ -107,28 +171,60 @@ print(f"Chance level with {len(texts)} texts: Hits@1 = {100 * chance1:.1f} %, Hi
 # %%
 faithful = retrieval[retrieval["variant"] == "resize, clean"]
 pivot = faithful.pivot_table(index=["group", "source", "target"], columns="channel", values=["hits@1", "hits@5"]) * 100
-show_table(pivot, "tbl-retrieval", "SSIM retrieval, paper-faithful setting (maps resized to 50 x 50, sinks cleaned): "
-           f"Hits@1 and Hits@5 (%) for every ordered (source, target) pair of the same kind, {len(texts)} texts "
-           f"(chance: Hits@1 {100 * chance1:.1f} %, Hits@5 {100 * chance5:.1f} %).", decimals=1)
+show_table(pivot, "tbl-retrieval", "SSIM retrieval under the official protocol (official texts, maps resized to "
+           "50 x 50, sinks cleaned with whole-row statistics): Hits@1 and Hits@5 (%) for every ordered (source, target) "
+           f"pair of the same kind, {len(texts)} texts (chance: Hits@1 {100 * chance1:.1f} %, "
+           f"Hits@5 {100 * chance5:.1f} %).", decimals=1)
 
 # %%
-fig = hits_heatmaps(faithful, groups, CHANNELS, title=f"Hits@1 % (resize, clean sinks; chance {100 * chance1:.1f} %)")
+fig = hits_heatmaps(faithful, groups, CHANNELS, title=f"Hits@1 % (official protocol; chance {100 * chance1:.1f} %)")
+
+# %% [markdown]
+# ### Sink statistics and text recipes, pair by pair
+#
+# First-order Hits@1 (%) of every ordered pair of causal models under both sink statistics and
+# both text recipes (maps resized, sinks cleaned), with the paper's number for the pair of
+# its models of the same families where it reported one (our Qwen2.5 for its Qwen2, Gemma-3
+# for Gemma-2, SmolLM2, a Llama-architecture model, for Llama-3.2).
+
+# %%
+def _pairs(table, recipe):
+    rows = table[(table["group"] == "causal") & (table["channel"] == "order1")]
+    return rows.assign(recipe=recipe)
+
+by_protocol = pd.concat([
+    _pairs(retrieval[retrieval["variant"] == "resize, clean"], "official texts").assign(stats="whole row"),
+    _pairs(retrieval[retrieval["variant"] == "resize, clean, causal-part statistics"], "official texts").assign(
+        stats="causal part"),
+    _pairs(stream_retrieval[stream_retrieval["variant"] == "whole-row sink statistics (official)"], "stream texts").assign(
+        stats="whole row"),
+    _pairs(stream_retrieval[stream_retrieval["variant"] == "causal-part sink statistics"], "stream texts").assign(
+        stats="causal part")])
+pair_table = (100 * by_protocol.pivot_table(index=["source", "target"], columns=["recipe", "stats"], values="hits@1",
+                                           sort=False))
+pair_table[("paper", "Hits@1 (same families)")] = [
+    np.mean([published_value(k) for k in retrieval_keys(s, t)]) if retrieval_keys(s, t) else np.nan
+    for s, t in pair_table.index]
+show_table(pair_table, "tbl-retrieval-protocols", "First-order SSIM retrieval between causal models, Hits@1 (%): "
+           "official texts (document-bounded, from sentence starts) or stream texts, sinks cleaned with whole-row "
+           "(as the official olas_retrieval.py and olas_visual_model.py) or causal-part statistics; maps resized to 50 x 50; the paper's Hits@1 for "
+           "its pair of the same families (1000 texts, its models).", decimals=1)
 
 # %% [markdown]
 # ### Resize vs words, raw vs clean sinks
 #
-# Mean Hits@1 (%) over the ordered pairs of each kind.
+# Mean Hits@1 (%) over the ordered pairs of each kind, official texts.
 
 # %%
-(retrieval.groupby(["group", "variant", "channel"])["hits@1"].mean().unstack("channel") * 100).round(1)
+(retrieval.groupby(["group", "variant", "channel"])["hits@1"].mean().unstack("channel")[list(CHANNELS)] * 100).round(1)
 
 # %% [markdown]
 # ### Ours beside the paper
 #
-# The paper reports first-order SSIM retrieval for four pairs of its causal models. Its
-# models are not ours, so the comparison is of the *mean* over pairs, order 1, resize + clean
-# sinks. Differences that matter: our models are 3 to 60 times smaller than the paper's and
-# run on dequantised 4-bit weights, and we retrieve among fewer texts (Hits@1 chance is 1/N).
+# The paper reports first-order SSIM retrieval for four pairs of its causal models; above,
+# each sits beside our pair of the same families. Over all pairs, order 1, official protocol:
+# differences that matter are that our models are 3 to 60 times smaller than the paper's and
+# run on dequantised 4-bit weights, and that we retrieve among fewer texts (Hits@1 chance is 1/N).
 
 # %%
 published = paper.retrieval()
@@ -143,43 +239,46 @@ display(published)
 comparison.round(1)
 
 # %% [markdown]
-# ## The visual proxy
+# ## The visual proxy, honest protocol
 #
 # A CIFAR-style ResNet-18 (torchvision's, 3x3 stride-1 stem, no max-pool, not pretrained),
 # one input channel per order, one class per text. Causal models: each in turn is the
 # target, the other two are the sources; encoders: train on one, test on the other.
 #
-# **Checkpoint selection without the target** (the official script keeps the best *target*
-# accuracy seen during training): the checkpoint is chosen on held-out *source* maps. With
-# two or more sources, text *i*'s map from source *i mod S* is held out, so validation asks
-# the same question as the test (recognise a text in a model not trained on for that text);
-# with one source (the encoders) validation is a fixed augmented view of its maps, which only
-# guards against divergence. The target is evaluated once per seed.
+# **Checkpoint selection without the target.** The official script (`olas_visual_model.py`)
+# reports the best *target* accuracy seen during training (its "restore the best weights" line
+# is a no-op: it keeps `model.state_dict()`, references to the live tensors, not a copy); its
+# protocol is run as it is in the next section. Here the checkpoint is chosen on held-out
+# *source* maps. With two or more sources, text *i*'s map from source *i mod S* is held out, so
+# validation asks the same question as the test (recognise a text in a model not trained on for
+# that text); with one source (the encoders) validation is a fixed augmented view of its maps,
+# which only guards against divergence. The target is evaluated once per seed.
 #
 # **CPU-sized** at the `default` profile (say so beside every number): the first
 # `proxy_num_texts` texts are the classes, maps are resized to `proxy_size` pixels, the
 # network is ResNet-18 with its channel widths scaled down (`proxy.width` instead of 64),
 # trained for `proxy.iterations` steps of SGD (momentum 0.9, weight decay 5e-4, cosine
-# decay), with the paper's augmentations (fake sink columns, noise scaled by row std). The
-# number of steps was chosen, like the checkpoint, on held-out *source* maps only (one split,
-# one seed; the sweep is recorded beside the setting in `olacore/profiles.py`): validation
-# accuracy rises from 22 % at 60 steps to 54 % at 400 and stays there up to 1600.
+# decay), with the paper's augmentations (fake sink columns, noise scaled by row std) on the
+# cleaned maps, which are standardised. The number of steps was chosen, like the checkpoint, on
+# held-out *source* maps only (one split, one seed, on the stream texts; the sweep is recorded
+# beside the setting in `olacore/profiles.py`).
 #
 # On a CPU the runs are spread over one worker process per core (one thread each), and every
 # finished run is kept in the cache, keyed by its maps, settings and seed: a re-executed
 # chapter reads its runs back.
 
 # %%
-channel_sets = [("rollout",), ("order1",), ("order2",), ("order3",), ("order1", "order2")]
+channel_sets = [("rollout",), ("alti",), ("order1",), ("order2",), ("order3",), ("order1", "order2")]
+n = cfg.proxy_num_texts
 with watch("proxy maps"):
-    proxy_maps = {name: make_maps(t[: cfg.proxy_num_texts], align="resize", sinks="clean", size=cfg.proxy_size)
+    proxy_maps = {name: make_maps(t[:n], align="resize", sinks="clean", size=cfg.proxy_size, sink_stats="row")
                   for name, t in tokens.items()}
 splits = leave_one_out(cfg.causal) + leave_one_out(cfg.encoders)
 print(cfg.proxy)
 print(f"seeds {cfg.seeds}; {len(splits)} splits x {len(channel_sets)} channel sets x {len(cfg.seeds)} seeds")
 with watch("proxy training (or cache)"):
     runs, histories = proxy_experiment(proxy_maps, splits, channel_sets, cfg.proxy, cfg.seeds, device=device,
-                                       workers=cpu_workers(device))
+                                       workers=workers)
 
 # %% [markdown]
 # Training curve of one run (first split, order 1, first seed): training loss and accuracy on
@@ -192,7 +291,8 @@ fig = training_curve(histories[("order 1", target, seed)], title=f"order 1, targ
 
 # %% [markdown]
 # Target accuracy (%), mean ± std over seeds. The paper's column is the mean of its six
-# causal targets (1000 classes, 100k steps, its models); it reports no order 3 or 1+2 row.
+# causal targets (1000 classes, 100k steps, its models, its protocol); it reports no order 3
+# or 1+2 row.
 
 # %%
 proxy_chance = 100 / cfg.proxy_num_texts
@@ -201,10 +301,117 @@ published_proxy = paper.proxy()["mean"]
 table["paper, mean over causal targets %"] = [published_proxy.get(c[0]) if len(c) == 1 else np.nan for c in channel_sets]
 table["chance %"] = proxy_chance
 print(f"Chance: {proxy_chance:.1f} % ({cfg.proxy_num_texts} classes). Validation: {runs['validation'].unique().tolist()}")
-show_table(table, "tbl-proxy", f"Visual proxy: accuracy (%) on each target model's maps, mean ± std over seeds "
-           f"{list(cfg.seeds)}, {cfg.proxy_num_texts} classes (chance {proxy_chance:.1f} %), CPU-sized ResNet-18 "
-           "trained on the other models of the same kind; the paper's column is the mean over its six causal targets.",
-           decimals=1)
+show_table(table, "tbl-proxy", f"Visual proxy, honest protocol: accuracy (%) on each target model's maps, mean ± std "
+           f"over seeds {list(cfg.seeds)}, {cfg.proxy_num_texts} classes (chance {proxy_chance:.1f} %), CPU-sized "
+           "ResNet-18 trained on the other models of the same kind, checkpoint chosen on held-out source maps; the "
+           "paper's column is the mean over its six causal targets (its protocol).", decimals=1)
+
+# %% [markdown]
+# ### Sink statistics and text recipes in the proxy
+#
+# The same honest protocol on first-order maps of the causal models, changing one thing at a
+# time: sinks cleaned with causal-part statistics instead of whole-row ones, or the stream texts
+# instead of the official ones (the first `proxy_num_texts` of each set).
+
+# %%
+VARIANTS = {"causal-part sink statistics": (tokens, "causal"), "stream texts": (stream_tokens, "row")}
+variant_maps = {f"{label}|{name}": make_maps(source[name][:n], align="resize", sinks="clean", size=cfg.proxy_size,
+                                             sink_stats=stats)
+                for label, (source, stats) in VARIANTS.items() for name in cfg.causal}
+variant_splits = [([f"{label}|{s}" for s in sources], f"{label}|{target}")
+                  for label in VARIANTS for sources, target in leave_one_out(cfg.causal)]
+with watch("proxy variants: sink statistics, text recipe (training or cache)"):
+    both, _ = proxy_experiment(variant_maps, variant_splits, [("order1",)], cfg.proxy, cfg.seeds, device=device,
+                               workers=workers)
+both[["variant", "target"]] = both["target"].str.split("|", expand=True)
+honest_order1 = runs[runs["channels"].eq("order 1") & runs["target"].isin(cfg.causal)]
+variant_runs = {"official texts, whole-row sink statistics": honest_order1,
+                **{label: both[both["variant"].eq(label)] for label in VARIANTS}}
+variant_table = pd.DataFrame({label: 100 * r.groupby("target", sort=False)["test_acc"].mean()
+                              for label, r in variant_runs.items()}).T
+variant_table["mean over targets"] = variant_table.mean(axis=1)
+show_table(variant_table, "tbl-proxy-variants", "Visual proxy, honest protocol, first-order OLA, causal targets: "
+           f"accuracy (%), mean over seeds {list(cfg.seeds)}, official texts with whole-row sink statistics (as "
+           "above), then one change at a time.", decimals=1)
+
+# %% [markdown]
+# ## The visual proxy under the official protocol, quirk by quirk
+#
+# The official script (`olas_visual_model.py`) differs from the honest protocol above in six
+# ways, each a named switch of `olacore.proxy.official.OfficialQuirks` (the module's docstring
+# names the official file each comes from):
+#
+# 1. `family_split`: it trains on four source models of two families and tests on the two
+#    models of the held-out family (the README's command). With our zoo each causal model is its
+#    own family, so this is our leave-one-out split; it is worth nothing here by construction.
+# 2. `augment_before_cleaning`: its dataset augments the *raw token-level* OLA (fake sink
+#    columns with p 0.3, noise with p 0.15, `models/ola_augmentations.py`), then cleans sinks
+#    (whole-row statistics), then resizes.
+# 3. `raw_inputs`: the network gets the cleaned maps as they are (no standardisation).
+# 4. `frozen_batchnorm`: the evaluation puts the network in eval mode and nothing puts it back,
+#    so BatchNorm runs on frozen running statistics for the rest of training.
+# 5. `reaugment_targets`: the target maps are augmented afresh at every evaluation.
+# 6. `max_over_evaluations`: the reported number is the best target accuracy over all
+#    evaluations (every 100 of 100k steps there; every `official_eval_every` here).
+#
+# Same maps (first order, the first `proxy_num_texts` official texts), same seeds, same
+# training sizes as the honest runs; each row switches one quirk off. Switching off the
+# read-out quirks (5, 6) re-reads the same training runs. At the CPU scale BatchNorm freezes
+# after `official_eval_every` of `proxy.iterations` steps (the official script: after 100 of
+# 100k) and the learning rate is the profile's (0.05 at `default`; `olas_visual_model.py`: 0.007):
+# the frozen-BatchNorm row measures that, and it may weigh far more here than at the paper's
+# scale. One more row reads the runs with BatchNorm trained as a protocol with no selection on
+# the target (tested once, at the end, on clean target maps).
+#
+# The two protocols also differ in what they train on: the honest one holds out the map of
+# text *i* from source *i mod S* to choose its checkpoint, so it trains on (S - 1)/S of the
+# source maps (half of them with two sources); the official one trains on all of them.
+
+# %%
+official_cfg = dataclasses.replace(cfg.proxy, eval_every=cfg.official_eval_every)
+assert family_splits(cfg.causal) == family_splits(cfg.causal, by_family=False)  # one model per family here
+QUIRKS = [q for q in OfficialQuirks.names() if q != "family_split"]
+official_variants = {"official protocol": OfficialQuirks(),
+                     **{f"without {q.replace('_', ' ')}": OfficialQuirks().without(q) for q in QUIRKS},
+                     "BatchNorm trained, tested once at the end on clean targets": OfficialQuirks().without(
+                         "frozen_batchnorm", "reaugment_targets", "max_over_evaluations")}
+with watch("official proxy protocol, order 1 (training or cache)"):
+    official_runs, official_histories = official_proxy_experiment(
+        {name: tokens[name][:n] for name in cfg.causal}, ("order1",), official_cfg, cfg.seeds, official_variants,
+        size=cfg.proxy_size, device=device, workers=workers)
+protocols = protocol_table(official_runs, honest_order1, list(official_variants),
+                           honest_label="honest protocol (checkpoint on held-out sources, test once)")
+show_table(protocols, "tbl-official-proxy", "Visual proxy, first-order OLA, causal targets: accuracy (%) under the "
+           f"official protocol, with each of its quirks switched off in turn, and under the honest protocol; mean ± std "
+           f"over seeds {list(cfg.seeds)}, {cfg.proxy_num_texts} classes (chance {proxy_chance:.1f} %), target evaluated "
+           f"every {cfg.official_eval_every} of {cfg.proxy.iterations} steps; last column: points against the official "
+           "protocol. The family split coincides with ours (one model per family) and has no row. The row before the "
+           "honest one reads the BatchNorm-trained runs without any selection on the target.", decimals=1)
+points = protocols[f"points vs {list(official_variants)[0]}"]
+for variant in list(official_variants)[1:1 + len(QUIRKS)]:
+    print(f"{variant}: {points[variant]:+.1f} points")
+num_sources = len(cfg.causal) - 1
+trained_on = num_sources - 1 if num_sources >= 2 else num_sources  # one source: nothing held out
+print(f"the honest protocol trains on {trained_on} of {num_sources} source maps per text "
+      f"({points.iloc[-1]:+.1f} points against the official protocol)")
+
+# %% [markdown]
+# ### The selection effect
+#
+# Each grey dot is one evaluation of one run on freshly augmented target maps;
+# `olas_visual_model.py` reports the largest (red diamonds). How far the diamonds sit above the
+# bulk of the dots is the selection effect of reporting a maximum over noisy evaluations. The
+# blue circles are the honest protocol's test-once accuracies, for comparison (its training
+# differs too: see the table above).
+
+# %%
+fig = selection_figure(official_runs, official_histories, honest_order1[["target", "seed", "test_acc"]],
+                       "official protocol", chance=1 / cfg.proxy_num_texts,
+                       title=f"first-order OLA, {cfg.official_eval_every}-step evaluations over {cfg.proxy.iterations} steps")
+official = official_runs[official_runs["variant"] == "official protocol"]
+print(f"evaluations per run: {int(official['evaluations'].iloc[0])}; mean over all evaluations "
+      f"{100 * official['mean_acc'].mean():.1f} %, reported maximum {100 * official['reported'].mean():.1f} %, "
+      f"honest {100 * honest_order1['test_acc'].mean():.1f} %")
 
 # %% [markdown]
 # ## Verdicts
@@ -212,12 +419,13 @@ show_table(table, "tbl-proxy", f"Visual proxy: accuracy (%) on each target model
 # A fixed rule, decided before the runs (`olacore.verdicts.verdict`): a claim **holds**
 # when the measured rate is at least 50 % and at least 3x chance, **holds weakly** when it
 # is at least 5x chance (or the "holds" bar, if lower) but short of that, and otherwise
-# **does not hold here**.
+# **does not hold here**. Retrieval is run only as the official code runs it (it selects
+# nothing on the targets); the proxy under both protocols.
 
 # %%
-kind_of = {n: k for k, names in groups.items() for n in names}
+kind_of = {n: k for k, names_ in groups.items() for n in names_}
 for kind in groups:
-    for channel in ("order1", "order2", "rollout"):
+    for channel in ("order1", "order2", "rollout", "alti"):
         value = mean_hits(faithful, group=kind, channel=channel)
         results.add(f"retrieval/{kind}/{channel}/hits@1", f"same-order OLA retrievable across {kind} models (SSIM Hits@1, {channel})",
                     100 * value, chance=100 * chance1, verdict=verdict(value, chance1), protocol="official",
@@ -227,21 +435,65 @@ for kind in groups:
         results.add(f"proxy/{kind}/{channel}/accuracy", f"proxy trained on other {kind} models recognises texts ({channel})",
                     100 * accuracy, chance=proxy_chance, verdict=verdict(accuracy, proxy_chance / 100), protocol="honest",
                     paper=published_proxy.get(channel) if kind == "causal" else None)
+mean_official = official["reported"].mean()
+results.add("proxy/causal/order1/accuracy/official", "proxy trained on other causal models recognises texts (order1), "
+            "official protocol", 100 * mean_official, chance=proxy_chance, protocol="official",
+            verdict=verdict(mean_official, proxy_chance / 100), paper=published_proxy.get("order1"))
+# pair by pair and target by target, each under the published numbers of the paper's models of the same families
+for _, r in by_protocol.iterrows():
+    tag = f"{r['recipe']}, {r['stats']} sink statistics"
+    official_setting = (r["recipe"], r["stats"]) == ("official texts", "whole row")
+    for metric in ("hits@1", "hits@5"):
+        results.add(f"retrieval/causal/{r['source']}->{r['target']}/order1/{metric}/{tag}",
+                    f"{metric}, {r['source']} -> {r['target']}, order 1, {tag}", 100 * r[metric],
+                    chance=100 * (chance1 if metric == "hits@1" else chance5), protocol="official" if official_setting else "",
+                    verdict=verdict(r[metric], chance1 if metric == "hits@1" else chance5),
+                    paper_keys=retrieval_keys(r["source"], r["target"], metric) if official_setting else [],
+                    subject=f"{r['source']} -> {r['target']}", anchor="tbl-retrieval-protocols")
+for target in cfg.causal:
+    for channel in ("order1", "order2", "rollout", "alti"):
+        accuracy = runs[runs["target"].eq(target) & runs["channels"].eq(channel_set_label((channel,)))]["test_acc"].mean()
+        results.add(f"proxy/causal/{target}/{channel}/honest", f"proxy accuracy on {target}, {channel}, honest protocol",
+                    100 * accuracy, chance=proxy_chance, protocol="honest", verdict=verdict(accuracy, proxy_chance / 100),
+                    paper_keys=proxy_keys(target, channel), subject=target, anchor="tbl-proxy")
+    mine = official[official["target"].eq(target)]["reported"].mean()
+    results.add(f"proxy/causal/{target}/order1/official", f"proxy accuracy on {target}, order 1, official protocol",
+                100 * mine, chance=proxy_chance, protocol="official", verdict=verdict(mine, proxy_chance / 100),
+                paper_keys=proxy_keys(target, "order1"), subject=target, anchor="tbl-official-proxy")
+    for label, r in variant_runs.items():
+        results.add(f"proxy/causal/{target}/order1/honest/{label}", f"proxy accuracy on {target}, order 1, {label}",
+                    100 * r[r["target"].eq(target)]["test_acc"].mean(), chance=proxy_chance, anchor="tbl-proxy-variants")
+for variant in official_variants:
+    value = 100 * official_runs[official_runs["variant"].eq(variant)]["reported"].mean()
+    results.add(f"proxy/causal/order1/quirks/{variant}", f"proxy, causal targets, order 1: {variant}", value,
+                chance=proxy_chance, protocol="official" if variant == "official protocol" else "",
+                anchor="tbl-official-proxy")
 first, roll = mean_hits(faithful, group="causal", channel="order1"), mean_hits(faithful, group="causal", channel="rollout")
 results.add("retrieval/causal/order1-minus-rollout", "1st-order OLA is more similar across causal models than rollout (SSIM Hits@1)",
             100 * (first - roll), unit="points", verdict=better(first, roll))
-show_table(pd.DataFrame([{"claim": r.claim, "ours %": r.value, "chance %": r.chance, "paper %": r.paper,
-                          "verdict": r.verdict} for r in results.records]),
-           "tbl-verdicts", "Verdicts on the OLAS claims by the fixed rule above: our rate and chance (%), "
-           "paper-faithful retrieval (resize, clean sinks) and the visual proxy, with the paper's number where it has one.",
-           decimals=1)
+alti = mean_hits(faithful, group="causal", channel="alti")
+results.add("retrieval/causal/order1-minus-alti", "1st-order OLA is more similar across causal models than ALTI (SSIM Hits@1)",
+            100 * (first - alti), unit="points", verdict=better(first, alti), protocol="official")
+proxy_first, proxy_alti = (runs[runs["target"].isin(cfg.causal) & runs["channels"].eq(channel_set_label((c,)))]["test_acc"].mean()
+                           for c in ("order1", "alti"))
+results.add("proxy/causal/order1-minus-alti", "a proxy on 1st-order OLA recognises texts across causal models better than "
+            "one on ALTI", 100 * (proxy_first - proxy_alti), unit="points", verdict=better(proxy_first, proxy_alti),
+            protocol="honest", paper=published_proxy["order1"] - published_proxy["alti"])
+headline = [r for r in results.records if not r.paper_keys and "/quirks/" not in r.key and "/honest/" not in r.key
+            and "->" not in r.key]
+show_table(pd.DataFrame([{"claim": r.claim, "protocol": r.protocol or "-", "ours": r.value, "unit": r.unit,
+                          "chance %": r.chance, "paper": r.paper, "verdict": r.verdict} for r in headline]),
+           "tbl-verdicts", "Verdicts on the OLAS claims by the fixed rule above: our rate and chance (%), retrieval under "
+           "the official protocol, the visual proxy under the honest one (and the official one for order 1), with the "
+           "paper's number where it has one. Points: differences of two rates.", decimals=1)
 
 # %% [markdown]
 # The paper's retrieval reaches 84-96 % Hits@1 over 1000 texts between its causal models;
 # the paper's proxy 49-95 % for first-order OLA and 8-66 % for rollout. Read our numbers
 # against chance and against the departures above: small quantised models, EWT chunks,
 # fewer texts, and a proxy trained for a few hundred CPU steps (its accuracy is a lower bound
-# on what the maps allow, not a replication of the paper's training).
+# on what the maps allow, not a replication of the paper's training). The report page
+# ({doc}`07_report`) sets every published number beside ours under both protocols.
 
 # %%
 results.save()

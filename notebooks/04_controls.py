@@ -23,7 +23,8 @@
 # - **shuffled layers**: the trained layers in a random order;
 # - **noise**: Gaussian noise on every weight tensor with standard deviation `scale` times
 #   that tensor's own standard deviation, for a sweep of scales (the paper speaks of
-#   parameter perturbation; the official code tests the first two).
+#   parameter perturbation; the official code tests the first two: `load_method`
+#   `"random_all"` and `"layer_disorder"` of `OLAModel` in its `models/ola_model.py`).
 #
 # The encoder pair (MiniLM-L6 as target, MPNet-base as source) carries the whole sweep,
 # because a MiniLM forward pass is cheap on a CPU; the causal pair (Gemma-3-270M target,
@@ -151,9 +152,12 @@ for kind, table in tables.items():
                      "chance %": 100 * chance, "similarity": verdict(r["hits@1"], chance),
                      "OLAS vanishes?": vanishes(r["control"], r["scale"], r["hits@1"], chance)})
         scale = "" if pd.isna(r["scale"]) else f" scale {r['scale']:g}"
+        claim = r["control"] if rows[-1]["OLAS vanishes?"] != "-" else None  # the paper's claim, where it applies
         results.add(f"controls/{kind}/{r['control']}{scale}/order1/hits@1",
                     f"{kind} pair, {r['control']}{scale}: order-1 Hits@1", 100 * r["hits@1"], chance=100 * chance,
-                    verdict=rows[-1]["OLAS vanishes?"])
+                    verdict=rows[-1]["OLAS vanishes?"], protocol="official",
+                    paper_keys=[f"controls/{claim}"] if claim in ("random init", "shuffled layers", "noise") else [],
+                    subject=f"{kind} pair{',' + scale if scale else ''}")
 pd.DataFrame(rows).round({"Hits@1 %": 1, "chance %": 1})  # noise scales keep their two decimals
 
 # %%

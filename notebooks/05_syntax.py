@@ -23,7 +23,8 @@
 # **The probe.** For dependent word *i* and candidate head *j* the probe reads the map's row
 # *i* and column *i* (every order used, truncated or zero-padded to `max_len` entries) and
 # the pair values `OLA[i, j]`, `OLA[j, i]` (also relative to the largest entry of their row
-# and column). As in the official parser, a biaffine arc scorer and a label classifier
+# and column). As in the official parser (`AxialTransformerDPAdapter` in its `models/adapters.py`),
+# a biaffine arc scorer and a label classifier
 # are trained with CE(arc) + CE(label); a separate classifier predicts UPOS from the same
 # word features. No word form and no position enters except what the map itself carries.
 # Heads are decoded greedily (argmax per word, no tree constraint).
@@ -33,10 +34,17 @@
 #   MiniLM-L6 and MPNet-base, *sentence-embedding fine-tunes* of masked-LM-pretrained models
 #   (the fine-tuning may have reshaped their attention), and three small causal LMs running on
 #   dequantised 4-bit weights (the paper's syntax table has no causal model).
-# - Probe: the official adapter is an axial-attention transformer (dim 768, depth 5) over the
-#   whole map; ours is a CPU-sized MLP over rows/columns with a width-5 convolution across
-#   neighbouring words, and it adds the sink-cleaned map as extra channels (the official TOA
-#   input does the same).
+# - Probe: the official adapter (`AxialTransformerDPAdapter`, `models/adapters.py`) is an
+#   axial-attention transformer (dim 768, depth 5) over the whole token map; ours is a CPU-sized
+#   MLP over rows/columns with a width-5 convolution across neighbouring words, and it adds the
+#   sink-cleaned map as extra channels (the official TOA input, `preprocess_ola` in
+#   `models/ola_model.py`, does the same, with sink statistics over the causal part for causal
+#   models).
+# - Sentence length: the official DP data (`map_ola_data` in `data_utils/dp_utils.py`, with
+#   `cutoff_len` 64 in `configs/train_*_udewt_dp.json`) cut every sentence at 64 tokens; the words
+#   past the cut are neither seen nor scored, and a word whose head lies past the cut gets the
+#   head label -100. Our probe keeps the first `max_len` entries of each word's row and column
+#   as features (its pair features are never cut) and scores every word of the sentence.
 # - Data: the paper trained on all 12,544 EWT training sentences; the `default` profile of
 #   this book trains on a subset (see `cfg` below) and scores an evenly spread subset of test.
 # - Maps: besides the paper's first-sub-token maps we use our word-pooled maps
@@ -154,8 +162,13 @@ grid[["model", "align", "input", "epoch", "dev_uas", "uas", "las", "uas_nopunct"
 # %% [markdown]
 # ### The paper's choice of word maps: first sub-token
 #
-# The official parser represents a word by its first sub-token and reads that token's row
-# and column of the full token map (special tokens and later sub-tokens simply unseen).
+# The official parser scores each word at its first sub-token (the `begin_mask` of
+# `map_ola_data` in `data_utils/dp_utils.py`), but its adapter (`AxialTransformerDPAdapter` in
+# `models/adapters.py`) first runs axial attention over the whole token map, so special tokens
+# and later sub-tokens shape every word's features, and every token, not only first sub-tokens,
+# is a candidate head. What it leaves unseen is what lies past the 64-token cut. Here, the
+# cheap stand-in: the rows and columns of each word's first sub-token, read from the full token
+# map (`align="first"`; attention to special tokens and later sub-tokens is dropped).
 
 # %%
 if (grid["align"] == "first").any():

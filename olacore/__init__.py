@@ -13,10 +13,12 @@ The data flows one way, one module per step:
   by :mod:`olacore.sinks` (sink cleaning) and :mod:`olacore.alignment` (resize, words, first
   sub-token);
 - experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.retrieval`,
-  :mod:`olacore.proxy` (the visual proxy), :mod:`olacore.controls`, :mod:`olacore.probe`
+  :mod:`olacore.proxy` (the visual proxy; :mod:`olacore.proxy.official` runs it as the official
+  script does, each quirk a switch), :mod:`olacore.controls`, :mod:`olacore.probe`
   (syntax); trained networks are cached by :mod:`olacore.training`;
 - reading results: :mod:`olacore.verdicts` (fixed rules), :mod:`olacore.paper` (the published
-  numbers), :mod:`olacore.plots`; :mod:`olacore.profiles` sizes every chapter.
+  numbers), :mod:`olacore.results` (each chapter's saved numbers), :mod:`olacore.report` (every
+  published number beside ours), :mod:`olacore.plots`; :mod:`olacore.profiles` sizes every chapter.
 
 The names below are the small surface a notebook or a reader needs first.
 """

@@ -3,13 +3,17 @@
 DESIGN.md section 2. Different tokenizers give maps of different sizes. Three ways to line them up:
 
 - :func:`resize_maps`, the paper's way: every token x token map is resized to ``S x S``
-  (bilinear, antialiased) and maps are paired only by text.
+  (bilinear, antialiased: torchvision's ``Resize(antialias=True)`` in ``ClassifyDataset`` of the
+  official ``olas_retrieval.py`` and ``olas_visual_model.py``) and maps are paired only by text.
 - :func:`pool_to_words`, our addition: token rows and columns are pooled onto the words of
   the text using the tokenizer's character offsets, so every model gives a ``W x W`` map
   for a ``W``-word text, without resampling, and rows stay stochastic.
 
-- :func:`first_subtoken_maps`, the official parser's: the rows and columns of each word's
-  first sub-token, read from the full token map (nothing renormalised).
+- :func:`first_subtoken_maps`: the rows and columns of each word's first sub-token, read from
+  the full token map (nothing renormalised). The official parser scores each word at its first
+  sub-token (the ``begin_mask`` of ``map_ola_data`` in the official ``data_utils/dp_utils.py``),
+  but its adapter reads the whole token map first (``AxialTransformerDPAdapter`` in the official
+  ``models/adapters.py``); this alignment keeps only the rows and columns it scores.
 """
 
 from __future__ import annotations
@@ -70,7 +74,10 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 
 
 def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
-    """Resize square maps to ``size x size`` as the official code does (bilinear, antialiased).
+    """Resize square maps to ``size x size`` as the official similarity scripts do (bilinear, antialiased).
+
+    The official ``olas_retrieval.py`` and ``olas_visual_model.py`` resize with torchvision's
+    ``transforms.Resize(antialias=True)`` (bilinear on tensors), after sink cleaning.
 
     Args:
         maps: ``(..., T, T)`` float tensor.
@@ -189,12 +196,15 @@ def first_subtoken_maps(
     token_offsets: Sequence[tuple[int, int]],
     word_spans: Sequence[tuple[int, int]],
 ) -> torch.Tensor:
-    """Word maps as the official parser sees them: rows and columns of each word's first sub-token.
+    """Word maps at each word's first sub-token: the rows and columns the official parser scores.
 
     ``out[..., i, j] = maps[..., t_i, t_j]`` with ``t_i`` the first token of word ``i``
     (:func:`first_token_indices`). Unlike :func:`olacore.maps.pool_to_words` nothing is
-    renormalised: attention to special tokens and to later sub-tokens is simply not seen,
-    as in the paper.
+    renormalised, and attention to special tokens and to later sub-tokens is dropped. The
+    official parser does not drop it: its adapter (``AxialTransformerDPAdapter``, official
+    ``models/adapters.py``) runs axial attention over the whole token map, and every token is a
+    candidate head; only the dependents are read at first sub-tokens (official
+    ``data_utils/dp_utils.py``). This alignment is the cheap stand-in for a small probe.
 
     Args:
         maps: ``(..., T, T)`` token maps.

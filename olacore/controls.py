@@ -6,9 +6,11 @@ tokenizer and architecture and its **own fingerprint** (so the attention cache n
 a control with the trained model):
 
 - :func:`random_init`: fresh random weights from the same config (the official code's
-  "random initialisation" control).
-- :func:`shuffle_layers`: the trained layers in a random order (the official code's
-  "shuffled layers" control); embeddings and final norm stay in place.
+  ``load_method="random_all"``: ``model_class(config)`` in ``OLAModel`` of the official
+  ``models/ola_model.py``).
+- :func:`shuffle_layers`: the trained layers in a random order (the official
+  ``load_method="layer_disorder"``, same file: it shuffles the weights of the transformer
+  layers); embeddings and final norm stay in place.
 - :func:`add_noise`: Gaussian noise added to every parameter tensor, with standard deviation
   ``scale`` times that tensor's own standard deviation (the paper's "parameter
   perturbation"; ``scale = 0`` is the trained model, ``scale = 1`` drowns each tensor in

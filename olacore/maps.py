@@ -9,11 +9,16 @@ panels all build their maps with :func:`make_maps` (from token-level maps,
 
 The constructor works per text, in this order (DESIGN.md section 2):
 
-1. sinks (``"clean"``): :func:`olacore.sinks.clean_sinks` on the token-level maps, with the
-   causal mask of a causal model; ``"raw+clean"`` keeps both, raw channels first;
+1. sinks (``"clean"``): :func:`olacore.sinks.clean_sinks` on the token-level maps, its
+   statistics over the whole row (``sink_stats="row"``, what the official similarity scripts
+   ``olas_retrieval.py`` and ``olas_visual_model.py`` do for causal models too) or over the causal
+   part of a causal map (``"causal"``, the official TOA path: ``OLAModel.forward`` in the official
+   ``models/ola_model.py``); ``"raw+clean"`` keeps both, raw
+   channels first;
 2. alignment: ``"resize"`` (the paper: bilinear, antialiased, to ``size x size``), ``"words"``
-   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (the official parser's
-   first sub-token rows and columns).
+   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (the rows and columns of
+   each word's first sub-token, where the official parser scores words;
+   :func:`olacore.alignment.first_subtoken_maps`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ import torch
 
 from olacore import channels as vocabulary
 from olacore.alignment import first_subtoken_maps, pool_to_words, resize_maps
-from olacore.sinks import clean_sinks
+from olacore.sinks import SINK_STATS, clean_sinks
 from olacore.store import tensor_digest
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -54,6 +59,8 @@ class Maps:
         sinks: ``"raw"``, ``"clean"`` or ``"raw+clean"``.
         size: side of resized maps (``None`` for word-level alignments).
         texts: the text of each map.
+        sink_stats: where the sink statistics were taken (:data:`olacore.sinks.SINK_STATS`:
+            ``"row"`` or ``"causal"``); meaningful when ``sinks`` cleans.
     """
 
     tensors: tuple[torch.Tensor, ...]
@@ -64,6 +71,7 @@ class Maps:
     sinks: str
     size: int | None
     texts: tuple[str, ...] = field(repr=False)
+    sink_stats: str = "row"
 
     def __len__(self) -> int:
         return len(self.tensors)
@@ -119,7 +127,7 @@ class Maps:
 
     def digest(self) -> str:
         """A sha256 of every tensor and of what the maps are: a cache-key part for trained runs."""
-        digest = hashlib.sha256(f"{self.layout()}|{self.causal}|{self.align}|{self.size}".encode())
+        digest = hashlib.sha256(f"{self.layout()}|{self.causal}|{self.align}|{self.size}|{self.sink_stats}".encode())
         for tensor in self.tensors:
             digest.update(tensor_digest(tensor).encode())
         return digest.hexdigest()
@@ -140,30 +148,36 @@ def make_maps(
     sinks: str = "clean",
     size: int = 50,
     words: Sequence[Any] | None = None,
+    sink_stats: str = "row",
 ) -> Maps:
     """Build comparable :class:`Maps` from one model's token-level maps (module docstring).
 
     Args:
         token_maps: one :class:`olacore.pipeline.TokenMaps` per text, all from the same model
             and with the same channels.
-        align: ``"resize"`` (paper), ``"words"`` (ours) or ``"first"`` (official parser).
-        sinks: ``"raw"``, ``"clean"`` (the official retrieval and proxy) or ``"raw+clean"``.
+        align: ``"resize"`` (paper), ``"words"`` (ours) or ``"first"`` (first sub-tokens).
+        sinks: ``"raw"``, ``"clean"`` (the official ``olas_retrieval.py`` and
+            ``olas_visual_model.py`` clean) or ``"raw+clean"``.
         size: side of resized maps (paper: 50); ignored for word-level alignments.
         words: for ``"words"`` and ``"first"``: per text an object with ``.spans``, the
             character spans of its words (:class:`olacore.alignment.WordText`, a UD sentence).
+        sink_stats: ``"row"`` (default: whole-row statistics even for causal maps, as the official
+            ``olas_retrieval.py`` and ``olas_visual_model.py``) or ``"causal"`` (the causal part, as
+            the official TOA path in ``models/ola_model.py``).
 
     Returns:
-        :class:`Maps`; every tensor float32 on the CPU (sinks and alignment run in float32, as
-        the official code does).
+        :class:`Maps`; every tensor float32 on the CPU (sinks and alignment run in float32).
 
     Raises:
-        ValueError: unknown ``align`` or ``sinks``, no text, texts from different models or
+        ValueError: unknown ``align``, ``sinks`` or ``sink_stats``, no text, texts from different models or
             with different channels, missing or mismatched ``words``.
     """
     if align not in ALIGNMENTS:
         raise ValueError(f"align must be one of {ALIGNMENTS}; got {align!r}")
     if sinks not in SINKS:
         raise ValueError(f"sinks must be one of {SINKS}; got {sinks!r}")
+    if sink_stats not in SINK_STATS:
+        raise ValueError(f"sink_stats must be one of {SINK_STATS}; got {sink_stats!r}")
     if not token_maps:
         raise ValueError("no token maps given")
     first = token_maps[0]
@@ -178,9 +192,9 @@ def make_maps(
     for index, item in enumerate(token_maps):
         maps = item.maps.float()
         if sinks == "clean":
-            maps = clean_sinks(maps, causal=item.causal)
+            maps = clean_sinks(maps, causal=item.causal, stats=sink_stats)
         elif sinks == "raw+clean":
-            maps = torch.cat([maps, clean_sinks(maps, causal=item.causal)])
+            maps = torch.cat([maps, clean_sinks(maps, causal=item.causal, stats=sink_stats)])
         if align == "resize":
             maps = resize_maps(maps, size)
         elif align == "words":
@@ -190,7 +204,7 @@ def make_maps(
         tensors.append(maps)
     return Maps(tensors=tuple(tensors), channels=first.channels, causal=first.causal, model=first.model,
                 align=align, sinks=sinks, size=size if align == "resize" else None,
-                texts=tuple(t.text for t in token_maps))
+                texts=tuple(t.text for t in token_maps), sink_stats=sink_stats)
 
 
 def model_maps(
@@ -204,6 +218,7 @@ def model_maps(
     batch_size: int = 8,
     device: str | torch.device | None = None,
     progress: bool = True,
+    sink_stats: str = "row",
 ) -> Maps:
     """:func:`olacore.pipeline.token_maps` then :func:`make_maps`: a model's maps of some texts.
 
@@ -211,7 +226,7 @@ def model_maps(
         model: zoo name, local folder, Hugging Face id or :class:`olacore.loading.LoadedModel`.
         texts: strings, or objects with ``.text`` (and ``.spans`` for word alignments).
         channels: channel names, e.g. ``("order1", "order2", "rollout")``.
-        align, sinks, size: as :func:`make_maps`.
+        align, sinks, size, sink_stats: as :func:`make_maps`.
         batch_size, device, progress: extraction settings on a cache miss.
 
     Returns:
@@ -225,7 +240,7 @@ def model_maps(
     strings = [t if isinstance(t, str) else t.text for t in texts]
     items = token_maps(model, strings, channels, batch_size=batch_size, device=device, progress=progress)
     words = None if align == "resize" else list(texts)
-    return make_maps(items, align=align, sinks=sinks, size=size, words=words)
+    return make_maps(items, align=align, sinks=sinks, size=size, words=words, sink_stats=sink_stats)
 
 
 def split_maps(

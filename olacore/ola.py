@@ -103,7 +103,8 @@ def order_level_attention(attentions: torch.Tensor, max_order: int) -> torch.Ten
 
 
 def order_level_attention_bruteforce(attentions: torch.Tensor, max_order: int) -> torch.Tensor:
-    """Reference OLA by enumerating every subset of layers, as the official code does.
+    """Reference OLA by enumerating every subset of layers, as the official code does
+    (``combine_attention_orders`` in the official ``models/ola_utils.py``).
 
     Same arguments, result and errors as :func:`order_level_attention`, but costs
     ``sum_{k <= K} C(N, k)`` chains of products. Use it only to check the recurrence

@@ -107,11 +107,13 @@ class ProbeConfig:
         dropout: dropout on word representations.
         epochs, batch_size, lr, weight_decay: Adam training; the epoch with the best dev LAS is kept.
         clean_sinks: add the sink-cleaned copy of every channel (:func:`olacore.sinks.clean_sinks`
-            at word level, with the maps' own causal flag, as the official TOA input adds
-            cleaned maps); still OLA only.
+            at word level, statistics over the causal part of a causal map as the official TOA
+            path does (``stats="causal"``; ``OLAModel.forward`` in the official
+            ``models/ola_model.py``), and as that input adds cleaned maps); still OLA only.
         context: mix each word encoding with its two neighbours on either side (a residual
             width-5 convolution) before scoring. The official adapter mixes the map across
-            positions with an axial transformer; this is the cheap stand-in. The positional
+            positions with an axial transformer (``AxialTransformerDPAdapter`` in the official
+            ``models/adapters.py``); this is the cheap stand-in. The positional
             baseline gets the same layer.
         relative_position: add one-hot relative offsets ``j - i`` (clipped to ``+-max_len/2``)
             to the pair features. Only for the positional baseline.
@@ -287,7 +289,7 @@ def _batches(words: Maps, sentences: Sequence[UDSentence], batch_size: int, clea
                        torch.full((B, W), -1, dtype=torch.long), index)
         for b, i in enumerate(index):
             s, n = sentences[i], len(sentences[i])
-            batch.maps[b, :, :n, :n] = torch.cat([maps[i], clean_sinks(maps[i], causal=words.causal)]) if clean else maps[i]
+            batch.maps[b, :, :n, :n] = torch.cat([maps[i], clean_sinks(maps[i], causal=words.causal, stats="causal")]) if clean else maps[i]
             batch.mask[b, :n] = True
             batch.heads[b, :n] = torch.tensor(s.heads)
             batch.labels[b, :n] = torch.tensor([_REL_INDEX[universal_relation(r)] for r in s.deprels])
@@ -462,7 +464,8 @@ def positional_maps(sentences: Sequence[UDSentence]) -> Maps:
 
 
 # Bump when train_probe gives other results for the same inputs: every cached probe is then ignored.
-PROBE_VERSION = 2
+# 3: the sink rule became the official one (models/ola_utils.py: sample std, every tie with the row maximum flagged).
+PROBE_VERSION = 3
 
 
 def _digest_sentences(sentences: Sequence[UDSentence]) -> str:

@@ -76,7 +76,10 @@ class QualitativeSettings(_Validated):
 @dataclass(frozen=True)
 class QuantitativeSettings(_Validated):
     """Chapter "Quantitative OLAS": retrieval over ``num_texts`` texts at ``size``; the visual
-    proxy on the first ``proxy_num_texts`` texts (classes), maps resized to ``proxy_size``.
+    proxy on the first ``proxy_num_texts`` texts (classes), maps resized to ``proxy_size``; the
+    official proxy protocol (:mod:`olacore.proxy.official`: first order, causal targets, the same
+    ``proxy`` sizes and ``seeds``) evaluates the target every ``official_eval_every`` steps
+    (the official ``olas_visual_model.py``: every 100 of 100k steps).
 
     The default's 400 proxy steps were chosen on held-out *source* maps only (target
     gemma-3-270m, order 1, seed 0; best validation accuracy): 60 steps 22 %, 200 44 %, 400 54 %,
@@ -92,11 +95,15 @@ class QuantitativeSettings(_Validated):
     proxy_size: int
     proxy: ProxyConfig
     seeds: tuple[int, ...]
+    official_eval_every: int
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.proxy_num_texts > self.num_texts:
             raise ValueError(f"proxy_num_texts ({self.proxy_num_texts}) cannot exceed num_texts ({self.num_texts})")
+        if self.official_eval_every > self.proxy.iterations:
+            raise ValueError(f"official_eval_every ({self.official_eval_every}) exceeds the proxy's "
+                             f"{self.proxy.iterations} steps: the official protocol would never evaluate")
 
 
 @dataclass(frozen=True)
@@ -156,13 +163,14 @@ _PROFILES: dict[str, dict[str, Any]] = {
     },
     "quantitative": {
         "smoke": QuantitativeSettings(("gemma-3-270m", "qwen2.5-0.5b"), ENCODER_ZOO, num_texts=8, max_order=3, size=50,
-                                      proxy_num_texts=8, proxy_size=24, seeds=(0,),
+                                      proxy_num_texts=8, proxy_size=24, seeds=(0,), official_eval_every=5,
                                       proxy=ProxyConfig(iterations=10, eval_every=5, **{**_CPU_PROXY, "batch_size": 8})),
         "default": QuantitativeSettings(CAUSAL_ZOO, ENCODER_ZOO, num_texts=100, max_order=3, size=50,
-                                        proxy_num_texts=50, proxy_size=24, seeds=(0, 1, 2),
+                                        proxy_num_texts=50, proxy_size=24, seeds=(0, 1, 2), official_eval_every=20,
                                         proxy=ProxyConfig(iterations=400, eval_every=50, **_CPU_PROXY)),
         "paper": QuantitativeSettings(PAPER_CAUSAL, PAPER_ENCODERS, num_texts=1000, max_order=3, size=50,
-                                      proxy_num_texts=1000, proxy_size=50, seeds=(0, 1, 2), proxy=_PAPER_PROXY),
+                                      proxy_num_texts=1000, proxy_size=50, seeds=(0, 1, 2), official_eval_every=100,
+                                      proxy=_PAPER_PROXY),
     },
     "controls": {
         "smoke": ControlsSettings("minilm-l6", "mpnet-base", 8, (0.1, 1.0), "gemma-3-270m", "qwen2.5-0.5b", 8, (),

@@ -14,7 +14,7 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,10 @@ class Record:
         chance: the chance level of the same quantity, if any.
         note: the departures that matter for reading it.
         anchor: the label of the table in the chapter that shows it.
+        paper_keys: the published numbers it is measured against
+            (:func:`olacore.report.published` keys, e.g. ``"proxy/order1/G-2b"``); the report page
+            puts it in their rows.
+        subject: what it was measured on, in words (``"gemma-3-270m"``, ``"qwen2.5-0.5b -> gemma-3-270m"``).
     """
 
     key: str
@@ -57,6 +61,8 @@ class Record:
     chance: float | None = None
     note: str = ""
     anchor: str = ""
+    paper_keys: list[str] = field(default_factory=list)
+    subject: str = ""
 
 
 @dataclass
@@ -106,7 +112,8 @@ class ChapterResults:
 
 
 def load_results(chapter: str, folder: str | os.PathLike | None = None) -> ChapterResults:
-    """Read a chapter's saved results.
+    """Read a chapter's saved results (files written before a :class:`Record` field existed read too;
+    fields this version does not know are ignored).
 
     Raises:
         FileNotFoundError: the chapter has not been executed (the message names the file and
@@ -117,4 +124,6 @@ def load_results(chapter: str, folder: str | os.PathLike | None = None) -> Chapt
         raise FileNotFoundError(f"{path} is missing: execute the chapter {chapter!r} first "
                                 f"(python scripts/execute_notebooks.py notebooks/{chapter}.py)")
     payload = json.loads(path.read_text(encoding="utf-8"))
-    return ChapterResults(payload["chapter"], payload["profile"], [Record(**r) for r in payload["records"]])
+    known = {f.name for f in fields(Record)}
+    records = [Record(**{k: v for k, v in r.items() if k in known}) for r in payload["records"]]
+    return ChapterResults(payload["chapter"], payload["profile"], records)

@@ -4,7 +4,8 @@ Each map of a *target* model queries the gallery of maps of a *source* model mad
 texts, channel by channel; the query is a hit when the map of the same text ranks first
 (Hits@1) or among the first five (Hits@5) by SSIM (:func:`olacore.similarity.pairwise_ssim`).
 Causal models are only compared with causal models, encoders with encoders, as the official
-code does.
+code does (its README runs ``olas_retrieval.py`` on pairs of one kind; ``OLAModel`` in the
+official ``models/ola_model.py`` asserts that its models are all of one kind).
 
 - :func:`retrieval_table`: Hits@k for every ordered (source, target) pair and channel of a set
   of :class:`olacore.maps.Maps`.
@@ -113,7 +114,8 @@ def retrieval_grid(
     Args:
         token_maps: model name -> its :class:`olacore.pipeline.TokenMaps` of the texts.
         groups: group label -> model names compared with each other (e.g. ``{"causal": [...],
-            "encoder": [...]}``; the official code never mixes causal models and encoders).
+            "encoder": [...]}``; the official code never mixes causal models and encoders: see the
+            module docstring).
         variants: variant label -> keyword arguments of :func:`olacore.maps.make_maps`
             (e.g. ``{"resize, clean": {"align": "resize", "sinks": "clean", "size": 50}}``).
         words: the texts with word spans, for word-level alignments.

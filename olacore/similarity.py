@@ -1,6 +1,7 @@
 """Image similarity of maps: batched SSIM and Hits@k (paper section 4.1).
 
-Maps are compared by SSIM (Wang et al. 2004), as the official code does.
+Maps are compared by SSIM (Wang et al. 2004), as the official retrieval script does
+(torchmetrics' ``StructuralSimilarityIndexMeasure`` in the official ``olas_retrieval.py``).
 
 - :func:`pairwise_ssim`: batched SSIM of every query against every gallery map (CPU or
   CUDA), equal to :func:`skimage.metrics.structural_similarity` with Gaussian weights.
@@ -86,7 +87,7 @@ def pairwise_ssim(
         gallery: ``(G, H, W)`` float tensor (source maps), same device.
         data_range: ``R``, the value range of the maps (skimage's ``data_range``). ``None``
             takes, per pair, the larger of the two maps' ``max - min``, as torchmetrics'
-            ``StructuralSimilarityIndexMeasure()`` (used by the official retrieval script)
+            ``StructuralSimilarityIndexMeasure()`` (used by the official ``olas_retrieval.py``)
             does for one pair.
         sigma: Gaussian standard deviation in pixels.
         k1, k2: SSIM constants.
@@ -183,7 +184,8 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: tor
 
     Ties count against the query: the rank of the correct item is one plus the number of
     *other* gallery items scoring at least as high (so a constant similarity scores 0, not
-    chance; the official script breaks ties in the query's favour). A NaN score of the
+    chance; the official ``olas_retrieval.py`` breaks ties in the query's favour: it ranks the
+    correct score at the first position of an equal value in the sorted list). A NaN score of the
     correct item is a miss; NaN scores of other items never outrank it.
 
     Args:

@@ -1,16 +1,123 @@
 """The similarity texts: 50-word chunks of UD English EWT, with their word spans (paper 4.1).
 
+Two recipes (:data:`TEXT_RECIPES`):
+
+- ``"official"`` (the default): what the official code does to OntoNotes, on EWT's documents.
+  The official ``data_utils/data_manager.py`` (``DataManager``, ``do_classify_data_generate``)
+  walks each document sentence by sentence, appends the sentence's words to a buffer, and as
+  soon as the buffer holds at least 50 words keeps its first 50 as one chunk and empties it:
+  so a chunk never crosses a document, always starts at a sentence start, the rest of the
+  sentence that overflows is dropped, and so is the document's tail shorter than a chunk (a
+  document shorter than one chunk gives none). ``ClassifyDataset`` in the official
+  ``data_utils/ola_dataset.py`` then joins the words with single spaces. OntoNotes words are
+  Penn-Treebank tokens ("do n't", "army 's"); EWT's *syntactic* words are tokenised the same
+  way, so they are the words here. EWT's documents are its ``# newdoc id`` blocks.
+- ``"stream"`` (this book's earlier recipe): consecutive 50-word chunks of the split's
+  *surface* tokens in file order, crossing sentence and document ends, detokenised with the
+  treebank's ``SpaceAfter`` marks.
+
 Everything here reads in place from :func:`olacore.settings.data_dir` and never writes there.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
 
 import conllu
 
 from olacore.alignment import WordText
 from olacore.ud import read_ewt
 
-__all__ = ["similarity_texts"]
+__all__ = ["TEXT_RECIPES", "ChunkCounts", "official_chunks", "ewt_documents", "similarity_texts", "text_counts"]
+
+TEXT_RECIPES = ("official", "stream")
+
+
+@dataclass(frozen=True)
+class ChunkCounts:
+    """What the official recipe kept and dropped while making its chunks.
+
+    Attributes:
+        chunks: chunks made.
+        documents: documents read (up to the one that gave the last chunk asked for).
+        documents_used: documents that gave at least one chunk.
+        documents_skipped: documents shorter than one chunk (they give none).
+        words_read: words of the documents read.
+        words_dropped: words read but in no chunk (the rest of overflowing sentences, the tails
+            of documents, the documents skipped).
+    """
+
+    chunks: int
+    documents: int
+    documents_used: int
+    documents_skipped: int
+    words_read: int
+    words_dropped: int
+
+
+def official_chunks(
+    documents: Iterable[Sequence[Sequence[str]]], words_per_text: int = 50, limit: int | None = None
+) -> tuple[list[tuple[str, ...]], ChunkCounts]:
+    """Cut documents into chunks by the official recipe (module docstring; official ``data_utils/data_manager.py``).
+
+    Args:
+        documents: each document a sequence of sentences, each sentence a sequence of words.
+        words_per_text: words per chunk (paper: 50).
+        limit: stop after this many chunks (``None``: read every document).
+
+    Returns:
+        ``(chunks, counts)``: the chunks (tuples of ``words_per_text`` words) in document order,
+        and :class:`ChunkCounts` over the documents read.
+
+    Raises:
+        ValueError: ``words_per_text`` or ``limit`` is not positive.
+    """
+    if words_per_text <= 0 or (limit is not None and limit <= 0):
+        raise ValueError(f"words_per_text and limit must be positive; got {words_per_text}, {limit}")
+    chunks: list[tuple[str, ...]] = []
+    documents_read = used = skipped = words_read = 0
+    for document in documents:
+        if limit is not None and len(chunks) >= limit:
+            break
+        documents_read += 1
+        before, buffer = len(chunks), []
+        for sentence in document:
+            words_read += len(sentence)
+            if limit is not None and len(chunks) >= limit:
+                continue  # the rest of this document is read (and counted) but gives no chunk
+            buffer.extend(sentence)
+            if len(buffer) >= words_per_text:
+                chunks.append(tuple(buffer[:words_per_text]))
+                buffer = []
+        if len(chunks) > before:
+            used += 1
+        elif sum(len(s) for s in document) < words_per_text:
+            skipped += 1
+    counts = ChunkCounts(chunks=len(chunks), documents=documents_read, documents_used=used,
+                         documents_skipped=skipped, words_read=words_read,
+                         words_dropped=words_read - words_per_text * len(chunks))
+    return chunks, counts
+
+
+def _syntactic_words(sentence: conllu.TokenList) -> list[str]:
+    """The syntactic words of a sentence (integer ids): multi-word tokens' parts, not their surface form."""
+    return [token["form"] for token in sentence if isinstance(token["id"], int)]
+
+
+def ewt_documents(split: str = "train") -> list[list[list[str]]]:
+    """EWT ``split`` as documents (``# newdoc id`` blocks) of sentences of syntactic words, in file order.
+
+    Raises:
+        ValueError: unknown split.
+        FileNotFoundError: the EWT file is missing.
+    """
+    documents: list[list[list[str]]] = []
+    for sentence in read_ewt(split):
+        if "newdoc id" in sentence.metadata or not documents:
+            documents.append([])
+        documents[-1].append(_syntactic_words(sentence))
+    return documents
 
 
 def _surface_tokens(sentence: conllu.TokenList) -> list[tuple[str, bool]]:
@@ -37,41 +144,67 @@ def _surface_tokens(sentence: conllu.TokenList) -> list[tuple[str, bool]]:
     return tokens
 
 
-def similarity_texts(num_texts: int, words_per_text: int = 50, split: str = "train") -> list[WordText]:
-    """The similarity texts of the paper's recipe, on UD English EWT (paper section 4.1).
+def _word_text(tokens: Sequence[tuple[str, bool]]) -> WordText:
+    text, spans = "", []
+    for position, (form, space_after) in enumerate(tokens):
+        spans.append((len(text), len(text) + len(form)))
+        text += form
+        if space_after and position < len(tokens) - 1:
+            text += " "
+    return WordText(text=text, words=tuple(form for form, _ in tokens), spans=tuple(spans))
 
-    The paper cut OntoNotes into consecutive 50-word chunks in document order, ignoring
-    sentence ends, and used the first 1000 chunks as 1000 classes. Here the surface tokens of
-    EWT ``split`` are chunked the same way; each chunk is detokenised with the treebank's own
-    ``SpaceAfter`` marks, so models see natural text, and each word keeps its character span.
+
+def _check(num_texts: int, words_per_text: int, recipe: str) -> None:
+    if recipe not in TEXT_RECIPES:
+        raise ValueError(f"unknown text recipe {recipe!r}; choose one of {', '.join(TEXT_RECIPES)} "
+                         "('official': the official code's document-bounded chunks, 'stream': consecutive chunks)")
+    if num_texts <= 0 or words_per_text <= 0:
+        raise ValueError("num_texts and words_per_text must be positive")
+
+
+def similarity_texts(
+    num_texts: int, words_per_text: int = 50, split: str = "train", recipe: str = "official"
+) -> list[WordText]:
+    """The similarity texts (paper section 4.1) on UD English EWT, by one of :data:`TEXT_RECIPES`.
+
+    The paper used the first 1000 chunks of OntoNotes as 1000 classes; here the first
+    ``num_texts`` chunks of EWT ``split`` (module docstring for the two recipes). Each word
+    keeps its character span in the text.
 
     Args:
         num_texts: number of chunks, taken from the start of the split.
         words_per_text: words per chunk (paper: 50).
         split: EWT split to read.
+        recipe: ``"official"`` (default: document-bounded, from sentence starts, words joined by
+            single spaces) or ``"stream"`` (consecutive surface tokens, natural spacing).
 
     Returns:
-        ``num_texts`` :class:`WordText` items.
+        ``num_texts`` :class:`olacore.alignment.WordText` items.
 
     Raises:
-        ValueError: ``num_texts`` or ``words_per_text`` is not positive, or the split holds
-            fewer than ``num_texts`` chunks.
+        ValueError: an unknown recipe (the message lists them), ``num_texts`` or
+            ``words_per_text`` not positive, or the split holds fewer than ``num_texts`` chunks.
         FileNotFoundError: the EWT file is missing.
     """
-    if num_texts <= 0 or words_per_text <= 0:
-        raise ValueError("num_texts and words_per_text must be positive")
+    _check(num_texts, words_per_text, recipe)
+    if recipe == "official":
+        chunks, counts = official_chunks(ewt_documents(split), words_per_text, limit=num_texts)
+        if len(chunks) < num_texts:
+            raise ValueError(f"EWT {split} holds only {len(chunks)} chunks of {words_per_text} words by the official "
+                             f"recipe ({counts.documents_skipped} documents shorter than one chunk); asked for {num_texts}")
+        return [_word_text([(word, True) for word in chunk]) for chunk in chunks]
     stream = [tok for sentence in read_ewt(split) for tok in _surface_tokens(sentence)]
     available = len(stream) // words_per_text
     if num_texts > available:
         raise ValueError(f"EWT {split} holds only {available} chunks of {words_per_text} words; asked for {num_texts}")
-    texts = []
-    for index in range(num_texts):
-        chunk = stream[index * words_per_text : (index + 1) * words_per_text]
-        text, spans = "", []
-        for position, (form, space_after) in enumerate(chunk):
-            spans.append((len(text), len(text) + len(form)))
-            text += form
-            if space_after and position < len(chunk) - 1:
-                text += " "
-        texts.append(WordText(text=text, words=tuple(form for form, _ in chunk), spans=tuple(spans)))
-    return texts
+    return [_word_text(stream[i * words_per_text : (i + 1) * words_per_text]) for i in range(num_texts)]
+
+
+def text_counts(num_texts: int, words_per_text: int = 50, split: str = "train") -> ChunkCounts:
+    """:class:`ChunkCounts` of the official recipe for the first ``num_texts`` chunks of EWT ``split``.
+
+    Raises:
+        ValueError, FileNotFoundError: as :func:`similarity_texts`.
+    """
+    _check(num_texts, words_per_text, "official")
+    return official_chunks(ewt_documents(split), words_per_text, limit=num_texts)[1]

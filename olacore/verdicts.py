@@ -3,15 +3,23 @@
 - :func:`verdict`: a claim measured as a rate against its chance level.
 - :func:`better`: a claim that one measured value exceeds another.
 - :func:`vanishes`: a control's verdict on "OLAS vanishes without learned knowledge".
+- :func:`reproduction`: the report page's verdict on one published number.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE"]
+__all__ = ["HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE", "REPRODUCED", "BELOW",
+           "NOT_REPRODUCED", "NOT_MEASURED", "TOLERANCE", "reproduction"]
 
 HOLDS, WEAK, FAILS = "holds", "holds weakly", "does not hold here"
+
+REPRODUCED, BELOW, NOT_REPRODUCED, NOT_MEASURED = (
+    "reproduced", "holds here, below the paper", "not reproduced here", "not measured yet")
+
+#: Points (percent) by which our number may fall short of the paper's and still reproduce it.
+TOLERANCE = 10.0
 
 #: Noise scales (x each tensor's own std) at and above which a control is expected to remove
 #: OLAS; milder noise is a dose-response point, not a test of the claim.
@@ -54,3 +62,35 @@ def vanishes(control: str, scale: float, observed: float, chance: float) -> str:
     if control == "trained" or (control == "noise" and scale < STRONG_NOISE):
         return "-"
     return "yes" if verdict(observed, chance) == FAILS else "no"
+
+
+def reproduction(ours: float | None, paper: float | None, chance: float | None = None, claim: str = "") -> str:
+    """The report page's verdict on one published number (percent values; fixed before the runs).
+
+    - no number of ours: ``"not measured yet"``;
+    - a qualitative claim (``paper`` is ``None``): the chapter's own verdict ``claim`` decides
+      (``"yes"`` or ``"holds"``: reproduced; anything else: not reproduced);
+    - ours does not hold even weakly against chance (:func:`verdict`, with ``chance``; without a
+      chance level, the chapter's verdict ``claim``): ``"not reproduced here"``, however close
+      to the paper's number (a number at chance reproduces nothing);
+    - ``ours >= paper - TOLERANCE``: ``"reproduced"``; short of that: ``"holds here, below
+      the paper"``;
+    - with neither a chance level nor a chapter verdict, only the tolerance decides
+      (reproduced, or not reproduced here).
+
+    Raises:
+        ValueError: ``ours``, ``paper`` or ``chance`` is NaN.
+    """
+    if ours is None:
+        return NOT_MEASURED
+    if any(x is not None and math.isnan(x) for x in (ours, paper, chance)):
+        raise ValueError("a reproduction verdict needs defined numbers; got NaN")
+    if paper is None:
+        return REPRODUCED if claim in ("yes", HOLDS) else NOT_REPRODUCED
+    close = ours >= paper - TOLERANCE
+    holds = verdict(ours / 100, chance / 100) if chance is not None else claim
+    if not holds:
+        return REPRODUCED if close else NOT_REPRODUCED
+    if holds not in (HOLDS, WEAK):
+        return NOT_REPRODUCED
+    return REPRODUCED if close else BELOW

@@ -16,7 +16,9 @@ With no notebook named, every ``notebooks/*.py`` runs in order. Each source is c
 - A chapter whose source, parameters, package code, runner, data files and environment are
   unchanged, and whose executed notebook is present and unmodified, is skipped
   (``scripts/notebook_manifest.py``; manifest ``book/generated.manifest.json``). ``--force``
-  re-executes everything.
+  re-executes everything. A chapter that reads the other chapters' results (the report page,
+  marked by ``notebook_manifest.READS_RESULTS``) also re-executes when one of them changed,
+  and always runs after the others.
 - The executed notebook is made for reading: its parameters are shown once, as a labelled
   block (the ``parameters`` and papermill's ``injected-parameters`` cells stay in the
   notebook, tagged ``remove-cell``), and a note offers the executed notebook and its jupytext
@@ -191,7 +193,7 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
     source, out_dir = Path(source), Path(out_dir)
     start = time.perf_counter()
     shared = shared if shared is not None else manifest.shared_fingerprint(ROOT)
-    fingerprint = manifest.chapter_fingerprint(source, parameters, shared)
+    fingerprint = manifest.chapter_fingerprint(source, parameters, shared, out_dir)
     entry = manifest.read_manifest(out_dir)["chapters"].get(source.stem)
     reason = "forced" if force else manifest.why_stale(entry, fingerprint, out_dir)
     if reason is None:
@@ -241,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("set the profile with --profile, not -p profile")
         given[name] = value
     sources = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+    sources = sorted(sources, key=manifest.reads_results)  # stable: the report page last
     try:  # every value of every notebook is checked before any cell runs
         runs = [(source, resolve_parameters(source, args.profile, given)) for source in sources]
     except ParameterError as error:

@@ -8,6 +8,10 @@ Python packages the project declares. The manifest (``book/generated.manifest.js
 the output folder) records, per chapter, that fingerprint and the SHA-256 of the files the run
 wrote; a chapter is skipped when both still match. The manifest is written atomically
 (temporary file, then rename) and re-read before every update.
+
+A chapter whose source holds the line :data:`READS_RESULTS` (the report page) reads the other
+chapters' saved numbers (``results/*.json`` in the output folder): its fingerprint also covers
+those files, so a changed chapter result re-executes it, and the runner executes it last.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+READS_RESULTS = "# olacore: reads the results of the other chapters"
 RUNNER_FILES = ("execute_notebooks.py", "notebook_parameters.py", "notebook_manifest.py", "kernel_setup.py")
 VERSION = 1
 
@@ -98,13 +103,40 @@ def shared_fingerprint(root: Path = ROOT) -> dict[str, str]:
     }
 
 
-def chapter_fingerprint(source: Path, parameters: dict, shared: dict[str, str]) -> dict[str, str]:
-    """Fingerprint of one chapter: ``{component: hash}`` (source, parameters and the shared parts)."""
-    return {
+def reads_results(source: Path) -> bool:
+    """Whether a chapter's source declares that it reads the other chapters' results (:data:`READS_RESULTS`)."""
+    return any(line.strip() == READS_RESULTS for line in Path(source).read_text(encoding="utf-8").splitlines())
+
+
+def results_fingerprint(out_dir: Path, exclude: str) -> str:
+    """SHA-256 over the names and contents of ``<out_dir>/results/*.json``, except ``<exclude>.json``."""
+    digest = hashlib.sha256()
+    for path in sorted((Path(out_dir) / "results").glob("*.json")):
+        if path.stem != exclude:
+            digest.update(path.name.encode() + b"\0" + sha256_file(path).encode())
+    return digest.hexdigest()
+
+
+def chapter_fingerprint(source: Path, parameters: dict, shared: dict[str, str],
+                        out_dir: Path | None = None) -> dict[str, str]:
+    """Fingerprint of one chapter: ``{component: hash}`` (source, parameters and the shared parts).
+
+    A chapter that reads the other chapters' results (:func:`reads_results`) gets a ``results``
+    component too: :func:`results_fingerprint` of ``out_dir`` (required for it).
+
+    Raises:
+        ValueError: a chapter that reads results and no ``out_dir``.
+    """
+    fingerprint = {
         "source": sha256_file(source),
         "parameters": hashlib.sha256(json.dumps(parameters, sort_keys=True, default=repr).encode()).hexdigest(),
         **shared,
     }
+    if reads_results(source):
+        if out_dir is None:
+            raise ValueError(f"{Path(source).name} reads the other chapters' results: give the output folder")
+        fingerprint["results"] = results_fingerprint(out_dir, Path(source).stem)
+    return fingerprint
 
 
 def manifest_path(out_dir: Path) -> Path:

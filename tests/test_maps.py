@@ -70,7 +70,7 @@ def test_channel_i_is_the_named_token_channel_after_sinks_and_alignment(align, s
         for position, (name, handling) in enumerate(maps.layout()):
             token_level = item.maps[item.channels.index(name)]
             if handling == "clean":
-                token_level = clean_sinks(token_level, causal=causal)
+                token_level = clean_sinks(token_level, causal=causal, stats="row")
             expected = _align(token_level, item, text, align)
             torch.testing.assert_close(tensor[position], expected, atol=1e-7, rtol=0)
             for other in range(tensor.shape[0]):  # and no other entry of the axis would pass
@@ -126,6 +126,21 @@ def test_stack_subset_and_digest():
     assert make_maps(items, size=SIZE, sinks="raw").digest() != resized.digest()
     assert resized.select("order1", "order2", "rollout").digest() == resized.digest()
     assert resized.select("order2", "order1", "rollout").digest() != resized.digest()
+
+
+@pytest.mark.parametrize("sinks", ["clean", "raw+clean"])
+def test_make_maps_cleans_with_the_statistics_it_is_given_and_records_them(sinks):
+    items, words = _inputs(causal=True)
+    row, causal = make_maps(items, sinks=sinks, size=SIZE), make_maps(items, sinks=sinks, size=SIZE, sink_stats="causal")
+    assert (row.sink_stats, causal.sink_stats) == ("row", "causal")  # the default: the official similarity scripts
+    cleaned = 1 if sinks == "clean" else 2  # the cleaned copies sit after the raw ones
+    for item, tensor in zip(items, causal.tensors):
+        expected = resize_maps(clean_sinks(item.maps, causal=True, stats="causal"), SIZE)
+        torch.testing.assert_close(tensor[-len(CHANNELS) * 1:] if cleaned == 2 else tensor, expected, atol=1e-7, rtol=0)
+    assert any(not torch.allclose(a, b) for a, b in zip(row.tensors, causal.tensors))
+    assert row.digest() != causal.digest()
+    with pytest.raises(ValueError, match="sink_stats"):
+        make_maps(items, sink_stats="lower")
 
 
 def test_make_maps_refuses_what_it_cannot_build():

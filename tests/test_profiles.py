@@ -45,6 +45,8 @@ def test_overrides_apply_and_lists_become_tuples():
     ("quantitative", {"proxy_num_texts": 9}, r"proxy_num_texts \(9\) cannot exceed num_texts \(8\)"),
     ("quantitative", {"seeds": []}, "seeds must not be empty"),
     ("quantitative", {"causal": []}, "causal must not be empty"),
+    ("quantitative", {"official_eval_every": 0}, "official_eval_every must be positive"),
+    ("quantitative", {"official_eval_every": 11}, r"official_eval_every \(11\) exceeds the proxy's 10 steps"),
     ("qualitative", {"encoders": ()}, "encoders must not be empty"),
     ("syntax", {"models": []}, "models must not be empty"),
     ("syntax", {"epochs": 0}, "epochs must be positive"),

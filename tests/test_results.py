@@ -68,3 +68,16 @@ def test_the_folder_comes_from_the_environment(tmp_path, monkeypatch):
     assert load_results("03_quantitative") == _results()
     with pytest.raises(FileNotFoundError, match="05_syntax.json is missing.*execute_notebooks.py"):
         load_results("05_syntax")
+
+
+def test_files_written_before_the_report_fields_still_load(tmp_path):
+    """Records saved without ``paper_keys`` / ``subject`` (older chapters) load with their defaults."""
+    payload = {"chapter": "04_controls", "profile": "smoke",
+               "records": [{"key": "k", "claim": "c", "value": 1.0, "unit": "%", "paper": None, "protocol": "",
+                            "verdict": "", "chance": None, "note": "", "anchor": ""}]}
+    (tmp_path / "04_controls.json").write_text(json.dumps(payload))
+    record = load_results("04_controls", tmp_path).records[0]
+    assert record.paper_keys == [] and record.subject == ""
+    payload["records"][0]["from_the_future"] = 1
+    (tmp_path / "04_controls.json").write_text(json.dumps(payload))
+    assert load_results("04_controls", tmp_path).records[0].value == 1.0

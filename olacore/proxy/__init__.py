@@ -6,15 +6,20 @@ texts apart from the OLA maps of the *source* models, and is tested on the maps 
 *target* model it never saw. High target accuracy means the maps of different models
 share what identifies a text.
 
-Where we depart from the official script (and why):
+Where we depart from the official script ``olas_visual_model.py`` (and why):
 
-- The official script evaluates the target every 100 steps and keeps the best target
-  accuracy (it even restores the best-on-target weights). Here the checkpoint is chosen on
-  **held-out source maps** and the target is evaluated **once**, for every seed.
+- The official script (``olas_visual_model.py``) evaluates the target every 100 steps and
+  reports the best target accuracy seen; its "restore the best weights" line is a no-op (it
+  keeps ``model.state_dict()``, references to the live tensors, not a copy). Here the
+  checkpoint is chosen on **held-out source maps** and the target is evaluated **once**, for
+  every seed. The official protocol itself, with each of its quirks a named switch, is
+  :mod:`olacore.proxy.official` (runs cached by :mod:`olacore.proxy.official_runs`).
   Validation split (:func:`split_sources`): with two or more source models, the map of
   text ``i`` from source ``i mod S`` is held out, so every class keeps ``S - 1`` training
   maps, each source model contributes to training, and validation asks the same question
-  as the test (recognise a text in a model not seen for that text). With one source
+  as the test (recognise a text in a model not seen for that text). The price: training sees
+  ``(S - 1) / S`` of the source maps (half of them with two sources), where the official
+  script trains on all of them. With one source
   model no such split exists; validation then uses one fixed augmented view of the
   source maps (which only detects divergence, and says so in :class:`ProxyRun`).
 - ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18);
@@ -36,9 +41,21 @@ from olacore.proxy.experiment import (
     proxy_summary,
 )
 from olacore.proxy.network import make_resnet18
+from olacore.proxy.official import (
+    OfficialAugment,
+    OfficialQuirks,
+    OfficialRun,
+    family_splits,
+    official_augment,
+    official_view,
+    train_official,
+)
+from olacore.proxy.official_runs import OfficialProxyJob, official_proxy_experiment
 from olacore.proxy.train import ProxyConfig, ProxyRun, accuracy, split_sources, train_proxy
 
 __all__ = [
     "Augment", "augment_maps", "make_resnet18", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy",
     "ProxyJob", "cached_train_proxy", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
+    "OfficialQuirks", "OfficialAugment", "OfficialRun", "official_augment", "official_view", "family_splits",
+    "train_official", "OfficialProxyJob", "official_proxy_experiment",
 ]

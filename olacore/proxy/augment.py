@@ -1,4 +1,10 @@
-"""The paper's OLA augmentations (official ``models/ola_augmentations.py``): fake sinks, noise, temperature."""
+"""The honest proxy's OLA augmentations, after the official ones: fake sinks, noise, temperature.
+
+The kinds and strengths follow the official ``models/ola_augmentations.py`` and the settings of
+the official ``olas_visual_model.py``; the rules differ in detail (here a fake sink column is
+raised to the row maximum, and the noise scale is the std of the whole row) and they act on
+cleaned, resized maps. :mod:`olacore.proxy.official` reproduces the official rules and order.
+"""
 
 from __future__ import annotations
 
@@ -11,14 +17,15 @@ __all__ = ["Augment", "augment_maps"]
 
 @dataclass(frozen=True)
 class Augment:
-    """The paper's OLA augmentations (official ``ola_augmentations.py``), each optional.
+    """OLA augmentations after the official ones (module docstring), each optional.
 
     Attributes:
         noise_p: probability per map of adding Gaussian noise ...
-        noise_std_ratio: ... of standard deviation ``ratio x`` the row's std (official: 0.15, 0.13).
+        noise_std_ratio: ... of standard deviation ``ratio x`` the row's std (the official
+            ``olas_visual_model.py`` sets 0.15 and 0.13).
         sink_p: probability per map of highlighting fake sink columns ...
         sink_columns: ... up to this many random key columns raised to the row maximum
-            (official: p 0.3, 1 to 3 columns).
+            (the official ``olas_visual_model.py`` sets p 0.3, 1 to 3 columns).
         temperature: ``(low, high)``: rows are re-sharpened as ``p^(1/tau)`` (renormalised)
             with ``tau`` uniform in the range; ``None`` turns it off.
     """

@@ -1,0 +1,362 @@
+"""The visual proxy as the official script runs it (``olas_visual_model.py``), each quirk a named switch.
+
+Read from the official code (file names are the official repository's, github.com/jinglin-liang/OLAS):
+
+- ``family_split``: the README trains on four source models of two families and tests on the
+  two models of the held-out family (``--train_model_names`` / ``--test_model_names``). With this
+  book's zoo each causal model is its own family (SmolLM2 is a Llama, then Gemma-3, Qwen2.5), so
+  the split coincides with leave-one-out there.
+- ``augment_before_cleaning``: ``ClassifyDataset.__getitem__`` (``olas_visual_model.py``) applies
+  the augmentations of ``models/ola_augmentations.py`` (fake sink columns with p 0.3, 1 to 3
+  columns; Gaussian noise with p 0.15, 0.13 x the row's std) to the raw token-level OLA, then
+  removes sinks (``preprocess_ola``, ``models/ola_model.py``, whole-row statistics because the
+  dataset is built without the causal flag), then resizes to 50 x 50; so the fake sinks pass
+  through the sink cleaning, which removes those that reach the row maximum or mean + 3 std.
+- ``raw_inputs``: the cleaned maps go into the network as they are (no standardisation).
+- ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls
+  ``model.train()`` again, so after the first evaluation (step 100) BatchNorm runs on frozen
+  running statistics for the rest of training.
+- ``reaugment_targets``: the test set is a ``ClassifyDataset`` with ``use_augment=True``, so
+  every evaluation sees freshly augmented target maps.
+- ``max_over_evaluations``: the printed ``best_acc`` is the maximum over every evaluation (every
+  100 of 100k steps). The "restore" beside it (``model.load_state_dict(best_w)``) is a no-op:
+  ``best_w = model.state_dict()`` keeps references to the live tensors, not a copy.
+
+Not reproduced (no effect on the reported number): the official evaluation
+(``_compute_accuracy`` in ``olas_visual_model.py``) also scores the whole training set each
+time (only its random draws differ). The stored
+``models/ola_augmentations.py`` does not accept the ``ref_rank1`` / ``ref_rank2`` arguments that
+``olas_visual_model.py`` passes to ``RandomHightlightColumns``; the column value here is the
+stored version's (row maximum ``m1`` plus ``(u - 0.5)(m1 - m2)``, ``m2`` the second largest).
+Training sizes (steps, width, batch, learning rate and its schedule) are the profile's, the same
+as the honest mode's, so that the two modes differ only by the quirks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import torch
+import torch.nn.functional as F
+
+from olacore.alignment import resize_maps
+from olacore.proxy.network import make_resnet18
+from olacore.proxy.train import ProxyConfig, accuracy
+from olacore.settings import resolve_device
+from olacore.sinks import clean_sinks, sink_flags
+from olacore.timing import progress as progress_bar
+
+__all__ = ["OfficialQuirks", "OfficialAugment", "official_augment", "official_view", "family_splits",
+           "OfficialRun", "train_official", "reported_accuracy"]
+
+
+@dataclass(frozen=True)
+class OfficialQuirks:
+    """Which of the choices of the official ``olas_visual_model.py`` a run makes (module docstring); all on = the official protocol."""
+
+    family_split: bool = True
+    augment_before_cleaning: bool = True
+    raw_inputs: bool = True
+    frozen_batchnorm: bool = True
+    reaugment_targets: bool = True
+    max_over_evaluations: bool = True
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The quirks' names, in the order of the module docstring."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def without(self, *names: str) -> "OfficialQuirks":
+        """The same quirks with ``names`` switched off.
+
+        Raises:
+            ValueError: a name that is no quirk (the message lists them all).
+        """
+        unknown = [n for n in names if n not in self.names()]
+        if unknown:
+            raise ValueError(f"no official quirk named {', '.join(map(repr, unknown))}; "
+                             f"the quirks are: {', '.join(self.names())}")
+        return dataclasses.replace(self, **{n: False for n in names})
+
+    def off(self) -> tuple[str, ...]:
+        """The names of the quirks switched off."""
+        return tuple(n for n in self.names() if not getattr(self, n))
+
+    def for_training(self) -> "OfficialQuirks":
+        """The quirks that change training, the read-out ones (``reaugment_targets``,
+        ``max_over_evaluations``) reset to on: runs that differ only in how they are read share
+        one training (every run records both target evaluations, :func:`train_official`)."""
+        return dataclasses.replace(self, reaugment_targets=True, max_over_evaluations=True)
+
+
+@dataclass(frozen=True)
+class OfficialAugment:
+    """The augmentations the official proxy script configures (``olas_visual_model.py``), per map."""
+
+    sink_p: float = 0.3
+    min_columns: int = 1
+    max_columns: int = 3
+    noise_p: float = 0.15
+    noise_std_ratio: float = 0.13
+
+
+def _interest(size: int, causal: bool, stats: str) -> torch.Tensor:
+    ones = torch.ones(size, size)
+    return ones.tril() if causal and stats == "causal" else ones
+
+
+def official_augment(maps: torch.Tensor, causal: bool, augment: OfficialAugment, generator: torch.Generator,
+                     stats: str = "row") -> torch.Tensor:
+    """One map's augmentation as ``models/ola_augmentations.py`` computes it (stored version).
+
+    Fake sinks (with probability ``sink_p``): ``k`` columns (uniform in ``min..max_columns``,
+    drawn among the columns the statistics cover) get, in every row, ``m1 + (u - 0.5)(m1 - m2)``
+    added (``m1``, ``m2`` the row's two largest entries, ``u`` uniform per column and channel),
+    then rows are renormalised. Noise (with probability ``noise_p``, after the sink flags are
+    recomputed): Gaussian with standard deviation ``noise_std_ratio`` x the row's population std
+    over its non-sink entries, on the entries the statistics cover, clipped at zero,
+    renormalised. With ``stats="row"`` (the official ``olas_visual_model.py``) a causal map's upper
+    triangle is covered too, so both can land there.
+
+    Args:
+        maps: ``(C, T, T)`` non-negative maps of one text (``T >= 2``).
+        causal: the maps come from a causal model.
+        augment: probabilities and strengths.
+        generator: CPU random source.
+        stats: ``"row"`` or ``"causal"``, as :func:`olacore.sinks.clean_sinks`.
+
+    Returns:
+        ``(C, T, T)`` augmented maps, rows summing to 1 (or 0 where nothing remains).
+    """
+    maps = maps.clone()
+    channels, size = maps.shape[0], maps.shape[-1]
+    interest = _interest(size, causal, stats).to(maps)
+    if torch.rand(1, generator=generator).item() <= augment.sink_p:
+        count = int(torch.randint(augment.min_columns, augment.max_columns + 1, (1,), generator=generator))
+        eligible = (interest.sum(0) > 0).float()
+        count = min(count, int(eligible.sum()))
+        if count > 0:
+            columns = torch.multinomial(eligible / eligible.sum(), count, replacement=False, generator=generator)
+            top2 = maps.topk(2, dim=-1).values  # (C, T, 2)
+            m1, m2 = top2[..., :1], top2[..., 1:]
+            u = torch.rand(channels, 1, count, generator=generator, dtype=maps.dtype)
+            bias = torch.zeros_like(maps)
+            bias[:, :, columns] = m1 + (u - 0.5) * (m1 - m2)
+            maps = maps + bias * interest
+            maps = maps / (maps.sum(-1, keepdim=True) + 1e-10)
+    if torch.rand(1, generator=generator).item() <= augment.noise_p:
+        keep = interest * ~sink_flags(maps, causal, stats=stats)
+        count = keep.sum(-1, keepdim=True) + 1e-10
+        mean = (maps * keep).sum(-1, keepdim=True) / count
+        std = (((maps - mean) ** 2 * keep).sum(-1, keepdim=True) / count).sqrt() * augment.noise_std_ratio
+        noise = std * torch.randn(maps.shape, generator=generator, dtype=maps.dtype) * interest
+        maps = F.relu(maps + noise) * interest
+        maps = maps / (maps.sum(-1, keepdim=True) + 1e-10)
+    return maps
+
+
+def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.Generator | None,
+                  augment: OfficialAugment | None, before_cleaning: bool = True, stats: str = "row") -> torch.Tensor:
+    """One sample as the official ``ClassifyDataset.__getitem__`` makes it: augment, clean sinks, resize.
+
+    Args:
+        maps: ``(C, T, T)`` raw token-level maps of one text.
+        causal: the maps come from a causal model.
+        size: side of the resized maps (official: 50).
+        generator: random source of the augmentation (unused without one).
+        augment: the augmentation, or ``None`` for none.
+        before_cleaning: augment the raw token-level maps before cleaning (official) or the
+            cleaned, resized ones after.
+        stats: sink statistics (the official ``olas_visual_model.py``: ``"row"``).
+
+    Returns:
+        ``(C, size, size)`` float32 maps.
+    """
+    maps = maps.float()
+    if augment is not None and before_cleaning:
+        maps = official_augment(maps, causal, augment, generator, stats)
+    maps = resize_maps(clean_sinks(maps, causal, stats=stats), size)
+    if augment is not None and not before_cleaning:
+        maps = official_augment(maps, False, augment, generator, "row")
+    return maps
+
+
+def family_splits(names: Sequence[str], families: Mapping[str, str] | None = None,
+                  by_family: bool = True) -> list[tuple[list[str], list[str]]]:
+    """``(sources, targets)`` splits of the official proxy script (the README of the official code runs
+    ``olas_visual_model.py`` on four source models of two families, the held-out family the targets).
+
+    Args:
+        names: model names.
+        families: model name -> family (default: every model its own family).
+        by_family: ``True`` (official): each family in turn is the target, the models of the
+            other families the sources. ``False``: each model in turn is the target, every other
+            model (same family included) a source.
+
+    Returns:
+        ``[(sources, targets), ...]`` in the order the targets first appear in ``names``.
+
+    Raises:
+        ValueError: fewer than two families (or models) to split.
+    """
+    families = {n: (families or {}).get(n, n) for n in names}
+    if not by_family:
+        groups = {n: [n] for n in names}
+    else:
+        groups = {}
+        for n in names:
+            groups.setdefault(families[n], []).append(n)
+    if len(groups) < 2:
+        raise ValueError(f"need two families (or models) to split; got {dict(families)}")
+    held = [(targets, [n for n in names if n not in targets]) for targets in groups.values()]
+    if by_family:
+        return [(sources, targets) for targets, sources in held]
+    return [([n for n in names if n != target[0]], target) for target, _ in held]
+
+
+@dataclass
+class OfficialRun:
+    """Outcome of one run under (a variant of) the official protocol.
+
+    Attributes:
+        seed: the run's seed.
+        history: one dict per evaluation: ``step``, ``train_loss`` (mean since the last one),
+            ``test_acc`` (fraction, on target maps augmented afresh for this evaluation) and
+            ``test_acc_clean`` (on the target maps without augmentation).
+        reported: the number the protocol reports (:func:`reported_accuracy`).
+        best_step: the step of that number.
+        quirks: the :class:`OfficialQuirks` of the run.
+    """
+
+    seed: int
+    history: list[dict]
+    reported: float
+    best_step: int
+    quirks: OfficialQuirks
+
+
+def reported_accuracy(history: Sequence[Mapping[str, float]], quirks: OfficialQuirks) -> tuple[float, int]:
+    """The number a run reports and the step it comes from.
+
+    ``reaugment_targets`` reads the re-augmented target evaluations (``test_acc``), otherwise
+    the clean ones (``test_acc_clean``); ``max_over_evaluations`` takes their maximum (the
+    official ``best_acc``), otherwise the last evaluation.
+
+    Raises:
+        ValueError: an empty history.
+    """
+    if not history:
+        raise ValueError("no evaluation in the history")
+    column = "test_acc" if quirks.reaugment_targets else "test_acc_clean"
+    values = [h[column] for h in history]
+    index = max(range(len(values)), key=values.__getitem__) if quirks.max_over_evaluations else len(values) - 1
+    return values[index], int(history[index]["step"])
+
+
+def _views(texts: Sequence[torch.Tensor], causal: bool, size: int, generator: torch.Generator | None,
+           augment: OfficialAugment | None, before: bool) -> torch.Tensor:
+    return torch.stack([official_view(t, causal, size, generator, augment, before) for t in texts])
+
+
+def train_official(
+    sources: Sequence[Sequence[torch.Tensor]],
+    targets: Sequence[Sequence[torch.Tensor]],
+    causal: bool,
+    config: ProxyConfig,
+    quirks: OfficialQuirks = OfficialQuirks(),
+    *,
+    size: int = 50,
+    augment: OfficialAugment = OfficialAugment(),
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+) -> OfficialRun:
+    """Train the visual proxy the way the official ``olas_visual_model.py`` does, with ``quirks`` on or off (module docstring).
+
+    Text ``i`` of every model is class ``i``. Training batches are drawn from all source
+    samples, reshuffled every epoch (the last batch of an epoch may be smaller, as a
+    ``DataLoader`` without ``drop_last``); every ``config.eval_every`` steps the network is
+    scored on all target samples (pooled over the target models), twice: on freshly augmented
+    target maps (the official ``reaugment_targets``) and on the clean ones. The evaluations
+    draw from a random source of their own, so they never change training. ``config.augment``
+    is not used: the augmentation is ``augment``, applied per sample.
+
+    Args:
+        sources: per source model, the raw token-level ``(C, T_i, T_i)`` maps of its texts.
+        targets: per target model, the same for the same texts.
+        causal: the maps come from causal models.
+        config: :class:`olacore.proxy.ProxyConfig` (steps, batch, SGD, width, evaluation interval).
+        quirks: :class:`OfficialQuirks`.
+        size: side of the resized maps.
+        augment: :class:`OfficialAugment`.
+        seed: seeds the network, the batches and every augmentation.
+        device: where to train (default: CUDA if available, else CPU).
+        progress: a tqdm bar.
+
+    Returns:
+        :class:`OfficialRun`.
+
+    Raises:
+        ValueError: no source or target, models with other numbers of texts, or fewer steps
+            than one evaluation interval.
+    """
+    if not sources or not targets:
+        raise ValueError("need at least one source and one target model")
+    num_classes = len(sources[0])
+    if any(len(m) != num_classes for m in (*sources, *targets)):
+        raise ValueError("every source and target model needs maps of the same texts")
+    if config.iterations < config.eval_every:
+        raise ValueError(f"{config.iterations} steps never reach an evaluation (every {config.eval_every})")
+    device = resolve_device(device)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    train_maps = [m for model in sources for m in model]
+    train_y = torch.arange(num_classes).repeat(len(sources))
+    test_maps = [m for model in targets for m in model]
+    test_y = torch.arange(num_classes).repeat(len(targets))
+    before = quirks.augment_before_cleaning
+    clean_train = _views(train_maps, causal, size, None, None, True)
+    if quirks.raw_inputs:
+        mean, std = torch.zeros(1, clean_train.shape[1], 1, 1), torch.ones(1, clean_train.shape[1], 1, 1)
+    else:  # standardised with the training maps' statistics, as the honest mode does
+        mean = clean_train.mean(dim=(0, 2, 3), keepdim=True)
+        std = clean_train.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-12)
+    clean_test = (_views(test_maps, causal, size, None, None, True) - mean) / std
+    eval_gen = torch.Generator().manual_seed(1_000_003 + seed)
+    model = make_resnet18(clean_train.shape[1], num_classes, config.width).to(device)
+    optimiser = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
+                                weight_decay=config.weight_decay)
+    scheduler = (torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: 0.5 * (1 + math.cos(math.pi * step / config.iterations))) if config.cosine else None)
+    history: list[dict] = []
+    losses: list[float] = []
+    order, cursor = torch.randperm(len(train_maps), generator=gen), 0
+    model.train()
+    for step in progress_bar(range(1, config.iterations + 1), enabled=progress, desc="official proxy", leave=False):
+        if cursor >= order.numel():
+            order, cursor = torch.randperm(len(train_maps), generator=gen), 0
+        index = order[cursor : cursor + config.batch_size]
+        cursor += config.batch_size
+        batch = _views([train_maps[i] for i in index], causal, size, gen, augment, before)
+        logits = model(((batch - mean) / std).to(device))
+        loss = F.cross_entropy(logits, train_y[index].to(device))
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(loss.item())
+        if step % config.eval_every == 0:
+            augmented = (_views(test_maps, causal, size, eval_gen, augment, before) - mean) / std
+            model.eval()
+            test_acc, test_acc_clean = accuracy(model, augmented, test_y), accuracy(model, clean_test, test_y)
+            if not quirks.frozen_batchnorm:  # olas_visual_model.py leaves the network in eval mode for good
+                model.train()
+            history.append({"step": step, "train_loss": sum(losses) / len(losses), "test_acc": test_acc,
+                            "test_acc_clean": test_acc_clean})
+            losses = []
+    reported, best_step = reported_accuracy(history, quirks)
+    return OfficialRun(seed=seed, history=history, reported=reported, best_step=best_step, quirks=quirks)

@@ -1,0 +1,96 @@
+"""Reading the official-protocol runs: the table "official vs honest, and each quirk", and the selection plot."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+__all__ = ["protocol_table", "selection_figure"]
+
+
+def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence[str],
+                   honest_label: str = "honest mode") -> pd.DataFrame:
+    """Target accuracy (%) per protocol variant: mean ± std over seeds per target, mean, and points vs official.
+
+    Args:
+        official: rows of :func:`olacore.proxy.official_runs.official_proxy_experiment`
+            (``variant, target, seed, reported``).
+        honest: rows of :func:`olacore.proxy.proxy_experiment` for the same targets, channel and
+            seeds (``target, seed, test_acc``).
+        order: the variants, in row order; the first is the reference of the last column.
+        honest_label: the honest mode's row label.
+
+    Returns:
+        DataFrame indexed by variant (then the honest row): one ``"<target>"`` column per target
+        (``"mean ± std"`` text, or the mean alone for one seed), ``"mean over targets"`` and
+        ``"points vs <first variant>"`` (numbers).
+
+    Raises:
+        ValueError: a variant of ``order`` without runs, or targets that differ between the two.
+    """
+    missing = [v for v in order if v not in set(official["variant"])]
+    if missing:
+        raise ValueError(f"no official-protocol runs of {missing}")
+    if set(honest["target"]) != set(official["target"]):
+        raise ValueError(f"honest runs are of {sorted(set(honest['target']))}, official ones of "
+                         f"{sorted(set(official['target']))}")
+    frames = [official[official["variant"].isin(order)].assign(value=100 * official["reported"]),
+              honest.assign(variant=honest_label, value=100 * honest["test_acc"])]
+    runs = pd.concat(frames, ignore_index=True)[["variant", "target", "seed", "value"]]
+    stats = runs.groupby(["variant", "target"], sort=False)["value"].agg(["mean", "std"])
+    text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}",
+                       axis=1)
+    rows = [*order, honest_label]
+    table = text.unstack("target").reindex(rows)
+    table["mean over targets"] = runs.groupby("variant")["value"].mean().reindex(rows)
+    table[f"points vs {order[0]}"] = table["mean over targets"] - table.loc[order[0], "mean over targets"]
+    return table
+
+
+def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict]], honest: pd.DataFrame,
+                     variant: str, *, chance: float | None = None, title: str = ""):
+    """The selection effect: every target evaluation of a run, the maximum the protocol reports, the honest number.
+
+    One panel per target: grey dots are the accuracies of every evaluation of every seed (on
+    re-augmented target maps, as the official script evaluates), a box summarises them, red
+    diamonds are each seed's reported maximum, blue circles each seed's honest test-once accuracy.
+
+    Args:
+        official, histories: the two results of :func:`olacore.proxy.official_runs.official_proxy_experiment`.
+        honest: :func:`olacore.proxy.proxy_experiment` rows of the same targets and seeds.
+        variant: which official variant to draw (the official protocol).
+        chance: chance accuracy (fraction), drawn as a dotted line.
+        title: figure title.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    rows = official[official["variant"] == variant]
+    targets = list(dict.fromkeys(rows["target"]))
+    fig, axes = plt.subplots(1, len(targets), figsize=(3.2 * len(targets), 3.4), sharey=True, squeeze=False,
+                             constrained_layout=True)
+    rng = np.random.default_rng(0)  # jitter only
+    for ax, target in zip(axes[0], targets):
+        chosen = rows[rows["target"] == target]
+        values = [100 * h["test_acc"] for seed in chosen["seed"] for h in histories[(variant, target, seed)]]
+        ax.boxplot(values, positions=[0], widths=0.5, showfliers=False)
+        ax.scatter(rng.uniform(-0.18, 0.18, len(values)), values, s=8, color="grey", alpha=0.5,
+                   label="every evaluation")
+        ax.scatter(np.full(len(chosen), 0.45), 100 * chosen["reported"], marker="D", color="tab:red",
+                   label="reported (max over evaluations)")
+        mine = honest[honest["target"] == target]
+        ax.scatter(np.full(len(mine), 0.75), 100 * mine["test_acc"], marker="o", color="tab:blue",
+                   label="honest (test once)")
+        if chance is not None:
+            ax.axhline(100 * chance, color="black", linestyle=":", linewidth=1, label="chance")
+        ax.set_xticks([0, 0.45, 0.75], ["every\nevaluation", "reported", "honest"], fontsize=8)
+        ax.set_xlim(-0.5, 1.0)
+        ax.set_title(target, fontsize=10)
+    axes[0][0].set_ylabel("target accuracy (%)")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig

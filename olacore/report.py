@@ -1,0 +1,195 @@
+"""The reproduction report ("The paper, claim by claim"): every published number beside ours, generated.
+
+The list of published numbers comes from :mod:`olacore.paper` (typed in once) plus the paper's
+qualitative claims about the controls; our numbers come from the chapters' saved results
+(:mod:`olacore.results`). A record is put in the row of a published number when its
+``paper_keys`` name that number; its ``protocol`` says in which column it goes: ``"official"``
+(the protocol as the official code runs it) or ``"honest"`` (ours: nothing selected on test
+data); a record without a protocol (an experiment with no selection step, run as the official
+code runs it) goes in the official column. The verdict is computed (:func:`olacore.verdicts.reproduction`), on the official-protocol
+number where there is one (the paper's numbers come from that protocol), else on the honest one.
+
+Our models stand in for the paper's by family: Qwen2.5-Coder-0.5B for Qwen2 (Q), Gemma-3-270M
+for Gemma-2 (G), SmolLM2-135M (a Llama-architecture model) for Llama-3.x (L)
+(:data:`ZOO_FAMILIES`); so one of our numbers can sit in the rows of two of the paper's models
+of the same family (e.g. Q-1b5 and Q-7b).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from olacore import channels as vocabulary
+from olacore import paper
+from olacore.results import ChapterResults, load_results
+from olacore.verdicts import reproduction
+
+__all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
+           "published_value", "load_chapters", "report_chapters", "report_table", "report_summary"]
+
+#: This book's causal models and the paper's model family each stands in for.
+ZOO_FAMILIES = {"qwen2.5-0.5b": "Q", "gemma-3-270m": "G", "smollm2-135m": "L"}
+_PAPER_FAMILIES = {"qwen": "Q", "gemma": "G", "llama": "L"}
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published number (or qualitative claim) of the paper.
+
+    Attributes:
+        key: stable id that records name in ``paper_keys`` (``"proxy/order1/G-2b"``).
+        section: the experiment (``"SSIM retrieval"``, ``"visual proxy"``, ...).
+        claim: what is measured, in words, with the paper's model names.
+        paper: the published value (percent), or ``None`` for a qualitative claim.
+        chapter: the chapter (notebook stem) that measures it.
+    """
+
+    key: str
+    section: str
+    claim: str
+    paper: float | None
+    chapter: str
+
+
+def published_value(key: str) -> float | None:
+    """The published value of one :func:`published` key (``None`` for a qualitative claim).
+
+    Raises:
+        KeyError: no published number has that key.
+    """
+    for item in published():
+        if item.key == key:
+            return item.paper
+    raise KeyError(f"no published number {key!r}")
+
+
+def paper_family(name: str) -> str:
+    """The family letter (``"Q"``, ``"G"``, ``"L"``) of one of our causal models or of the paper's.
+
+    Raises:
+        ValueError: a model of no known family.
+    """
+    if name in ZOO_FAMILIES:
+        return ZOO_FAMILIES[name]
+    if len(name) > 1 and name[0] in "QGL" and name[1] == "-":  # the proxy table's "Q-1b5"
+        return name[0]
+    for prefix, letter in _PAPER_FAMILIES.items():
+        if name.lower().startswith(prefix):
+            return letter
+    raise ValueError(f"{name!r} belongs to no family of the paper's causal models (Qwen, Gemma, Llama)")
+
+
+def published() -> list[Published]:
+    """Every published number of :mod:`olacore.paper`, and the controls' qualitative claims, in book order."""
+    rows: list[Published] = []
+    for _, r in paper.retrieval().iterrows():
+        for metric in ("hits@1", "hits@5"):
+            rows.append(Published(f"retrieval/{r['source']}->{r['target']}/{metric}", "SSIM retrieval",
+                                  f"{metric.replace('hits', 'Hits')}, {r['source']} -> {r['target']}, 1st-order OLA",
+                                  float(r[metric]), "03_quantitative"))
+    proxy = paper.proxy()
+    for channel in proxy.index:
+        for target in paper.CAUSAL_PROXY_TARGETS:
+            rows.append(Published(f"proxy/{channel}/{target}", "visual proxy",
+                                  f"accuracy on target {target}, {vocabulary.label(channel)}",
+                                  float(proxy.loc[channel, target]), "03_quantitative"))
+    for control, claim in (("random init", "OLAS vanishes with randomly initialised parameters"),
+                           ("shuffled layers", "OLAS vanishes with the layers in a random order"),
+                           ("noise", "OLAS vanishes under strong parameter noise")):
+        rows.append(Published(f"controls/{control}", "controls", claim, None, "04_controls"))
+    for _, r in paper.syntax().iterrows():
+        for metric in ("uas", "las"):
+            rows.append(Published(f"syntax/{r['model']}/{r['channel']}/{metric}", "syntax",
+                                  f"{metric.upper()}, {r['model']}, {vocabulary.label(r['channel'])}",
+                                  float(r[metric]), "05_syntax"))
+    toa = paper.toa_relation_extraction()
+    for source in toa.index:
+        for target in toa.columns:
+            rows.append(Published(f"toa-re/{source}/{target}", "TOA relation extraction",
+                                  f"accuracy on {target}, adapter trained on {source}" if source != "zero-shot prompting"
+                                  else f"accuracy on {target}, zero-shot prompting", float(toa.loc[source, target]),
+                                  "TOA"))
+    return rows
+
+
+def retrieval_keys(source: str, target: str, metric: str = "hits@1") -> list[str]:
+    """Keys of the published retrieval numbers whose (source, target) families are those of ours."""
+    pair = (paper_family(source), paper_family(target))
+    return [f"retrieval/{r['source']}->{r['target']}/{metric}" for _, r in paper.retrieval().iterrows()
+            if (paper_family(r["source"]), paper_family(r["target"])) == pair]
+
+
+def proxy_keys(target: str, channel: str) -> list[str]:
+    """Keys of the published proxy numbers of ``channel`` on targets of the family of our ``target``."""
+    if channel not in paper.proxy().index:
+        return []
+    return [f"proxy/{channel}/{t}" for t in paper.CAUSAL_PROXY_TARGETS if paper_family(t) == paper_family(target)]
+
+
+def load_chapters(chapters: Sequence[str], folder: str | os.PathLike | None = None) -> dict[str, ChapterResults]:
+    """Every named chapter's saved results.
+
+    Raises:
+        FileNotFoundError: a chapter's results file is missing (the message names the file and
+            how to make it; :func:`olacore.results.load_results`).
+    """
+    return {chapter: load_results(chapter, folder) for chapter in chapters}
+
+
+def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
+    """One row per published number and our subject: the paper, ours under both protocols, a verdict.
+
+    Args:
+        results: chapter stem -> its :class:`olacore.results.ChapterResults` (chapters that
+            record none of the published numbers simply leave their rows unmeasured).
+
+    Returns:
+        DataFrame with columns ``section, published number, paper %, ours: model, ours: official
+        protocol %, ours: honest protocol %, official - honest, verdict, chapter`` (NaN where a
+        number does not exist), in the order of :func:`published`.
+
+    Raises:
+        ValueError: two records of one subject, published number and protocol (a chapter
+            recorded the same thing twice).
+    """
+    found: dict[str, dict[str, dict[str, object]]] = {}
+    for chapter, chapter_results in results.items():
+        for record in chapter_results.records:
+            for key in record.paper_keys:
+                entry = found.setdefault(key, {}).setdefault(record.subject or record.key, {"chapter": chapter})
+                slot = "honest" if record.protocol == "honest" else "official"
+                if slot in entry:
+                    raise ValueError(f"{chapter}: two {slot} records of {key!r} for {record.subject or record.key!r}")
+                entry[slot] = record
+    rows = []
+    for item in published():
+        subjects = found.get(item.key) or {"": {"chapter": item.chapter}}
+        for subject, entry in subjects.items():
+            official, honest = entry.get("official"), entry.get("honest")
+            chosen = official or honest
+            value = lambda r: np.nan if r is None else r.value  # noqa: E731
+            verdict = reproduction(None if chosen is None else chosen.value, item.paper,
+                                   None if chosen is None else chosen.chance, "" if chosen is None else chosen.verdict)
+            rows.append({"section": item.section, "published number": item.claim,
+                         "paper %": np.nan if item.paper is None else item.paper, "ours: model": subject or "-",
+                         "ours: official protocol %": value(official), "ours: honest protocol %": value(honest),
+                         "official - honest": value(official) - value(honest), "verdict": verdict,
+                         "chapter": entry["chapter"]})
+    return pd.DataFrame(rows)
+
+
+def report_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Count of rows per section and verdict (from :func:`report_table`)."""
+    return table.groupby(["section", "verdict"], sort=False).size().unstack("verdict", fill_value=0)
+
+
+def report_chapters(notebooks: str | os.PathLike, report: str) -> list[str]:
+    """The chapters a report reads: the stems of ``notebooks/[0-9]*.py`` other than ``report``, in order."""
+    return [p.stem for p in sorted(Path(notebooks).glob("[0-9]*.py")) if p.stem != report]
+

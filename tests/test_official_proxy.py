@@ -1,0 +1,266 @@
+"""The official proxy protocol (olacore.proxy.official): every quirk's switch, on hand-made maps.
+
+What each switch must do is read from the official ``olas_visual_model.py``,
+``models/ola_augmentations.py`` and ``models/ola_utils.py`` (see the module's docstring).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from olacore.pipeline import TokenMaps
+from olacore.proxy import (
+    OfficialAugment,
+    OfficialQuirks,
+    ProxyConfig,
+    family_splits,
+    official_augment,
+    official_proxy_experiment,
+    official_view,
+    train_official,
+)
+from olacore.proxy import official as official_module
+from olacore.proxy.network import make_resnet18
+from olacore.proxy.official import reported_accuracy
+from olacore.alignment import resize_maps
+from olacore.sinks import clean_sinks
+from olacore.store import TensorStore
+
+SINKS_ONLY = OfficialAugment(sink_p=1.0, noise_p=0.0)
+NOISE_ONLY = OfficialAugment(sink_p=0.0, noise_p=1.0)
+
+
+def _causal_map(size: int, seed: int) -> torch.Tensor:
+    """A causal map with a sink on the first token, ``(1, size, size)``."""
+    gen = torch.Generator().manual_seed(seed)
+    maps = torch.rand(size, size, generator=gen).tril() + 0.05 * torch.eye(size)
+    maps[:, 0] += 3.0
+    maps = maps.tril()
+    return (maps / maps.sum(-1, keepdim=True))[None]
+
+
+def _class_maps(num_classes: int, size: int, seed: int) -> list[torch.Tensor]:
+    """One raw causal map per class: a bright band of key columns whose place is the class."""
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for c in range(num_classes):
+        maps = 0.02 + 0.01 * torch.rand(size, size, generator=gen)
+        start = 1 + (c * (size - 5)) // num_classes
+        maps[start:, start : start + 4] += 0.3
+        maps[:, 0] += 0.5  # a sink column the cleaning removes
+        maps = maps.tril()
+        out.append((maps / maps.sum(-1, keepdim=True))[None])
+    return out
+
+
+# --- the switches as data -------------------------------------------------------------------
+
+
+def test_quirks_are_named_and_a_wrong_name_lists_them():
+    quirks = OfficialQuirks()
+    assert quirks.names() == ("family_split", "augment_before_cleaning", "raw_inputs", "frozen_batchnorm",
+                              "reaugment_targets", "max_over_evaluations")
+    assert quirks.off() == ()
+    assert quirks.without("raw_inputs", "frozen_batchnorm").off() == ("raw_inputs", "frozen_batchnorm")
+    with pytest.raises(ValueError, match="family_split, augment_before_cleaning, raw_inputs"):
+        quirks.without("best_weights")
+    # read-out quirks do not change training: the training key resets them
+    assert quirks.without("reaugment_targets", "max_over_evaluations").for_training() == quirks
+    assert quirks.without("raw_inputs").for_training() != quirks
+
+
+def test_family_split_holds_out_a_whole_family_and_its_switch_holds_out_one_model():
+    names = ["q-small", "q-big", "g", "l"]
+    families = {"q-small": "qwen", "q-big": "qwen", "g": "gemma", "l": "llama"}
+    assert family_splits(names, families) == [(["g", "l"], ["q-small", "q-big"]), (["q-small", "q-big", "l"], ["g"]),
+                                              (["q-small", "q-big", "g"], ["l"])]
+    assert family_splits(names, families, by_family=False)[0] == (["q-big", "g", "l"], ["q-small"])
+    # with one model per family (this book's zoo) the two coincide
+    assert family_splits(["a", "b", "c"]) == family_splits(["a", "b", "c"], by_family=False)
+    with pytest.raises(ValueError, match="two families"):
+        family_splits(["a", "b"], {"a": "x", "b": "x"})
+
+
+def test_reported_number_is_the_maximum_or_the_last_of_the_chosen_evaluations():
+    history = [{"step": 10, "test_acc": 0.2, "test_acc_clean": 0.5}, {"step": 20, "test_acc": 0.6, "test_acc_clean": 0.3},
+               {"step": 30, "test_acc": 0.4, "test_acc_clean": 0.4}]
+    quirks = OfficialQuirks()
+    assert reported_accuracy(history, quirks) == (0.6, 20)
+    assert reported_accuracy(history, quirks.without("max_over_evaluations")) == (0.4, 30)
+    assert reported_accuracy(history, quirks.without("reaugment_targets")) == (0.5, 10)
+    assert reported_accuracy(history, quirks.without("reaugment_targets", "max_over_evaluations")) == (0.4, 30)
+    with pytest.raises(ValueError, match="no evaluation"):
+        reported_accuracy([], quirks)
+
+
+# --- the augmentations and where they are applied -------------------------------------------------
+
+
+def test_fake_sink_columns_follow_the_stored_official_rule():
+    maps = _causal_map(12, 0)
+    out = official_augment(maps, True, SINKS_ONLY, torch.Generator().manual_seed(3), stats="row")
+    torch.testing.assert_close(out.sum(-1), torch.ones(1, 12))
+    raised = (out * maps.sum(-1, keepdim=True) > maps + 1e-6).all(1)[0]  # columns raised in every row
+    assert 1 <= int(raised.sum()) <= 3
+    # with whole-row statistics (the official similarity scripts) the upper triangle is covered too
+    assert out[0].triu(1).sum() > 0
+    causal = official_augment(maps, True, SINKS_ONLY, torch.Generator().manual_seed(3), stats="causal")
+    assert causal[0].triu(1).sum() == 0
+    # before renormalisation each raised entry gained m1 + (u - 0.5)(m1 - m2): within half a gap of
+    # its row's maximum m1 (m2: the second largest); the row's total gain is undone by the renormalisation
+    top = maps[0].topk(2, dim=-1).values
+    m1, m2 = top[:, 0], top[:, 1]
+    for column in raised.nonzero().flatten().tolist():
+        scale = 1 / out[0][:, [c for c in range(12) if not raised[c]]].sum(-1) * maps[0][:, ~raised].sum(-1)
+        gained = out[0][:, column] * scale - maps[0][:, column]
+        assert (gained >= m1 - (m1 - m2) / 2 - 1e-5).all() and (gained <= m1 + (m1 - m2) / 2 + 1e-5).all()
+    assert torch.equal(official_augment(maps, True, OfficialAugment(sink_p=0.0, noise_p=0.0),
+                                        torch.Generator().manual_seed(0)), maps)
+
+
+def test_noise_is_scaled_by_the_row_std_and_stays_where_the_statistics_look():
+    maps = _causal_map(16, 1)
+    out = official_augment(maps, True, NOISE_ONLY, torch.Generator().manual_seed(0), stats="causal")
+    assert (out >= 0).all() and out[0].triu(1).sum() == 0 and not torch.allclose(out, maps)
+    torch.testing.assert_close(out.sum(-1), torch.ones(1, 16))
+    small = official_augment(maps, True, OfficialAugment(sink_p=0.0, noise_p=1.0, noise_std_ratio=1e-4),
+                             torch.Generator().manual_seed(0), stats="causal")
+    torch.testing.assert_close(small, maps, atol=1e-4, rtol=0)
+
+
+def test_the_switch_puts_the_augmentation_before_or_after_cleaning_and_resizing():
+    """Official order: augment the raw token-level maps, then clean sinks, then resize; switched
+    off: clean and resize, then augment the resized maps."""
+    for seed in range(3):
+        maps = _causal_map(20, seed)
+        plain = official_view(maps, True, 16, None, None)
+        torch.testing.assert_close(plain, resize_maps(clean_sinks(maps, True, stats="row"), 16))
+        augment = OfficialAugment(sink_p=1.0, noise_p=1.0)
+        before = official_view(maps, True, 16, torch.Generator().manual_seed(seed), augment, before_cleaning=True)
+        after = official_view(maps, True, 16, torch.Generator().manual_seed(seed), augment, before_cleaning=False)
+        expected_before = resize_maps(clean_sinks(official_augment(maps, True, augment, torch.Generator().manual_seed(seed)),
+                                                  True, stats="row"), 16)
+        expected_after = official_augment(plain, False, augment, torch.Generator().manual_seed(seed))
+        torch.testing.assert_close(before, expected_before)
+        torch.testing.assert_close(after, expected_after)
+        assert not torch.allclose(before, after)
+
+
+# --- training: inputs, BatchNorm mode, evaluations -----------------------------------------------
+
+
+class _Recorder(torch.nn.Module):
+    """The real network, recording what training feeds it and in which mode."""
+
+    def __init__(self, net: torch.nn.Module, seen: list):
+        super().__init__()
+        self.net, self.seen = net, seen
+
+    def forward(self, x):
+        if torch.is_grad_enabled():  # a training step, not an evaluation
+            self.seen.append((self.training, float(x.mean()), float(x.std())))
+        return self.net(x)
+
+
+@pytest.fixture()
+def recorder(monkeypatch):
+    seen: list = []
+    monkeypatch.setattr(official_module, "make_resnet18", lambda *a, **k: _Recorder(make_resnet18(*a, **k), seen))
+    return seen
+
+
+CONFIG = ProxyConfig(iterations=12, batch_size=4, lr=0.05, width=8, eval_every=4)
+
+
+@pytest.mark.parametrize("frozen", [True, False])
+def test_batchnorm_stays_in_eval_mode_after_the_first_evaluation_only_with_the_quirk(recorder, frozen, one_thread):
+    sources, target = [_class_maps(4, 14, 0), _class_maps(4, 12, 1)], [_class_maps(4, 13, 2)]
+    quirks = OfficialQuirks() if frozen else OfficialQuirks().without("frozen_batchnorm")
+    run = train_official(sources, target, True, CONFIG, quirks, size=16, seed=0, device="cpu", progress=False)
+    modes = [training for training, _, _ in recorder]
+    assert len(modes) == 12 and all(modes[:4])  # steps 1-4 before the first evaluation (step 4)
+    assert (not any(modes[4:])) if frozen else all(modes[4:])
+    assert [h["step"] for h in run.history] == [4, 8, 12]
+    assert all({"test_acc", "test_acc_clean", "train_loss"} <= set(h) for h in run.history)
+
+
+@pytest.mark.parametrize("raw", [True, False])
+def test_inputs_are_raw_maps_or_standardised_with_the_quirk_switched_off(recorder, raw, one_thread):
+    sources, target = [_class_maps(4, 14, 0), _class_maps(4, 12, 1)], [_class_maps(4, 13, 2)]
+    quirks = OfficialQuirks() if raw else OfficialQuirks().without("raw_inputs")
+    train_official(sources, target, True, CONFIG, quirks, size=16, augment=OfficialAugment(0.0, noise_p=0.0),
+                   seed=0, device="cpu", progress=False)
+    means = [mean for _, mean, _ in recorder]
+    if raw:  # rows of cleaned maps sum to one: the mean entry of a 16 x 16 resized map is about 1/16
+        assert all(0.02 < m < 0.1 for m in means)
+    else:
+        assert all(abs(m) < 0.5 for m in means) and any(abs(m) > 0 for m in means)
+        assert sum(std for _, _, std in recorder) / len(recorder) > 0.5
+
+
+def test_evaluations_never_change_training_and_the_reaugmented_ones_vary(one_thread):
+    sources, target = [_class_maps(6, 14, 0), _class_maps(6, 12, 1)], [_class_maps(6, 13, 2)]
+    augment = OfficialAugment(sink_p=1.0, noise_p=1.0, noise_std_ratio=2.0)
+    a = train_official(sources, target, True, CONFIG, OfficialQuirks(), size=16, augment=augment, seed=1,
+                       device="cpu", progress=False)
+    b = train_official(sources, target, True, CONFIG, OfficialQuirks().without("reaugment_targets"), size=16,
+                       augment=augment, seed=1, device="cpu", progress=False)
+    assert [h["train_loss"] for h in a.history] == [h["train_loss"] for h in b.history]
+    assert a.history == b.history  # both evaluations are recorded by every run
+    assert b.reported == max(h["test_acc_clean"] for h in b.history)
+
+
+def test_official_runs_learn_a_toy_set_and_read_out_variants_share_one_training(tmp_path, one_thread):
+    names = ["m1", "m2", "m3"]
+    sizes = {"m1": 14, "m2": 12, "m3": 16}
+    tokens = {n: [TokenMaps(text=f"text {i}", tokens=[], offsets=[], causal=True, model=n, channels=("order1",),
+                            maps=m) for i, m in enumerate(_class_maps(4, sizes[n], seed))]
+              for seed, n in enumerate(names)}
+    config = ProxyConfig(iterations=60, batch_size=8, lr=0.05, width=8, eval_every=20)
+    variants = {"official": OfficialQuirks(), "last clean evaluation": OfficialQuirks().without(
+        "reaugment_targets", "max_over_evaluations"), "BatchNorm trained": OfficialQuirks().without("frozen_batchnorm")}
+    store = TensorStore(tmp_path)
+    runs, histories = official_proxy_experiment(tokens, ("order1",), config, [0], variants, size=16, store=store,
+                                                progress=False)
+    assert len(runs) == 9 and set(runs["variant"]) == set(variants)
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 6  # 3 targets x 2 trainings (read-outs share one)
+    official = runs[runs["variant"] == "official"]
+    assert (official["reported"] >= official["last_acc"]).all()
+    assert runs[runs["variant"] == "BatchNorm trained"]["reported"].mean() > 0.5  # chance is 1/4
+    again, _ = official_proxy_experiment(tokens, ("order1",), config, [0], variants, size=16, store=store,
+                                         progress=False)
+    assert again.equals(runs)
+    assert set(histories) == {(v, n, 0) for v in variants for n in names}
+    with pytest.raises(ValueError, match="lack channels"):
+        official_proxy_experiment(tokens, ("order2",), config, [0], variants, store=store, progress=False)
+
+
+# --- reading the runs -----------------------------------------------------------------------
+
+
+def test_protocol_table_and_selection_figure_on_hand_made_runs():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from olacore.proxy.official_report import protocol_table, selection_figure
+
+    official = pd.DataFrame([
+        {"variant": v, "target": t, "seed": s, "reported": r}
+        for v, base in (("official protocol", 0.6), ("without raw inputs", 0.5)) for t in ("a", "b") for s, r in
+        ((0, base), (1, base + 0.1))])
+    honest = pd.DataFrame([{"target": t, "seed": s, "test_acc": 0.3 + 0.1 * s} for t in ("a", "b") for s in (0, 1)])
+    table = protocol_table(official, honest, ["official protocol", "without raw inputs"], honest_label="honest")
+    assert list(table.index) == ["official protocol", "without raw inputs", "honest"]
+    assert table.loc["official protocol", "a"] == "65.0 ± 7.1"
+    assert table.loc["honest", "mean over targets"] == pytest.approx(35.0)
+    assert table["points vs official protocol"].tolist() == pytest.approx([0.0, -10.0, -30.0])
+    with pytest.raises(ValueError, match="no official-protocol runs"):
+        protocol_table(official, honest, ["official protocol", "without frozen batchnorm"])
+    with pytest.raises(ValueError, match="honest runs are of"):
+        protocol_table(official, honest[honest["target"] == "a"], ["official protocol"])
+    histories = {("official protocol", t, s): [{"step": 5, "test_acc": 0.2}, {"step": 10, "test_acc": 0.6 + 0.1 * s}]
+                 for t in ("a", "b") for s in (0, 1)}
+    fig = selection_figure(official, histories, honest, "official protocol", chance=0.1)
+    assert [ax.get_title() for ax in fig.axes] == ["a", "b"]

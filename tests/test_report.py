@@ -1,0 +1,194 @@
+"""The report page's generator (olacore.report) on hand-made results files, and the runner re-executing
+the report when a chapter's results change."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT, load_runner
+
+from olacore import paper
+from olacore.report import (
+    load_chapters,
+    paper_family,
+    proxy_keys,
+    published,
+    report_chapters,
+    report_summary,
+    report_table,
+    retrieval_keys,
+)
+from olacore.results import ChapterResults
+from olacore.verdicts import BELOW, NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, reproduction
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import notebook_manifest  # noqa: E402
+
+
+def test_every_published_number_has_one_key():
+    items = published()
+    keys = [p.key for p in items]
+    assert len(keys) == len(set(keys))
+    sections = {s: sum(p.section == s for p in items) for s in dict.fromkeys(p.section for p in items)}
+    assert sections == {"SSIM retrieval": 8, "visual proxy": 24, "controls": 3, "syntax": 24,
+                        "TOA relation extraction": 9}
+    by_key = {p.key: p for p in items}
+    assert by_key["retrieval/Qwen2-1.5B->gemma-2-2b/hits@1"].paper == 83.6
+    assert by_key["proxy/order1/G-2b"].paper == paper.proxy().loc["order1", "G-2b"] == 93.1
+    assert by_key["controls/random init"].paper is None
+
+
+def test_our_models_stand_in_for_the_paper_family_by_family():
+    assert [paper_family(n) for n in ("qwen2.5-0.5b", "gemma-3-270m", "smollm2-135m")] == ["Q", "G", "L"]
+    assert [paper_family(n) for n in ("Qwen2-1.5B", "gemma-2-2b", "Llama-3.2-3B", "L-8b")] == ["Q", "G", "L", "L"]
+    assert retrieval_keys("qwen2.5-0.5b", "gemma-3-270m") == ["retrieval/Qwen2-1.5B->gemma-2-2b/hits@1"]
+    assert retrieval_keys("smollm2-135m", "qwen2.5-0.5b", "hits@5") == ["retrieval/Llama-3.2-3B->Qwen2-1.5B/hits@5"]
+    assert retrieval_keys("gemma-3-270m", "qwen2.5-0.5b") == []  # the paper did not report that pair
+    assert proxy_keys("qwen2.5-0.5b", "order1") == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
+    assert proxy_keys("gemma-3-270m", "order3") == []  # no published order-3 proxy number
+    with pytest.raises(ValueError, match="no family"):
+        paper_family("minilm-l6")
+
+
+def test_the_reproduction_verdict_rule():
+    assert reproduction(None, 83.6) == NOT_MEASURED
+    assert reproduction(80.0, 83.6, 1.0) == REPRODUCED  # within 10 points
+    assert reproduction(46.0, 91.6, 1.0) == BELOW  # holds against chance, far below the paper
+    assert reproduction(3.0, 91.6, 1.0) == NOT_REPRODUCED  # short of 5 x chance
+    assert reproduction(40.0, 81.3, None, "holds") == BELOW and reproduction(40.0, 81.3, None, "") == NOT_REPRODUCED
+    assert reproduction(75.0, 81.3) == REPRODUCED  # neither chance nor a chapter verdict: the tolerance alone
+    assert reproduction(12.5, 7.7, 12.5) == NOT_REPRODUCED  # at chance: close to the paper, but reproduces nothing
+    assert reproduction(80.0, 81.3, None, "does not hold here") == NOT_REPRODUCED
+    assert reproduction(25.0, None, 25.0, "yes") == REPRODUCED and reproduction(90.0, None, 25.0, "no") == NOT_REPRODUCED
+    with pytest.raises(ValueError, match="NaN"):
+        reproduction(float("nan"), 80.0)
+
+
+def _quantitative() -> ChapterResults:
+    """Hand-made results of chapter 03: one proxy target under both protocols, one retrieval pair."""
+    results = ChapterResults("03_quantitative", "smoke")
+    keys = proxy_keys("qwen2.5-0.5b", "order1")
+    results.add("proxy/causal/qwen2.5-0.5b/order1/official", "proxy, official protocol", 62.0, protocol="official",
+                chance=2.0, paper_keys=keys, subject="qwen2.5-0.5b")
+    results.add("proxy/causal/qwen2.5-0.5b/order1/honest", "proxy, honest protocol", 41.0, protocol="honest",
+                chance=2.0, paper_keys=keys, subject="qwen2.5-0.5b")
+    results.add("retrieval/causal/qwen->gemma", "Hits@1", 90.0, protocol="official", chance=1.0,
+                paper_keys=retrieval_keys("qwen2.5-0.5b", "gemma-3-270m"), subject="qwen2.5-0.5b -> gemma-3-270m")
+    results.add("retrieval/causal/mean", "a number of no published row", 50.0, protocol="official")
+    return results
+
+
+def _controls() -> ChapterResults:
+    """Hand-made results of chapter 04, one record per kind for the random-init claim, no protocol."""
+    results = ChapterResults("04_controls", "smoke")
+    for kind, value, vanishes in (("encoder", 25.0, "yes"), ("causal", 60.0, "no")):
+        results.add(f"controls/{kind}/random init/order1/hits@1", "Hits@1", value, chance=12.5, verdict=vanishes,
+                    paper_keys=["controls/random init"], subject=f"{kind} pair")
+    return results
+
+
+def test_rows_put_each_record_under_its_published_number_and_protocol():
+    table = report_table({"03_quantitative": _quantitative(), "04_controls": _controls(),
+                          "05_syntax": ChapterResults("05_syntax", "smoke")})
+    assert list(table.columns) == ["section", "published number", "paper %", "ours: model", "ours: official protocol %",
+                                   "ours: honest protocol %", "official - honest", "verdict", "chapter"]
+    proxy = table[table["published number"].str.contains("target Q-") & table["published number"].str.contains("order 1")]
+    assert len(proxy) == 2 and (proxy["ours: model"] == "qwen2.5-0.5b").all()  # Q-1b5 and Q-7b
+    row = proxy.iloc[0]
+    assert (row["paper %"], row["ours: official protocol %"], row["ours: honest protocol %"]) == (52.6, 62.0, 41.0)
+    assert row["official - honest"] == pytest.approx(21.0)
+    assert row["verdict"] == REPRODUCED  # judged on the official-protocol number: 62 >= 52.6 - 10
+    assert proxy.iloc[1]["paper %"] == 49.2 and proxy.iloc[1]["verdict"] == REPRODUCED  # Q-7b: one number, two rows
+    retrieval = table[table["published number"] == "Hits@1, Qwen2-1.5B -> gemma-2-2b, 1st-order OLA"].iloc[0]
+    assert retrieval["verdict"] == REPRODUCED and np.isnan(retrieval["ours: honest protocol %"])
+    controls = table[table["section"] == "controls"]
+    assert controls["ours: model"].tolist() == ["encoder pair", "causal pair", "-", "-"]
+    assert controls["verdict"].tolist() == [REPRODUCED, NOT_REPRODUCED, NOT_MEASURED, NOT_MEASURED]
+    # a chapter that records none of the published numbers (syntax here) leaves its rows unmeasured
+    syntax = table[table["section"] == "syntax"]
+    assert len(syntax) == 24 and (syntax["verdict"] == NOT_MEASURED).all() and (syntax["chapter"] == "05_syntax").all()
+    assert (table[table["section"] == "TOA relation extraction"]["verdict"] == NOT_MEASURED).all()
+    summary = report_summary(table)
+    assert summary.loc["syntax", NOT_MEASURED] == 24 and summary.loc["visual proxy", REPRODUCED] >= 1
+
+
+def test_a_record_given_twice_is_refused():
+    results = _quantitative()
+    results.add("proxy/causal/qwen2.5-0.5b/order1/again", "again", 61.0, protocol="official",
+                paper_keys=proxy_keys("qwen2.5-0.5b", "order1"), subject="qwen2.5-0.5b")
+    with pytest.raises(ValueError, match="two official records"):
+        report_table({"03_quantitative": results})
+
+
+def test_results_files_are_read_and_a_missing_one_is_named(tmp_path):
+    _quantitative().save(tmp_path)
+    _controls().save(tmp_path)
+    loaded = load_chapters(["03_quantitative", "04_controls"], tmp_path)
+    assert loaded["03_quantitative"].records[0].paper_keys == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
+    table = report_table(loaded)
+    assert table.equals(report_table({"03_quantitative": _quantitative(), "04_controls": _controls()}))
+    with pytest.raises(FileNotFoundError, match=r"05_syntax\.json is missing"):
+        load_chapters(["03_quantitative", "05_syntax"], tmp_path)
+
+
+def test_the_report_reads_every_other_chapter():
+    chapters = report_chapters(ROOT / "notebooks", "07_report")
+    assert chapters[:5] == ["01_derivation", "02_qualitative", "03_quantitative", "04_controls", "05_syntax"]
+    assert "07_report" not in chapters
+    assert notebook_manifest.reads_results(ROOT / "notebooks" / "07_report.py")
+    assert not notebook_manifest.reads_results(ROOT / "notebooks" / "03_quantitative.py")
+
+
+def test_the_report_fingerprint_covers_the_other_chapters_results(tmp_path):
+    source = tmp_path / "07_report.py"
+    source.write_text(f"# %%\n{notebook_manifest.READS_RESULTS}\nprint(1)\n")
+    out = tmp_path / "out"
+    (out / "results").mkdir(parents=True)
+    (out / "results" / "03_quantitative.json").write_text('{"a": 1}')
+    shared = {"package": "p"}
+    first = notebook_manifest.chapter_fingerprint(source, {}, shared, out)
+    (out / "results" / "07_report.json").write_text("its own results")  # not an input of itself
+    assert notebook_manifest.chapter_fingerprint(source, {}, shared, out) == first
+    (out / "results" / "03_quantitative.json").write_text('{"a": 2}')
+    assert notebook_manifest.chapter_fingerprint(source, {}, shared, out)["results"] != first["results"]
+    with pytest.raises(ValueError, match="output folder"):
+        notebook_manifest.chapter_fingerprint(source, {}, shared)
+    plain = tmp_path / "03_x.py"
+    plain.write_text("# %%\nprint(1)\n")
+    assert "results" not in notebook_manifest.chapter_fingerprint(plain, {}, shared, out)
+
+
+TINY_REPORT = f'''# %% tags=["parameters"]
+profile = "default"  # smoke, default or paper
+
+# %%
+{notebook_manifest.READS_RESULTS}
+import os
+from pathlib import Path
+
+Path(os.environ["OLACORE_TEST_MARKER"]).write_text((Path(os.environ["OLACORE_RESULTS"]) / "03_x.json").read_text())
+'''
+
+
+@pytest.mark.slow
+def test_a_changed_chapter_result_reexecutes_the_report_and_the_runner_puts_it_last(tmp_path, monkeypatch):
+    runner = load_runner()
+    source, out, marker = tmp_path / "07_report.py", tmp_path / "out", tmp_path / "ran.txt"
+    source.write_text(TINY_REPORT)
+    monkeypatch.setenv("OLACORE_TEST_MARKER", str(marker))
+    (out / "results").mkdir(parents=True)
+    (out / "results" / "03_x.json").write_text('{"value": 1}')
+    shared = notebook_manifest.shared_fingerprint(ROOT)
+    assert runner.run_chapter(source, out, {"profile": "smoke"}, shared=shared)["status"] == "executed"
+    assert marker.read_text() == '{"value": 1}'
+    assert runner.run_chapter(source, out, {"profile": "smoke"}, shared=shared)["status"] == "skipped"
+    (out / "results" / "03_x.json").write_text('{"value": 2}')
+    row = runner.run_chapter(source, out, {"profile": "smoke"}, shared=shared)
+    assert (row["status"], row["reason"]) == ("executed", "results changed") and marker.read_text() == '{"value": 2}'
+    ordered = sorted([source, ROOT / "notebooks" / "03_quantitative.py"], key=notebook_manifest.reads_results)
+    assert ordered[-1] == source
+    manifest = json.loads(notebook_manifest.manifest_path(out).read_text())
+    assert "results" in manifest["chapters"]["07_report"]["fingerprint"]
