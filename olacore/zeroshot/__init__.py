@@ -18,11 +18,12 @@ One module per step:
 from olacore.zeroshot.experiment import answer_keys, evenly_spread, semeval_macro_f1, zero_shot, zero_shot_scores
 from olacore.zeroshot.generate import GenerativeLM, Generation, generate_greedy, load_generator, load_tokenizer
 from olacore.zeroshot.parse import EntityParse, RelationParse, parse_entities, parse_relation
-from olacore.zeroshot.prompts import PROMPT_VERSION, PROMPTS, build_prompt, instructions, prompt_form, prompt_forms
+from olacore.zeroshot.prompts import (PROMPT_VERSION, PROMPTS, build_prompt, example_prompt, instructions, prompt_form,
+                                      prompt_forms)
 
 __all__ = [
     "zero_shot", "zero_shot_scores", "evenly_spread", "semeval_macro_f1", "answer_keys",
     "GenerativeLM", "Generation", "load_generator", "load_tokenizer", "generate_greedy",
     "parse_relation", "parse_entities", "RelationParse", "EntityParse",
-    "PROMPTS", "PROMPT_VERSION", "build_prompt", "instructions", "prompt_form", "prompt_forms",
+    "PROMPTS", "PROMPT_VERSION", "build_prompt", "example_prompt", "instructions", "prompt_form", "prompt_forms",
 ]

@@ -18,6 +18,7 @@ answers up to float rounding (``tests/test_zeroshot.py`` checks them on real pro
 from __future__ import annotations
 
 import copy
+import functools
 import os
 import time
 from dataclasses import dataclass
@@ -62,12 +63,20 @@ def _refuse_encoder(name: str) -> None:
 def load_tokenizer(name: str) -> "PreTrainedTokenizerBase":
     """The tokenizer of a causal LM (zoo name, folder or Hugging Face id), without its weights.
 
+    Read once per process and name (Gemma's takes seconds): callers share the object and must
+    not change it.
+
     Raises:
         ValueError: unknown model (lists the zoo names), or an encoder.
     """
+    _refuse_encoder(name)
+    return _read_tokenizer(os.fspath(name))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_tokenizer(name: str) -> "PreTrainedTokenizerBase":
     from transformers import AutoTokenizer
 
-    _refuse_encoder(name)
     kind, where = _source(name)
     if kind == "hub":
         return _hub_call(where, AutoTokenizer.from_pretrained)
