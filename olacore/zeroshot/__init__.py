@@ -1,0 +1,29 @@
+"""Zero-shot prompting of the causal LMs: the paper's only baseline for TOA transfer (DESIGN.md section 3).
+
+The paper compares an adapter trained on one model's OLA and applied unchanged to another
+with zero-shot prompting of the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B /
+Llama-3.2-3B reach 7.69 / 5.01 / 14.65 % accuracy, :func:`olacore.paper.toa_relation_extraction`).
+One module per step:
+
+- :mod:`olacore.zeroshot.prompts`: the fixed RE and NER prompts, and which form each model
+  gets (its chat template, or a plain completion prompt for a base model);
+- :mod:`olacore.zeroshot.generate`: a causal LM with its LM head, and batched greedy decoding
+  that computes the shared instructions' KV cache once;
+- :mod:`olacore.zeroshot.parse`: answer -> one relation label, or entity spans and BIO tags,
+  with a status for every answer that cannot be read;
+- :mod:`olacore.zeroshot.experiment`: cached answers per example, one row each, and scores
+  (accuracy and SemEval macro-F1; seqeval entity F1; unparseable answers counted).
+"""
+
+from olacore.zeroshot.experiment import answer_keys, evenly_spread, semeval_macro_f1, zero_shot, zero_shot_scores
+from olacore.zeroshot.generate import GenerativeLM, Generation, generate_greedy, load_generator, load_tokenizer
+from olacore.zeroshot.parse import EntityParse, RelationParse, parse_entities, parse_relation
+from olacore.zeroshot.prompts import (PROMPT_VERSION, PROMPTS, build_prompt, example_prompt, instructions, prompt_form,
+                                      prompt_forms)
+
+__all__ = [
+    "zero_shot", "zero_shot_scores", "evenly_spread", "semeval_macro_f1", "answer_keys",
+    "GenerativeLM", "Generation", "load_generator", "load_tokenizer", "generate_greedy",
+    "parse_relation", "parse_entities", "RelationParse", "EntityParse",
+    "PROMPTS", "PROMPT_VERSION", "build_prompt", "example_prompt", "instructions", "prompt_form", "prompt_forms",
+]

@@ -1,0 +1,232 @@
+"""The zero-shot experiment: cached answers per example, parsed rows, and the scores beside the paper's.
+
+:func:`zero_shot` prompts one causal LM on a list of SemEval-2010 Task 8 or WNUT-17 examples
+(:mod:`olacore.corpora`) and returns one row per example; every raw answer is kept in a
+:class:`olacore.store.TensorStore` entry keyed by the model fingerprint, the task, the prompt
+version and form, the decoding settings and the full rendered prompt (which holds the example
+text), so a re-executed chapter reads the answers back and a changed prompt or model is never
+served an old answer. :func:`zero_shot_scores` scores the rows: RE 19-way accuracy and the
+official SemEval-2010 Task 8 score (macro-F1 over the 9 relations, direction required, Other
+left out), NER entity-level F1 (seqeval); unparseable answers score as wrong and are counted.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from olacore.corpora import SEMEVAL_LABELS, NERSentence, RelationExample
+from olacore.store import TensorStore
+from olacore.zeroshot.generate import GenerativeLM, generate_greedy, load_generator, load_tokenizer
+from olacore.zeroshot.parse import RELATION_TYPES, parse_entities, parse_relation
+from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
+
+__all__ = ["zero_shot", "zero_shot_scores", "answer_keys", "evenly_spread", "semeval_macro_f1"]
+
+
+def evenly_spread(items: Sequence, n: int | None) -> list:
+    """``n`` items spread evenly over ``items`` (first and last included, order kept); all if ``n`` is
+    ``None`` or at least ``len(items)``. Deterministic: a fixed subset, chosen without looking at labels.
+
+    Raises:
+        ValueError: ``n`` below 1.
+    """
+    items = list(items)
+    if n is None or n >= len(items):
+        return items
+    if n < 1:
+        raise ValueError(f"n must be >= 1 or None; got {n}")
+    picked = np.unique(np.linspace(0, len(items) - 1, n).round().astype(int))
+    return [items[i] for i in picked]
+
+
+def _decoding(task: str, form: str) -> dict:
+    spec = PROMPTS[task]
+    return {"greedy": True, "max_new_tokens": spec.max_new_tokens,
+            "stop": list(spec.stop(form)), "end_of_turn": True}
+
+
+def answer_keys(store: TensorStore, fingerprint: str, task: str, form: str, prompts: Sequence[str],
+                texts: Sequence[str]) -> list[str]:
+    """The store key of each answer: model fingerprint, task, prompt version, form, decoding, prompt, text."""
+    spec, decoding = PROMPTS[task], _decoding(task, form)
+    return [store.key(kind="zero-shot-answer", model=fingerprint, task=task, prompt_version=spec.version,
+                      form=form, decoding=decoding, prompt=prompt, text=text)
+            for prompt, text in zip(prompts, texts)]
+
+
+def _check_examples(task: str, examples: Sequence) -> list:
+    if task not in PROMPTS:
+        raise ValueError(f"unknown zero-shot task {task!r}; choose 're' or 'ner'")
+    examples = list(examples)
+    if not examples:
+        raise ValueError("examples is empty; pass records of olacore.corpora.read_semeval / read_wnut17")
+    wanted = RelationExample if task == "re" else NERSentence
+    wrong = [i for i, x in enumerate(examples) if not isinstance(x, wanted)]
+    if wrong:
+        raise ValueError(f"task {task!r} needs {wanted.__name__} records; example {wrong[0]} is "
+                         f"{type(examples[wrong[0]]).__name__}")
+    return examples
+
+
+def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form: str = "auto", batch_size: int = 8,
+              device: str | torch.device | None = None, progress: bool = True,
+              store: TensorStore | None = None) -> pd.DataFrame:
+    """Zero-shot prompting of a causal LM on ``examples``: one parsed row per example (the paper's TOA baseline).
+
+    Args:
+        model: a causal LM name (zoo, folder, Hugging Face id: its weights are loaded only if an
+            answer misses the cache) or a :class:`GenerativeLM`.
+        task: ``"re"`` (SemEval-2010 Task 8 :class:`RelationExample` records) or ``"ner"``
+            (WNUT-17 :class:`NERSentence` records).
+        examples: the records, e.g. ``evenly_spread(read_semeval("test").items, 100)``.
+        form: ``"auto"`` (chat template where the tokenizer has one, else plain), ``"chat"`` or
+            ``"plain"`` (:mod:`olacore.zeroshot.prompts`).
+        batch_size: prompts decoded together on a miss.
+        device: where to load the model on a miss (default CUDA if available).
+        progress: tqdm bar over the answers generated.
+        store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
+
+    Returns:
+        DataFrame, one row per example, in order: ``model, form, id, text, gold, answer, status,
+        finish, seconds, cached`` and, for RE, ``e1, e2, label, correct``; for NER, ``words,
+        tags, entities, bad_line, outside_type, not_in_sentence, overlap`` (``gold`` and ``tags``
+        are BIO tuples). ``seconds``: generation cost of the answer when it was made.
+
+    Raises:
+        ValueError: unknown task, empty or mistyped examples, an encoder or unknown model.
+    """
+    examples = _check_examples(task, examples)
+    store = store if store is not None else TensorStore()
+    name = model.name if isinstance(model, GenerativeLM) else os.fspath(model)
+    tokenizer = model.tokenizer if isinstance(model, GenerativeLM) else load_tokenizer(name)
+    fingerprint = model.fingerprint if isinstance(model, GenerativeLM) else None
+    if fingerprint is None:
+        from olacore.loading import model_fingerprint
+
+        fingerprint = model_fingerprint(name)
+    form = prompt_form(tokenizer, form)
+    prompts = [build_prompt(tokenizer, task, x, form) for x in examples]
+    keys = answer_keys(store, fingerprint, task, form, prompts, [x.text for x in examples])
+    answers: dict[str, dict] = {}
+    for key in dict.fromkeys(keys):
+        entry = store.get(key)
+        if entry is not None:
+            answers[key] = dict(entry[1], cached=True)
+    first: dict[str, int] = {}
+    for i, key in enumerate(keys):
+        first.setdefault(key, i)  # a repeated example is generated once
+    missing = [i for key, i in first.items() if key not in answers]
+    if missing:
+        lm = model if isinstance(model, GenerativeLM) else load_generator(name, device=device)
+        spec = PROMPTS[task]
+        made = generate_greedy(lm, [prompts[i] for i in missing], max_new_tokens=spec.max_new_tokens,
+                               add_special_tokens=form == "plain", stop=_decoding(task, form)["stop"],
+                               batch_size=batch_size, progress=progress)
+        for i, generation in zip(missing, made):
+            meta = {"answer": generation.text, "finish": generation.finish, "prompt_tokens": generation.prompt_tokens,
+                    "seconds": generation.seconds, "model": fingerprint, "task": task,
+                    "prompt_version": spec.version, "form": form}
+            store.put_or_warn(keys[i], {"tokens": torch.tensor(generation.tokens, dtype=torch.long)}, meta)
+            answers[keys[i]] = dict(meta, cached=False)
+    rows = [_row(task, x, answers[key], name, form) for x, key in zip(examples, keys)]
+    return pd.DataFrame(rows)
+
+
+def _row(task: str, example, answer: dict, name: str, form: str) -> dict:
+    row = {"model": name, "form": form, "id": example.sent_id, "text": example.text}
+    text = answer["answer"]
+    if task == "re":
+        parsed = parse_relation(text)
+        row.update(e1=" ".join(example.words[slice(*example.e1)]), e2=" ".join(example.words[slice(*example.e2)]),
+                   gold=example.label, answer=text, label=parsed.label, status=parsed.status,
+                   correct=parsed.label == example.label)
+    else:
+        parsed = parse_entities(text, example.words)
+        row.update(words=example.words, gold=example.tags, answer=text, tags=parsed.tags, status=parsed.status,
+                   entities=len(parsed.entities), **parsed.problems)
+    row.update(finish=answer["finish"], seconds=answer["seconds"], cached=answer["cached"])
+    return row
+
+
+def semeval_macro_f1(gold: Sequence[str], predicted: Sequence[str | None]) -> tuple[float, pd.DataFrame]:
+    """The official SemEval-2010 Task 8 score: macro-F1 over the 9 relations, direction taken into account.
+
+    For each relation type, a true positive is a prediction equal to the gold directed label; the
+    precision denominator is every prediction of that type (either direction), the recall
+    denominator every gold example of that type; ``Other`` is not a relation and is left out of
+    the average (its predictions still cost recall). Unparseable predictions (``None``) are wrong.
+    Counts come from scikit-learn's ``multilabel_confusion_matrix`` over the 18 directed labels,
+    summed over the two directions of each type; F1 of a type without predictions or gold is 0.
+
+    Returns:
+        ``(macro-F1 in [0, 1], per-type table: type, tp, predicted, gold, precision, recall, f1)``.
+    """
+    from sklearn.metrics import multilabel_confusion_matrix
+
+    directed = [label for label in SEMEVAL_LABELS if label != "Other"]
+    gold = list(gold)
+    predicted = ["<none>" if p is None else p for p in predicted]
+    # rows: labels; each 2x2 is [[tn, fp], [fn, tp]]
+    matrices = multilabel_confusion_matrix(gold, predicted, labels=directed)
+    rows = []
+    for kind in RELATION_TYPES:
+        picked = [i for i, label in enumerate(directed) if label.startswith(kind + "(")]
+        tp = int(sum(matrices[i][1, 1] for i in picked))
+        n_predicted = tp + int(sum(matrices[i][0, 1] for i in picked))
+        n_gold = tp + int(sum(matrices[i][1, 0] for i in picked))
+        precision = tp / n_predicted if n_predicted else 0.0
+        recall = tp / n_gold if n_gold else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        rows.append((kind, tp, n_predicted, n_gold, precision, recall, f1))
+    table = pd.DataFrame(rows, columns=["type", "tp", "predicted", "gold", "precision", "recall", "f1"])
+    return float(table["f1"].mean()), table
+
+
+def zero_shot_scores(rows: pd.DataFrame, task: str) -> dict:
+    """Scores of :func:`zero_shot` rows (one model). Unparseable answers count as wrong and are counted.
+
+    Returns:
+        RE: ``n, accuracy`` (19-way), ``macro_f1`` (:func:`semeval_macro_f1`), ``majority_accuracy``
+        (share of the most frequent gold label among the rows), ``unparseable`` (answers that name
+        no single label), ``unparseable_share``, ``outside_label_set`` (among those: a relation
+        without direction or a label-shaped answer outside the 19), ``statuses`` (count per status).
+        NER: ``n, f1, precision, recall`` (seqeval, entity level), ``unparseable`` (answers with no
+        readable line), ``unparseable_share``, ``partial``, ``outside_type``, ``not_in_sentence``,
+        ``gold_entities``, ``predicted_entities``, ``statuses``. Shares and scores in [0, 1].
+
+    Raises:
+        ValueError: unknown task, empty rows, or rows of several models.
+    """
+    if task not in PROMPTS:
+        raise ValueError(f"unknown zero-shot task {task!r}; choose 're' or 'ner'")
+    if len(rows) == 0:
+        raise ValueError("no rows to score")
+    if rows["model"].nunique() > 1:
+        raise ValueError(f"rows of several models ({', '.join(rows['model'].unique())}); score one model at a time")
+    n = len(rows)
+    statuses = {k: int(v) for k, v in rows["status"].value_counts().items()}
+    if task == "re":
+        macro, _ = semeval_macro_f1(rows["gold"], [x if isinstance(x, str) else None for x in rows["label"]])
+        unparseable = int((rows["status"] != "ok").sum())
+        return {"n": n, "accuracy": float((rows["label"] == rows["gold"]).mean()), "macro_f1": macro,
+                "majority_accuracy": float(rows["gold"].value_counts().iloc[0] / n),
+                "unparseable": unparseable, "unparseable_share": unparseable / n,
+                "outside_label_set": int(rows["status"].isin(["outside", "no_direction"]).sum()),
+                "statuses": statuses}
+    from seqeval.metrics import f1_score, precision_score, recall_score
+
+    gold, predicted = [list(t) for t in rows["gold"]], [list(t) for t in rows["tags"]]
+    unparseable = int(rows["status"].isin(["unparseable", "empty"]).sum())
+    return {"n": n, "f1": float(f1_score(gold, predicted, zero_division=0)),
+            "precision": float(precision_score(gold, predicted, zero_division=0)),
+            "recall": float(recall_score(gold, predicted, zero_division=0)),
+            "unparseable": unparseable, "unparseable_share": unparseable / n,
+            "partial": int((rows["status"] == "partial").sum()),
+            "outside_type": int(rows["outside_type"].sum()), "not_in_sentence": int(rows["not_in_sentence"].sum()),
+            "gold_entities": int(sum(sum(t.startswith("B-") for t in g) for g in gold)),
+            "predicted_entities": int(rows["entities"].sum()), "statuses": statuses}

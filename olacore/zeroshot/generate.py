@@ -1,0 +1,278 @@
+"""A causal LM with its LM head, and batched greedy generation that reuses the KV cache of the shared prompt prefix.
+
+:func:`olacore.loading.load_model` keeps only the base transformer (attention extraction needs
+no LM head); zero-shot prompting needs the head, so :func:`load_generator` loads
+``AutoModelForCausalLM`` itself, float32, eval mode, from the zoo's dequantised folder
+(:func:`olacore.zoo_build.zoo_folder`, which holds the LM head or the tied embeddings), a local
+folder or a Hugging Face id. Encoders are refused.
+
+:func:`generate_greedy` is plain greedy decoding (argmax at every step, no sampling, no
+penalties), written out rather than ``model.generate`` for one reason, speed on a CPU: every
+prompt of a task starts with the same instructions, so their keys and values are computed once
+(the longest common token prefix of all prompts) and copied into each batch; the example parts
+are left-padded behind that prefix (masked, positions counted from the prefix), and the decode
+steps of a batch share one pass over the weights. The answers equal ``model.generate``'s greedy
+answers up to float rounding (``tests/test_zeroshot.py`` checks them on real prompts).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
+
+import torch
+
+from olacore.loading import _classify, _hub_call, _quiet_transformers, model_fingerprint, model_kind
+from olacore.settings import resolve_device
+from olacore.timing import progress as progress_bar
+from olacore.zoo_build import zoo_folder
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+__all__ = ["GenerativeLM", "Generation", "load_tokenizer", "load_generator", "generate_greedy", "END_OF_TURN"]
+
+#: Tokens that end an answer when the vocabulary has them (besides the configured EOS ids).
+END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<|eot_id|>", "<|end|>")
+
+
+def _source(name: str) -> tuple[str, str]:
+    """``(kind, where)``: ``("zoo", folder)``, ``("folder", folder)`` or ``("hub", id)``."""
+    kind = _classify(name)
+    name = os.fspath(name)
+    if kind == "zoo":
+        return kind, str(zoo_folder(name))
+    if kind == "folder":
+        return kind, str(Path(name).expanduser().resolve())
+    return kind, name
+
+
+def _refuse_encoder(name: str) -> None:
+    if model_kind(name) != "causal":
+        raise ValueError(
+            f"{name} is a bidirectional encoder: zero-shot prompting needs a causal LM that generates "
+            f"text (in the zoo: smollm2-135m, gemma-3-270m, qwen2.5-0.5b)"
+        )
+
+
+def load_tokenizer(name: str) -> "PreTrainedTokenizerBase":
+    """The tokenizer of a causal LM (zoo name, folder or Hugging Face id), without its weights.
+
+    Read once per process and name (Gemma's takes seconds): callers share the object and must
+    not change it.
+
+    Raises:
+        ValueError: unknown model (lists the zoo names), or an encoder.
+    """
+    _refuse_encoder(name)
+    return _read_tokenizer(os.fspath(name))
+
+
+@functools.lru_cache(maxsize=8)
+def _read_tokenizer(name: str) -> "PreTrainedTokenizerBase":
+    from transformers import AutoTokenizer
+
+    kind, where = _source(name)
+    if kind == "hub":
+        return _hub_call(where, AutoTokenizer.from_pretrained)
+    with _quiet_transformers():
+        return AutoTokenizer.from_pretrained(where)
+
+
+@dataclass
+class GenerativeLM:
+    """A causal LM with its LM head, ready for :func:`generate_greedy`.
+
+    Attributes:
+        name: as given to :func:`load_generator`.
+        tokenizer: its tokenizer (chat template, if any, included).
+        model: ``AutoModelForCausalLM``, float32, eval mode, no gradients, on ``device``.
+        device: where the model lives.
+        fingerprint: :func:`olacore.loading.model_fingerprint` of ``name`` (keys cached answers).
+        end_ids: token ids that end an answer (configured EOS ids and :data:`END_OF_TURN` tokens).
+    """
+
+    name: str
+    tokenizer: "PreTrainedTokenizerBase"
+    model: "PreTrainedModel"
+    device: torch.device
+    fingerprint: str
+    end_ids: frozenset[int]
+
+
+def _end_ids(model, tokenizer) -> frozenset[int]:
+    ids: set[int] = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif value is not None:
+            ids.update(int(v) for v in value)
+    vocabulary = tokenizer.get_vocab()
+    ids.update(vocabulary[token] for token in END_OF_TURN if token in vocabulary)
+    return frozenset(ids)
+
+
+def load_generator(name: str, device: str | torch.device | None = None) -> GenerativeLM:
+    """Load a causal LM WITH its LM head for generation (zero-shot prompting).
+
+    Args:
+        name: zoo name (its dequantised folder is built on first use), local folder or Hugging
+            Face id (local HF cache first, the hub where reachable).
+        device: default CUDA when available, else CPU (:func:`olacore.settings.resolve_device`).
+
+    Returns:
+        :class:`GenerativeLM`, float32, eval mode.
+
+    Raises:
+        ValueError: unknown model (lists the zoo names), an encoder, or a checkpoint that lacks
+            weights (``missing_keys``: an LM head left at random would generate noise).
+    """
+    from transformers import AutoModelForCausalLM
+
+    _refuse_encoder(name)
+    kind, where = _source(name)
+    tokenizer = load_tokenizer(name)
+    kwargs = dict(dtype=torch.float32, output_loading_info=True)
+    if kind == "hub":
+        model, info = _hub_call(where, AutoModelForCausalLM.from_pretrained, **kwargs)
+    else:
+        with _quiet_transformers():
+            model, info = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+    if info.get("missing_keys"):
+        raise ValueError(f"{name}: the checkpoint lacks {sorted(info['missing_keys'])[:5]}; its LM head "
+                         f"would be random. Rebuild the folder or use a complete checkpoint.")
+    device = resolve_device(device)
+    model.eval().requires_grad_(False).to(device)
+    return GenerativeLM(os.fspath(name), tokenizer, model, device, model_fingerprint(name), _end_ids(model, tokenizer))
+
+
+@dataclass(frozen=True)
+class Generation:
+    """One generated answer.
+
+    Attributes:
+        text: the decoded answer (special tokens skipped), cut before the first stop string,
+            stripped of surrounding white space.
+        tokens: the generated token ids up to the end (the end-of-turn token not included).
+        finish: ``"eos"`` (end-of-turn token), ``"stop"`` (a stop string) or ``"length"``
+            (``max_new_tokens`` reached).
+        prompt_tokens: length of the prompt in tokens.
+        seconds: wall-clock share of this answer in its batch (batch time / batch size; the
+            shared prefix's one pass spread over all prompts).
+    """
+
+    text: str
+    tokens: tuple[int, ...]
+    finish: str
+    prompt_tokens: int
+    seconds: float
+
+
+def _cut(text: str, stop: Sequence[str]) -> int | None:
+    """Index of the first stop string after the first non-blank character, or ``None``."""
+    begin = len(text) - len(text.lstrip())
+    hits = [i for s in stop if (i := text.find(s, begin + 1 if begin < len(text) else len(text))) >= 0]
+    return min(hits) if hits else None
+
+
+def _common_prefix(sequences: list[list[int]]) -> int:
+    shortest = min(len(s) for s in sequences)
+    length = 0
+    while length < shortest - 1 and all(s[length] == sequences[0][length] for s in sequences):
+        length += 1
+    return length
+
+
+@torch.inference_mode()
+def generate_greedy(lm: GenerativeLM, prompts: Sequence[str], *, max_new_tokens: int, add_special_tokens: bool,
+                    stop: Sequence[str] = (), batch_size: int = 8, progress: bool = False) -> list[Generation]:
+    """Greedy answers to ``prompts``, batched, with the shared prompt prefix computed once.
+
+    Args:
+        lm: from :func:`load_generator`.
+        prompts: full prompt texts (non-empty).
+        max_new_tokens: the most tokens generated per prompt (>= 1).
+        add_special_tokens: let the tokenizer add its special tokens (plain prompts); ``False``
+            for chat-template prompts, which hold them already.
+        stop: strings that end an answer (checked on the decoded answer after each step).
+        batch_size: prompts decoded together (>= 1); prompts are batched in their given order.
+        progress: a tqdm bar over prompts.
+
+    Returns:
+        One :class:`Generation` per prompt, in order.
+
+    Raises:
+        ValueError: empty prompt list or prompt, ``max_new_tokens`` or ``batch_size`` below 1.
+    """
+    if not prompts or any(not p for p in prompts):
+        raise ValueError("prompts must be a non-empty list of non-empty strings")
+    if max_new_tokens < 1 or batch_size < 1:
+        raise ValueError(f"max_new_tokens and batch_size must be >= 1; got {max_new_tokens}, {batch_size}")
+    tokenizer, model, device = lm.tokenizer, lm.model, lm.device
+    ids = [tokenizer(p, add_special_tokens=add_special_tokens)["input_ids"] for p in prompts]
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(sorted(lm.end_ids)), 0)
+    start = time.perf_counter()
+    shared = _common_prefix(ids)
+    prefix_cache = None
+    if shared:
+        prefix_cache = model(input_ids=torch.tensor([ids[0][:shared]], device=device), use_cache=True).cache
+    prefix_seconds = (time.perf_counter() - start) / len(prompts)
+    results: list[Generation] = []
+    bar = progress_bar(total=len(prompts), iterable=None, enabled=progress, desc=f"zero-shot {lm.name}")
+    for first in range(0, len(prompts), batch_size):
+        begin = time.perf_counter()
+        rows = ids[first:first + batch_size]
+        size, width = len(rows), max(len(r) - shared for r in rows)
+        inputs = torch.full((size, width), pad, dtype=torch.long)
+        present = torch.zeros((size, width), dtype=torch.long)
+        for r, row in enumerate(rows):
+            suffix = row[shared:]
+            inputs[r, width - len(suffix):] = torch.tensor(suffix)
+            present[r, width - len(suffix):] = 1
+        mask = torch.cat([torch.ones((size, shared), dtype=torch.long), present], dim=1).to(device)
+        positions = (shared + (present.cumsum(-1) - 1).clamp(min=0)).to(device)
+        cache = None
+        if prefix_cache is not None:
+            cache = copy.deepcopy(prefix_cache)
+            if size > 1:
+                cache.batch_repeat_interleave(size)
+        out = model(input_ids=inputs.to(device), attention_mask=mask, position_ids=positions, cache=cache,
+                    use_cache=True, logits_to_keep=1)
+        generated: list[list[int]] = [[] for _ in rows]
+        finish: list[str | None] = [None] * size
+        texts = [""] * size
+        for step in range(max_new_tokens):
+            chosen = out.logits[:, -1].argmax(-1)
+            for r, token in enumerate(chosen.tolist()):
+                if finish[r]:
+                    continue
+                if token in lm.end_ids:
+                    finish[r] = "eos"
+                    continue
+                generated[r].append(token)
+                if stop:
+                    decoded = tokenizer.decode(generated[r], skip_special_tokens=True)
+                    cut = _cut(decoded, stop)
+                    if cut is not None:
+                        finish[r], texts[r] = "stop", decoded[:cut]
+                        continue
+                if step == max_new_tokens - 1:
+                    finish[r] = "length"
+            if all(finish):
+                break
+            mask = torch.cat([mask, torch.ones((size, 1), dtype=torch.long, device=device)], dim=1)
+            positions = positions[:, -1:] + 1
+            out = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=positions,
+                        cache=out.cache, use_cache=True)
+        seconds = (time.perf_counter() - begin) / size + prefix_seconds
+        for r, row in enumerate(rows):
+            text = texts[r] if finish[r] == "stop" else tokenizer.decode(generated[r], skip_special_tokens=True)
+            results.append(Generation(text.strip(), tuple(generated[r]), finish[r], len(row), seconds))
+        bar.update(size)
+    bar.close()
+    return results
