@@ -130,7 +130,39 @@ def test_too_long_text_gives_lengths(minilm):
 def test_attention_memory_budget_splits_batches_and_refuses_huge_texts(monkeypatch):
     model = SimpleNamespace(name="toy", num_layers=2, num_heads=4)  # 32 bytes per T^2 cell
     monkeypatch.setenv("OLACORE_ATTENTION_GB", str(32 * 100**2 * 2 / 2**30))  # room for 2 texts of 100
-    assert _memory_bounded_batches(model, [100, 90, 80, 10], [3, 1, 0, 2], batch_size=8) == [[3, 1], [0, 2]]
-    assert _memory_bounded_batches(model, [100, 90, 80, 10], [3, 1, 0, 2], batch_size=1) == [[3], [1], [0], [2]]
+    # Only texts of equal length share a batch (nothing is ever padded).
+    assert _memory_bounded_batches(model, [100, 90, 80, 10], [3, 1, 0, 2], batch_size=8) == [[3], [1], [0], [2]]
+    lengths, order = [100, 100, 100, 50, 50, 10], [5, 0, 4, 1, 2, 3]
+    assert _memory_bounded_batches(model, lengths, order, batch_size=8) == [[5, 0], [4], [1, 2], [3]]
+    assert _memory_bounded_batches(model, lengths, order, batch_size=1) == [[i] for i in order]
     with pytest.raises(MemoryError, match="150 tokens"):
         _memory_bounded_batches(model, [150], [0], batch_size=8)
+
+
+# EWT chunks of 50 words: many share a token length, so they share batches.
+def _chunks(count: int) -> list[str]:
+    from olacore.texts import similarity_texts
+
+    return [t.text for t in similarity_texts(count)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["minilm", "smollm"])
+def test_a_texts_attention_does_not_depend_on_the_other_texts(which, request):
+    """Issue #13: cached maps must not depend on which texts were missing from the cache.
+
+    Extracting 16 chunks at once, in two calls (10 + 6, as chapter 02 then chapter 03 do),
+    in reverse order, and one by one gives bit-identical attention for every text.
+    """
+    model = request.getfixturevalue(which)
+    texts = _chunks(16)
+    lengths = [len(ids) for ids, _, _ in tokenize(model, texts)]
+    assert len(set(lengths)) < len(texts), "some chunks must share a length, or no batch holds two texts"
+    together = extract_attention(model, texts, batch_size=8, progress=False)
+    split = extract_attention(model, texts[:10], progress=False) + extract_attention(model, texts[10:], progress=False)
+    backwards = extract_attention(model, texts[::-1], batch_size=3, progress=False)[::-1]
+    for index, text in enumerate(texts):
+        (alone,) = extract_attention(model, [text], batch_size=1, progress=False)
+        for other in (together[index], split[index], backwards[index]):
+            assert other.tokens == alone.tokens
+            assert torch.equal(other.attentions, alone.attentions), f"text {index} differs in its last bits"
