@@ -51,12 +51,39 @@ def data_file(*parts: str) -> Path:
     return path
 
 
-def cache_dir(*parts: str) -> Path:
-    """Return (and create) a folder inside the cache: ``$OLACORE_CACHE`` or ``~/.cache/olacore``."""
+class CacheWriteError(OSError):
+    """Something could not be written into the cache (read-only folder, disk full); nothing partial
+    was left. The message names ``OLACORE_CACHE`` and what to do."""
+
+
+def cache_write_error(what: str, error: OSError, root: Path | None = None) -> CacheWriteError:
+    """The :class:`CacheWriteError` for a failed write of ``what``: the cause, the setting, the fix."""
+    root = root if root is not None else cache_root()
+    return CacheWriteError(
+        f"cannot write {what} ({error.strerror or error}); the cache folder must be writable and have free "
+        f"space. Point ${CACHE_ENV} at a writable folder with free space (now {root}), or free some space."
+    )
+
+
+def cache_root() -> Path:
+    """The cache folder, ``$OLACORE_CACHE`` or ``~/.cache/olacore`` (not created)."""
     value = os.environ.get(CACHE_ENV)
-    root = Path(value).expanduser() if value else Path.home() / ".cache" / "olacore"
-    path = root.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "olacore"
+
+
+def cache_dir(*parts: str, create: bool = True) -> Path:
+    """Return a folder inside the cache (``$OLACORE_CACHE`` or ``~/.cache/olacore``), created unless ``create=False``.
+
+    Raises:
+        CacheWriteError: the folder must be created but cannot be (a read-only or full file
+            system, a file in the way); the message names ``OLACORE_CACHE``.
+    """
+    path = cache_root().joinpath(*parts)
+    if create and not path.is_dir():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise cache_write_error(f"the cache folder {path}", error) from error
     return path
 
 

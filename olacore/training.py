@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator, Protocol, Sequence
 import numpy as np
 import torch
 
-from olacore.store import CacheWriteError, TensorStore
+from olacore.store import CacheNotKeptWarning, CacheWriteError, TensorStore
 from olacore.timing import progress as progress_bar
 
 __all__ = ["TrainingJob", "Stored", "run_cached", "run_in_processes", "by_value", "TRAINING_THREADS"]
@@ -104,7 +104,7 @@ def _train_and_store(item: tuple[TrainingJob, str]) -> Stored | None:
     try:
         TensorStore(root).put(job.key(), tensors, record)
     except CacheWriteError as error:
-        warnings.warn(f"{error} The run is used, but not kept.", stacklevel=2)
+        warnings.warn(CacheNotKeptWarning(f"{error} The run is used, but not kept."), stacklevel=2)
         return {name: t.detach().cpu() for name, t in tensors.items()}, record
     return None
 
