@@ -43,8 +43,11 @@ EXTRACTION_SETTINGS = {
     "heads": "mean",
     "special_tokens": "as the tokenizer adds them",
     "offsets": "whitespace-trimmed, (0, 0) for special tokens",
+    # Batches hold texts of one token length (no padding), so an entry never depends on which
+    # other texts were extracted with it; entries of the earlier padded batches are not reused.
+    "batches": "equal token length, no padding",
 }
-# How OLA is computed from it; part of every OLA key.
+# How OLA is computed from it; part of every OLA key (with EXTRACTION_SETTINGS: OLA is made of attention).
 OLA_SETTINGS = {"compute_dtype": "float64", "store_dtype": "float32", "rollout": "prod(A/2 + I/2)"}
 
 
@@ -201,7 +204,8 @@ def cached_ola(
     texts = _check_texts(texts)
     store = store if store is not None else TensorStore()
     fingerprint = _fingerprint(model)
-    keys = [store.key(kind="ola", model=fingerprint, text=text, settings=OLA_SETTINGS) for text in texts]
+    keys = [store.key(kind="ola", model=fingerprint, text=text, settings=OLA_SETTINGS, extraction=EXTRACTION_SETTINGS)
+            for text in texts]
     results: list[OLAResult | None] = [None] * len(texts)
     missing: list[int] = []
     for index, (text, key) in enumerate(zip(texts, keys)):
