@@ -1,10 +1,10 @@
 """Attention extraction: the head-averaged attention of every layer, per text (paper section 3.1).
 
 DESIGN.md section 2. Tokens are kept exactly as each tokenizer adds them (BOS for Llama/Gemma,
-none for Qwen and for SmolLM2 from GGUF, ``[CLS]``/``[SEP]`` for BERT-like encoders). A batch
-only ever holds texts of the same token length, so nothing is padded and a text's attention is
-computed from its own tokens alone: it is bit-identical whichever other texts were extracted
-with it (a cached map does not depend on which texts were missing from the cache).
+none for Qwen and for SmolLM2 from GGUF, ``[CLS]``/``[SEP]`` for BERT-like encoders). Every text
+runs in a forward pass of its own, so its attention is computed from its own tokens alone, in
+shapes set by its own length: it is bit-identical whichever other texts were extracted with it
+(a cached map does not depend on which texts were missing from the cache; issue #13).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Sequence
 import torch
 
 from olacore.loading import LoadedModel
+from olacore.settings import fixed_threads
 from olacore.timing import progress as progress_bar
 
 __all__ = ["Extraction", "tokenize", "extract_attention", "ATTENTION_BUDGET_ENV"]
@@ -109,43 +110,23 @@ def _forward_kwargs(backbone: torch.nn.Module) -> dict:
 ATTENTION_BUDGET_ENV = "OLACORE_ATTENTION_GB"
 
 
-def _memory_bounded_batches(
-    model: LoadedModel, lengths: Sequence[int], order: Sequence[int], batch_size: int
-) -> list[list[int]]:
-    """Group texts (given longest first) into batches of equal token length that fit a memory budget.
+def _check_memory(model: LoadedModel, length: int) -> None:
+    """Refuse a text whose attention alone exceeds the memory budget.
 
-    A batch holds only texts of one length, so no text is ever padded: padding changes the
-    shapes of the reductions (softmax, ``attention @ values``) and with them the last bits of
-    every map (measured: 46 of 100 EWT chunks through MiniLM differ, by up to 2e-8, between
-    two batch compositions), which made a cached map depend on which other texts were missing
-    from the cache. Batches of equal length are bit-identical to batches of one for every zoo
-    model on the CPU (``tests/test_extraction.py``).
-
-    ``output_attentions`` holds every layer's ``(B, H, T, T)`` float32 attention at once:
-    ``N * H * B * T^2 * 4`` bytes. The budget is ``$OLACORE_ATTENTION_GB`` gigabytes (default 4).
+    ``output_attentions`` holds every layer's ``(1, H, T, T)`` float32 attention at once:
+    ``N * H * T^2 * 4`` bytes. The budget is ``$OLACORE_ATTENTION_GB`` gigabytes (default 4).
 
     Raises:
-        MemoryError: one text alone needs more than the budget; the message gives its length,
-            what it would need and how to proceed.
+        MemoryError: the message gives the text's length, what it would need and how to proceed.
     """
     budget = float(os.environ.get(ATTENTION_BUDGET_ENV, "4")) * 2**30
-    bytes_per_cell = model.num_layers * model.num_heads * 4
-    batches: list[list[int]] = []
-    width = 0  # the token length of the current batch's texts
-    for index, length in zip(order, lengths):
-        if bytes_per_cell * length**2 > budget:
-            raise MemoryError(
-                f"a text of {length} tokens needs {bytes_per_cell * length**2 / 2**30:.2f} GB of attention "
-                f"in {model.name} ({model.num_layers} layers x {model.num_heads} heads x T^2 x 4 bytes), "
-                f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}"
-            )
-        if (batches and length == width and len(batches[-1]) < batch_size
-                and bytes_per_cell * width**2 * (len(batches[-1]) + 1) <= budget):
-            batches[-1].append(index)
-        else:
-            batches.append([index])
-            width = length
-    return batches
+    needed = model.num_layers * model.num_heads * 4 * length**2
+    if needed > budget:
+        raise MemoryError(
+            f"a text of {length} tokens needs {needed / 2**30:.2f} GB of attention "
+            f"in {model.name} ({model.num_layers} layers x {model.num_heads} heads x T^2 x 4 bytes), "
+            f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}"
+        )
 
 
 def extract_attention(
@@ -156,16 +137,22 @@ def extract_attention(
 ) -> list[Extraction]:
     """Head-averaged attention of every layer for each text (DESIGN.md section 2; paper 3.1).
 
-    Texts are sorted by token length and run in batches of texts of *equal* length (nothing is
-    padded), so each text's result is bit-identical to its one-by-one result and never depends on
-    the other texts of the call. Runs under :func:`torch.inference_mode` on ``model.device``.
+    Each text runs in a forward pass of its own (no padding, no batch): its result is
+    bit-identical whatever other texts are in the call, so a cached map never depends on which
+    texts were missing from the cache (issue #13). Batches were dropped for this: padding
+    changes the last bits of every map, and even unpadded batches of equal length do for short
+    texts (measured: 52 of 252 UD sentences of 4-11 tokens through MiniLM), because the matrix
+    kernels chosen depend on the batch. For the same reason it runs on
+    :data:`olacore.settings.COMPUTE_THREADS` torch thread(s) whatever the caller's setting (the
+    caller's is restored). Cost against padded batches of 8, one thread: 1.1-1.3x for 50-word
+    chunks, 1.6x for UD sentences. Runs under :func:`torch.inference_mode` on ``model.device``.
 
     Args:
         model: a :class:`LoadedModel`.
         texts: non-empty strings, each within ``model.max_length`` tokens.
-        batch_size: at most this many texts (of equal token length) per forward pass (memory
-            grows as ``batch * N * heads * T^2``).
-        progress: show a tqdm progress bar over batches.
+        batch_size: kept for the callers that pass it (a positive int); texts no longer share
+            a forward pass, whatever its value.
+        progress: show a tqdm progress bar over the texts.
 
     Returns:
         One :class:`Extraction` per text, in input order; ``attentions`` is ``(N, T, T)``
@@ -179,14 +166,15 @@ def extract_attention(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     encoded = tokenize(model, texts)
-    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i][0]))
+    for ids, _, _ in encoded:
+        _check_memory(model, len(ids))
     kwargs = _forward_kwargs(model.backbone)
-    results: list[Extraction | None] = [None] * len(encoded)
-    batches = _memory_bounded_batches(model, [len(encoded[i][0]) for i in order], order, batch_size)
-    cropped: dict[int, torch.Tensor] = {}
-    with torch.inference_mode():
-        for batch in progress_bar(batches, enabled=progress and bool(batches), desc=f"attention {model.name}", leave=False):
-            input_ids = torch.tensor([encoded[i][0] for i in batch], dtype=torch.long)  # equal lengths: no padding
+    results: list[tuple] = []
+    with torch.inference_mode(), fixed_threads():
+        for text, (ids, tokens, offsets) in zip(
+            texts, progress_bar(encoded, enabled=progress and bool(encoded), desc=f"attention {model.name}", leave=False)
+        ):
+            input_ids = torch.tensor([ids], dtype=torch.long)
             attention_mask = torch.ones_like(input_ids)
             outputs = model.backbone(
                 input_ids=input_ids.to(model.device),
@@ -201,11 +189,9 @@ def extract_attention(
                     f"{model.name}: the backbone returned no attention weights; load it with "
                     f"attn_implementation='eager' (load_model does)"
                 )
-            # (N, B, H, T, T) -> mean over heads -> (B, N, T, T)
-            stacked = torch.stack([layer.float().mean(dim=1) for layer in attentions], dim=1)
-            for row, i in enumerate(batch):
-                cropped[i] = stacked[row].to("cpu").clone()  # frees the batch
-    for i, (ids, tokens, offsets) in enumerate(encoded):
-        # clone outside inference mode: callers get ordinary tensors they may edit in place
-        results[i] = Extraction(text=texts[i], tokens=tokens, offsets=offsets, attentions=cropped.pop(i).clone())
-    return results
+            # (N, 1, H, T, T) -> mean over heads -> (N, T, T)
+            maps = torch.stack([layer[0].float().mean(dim=0) for layer in attentions]).to("cpu")
+            # clone outside inference mode: callers get ordinary tensors they may edit in place
+            results.append((text, tokens, offsets, maps))
+    return [Extraction(text=text, tokens=tokens, offsets=offsets, attentions=maps.clone())
+            for text, tokens, offsets, maps in results]

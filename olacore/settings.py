@@ -14,8 +14,10 @@ CI agree without passing paths around:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
@@ -107,3 +109,26 @@ def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int
     if resolve_device(device).type != "cpu":
         return 1
     return max(1, min(os.cpu_count() or 1, limit))
+
+
+COMPUTE_THREADS = 1
+"""Torch threads for everything that is cached (attention, ALTI, OLA, trained networks).
+
+On a CPU the last bits of a matrix product depend on the thread count for small matrices
+(measured: MiniLM's query projection of a 9-token sentence differs between 1 and 2 threads),
+so cached numbers would depend on the machine's cores and on a notebook's thread setting.
+Running these steps on a fixed count makes them bit-identical on any machine of the same kind.
+"""
+
+
+@contextlib.contextmanager
+def fixed_threads(count: int = COMPUTE_THREADS) -> Iterator[None]:
+    """Run the body on ``count`` torch threads, then restore the caller's setting."""
+    before = torch.get_num_threads()
+    if before != count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

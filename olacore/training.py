@@ -19,20 +19,20 @@ which broke a pool in a notebook kernel once a job held a few thousand sentence 
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import multiprocessing
 import warnings
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import numpy as np
 import torch
 
+from olacore.settings import COMPUTE_THREADS, fixed_threads
 from olacore.store import CacheNotKeptWarning, CacheWriteError, TensorStore
 from olacore.timing import progress as progress_bar
 
 __all__ = ["TrainingJob", "Stored", "run_cached", "run_in_processes", "by_value", "TRAINING_THREADS"]
 
-TRAINING_THREADS = 1
+TRAINING_THREADS = COMPUTE_THREADS
 """Torch threads every job trains on, wherever it runs (results must not depend on the machine's cores)."""
 
 Stored = tuple[dict[str, torch.Tensor], dict[str, Any]]
@@ -81,19 +81,8 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
         return list(progress_bar(pool.map(function, jobs), enabled=progress, total=len(jobs), desc=desc))
 
 
-@contextlib.contextmanager
-def _threads(count: int) -> Iterator[None]:
-    """Run the body on ``count`` torch threads, then restore the caller's setting."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _train(job: TrainingJob) -> Stored:
-    with _threads(TRAINING_THREADS):
+    with fixed_threads(TRAINING_THREADS):
         return job.train()
 
 
