@@ -53,24 +53,76 @@ class WordText:
 
 
 
-_INVISIBLE = {"Mn", "Me", "Cf", "Cc"}  # combining marks, variation selectors, zero-width, control
-_WORD = re.compile(r"(?:\w+(?:['’]\w+)*|[^\w\s])[\u0300-\u036f\u200b-\u200f\ufe00-\ufe0f\U0001f3fb-\U0001f3ff]*")
+_WORD_CHAR = re.compile(r"\w")
+_APOSTROPHES = frozenset("'\u2019")
+_ZWJ = "\u200d"
+# Format characters that mark a break rather than glue one (UAX #29 leaves ZWSP out of Format).
+_BREAKING_FORMAT = frozenset("\u200b")
+
+
+def _char_class(char: str) -> str:
+    """``"word"``, ``"extend"`` (belongs to the character before it), ``"space"``, ``"skip"`` or ``"punct"``.
+
+    ``extend`` follows UAX #29's Extend and Format classes: combining marks (Mn, Mc, Me:
+    accents, Indic vowel signs, variation selectors), format characters (Cf: soft hyphen,
+    zero-width (non-)joiners, word joiner, direction marks) except the zero-width space, and
+    emoji skin-tone modifiers. ``skip``: control characters and the zero-width space, which
+    are never part of a word.
+    """
+    if _WORD_CHAR.match(char):
+        return "word"
+    if char.isspace():
+        return "space"
+    category = unicodedata.category(char)
+    if category in ("Mn", "Mc", "Me") or "\U0001f3fb" <= char <= "\U0001f3ff":
+        return "extend"
+    if category == "Cf":
+        return "skip" if char in _BREAKING_FORMAT else "extend"
+    if category == "Cc":
+        return "skip"
+    return "punct"
 
 
 def word_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the words of a free text: runs of word characters, and each
     punctuation mark or symbol on its own (a stand-in for a treebank's tokenisation).
-    Combining marks, variation selectors, zero-width characters and emoji skin tones stay
-    with the character before them; a span made only of such invisible characters is no word.
+
+    Characters that belong inside a word never split it (UAX #29, rule WB4): combining marks,
+    Indic vowel signs, variation selectors, emoji skin tones and format characters such as the
+    soft hyphen (``"co\u00adoperation"`` is one word) or the zero-width (non-)joiner stay with
+    the word or symbol they are in; a zero-width joiner also joins the next symbol (emoji
+    sequences). An apostrophe between word characters is inside the word (``"don't"``).
+    Control characters and the zero-width space are no part of any word, and a span made only
+    of invisible characters is no word.
 
     Returns:
         ``[(start, end), ...]`` with ``text[start:end]`` the word, in order.
     """
-    return [
-        match.span()
-        for match in _WORD.finditer(text)
-        if any(unicodedata.category(char) not in _INVISIBLE for char in match.group())
-    ]
+    classes = [_char_class(char) for char in text]
+    spans: list[tuple[int, int]] = []
+    index, length = 0, len(text)
+    while index < length:
+        kind = classes[index]
+        if kind in ("space", "skip", "extend"):  # an extend here has nothing to attach to
+            index += 1
+            continue
+        start = index
+        index += 1
+        while index < length:
+            kind_here = classes[index]
+            if kind_here == "extend":
+                index += 1
+            elif kind == "word" and kind_here == "word":
+                index += 1
+            elif (kind == "word" and text[index] in _APOSTROPHES and index + 1 < length
+                  and classes[index + 1] == "word"):
+                index += 2
+            elif kind == "punct" and text[index - 1] == _ZWJ and kind_here == "punct":
+                index += 1  # an emoji ZWJ sequence
+            else:
+                break
+        spans.append((start, index))
+    return spans
 
 
 def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:

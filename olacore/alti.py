@@ -72,6 +72,7 @@ from olacore.alti_math import alti_rollout, contributions_from_vectors, layer_co
 from olacore.store import TensorStore
 from olacore.extraction import tokenize
 from olacore.loading import LoadedModel, load_model, model_fingerprint
+from olacore.settings import fixed_threads
 from olacore.timing import progress as progress_bar
 
 __all__ = [
@@ -94,6 +95,8 @@ ALTI_SETTINGS = {
     "norm": "linearised at the real statistics (sqrt(var + eps) / sqrt(mean sq + eps))",
     "rollout": "C^(N) ... C^(1), float64",
     "dtype": "float32",
+    "batches": "one text per forward pass",
+    "threads": "olacore.settings.COMPUTE_THREADS = 1",
     "version": 1,
 }
 
@@ -172,12 +175,16 @@ def _run(
     batch_size: int,
     progress: bool,
 ) -> ALTIFamily:
-    """One forward pass per batch (right padding); ``on_text_layer(text, layer, record, weights)``."""
+    """One forward pass per text; ``on_text_layer(text, layer, record, weights)``.
+
+    Texts do not share a pass (as in :func:`olacore.extraction.extract_attention`): padding, and
+    for short texts even a batch of equal lengths, change the last bits of a text's numbers,
+    which then depended on the other texts of the call (issue #13). ``batch_size`` is unused.
+    """
     backbone = model.backbone
     family = family_of(backbone)
     weights = [layer_weights(backbone, family, layer) for layer in range(model.num_layers)]
-    order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i][0]))
-    batches = [order[k : k + batch_size] for k in range(0, len(order), batch_size)]
+    batches = [[index] for index in range(len(encoded))]
     pad_id = getattr(model.tokenizer, "pad_token_id", None)
     pad_id = 0 if pad_id is None else int(pad_id)
     kwargs = _forward_kwargs(backbone, family)
@@ -208,8 +215,8 @@ def _run(
 def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progress: bool = True) -> list[ALTIResult]:
     """ALTI contributions of every layer and their rollout, for each text (module docstring).
 
-    One forward pass per batch of texts (sorted by length, right padding; padded keys get no
-    attention, so a batched result equals the one-by-one result up to float rounding); each
+    One forward pass per text (so a result is bit-identical whatever other texts are in the
+    call; ``batch_size`` is kept for callers and no longer groups texts); each
     layer's contributions are computed inside the pass, from hooks, and its tensors dropped.
     Runs under :func:`torch.inference_mode` on ``model.device``.
 
@@ -217,8 +224,8 @@ def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progr
         model: a :class:`~olacore.loading.LoadedModel` of a covered family
             (:func:`~olacore.alti_families.supported_model_types`), eager attention.
         texts: non-empty strings, each within ``model.max_length`` tokens.
-        batch_size: texts per forward pass.
-        progress: tqdm bar over batches.
+        batch_size: kept for callers (a positive int); each text runs alone.
+        progress: tqdm bar over the texts.
 
     Returns:
         One :class:`ALTIResult` per text, in input order: ``contributions`` ``(N, T, T)`` and
@@ -239,7 +246,7 @@ def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progr
         left, right, _ = layer_factors(record, weights, family)
         layers[index][layer] = layer_contributions(left, right, record["output"], model.is_causal).cpu()
 
-    with torch.inference_mode():
+    with torch.inference_mode(), fixed_threads():  # cached numbers must not depend on the thread count
         _run(model, encoded, on_text_layer, batch_size, progress)
     results = []
     for index, (ids, tokens, offsets) in enumerate(encoded):

@@ -71,9 +71,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings() -> None:
+    """Show each warning as one ``warning: ...`` line on stderr; a cache that keeps nothing, once."""
+    import warnings
+
+    from olacore.store import CacheNotKeptWarning
+
+    seen: set = set()
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        key = category if issubclass(category, CacheNotKeptWarning) else (category, str(message))
+        if key not in seen:
+            seen.add(key)
+            print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+    warnings.showwarning = show
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point; returns the exit status (2 with a one-line message on bad input)."""
+    """Entry point; returns the exit status (2 with a one-line message on bad input).
+
+    A cache that cannot be written (read-only, full) is no error: the result is printed and
+    one ``warning:`` line names ``OLACORE_CACHE`` and what to do.
+    """
     args = build_parser().parse_args(argv)
+    _one_line_warnings()
     try:
         return args.run(args)
     except BrokenPipeError:  # e.g. `... --json | head`: the reader left, nothing to report
@@ -82,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ImportError, RuntimeError, OSError, MemoryError) as error:
         # The library speaks of a list of texts and of max_order; here they are options.
         message = str(error).replace("texts[0]", "--text").replace("max_order", "--max-order")
+        if not isinstance(error, ImportError):  # the pip line of a missing zoo package stands on its own line
+            message = " ".join(message.split())
         print(f"error: {message}", file=sys.stderr)
         return 2
 

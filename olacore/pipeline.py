@@ -25,6 +25,7 @@ from olacore import channels as vocabulary
 from olacore.extraction import Extraction, extract_attention
 from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind
 from olacore.ola import attention_rollout, order_level_attention
+from olacore.settings import fixed_threads
 from olacore.store import TensorStore
 
 __all__ = [
@@ -43,8 +44,12 @@ EXTRACTION_SETTINGS = {
     "heads": "mean",
     "special_tokens": "as the tokenizer adds them",
     "offsets": "whitespace-trimmed, (0, 0) for special tokens",
+    # One text per forward pass, so an entry never depends on which other texts were extracted
+    # with it; entries of the earlier padded batches are not reused.
+    "batches": "one text per forward pass",
+    "threads": "olacore.settings.COMPUTE_THREADS = 1",
 }
-# How OLA is computed from it; part of every OLA key.
+# How OLA is computed from it; part of every OLA key (with EXTRACTION_SETTINGS: OLA is made of attention).
 OLA_SETTINGS = {"compute_dtype": "float64", "store_dtype": "float32", "rollout": "prod(A/2 + I/2)"}
 
 
@@ -80,7 +85,7 @@ def cached_attention(
             the cache) or a :class:`LoadedModel` (its ``fingerprint`` keys the cache, so a
             modified copy must carry its own).
         texts: non-empty strings.
-        batch_size: texts per forward pass on a miss.
+        batch_size: kept for callers; texts are extracted one per forward pass (issue #13).
         device: where to load the model on a miss (default CUDA if available); ignored for a
             :class:`LoadedModel`.
         progress: tqdm bar while extracting the misses.
@@ -201,7 +206,8 @@ def cached_ola(
     texts = _check_texts(texts)
     store = store if store is not None else TensorStore()
     fingerprint = _fingerprint(model)
-    keys = [store.key(kind="ola", model=fingerprint, text=text, settings=OLA_SETTINGS) for text in texts]
+    keys = [store.key(kind="ola", model=fingerprint, text=text, settings=OLA_SETTINGS, extraction=EXTRACTION_SETTINGS)
+            for text in texts]
     results: list[OLAResult | None] = [None] * len(texts)
     missing: list[int] = []
     for index, (text, key) in enumerate(zip(texts, keys)):
@@ -234,8 +240,9 @@ def cached_ola(
             num_layers = attentions.shape[0]
             if max_order > num_layers:
                 raise ValueError(f"max_order must be between 0 and the number of layers N={num_layers}; got {max_order}")
-            orders = order_level_attention(attentions, max_order).float()
-            rollout = attention_rollout(attentions).float()
+            with fixed_threads():  # cached: the same bits whatever the caller's threads
+                orders = order_level_attention(attentions, max_order).float()
+                rollout = attention_rollout(attentions).float()
             store.put_or_warn(
                 keys[index],
                 {"orders": orders, "rollout": rollout},

@@ -14,8 +14,10 @@ CI agree without passing paths around:
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
@@ -51,12 +53,39 @@ def data_file(*parts: str) -> Path:
     return path
 
 
-def cache_dir(*parts: str) -> Path:
-    """Return (and create) a folder inside the cache: ``$OLACORE_CACHE`` or ``~/.cache/olacore``."""
+class CacheWriteError(OSError):
+    """Something could not be written into the cache (read-only folder, disk full); nothing partial
+    was left. The message names ``OLACORE_CACHE`` and what to do."""
+
+
+def cache_write_error(what: str, error: OSError, root: Path | None = None) -> CacheWriteError:
+    """The :class:`CacheWriteError` for a failed write of ``what``: the cause, the setting, the fix."""
+    root = root if root is not None else cache_root()
+    return CacheWriteError(
+        f"cannot write {what} ({error.strerror or error}); the cache folder must be writable and have free "
+        f"space. Point ${CACHE_ENV} at a writable folder with free space (now {root}), or free some space."
+    )
+
+
+def cache_root() -> Path:
+    """The cache folder, ``$OLACORE_CACHE`` or ``~/.cache/olacore`` (not created)."""
     value = os.environ.get(CACHE_ENV)
-    root = Path(value).expanduser() if value else Path.home() / ".cache" / "olacore"
-    path = root.joinpath(*parts)
-    path.mkdir(parents=True, exist_ok=True)
+    return Path(value).expanduser() if value else Path.home() / ".cache" / "olacore"
+
+
+def cache_dir(*parts: str, create: bool = True) -> Path:
+    """Return a folder inside the cache (``$OLACORE_CACHE`` or ``~/.cache/olacore``), created unless ``create=False``.
+
+    Raises:
+        CacheWriteError: the folder must be created but cannot be (a read-only or full file
+            system, a file in the way); the message names ``OLACORE_CACHE``.
+    """
+    path = cache_root().joinpath(*parts)
+    if create and not path.is_dir():
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise cache_write_error(f"the cache folder {path}", error) from error
     return path
 
 
@@ -80,3 +109,26 @@ def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int
     if resolve_device(device).type != "cpu":
         return 1
     return max(1, min(os.cpu_count() or 1, limit))
+
+
+COMPUTE_THREADS = 1
+"""Torch threads for everything that is cached (attention, ALTI, OLA, trained networks).
+
+On a CPU the last bits of a matrix product depend on the thread count for small matrices
+(measured: MiniLM's query projection of a 9-token sentence differs between 1 and 2 threads),
+so cached numbers would depend on the machine's cores and on a notebook's thread setting.
+Running these steps on a fixed count makes them bit-identical on any machine of the same kind.
+"""
+
+
+@contextlib.contextmanager
+def fixed_threads(count: int = COMPUTE_THREADS) -> Iterator[None]:
+    """Run the body on ``count`` torch threads, then restore the caller's setting."""
+    before = torch.get_num_threads()
+    if before != count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)

@@ -12,6 +12,8 @@ The retrieval experiment built on them is :mod:`olacore.retrieval`.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Sequence
 
 import torch
@@ -55,6 +57,33 @@ def _filter_valid(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor
     return torch.matmul(rows, filtered_cols.view(images.shape[0], images.shape[1], cols_t.shape[1]))
 
 
+def _positive_number(name: str, value, *, allow_none: bool = False) -> float | None:
+    """``value`` as a float, checked to be a finite positive real number (``None`` where allowed)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        hint = " or None" if allow_none else ""
+        raise TypeError(f"{name} must be a positive number{hint}; got {type(value).__name__} {value!r}")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite positive number; got {value!r}")
+    return float(value)
+
+
+def _centred_moments(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor):
+    """Per-image moments in float64, from the images less their own mean (no cancellation).
+
+    Returns ``(centred images, filtered centred mean, local mean, local variance)``; the last
+    three are ``(N, H - 2r, W - 2r)``. The variance is ``E[x'^2] - E[x']^2`` of the centred
+    ``x' = x - mean(x)``: the offset, which made ``E[x^2] - E[x]^2`` cancel in float32 for
+    low-contrast maps (``0.5 + 1e-4 * noise`` gave SSIM values of 48 and 132), is gone.
+    """
+    centre = images.mean((1, 2), keepdim=True)
+    centred = images - centre
+    mu_centred = _filter_valid(centred, rows, cols_t)
+    variance = (_filter_valid(centred * centred, rows, cols_t) - mu_centred**2).clamp_min_(0)
+    return centred, mu_centred, mu_centred + centre, variance
+
+
 def pairwise_ssim(
     queries: torch.Tensor,
     gallery: torch.Tensor,
@@ -67,42 +96,53 @@ def pairwise_ssim(
 ) -> torch.Tensor:
     """Mean SSIM of every query map against every gallery map (paper section 4.1).
 
-    Equal (float64: within 1e-10; float32: about 1e-7) to
-    ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
+    Equal to ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
     use_sample_covariance=False, data_range=data_range)`` for each pair: Gaussian window of
     11 taps (``truncate = 3.5``), population covariances, constants ``(k1 R)^2`` and
     ``(k2 R)^2``, and the mean over the pixels at least 5 from the border.
 
-    The per-image statistics (local means and variances) are computed once; only the local
-    cross moment needs each pair. Pairs go in chunks of about ``max_pairs_per_chunk``
-    (whole query rows), so memory stays bounded for any ``Q x G`` and a chunk's temporaries
-    stay in cache. Per pixel, with ``m = mu_q mu_g``,
-    ``SSIM = (2 m + C1) (2 cov + C2) / ((mu_q^2 + mu_g^2 + C1) (var_q + var_g + C2))``;
-    the factor 2 of ``2 cov`` is folded into the filter and the per-image halves of the
-    denominators are precomputed, so a pair costs two small matrix products and a few
-    in-place elementwise passes (``benchmarks/bench_ssim.py`` measures it against skimage).
+    Precision: the moments are *centred*. Each map's own mean is taken out first (in float64),
+    its local means and variances are computed in float64, and only the pairwise cross moment
+    runs in the maps' dtype, on the centred maps. So the result does not depend on an offset
+    added to the maps nor on their scale: float64 maps agree with the exact SSIM to about
+    1e-10; float32 maps to about 1e-7 for noise-like and attention maps at any scale and
+    offset (``tests/test_similarity.py``), and to about 1e-5 for near-binary maps (a step
+    of height ``R`` with tiny noise: there the local means differ from the map's mean by
+    ``R / 2`` and float32 products carry ~6e-8 of ``R^2 / 4`` against ``C2 = (0.03 R)^2``).
+    Every value is in ``[-1, 1]`` (the exact SSIM is; a rounding excess is clipped).
+
+    The per-image statistics are computed once; only the local cross moment needs each pair.
+    Pairs go in chunks of about ``max_pairs_per_chunk`` (whole query rows), so memory stays
+    bounded for any ``Q x G``. Per pixel, with ``m = mu_q mu_g``,
+    ``SSIM = (2 m + C1) (2 cov + C2) / ((mu_q^2 + mu_g^2 + C1) (var_q + var_g + C2))``; the
+    factor 2 of ``2 cov`` is folded into the filter, so a pair costs two small matrix
+    products and a few in-place elementwise passes (``benchmarks/bench_ssim.py`` measures it
+    against skimage; the centring costs about 3 % in float32).
 
     Args:
         queries: ``(Q, H, W)`` float tensor (target maps), CPU or CUDA.
         gallery: ``(G, H, W)`` float tensor (source maps), same device.
-        data_range: ``R``, the value range of the maps (skimage's ``data_range``). ``None``
-            takes, per pair, the larger of the two maps' ``max - min``, as torchmetrics'
-            ``StructuralSimilarityIndexMeasure()`` (used by the official ``olas_retrieval.py``)
-            does for one pair.
-        sigma: Gaussian standard deviation in pixels.
-        k1, k2: SSIM constants.
+        data_range: ``R``, the value range of the maps (skimage's ``data_range``), a positive
+            number. ``None`` takes, per pair, the larger of the two maps' ``max - min``, as
+            torchmetrics' ``StructuralSimilarityIndexMeasure()`` (used by the official
+            ``olas_retrieval.py``) does for one pair.
+        sigma: Gaussian standard deviation in pixels (positive).
+        k1, k2: SSIM constants (positive).
         max_pairs_per_chunk: pairs processed at once (memory: about
             ``6 * max_pairs_per_chunk * H * W`` numbers); at least one query row.
 
     Returns:
         ``(Q, G)`` tensor in the dtype of the inputs (float64 if either is), on their device;
-        entry ``[q, g]`` is the SSIM of ``queries[q]`` and ``gallery[g]``.
+        entry ``[q, g]`` is the SSIM of ``queries[q]`` and ``gallery[g]``. An empty query set
+        or an empty gallery gives an empty ``(Q, G)`` result (``(0, G)`` or ``(Q, 0)``).
 
     Raises:
-        TypeError: inputs that are not torch tensors.
+        TypeError: inputs that are not torch tensors; ``data_range``, ``sigma``, ``k1`` or
+            ``k2`` not a number (e.g. the string ``"1"``); ``max_pairs_per_chunk`` not an int.
         ValueError: wrong ranks, different map sizes, maps smaller than the window, NaN or
-            infinite values, a non-positive ``data_range`` or ``sigma``, or (with
-            ``data_range=None``) a pair of constant maps.
+            infinite values, a non-positive or non-finite ``data_range``, ``sigma``, ``k1``,
+            ``k2`` or ``max_pairs_per_chunk``, or (with ``data_range=None``) a pair of
+            constant maps.
     """
     if not isinstance(queries, torch.Tensor) or not isinstance(gallery, torch.Tensor):
         raise TypeError(
@@ -113,70 +153,71 @@ def pairwise_ssim(
         raise ValueError(
             f"queries and gallery must be (Q, H, W) and (G, H, W); got {tuple(queries.shape)} and {tuple(gallery.shape)}"
         )
-    if sigma <= 0:
-        raise ValueError(f"sigma must be positive; got {sigma}")
-    if not (torch.isfinite(queries).all() and torch.isfinite(gallery).all()):
-        raise ValueError("maps hold NaN or infinite values; SSIM is undefined for them")
+    data_range = _positive_number("data_range", data_range, allow_none=True)
+    sigma, k1, k2 = (_positive_number(name, value) for name, value in (("sigma", sigma), ("k1", k1), ("k2", k2)))
+    if isinstance(max_pairs_per_chunk, bool) or not isinstance(max_pairs_per_chunk, numbers.Integral):
+        raise TypeError(f"max_pairs_per_chunk must be an int; got {type(max_pairs_per_chunk).__name__}")
+    if max_pairs_per_chunk < 1:
+        raise ValueError(f"max_pairs_per_chunk must be at least 1; got {max_pairs_per_chunk}")
     if queries.shape[1:] != gallery.shape[1:]:
         raise ValueError(f"query maps {tuple(queries.shape[1:])} and gallery maps {tuple(gallery.shape[1:])} differ in size")
-    if data_range is not None and data_range <= 0:
-        raise ValueError(f"data_range must be positive; got {data_range}")
+    if not (torch.isfinite(queries).all() and torch.isfinite(gallery).all()):
+        raise ValueError("maps hold NaN or infinite values; SSIM is undefined for them")
     dtype = torch.promote_types(queries.dtype, gallery.dtype)
     if not dtype.is_floating_point:
         dtype = torch.float32
-    queries = queries.to(dtype).contiguous()
-    gallery = gallery.to(device=queries.device, dtype=dtype).contiguous()
-    window = gaussian_window(sigma, dtype=dtype, device=queries.device)
-    if min(queries.shape[1:]) < window.numel():
-        raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {window.numel()}-pixel SSIM window")
-
-    rows = _band_matrix(queries.shape[1], window)
-    cols_t = _band_matrix(queries.shape[2], window).T.contiguous()
-    mu_q, mu_g = _filter_valid(queries, rows, cols_t), _filter_valid(gallery, rows, cols_t)
-    # Per-image halves of the two denominators: mu^2 (+ C1 / 2) and var (+ C2 / 2).
-    half_b1_q, half_b1_g = mu_q**2, mu_g**2
-    half_b2_q = _filter_valid(queries * queries, rows, cols_t) - half_b1_q
-    half_b2_g = _filter_valid(gallery * gallery, rows, cols_t) - half_b1_g
+    device = queries.device
+    taps = gaussian_window(sigma).numel()
+    if min(queries.shape[1:]) < taps:
+        raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {taps}-pixel SSIM window")
     num_q, num_g = queries.shape[0], gallery.shape[0]
+    if num_q == 0 or num_g == 0:  # nothing to compare: an empty (Q, G) result, as for any Q x G
+        return torch.empty(num_q, num_g, dtype=dtype, device=device)
+
+    wide = torch.float64
+    queries64 = queries.to(device=device, dtype=wide)
+    gallery64 = gallery.to(device=device, dtype=wide)
+    window = gaussian_window(sigma, dtype=wide, device=device)
+    rows64 = _band_matrix(queries.shape[1], window)
+    cols64_t = _band_matrix(queries.shape[2], window).T.contiguous()
+    centred_q, mu_cq, mu_q, var_q = _centred_moments(queries64, rows64, cols64_t)
+    centred_g, mu_cg, mu_g, var_g = _centred_moments(gallery64, rows64, cols64_t)
     if data_range is None:
-        range_q = (queries.amax((1, 2)) - queries.amin((1, 2)))[:, None]
-        range_g = (gallery.amax((1, 2)) - gallery.amin((1, 2)))[None, :]
+        range_q = (queries64.amax((1, 2)) - queries64.amin((1, 2)))[:, None]
+        range_g = (gallery64.amax((1, 2)) - gallery64.amin((1, 2)))[None, :]
         pair_ranges = torch.maximum(range_q, range_g)
         if not (pair_ranges > 0).all():
             raise ValueError("a query and a gallery map are both constant, so their data range is 0 and SSIM is "
                              "undefined; pass data_range explicitly")
         squared_ranges = pair_ranges[:, :, None, None] ** 2  # (Q, G, 1, 1)
+        c1_pairs, c2_pairs = (k1**2 * squared_ranges).to(dtype), (k2**2 * squared_ranges).to(dtype)
     else:
-        c1, c2 = (k1 * data_range) ** 2, (k2 * data_range) ** 2
-        half_b1_q, half_b1_g = half_b1_q + c1 / 2, half_b1_g + c1 / 2
-        half_b2_q, half_b2_g = half_b2_q + c2 / 2, half_b2_g + c2 / 2
-        c1, c2 = (torch.tensor(c, dtype=dtype, device=queries.device) for c in (c1, c2))
-
-    twice_cols_t = 2 * cols_t
-    out = queries.new_empty(num_q, num_g)
-    rows_per_chunk = max(1, max_pairs_per_chunk // max(num_g, 1))
+        c1_pairs = torch.full((1, 1, 1, 1), (k1 * data_range) ** 2, dtype=dtype, device=device)
+        c2_pairs = torch.full((1, 1, 1, 1), (k2 * data_range) ** 2, dtype=dtype, device=device)
+    # Everything per pair runs in the maps' dtype, on centred maps.
+    centred_q, centred_g, mu_cq, mu_cg, mu_q, mu_g, var_q, var_g = (
+        t.to(dtype) for t in (centred_q, centred_g, mu_cq, mu_cg, mu_q, mu_g, var_q, var_g)
+    )
+    rows, twice_cols_t = rows64.to(dtype), (2 * cols64_t).to(dtype)
+    square_q, square_g = mu_q**2, mu_g**2
+    out = torch.empty(num_q, num_g, dtype=dtype, device=device)
+    rows_per_chunk = max(1, max_pairs_per_chunk // num_g)
     for start in range(0, num_q, rows_per_chunk):
         stop = min(start + rows_per_chunk, num_q)
-        mq, mg = mu_q[start:stop, None], mu_g[None]
-        if data_range is None:
-            c1, c2 = k1**2 * squared_ranges[start:stop], k2**2 * squared_ranges[start:stop]
-            products = queries[start:stop, None] * gallery[None]  # (q, G, H, W)
-        else:  # C2 / 2 rides along: the filter's weights sum to one, and it is doubled below.
-            products = torch.addcmul(c2 / 2, queries[start:stop, None], gallery[None])
-        # 2 cov + C2 = 2 E[qg] - 2 mu_q mu_g + C2, in place on the filtered products.
+        c1 = c1_pairs[start:stop] if c1_pairs.shape[0] > 1 else c1_pairs
+        c2 = c2_pairs[start:stop] if c2_pairs.shape[0] > 1 else c2_pairs
+        products = centred_q[start:stop, None] * centred_g[None]  # (q, G, H, W)
+        # 2 cov + C2 = 2 E[q'g'] - 2 mu_q' mu_g' + C2 on the centred q', g', in place.
         contrast = _filter_valid(products.view(-1, *products.shape[2:]), rows, twice_cols_t)
-        contrast = contrast.view(stop - start, num_g, -1).addcmul_(mq.flatten(-2), mg.flatten(-2), value=-2)
-        if data_range is None:
-            contrast.add_(c2.flatten(-2))
-        b1 = half_b1_q[start:stop, None] + half_b1_g[None]
-        b2 = half_b2_q[start:stop, None] + half_b2_g[None]
-        if data_range is None:
-            b1.add_(c1)
-            b2.add_(c2)
+        contrast = contrast.view(stop - start, num_g, -1)
+        contrast.addcmul_(mu_cq[start:stop, None].flatten(-2), mu_cg[None].flatten(-2), value=-2)
+        contrast.add_(c2.flatten(-2))
+        b1 = (square_q[start:stop, None] + square_g[None]).add_(c1)
+        b2 = (var_q[start:stop, None] + var_g[None]).add_(c2)
         # (2 mu_q mu_g + C1) / (B1 B2), then the pixel mean of its product with the contrast term.
-        weight = torch.addcmul(c1, mq, mg, value=2).div_(b1.mul_(b2))
+        weight = torch.addcmul(c1, mu_q[start:stop, None], mu_g[None], value=2).div_(b1.mul_(b2))
         out[start:stop] = torch.linalg.vecdot(contrast, weight.view_as(contrast)) / contrast.shape[-1]
-    return out
+    return out.clamp_(-1.0, 1.0)
 
 
 def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: torch.Tensor | None = None) -> dict[int, float]:
@@ -189,25 +230,51 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: tor
     correct item is a miss; NaN scores of other items never outrank it.
 
     Args:
-        similarity: ``(Q, G)`` tensor, higher = more similar.
-        ks: the cut-offs ``k`` (paper: 1 and 5).
-        answers: ``(Q,)`` long tensor, the correct gallery index of each query; default
-            ``arange(Q)`` (query ``i`` and gallery item ``i`` come from the same text).
+        similarity: ``(Q, G)`` tensor, higher = more similar, ``Q >= 1`` and ``G >= 1``.
+        ks: the cut-offs ``k``, positive ints (paper: 1 and 5); ``k > G`` counts every query.
+        answers: ``(Q,)`` integer tensor, the correct gallery index of each query (in
+            ``[0, G)``); default ``arange(Q)`` (query ``i`` and gallery item ``i`` come from the
+            same text).
 
     Returns:
         ``{k: fraction in [0, 1]}``.
 
     Raises:
-        ValueError: ``similarity`` is not 2-D, or the default answers need ``G >= Q``.
+        TypeError: ``similarity`` or ``answers`` is not a tensor, ``ks`` is not a sequence of
+            ints, or ``answers`` is not an integer tensor.
+        ValueError: ``similarity`` is not 2-D or has no query or no gallery item, ``ks`` is
+            empty or holds a ``k < 1``, the default answers need ``G >= Q``, or ``answers``
+            has the wrong shape or an index outside ``[0, G)``.
     """
+    if not isinstance(similarity, torch.Tensor):
+        raise TypeError(f"similarity must be a (Q, G) torch tensor; got {type(similarity).__name__}")
     if similarity.ndim != 2:
         raise ValueError(f"similarity must be (Q, G); got shape {tuple(similarity.shape)}")
     num_q, num_g = similarity.shape
+    if num_q == 0 or num_g == 0:
+        raise ValueError(f"Hits@k needs at least one query and one gallery item; similarity is {num_q} x {num_g}")
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence):
+        raise TypeError(f"ks must be a sequence of positive ints such as (1, 5); got {type(ks).__name__} {ks!r}")
+    if not ks:
+        raise ValueError("ks is empty; give at least one cut-off, e.g. ks=(1, 5)")
+    for k in ks:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError(f"every k in ks must be an int; got {type(k).__name__} {k!r}")
+        if k < 1:
+            raise ValueError(f"every k in ks must be at least 1 (Hits@k: the right item within the top k); got {k}")
     if answers is None:
         if num_g < num_q:
             raise ValueError(f"default answers need at least as many gallery items ({num_g}) as queries ({num_q})")
         answers = torch.arange(num_q, device=similarity.device)
-    answers = answers.to(similarity.device)
+    elif not isinstance(answers, torch.Tensor):
+        raise TypeError(f"answers must be a (Q,) integer torch tensor; got {type(answers).__name__}")
+    elif answers.dtype.is_floating_point or answers.dtype.is_complex or answers.dtype == torch.bool:
+        raise TypeError(f"answers must hold gallery indices (an integer tensor); got dtype {answers.dtype}")
+    elif tuple(answers.shape) != (num_q,):
+        raise ValueError(f"answers must be ({num_q},), one gallery index per query; got shape {tuple(answers.shape)}")
+    elif bool(((answers < 0) | (answers >= num_g)).any()):
+        raise ValueError(f"answers must be gallery indices in [0, {num_g}); got values from {int(answers.min())} to {int(answers.max())}")
+    answers = answers.to(device=similarity.device, dtype=torch.long)
     correct = similarity.gather(1, answers[:, None])
     others_at_least = (similarity >= correct).sum(1) - 1
     rank = others_at_least + 1

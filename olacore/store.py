@@ -5,7 +5,7 @@ of models or experiments. An entry's key is the sha256 of a canonical JSON of ev
 tensors depend on (:meth:`TensorStore.key`, which adds :data:`CACHE_VERSION`). Each entry is
 one safetensors file, written to a temporary file in the same folder and moved into place
 with ``os.replace`` (atomic: a reader sees the whole entry or none, also when the writer is
-killed). Its metadata holds a JSON description and a sha256 checksum of that description
+killed; the killed writer's temporary file is deleted by the next write into its folder). Its metadata holds a JSON description and a sha256 checksum of that description
 and of every tensor's name, dtype, shape and bytes. An entry that cannot be read, is
 truncated, or fails its checksum is reported with a :class:`CacheCorruptionWarning`,
 deleted and recomputed by the caller: never silently used. A write that fails (read-only
@@ -18,16 +18,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
 import torch
 
-from olacore.settings import CACHE_ENV, cache_dir
+from olacore.settings import CacheWriteError, cache_dir, cache_write_error
 
-__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheWriteError", "TensorStore", "tensor_digest"]
+__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheNotKeptWarning", "CacheWriteError", "TensorStore", "tensor_digest"]
 
 # Bump when what an entry holds, or how it is computed, changes: every old entry is then ignored.
 CACHE_VERSION = 1
@@ -37,8 +39,8 @@ class CacheCorruptionWarning(UserWarning):
     """A cache entry was unreadable, truncated or failed its checksum; it was deleted."""
 
 
-class CacheWriteError(OSError):
-    """An entry could not be written (read-only folder, disk full); nothing partial was left."""
+class CacheNotKeptWarning(UserWarning):
+    """A computed result could not be written to the cache (read-only folder, disk full); it is used anyway."""
 
 
 def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
@@ -48,6 +50,38 @@ def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
         digest.update(f"\0{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\0".encode())
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
     return digest.hexdigest()
+
+
+_HOST = socket.gethostname().replace(".", "_") or "host"
+_STALE_SECONDS = 24 * 3600
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process
+        return True
+    return True
+
+
+def _sweep_stale_temporaries(folder: Path) -> None:
+    """Delete temporary files left in ``folder`` by writers that were killed mid-write.
+
+    A temporary file is named ``.<key>.<host>.<pid>.<random>.tmp``: it is stale when its writer
+    ran on this host and is gone, or (another host sharing the folder) when it is a day old.
+    Live writers' files are never touched.
+    """
+    for temporary in folder.glob(".*.tmp"):
+        parts = temporary.name.split(".")
+        try:
+            mine = len(parts) >= 6 and parts[2] == _HOST
+            stale = (mine and not _alive(int(parts[3]))) or time.time() - temporary.stat().st_mtime > _STALE_SECONDS
+            if stale:
+                temporary.unlink(missing_ok=True)
+        except (OSError, ValueError):  # gone meanwhile, or not ours
+            continue
 
 
 def tensor_digest(tensor: torch.Tensor) -> str:
@@ -63,15 +97,16 @@ class TensorStore:
     """A folder of checksummed safetensors entries, addressed by a hash of their key parts.
 
     Args:
-        root: folder of the store; default ``cache_dir('tensors')`` (``$OLACORE_CACHE/tensors``),
-            read when the store is created. Tests pass a temporary folder.
+        root: folder of the store; default ``$OLACORE_CACHE/tensors``, read when the store is
+            created (and made only when an entry is written: a read-only cache can be read).
+            Tests pass a temporary folder.
 
     Entries live at ``root/<key[:2]>/<key>.safetensors``. Safe for several processes: writes are
     atomic, and two processes writing the same key write the same content.
     """
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
-        self.root = Path(root).expanduser() if root is not None else cache_dir("tensors")
+        self.root = Path(root).expanduser() if root is not None else cache_dir("tensors", create=False)
 
     def __repr__(self) -> str:
         return f"TensorStore({str(self.root)!r})"
@@ -117,7 +152,7 @@ class TensorStore:
             CacheWriteError: the folder is not writable or the disk is full; the message names
                 ``$OLACORE_CACHE`` and what to do. No partial file is left behind.
         """
-        from safetensors.torch import save_file
+        from safetensors.torch import save
 
         cpu = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
         description = json.dumps(dict(meta or {}), sort_keys=True, ensure_ascii=False)
@@ -126,16 +161,16 @@ class TensorStore:
         temporary = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=target.parent)
-            os.close(handle)
-            save_file(cpu, temporary, metadata=metadata)
+            _sweep_stale_temporaries(target.parent)
+            handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}.{_HOST}.{os.getpid()}.", suffix=".tmp",
+                                                 dir=target.parent)
+            # Serialised in memory and written by Python, so that a full disk is an OSError (ENOSPC)
+            # (safetensors' own writer reports it as a SafetensorError).
+            with os.fdopen(handle, "wb") as out:
+                out.write(save(cpu, metadata=metadata))
             os.replace(temporary, target)
         except OSError as error:
-            raise CacheWriteError(
-                f"cannot write the cache entry {target} ({error.strerror or error}); the cache folder "
-                f"must be writable and have free space. Point ${CACHE_ENV} at a writable folder "
-                f"(now {self.root.parent}) or free some space."
-            ) from error
+            raise cache_write_error(f"the cache entry {target}", error, self.root.parent) from error
         finally:
             if temporary is not None and os.path.exists(temporary):
                 os.unlink(temporary)
@@ -154,7 +189,7 @@ class TensorStore:
         target = self.path(key)
         try:
             data = target.read_bytes()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # absent, or no cache folder at all
             return None
         try:
             if len(data) < 8:
@@ -191,6 +226,7 @@ class TensorStore:
         try:
             self.put(key, tensors, meta)
         except CacheWriteError as error:
-            warnings.warn(f"{error} The result was computed and is returned, but not kept.", stacklevel=3)
+            warnings.warn(CacheNotKeptWarning(f"{error} The result was computed and is returned, but not kept."),
+                          stacklevel=3)
             return False
         return True

@@ -6,7 +6,10 @@ how to train itself into named tensors and a JSON record. :func:`run_cached` giv
 job's stored result, training only the jobs the store lacks, in one single-threaded worker
 process per core on a CPU (small networks train fastest on one thread each), and reads every
 result back from the store, so a result is the same whether it was trained now, in a worker,
-or in an earlier run.
+or in an earlier run. Every job trains on :data:`TRAINING_THREADS` torch thread(s), in a
+worker or in the calling process alike: the last bits of a CPU convolution's gradient depend
+on the thread count, so a job that trained in-process (when it was the only one missing) on
+the caller's threads gave other weights than the same job trained in a worker.
 
 Jobs travel to worker processes by pickling; tensors in them should be numpy arrays
 (:func:`by_value`): torch shares each pickled tensor through a file descriptor of its own,
@@ -23,10 +26,14 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 import torch
 
-from olacore.store import CacheWriteError, TensorStore
+from olacore.settings import COMPUTE_THREADS, fixed_threads
+from olacore.store import CacheNotKeptWarning, CacheWriteError, TensorStore
 from olacore.timing import progress as progress_bar
 
-__all__ = ["TrainingJob", "Stored", "run_cached", "run_in_processes", "by_value"]
+__all__ = ["TrainingJob", "Stored", "run_cached", "run_in_processes", "by_value", "TRAINING_THREADS"]
+
+TRAINING_THREADS = COMPUTE_THREADS
+"""Torch threads every job trains on, wherever it runs (results must not depend on the machine's cores)."""
 
 Stored = tuple[dict[str, torch.Tensor], dict[str, Any]]
 """What a job trains into and the store keeps: ``(named tensors, JSON-serialisable record)``."""
@@ -74,16 +81,19 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
         return list(progress_bar(pool.map(function, jobs), enabled=progress, total=len(jobs), desc=desc))
 
 
-def _train_and_store(item: tuple[TrainingJob, str, int | None]) -> Stored | None:
+def _train(job: TrainingJob) -> Stored:
+    with fixed_threads(TRAINING_THREADS):
+        return job.train()
+
+
+def _train_and_store(item: tuple[TrainingJob, str]) -> Stored | None:
     """Train one job and store it; return the result only when the store could not keep it."""
-    job, root, threads = item
-    if threads is not None:
-        torch.set_num_threads(threads)
-    tensors, record = job.train()
+    job, root = item
+    tensors, record = _train(job)
     try:
         TensorStore(root).put(job.key(), tensors, record)
     except CacheWriteError as error:
-        warnings.warn(f"{error} The run is used, but not kept.", stacklevel=2)
+        warnings.warn(CacheNotKeptWarning(f"{error} The run is used, but not kept."), stacklevel=2)
         return {name: t.detach().cpu() for name, t in tensors.items()}, record
     return None
 
@@ -93,9 +103,9 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
     """Every job's result, from the store where it is there, trained (and stored) where it is not.
 
     Jobs with equal keys are trained once. With ``workers > 1`` the missing jobs train in that
-    many spawned processes, one torch thread each; with ``workers == 1`` they train here, in
-    order, with the caller's thread setting. Results are then read back from the store, so a
-    result never depends on where it was trained. When the store cannot be written (read-only
+    many spawned processes; with ``workers == 1`` they train here, in order. Either way each
+    job trains on :data:`TRAINING_THREADS` torch thread(s) and results are read back from the
+    store, so a result never depends on where it was trained nor on the caller's threads. When the store cannot be written (read-only
     folder, full disk) a warning says so and the freshly trained result is returned anyway.
 
     Args:
@@ -120,8 +130,7 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
     for key, job in zip(keys, jobs):
         if key not in missing and key not in store:
             missing[key] = job
-    threads = 1 if workers > 1 else None
-    items = [(job, str(store.root), threads) for job in missing.values()]
+    items = [(job, str(store.root)) for job in missing.values()]
     if workers > 1 and len(items) > 1:
         unkept = run_in_processes(_train_and_store, items, min(workers, len(items)), progress=progress, desc=desc)
     else:
@@ -131,7 +140,7 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
     for key, job in zip(keys, jobs):
         stored = fresh.get(key) or store.get(key)
         if stored is None:  # deleted or corrupted since it was written: train it here, once more
-            fresh[key] = stored = job.train()
+            fresh[key] = stored = _train(job)
             store.put_or_warn(key, *stored)
         results.append(stored)
     return results

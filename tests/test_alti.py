@@ -195,13 +195,13 @@ def test_the_decomposition_check_fails_on_wrong_head_weights(model_type, monkeyp
 @pytest.mark.parametrize("model_type", ["llama", "gemma3_text", "bert", "mpnet"])
 def test_tiny_model_contributions_and_batching(model_type):
     model = tiny_model(model_type)
-    texts = [SHORT_TEXTS[1], SHORT_TEXTS[0], "a dog ran"]
+    texts = [SHORT_TEXTS[1], SHORT_TEXTS[0], "a dog ran", "a cat sat", "a cow ate"]  # three of one length
     batched = alti(model, texts, batch_size=3, progress=False)
     for text, result in zip(texts, batched):
         single = alti(model, [text], batch_size=1, progress=False)[0]
         size = len(result.tokens)
         assert result.contributions.shape == (2, size, size) and result.contributions.dtype == torch.float32
-        torch.testing.assert_close(result.contributions, single.contributions, rtol=1e-4, atol=1e-5)
+        assert torch.equal(result.contributions, single.contributions)  # no padding: bit-identical (#13)
         torch.testing.assert_close(result.contributions.sum(-1), torch.ones(2, size), rtol=0, atol=1e-5)
         torch.testing.assert_close(result.rollout, alti_rollout(result.contributions).float(), rtol=1e-5, atol=1e-6)
         if result.is_causal:

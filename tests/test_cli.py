@@ -58,3 +58,16 @@ def test_missing_output_folder_is_refused_before_any_work(tmp_path):
     done = run_cli("ola", "--model", "no-such-model", "--text", TEXT, "--out", str(tmp_path / "missing" / "x.png"))
     assert done.returncode == 2
     assert "does not exist" in done.stderr  # checked before the (unknown) model is even looked up
+
+
+@pytest.mark.slow
+def test_words_keep_a_soft_hyphenated_word_whole():
+    """Issue #13 item 6: 'co\\u00adoperation' was split into 'co' and 'operation', two identical rows."""
+    text = "The co\u00adoperation works."
+    done = run_cli("ola", "--model", "minilm-l6", "--text", text, "--max-order", "1", "--words", "--json", "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)
+    assert payload["tokens"] == ["The", "co\u00adoperation", "works", "."]
+    order1 = payload["orders"][1]
+    assert len(order1) == 4 and all(len(row) == 4 for row in order1)
+    assert len({tuple(row) for row in order1}) == 4  # no two identical rows

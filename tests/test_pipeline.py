@@ -244,3 +244,30 @@ def test_token_maps_take_every_channel_from_its_source(tmp_path, monkeypatch, mi
 def test_token_maps_refuses_an_order_above_the_depth(tmp_path, minilm):
     with pytest.raises(ValueError, match="N=6"):
         token_maps(minilm, TEXTS[:1], ["order7"], store=TensorStore(tmp_path), progress=False)
+
+
+def test_ola_entries_are_keyed_by_how_attention_was_extracted(minilm, tmp_path, monkeypatch):
+    """OLA is made of attention: an extraction change (e.g. issue #13's unpadded batches) must miss."""
+    store = TensorStore(tmp_path)
+    (before,) = cached_ola(minilm, TEXTS[:1], 1, store=store, progress=False)
+    monkeypatch.setitem(pipeline.EXTRACTION_SETTINGS, "batches", "some other rule")
+    calls = []
+    real = pipeline.extract_attention
+    monkeypatch.setattr(pipeline, "extract_attention", lambda *a, **k: calls.append(1) or real(*a, **k))
+    (after,) = cached_ola(minilm, TEXTS[:1], 1, store=store, progress=False)
+    assert calls == [1]  # recomputed, not read back
+    assert torch.equal(before.orders, after.orders)  # (the same numbers: the rule changed only the key here)
+
+
+@pytest.mark.slow
+def test_cached_maps_do_not_depend_on_which_texts_were_missing(minilm, tmp_path):
+    """Issue #13: chapter 02 caches some texts, chapter 03 the rest; a cold run caches all at once."""
+    from olacore.texts import similarity_texts
+
+    texts = [t.text for t in similarity_texts(12)]
+    cold = cached_ola(minilm, texts, 2, store=TensorStore(tmp_path / "cold"), progress=False)
+    staged = TensorStore(tmp_path / "staged")
+    cached_ola(minilm, texts[:5], 2, store=staged, progress=False)
+    warm = cached_ola(minilm, texts, 2, store=staged, progress=False)
+    for a, b in zip(cold, warm):
+        assert torch.equal(a.orders, b.orders) and torch.equal(a.rollout, b.rollout)

@@ -105,3 +105,162 @@ def test_hits_at_k_known_answer():
     # a constant similarity is never a hit (ties count against the query)
     assert hits_at_k(torch.ones(4, 4), ks=(1,))[1] == 0.0
     assert chance_hits(100, 5) == 0.05 and chance_hits(3, 5) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Issue #13: low-contrast maps, offsets and scales; bad arguments and empty sets
+# ---------------------------------------------------------------------------------------------
+
+
+def _exact_ssim(q: np.ndarray, g: np.ndarray, data_range: float | None) -> float:
+    """skimage's formula (Gaussian window, population moments, valid pixels) in extended precision.
+
+    An independent reference where skimage's float64 ``E[x^2] - mu^2`` itself cancels (maps
+    far from zero with a tiny spread): long double, and the (co)variances taken of each map
+    less its mean (an exact identity; even long double loses 1e-8 of a variance of 1e-9 at an
+    offset of 0.5 otherwise).
+    """
+    wide = np.longdouble
+    q, g = q.astype(wide), g.astype(wide)
+    qc, gc = q - q.mean(), g - g.mean()
+    if data_range is None:
+        data_range = max(np.ptp(q), np.ptp(g))
+    window = gaussian_window(1.5).numpy().astype(wide)
+    taps = window.size
+
+    def smooth(image):  # 'valid' separable filter
+        rows = np.stack([image[:, j:j + taps] @ window for j in range(image.shape[1] - taps + 1)], axis=1)
+        return np.stack([window @ rows[i:i + taps] for i in range(image.shape[0] - taps + 1)], axis=0)
+
+    mu_q, mu_g = smooth(q), smooth(g)
+    mu_qc, mu_gc = smooth(qc), smooth(gc)
+    var_q, var_g = smooth(qc * qc) - mu_qc**2, smooth(gc * gc) - mu_gc**2
+    cov = smooth(qc * gc) - mu_qc * mu_gc
+    c1, c2 = (wide(0.01) * wide(data_range)) ** 2, (wide(0.03) * wide(data_range)) ** 2
+    ssim = (2 * mu_q * mu_g + c1) * (2 * cov + c2) / ((mu_q**2 + mu_g**2 + c1) * (var_q + var_g + c2))
+    return float(ssim.mean())
+
+
+def test_exact_reference_equals_skimage():
+    rng = np.random.default_rng(3)
+    q, g = rng.random((2, 30, 30)) ** 2
+    assert abs(_exact_ssim(q, g, 1.0) - _skimage(q, g, 1.0)) < 1e-12
+
+
+def _low_contrast_case():
+    """The issue's case: 50 x 50 maps of 0.5 + 1e-4 * uniform noise; the query is a noisy copy of item 0."""
+    rng = np.random.default_rng(13)
+    gallery = 0.5 + 1e-4 * rng.random((3, 50, 50))
+    query = gallery[0] + 1e-6 * rng.standard_normal((50, 50))
+    return query[None], gallery
+
+
+def test_low_contrast_float32_maps_match_skimage_and_rank_as_float64():
+    queries, gallery = _low_contrast_case()
+    q32, g32 = torch.from_numpy(queries).float(), torch.from_numpy(gallery).float()
+    reference = np.array([[_skimage(q, g, max(np.ptp(q), np.ptp(g))) for g in g32.double().numpy()]
+                          for q in q32.double().numpy()])
+    assert reference[0, 0] > 0.99 and abs(reference[0, 1]) < 0.05  # the issue's 0.995, 0.015, -0.006
+    ours = pairwise_ssim(q32, g32, None)
+    assert ours.dtype == torch.float32
+    assert (ours.abs() <= 1).all()  # was 47.8 and 132.5
+    np.testing.assert_allclose(ours.double().numpy(), reference, atol=1e-5, rtol=0)
+    in_float64 = pairwise_ssim(q32.double(), g32.double(), None)
+    assert torch.equal(ours.argsort(1, descending=True), in_float64.argsort(1, descending=True))
+    assert hits_at_k(ours, ks=(1,)) == {1: 1.0}  # the right item ranks first again (it was second)
+
+
+_FAMILIES = {
+    "low contrast": lambda rng: 0.5 + 1e-4 * rng.random((4, 50, 50)),
+    "peaky (attention-like)": lambda rng: rng.random((4, 50, 50)) ** 4 / 50,
+    "diagonal + noise": lambda rng: 0.5 * np.eye(50)[None] + 0.01 * rng.random((4, 50, 50)),
+}
+
+
+@pytest.mark.parametrize("family", sorted(_FAMILIES))
+@pytest.mark.parametrize("scale, offset", [(1.0, 0.0), (1e-3, 0.0), (1e3, 0.0), (1.0, 10.0), (1e-3, -7.0), (1e3, 5.0)])
+@pytest.mark.parametrize("explicit_range", [False, True])
+def test_float32_ssim_is_exact_to_1e_5_at_any_scale_and_offset(family, scale, offset, explicit_range):
+    maps = ((_FAMILIES[family](np.random.default_rng(7)) + offset) * scale).astype(np.float32)
+    maps[1] = maps[0] + (maps[2] - maps[3]) * 0.05  # a near match, so values span [-1, 1] sensibly
+    maps64 = maps.astype(np.float64)  # the float32 values, exactly
+    data_range = float(np.ptp(maps64)) if explicit_range else None
+    ours = pairwise_ssim(torch.from_numpy(maps[:2]), torch.from_numpy(maps), data_range)
+    exact = np.array([[_exact_ssim(q, g, data_range) for g in maps64] for q in maps64[:2]])
+    assert (ours.abs() <= 1).all()
+    np.testing.assert_allclose(ours.double().numpy(), exact, atol=1e-5, rtol=0)
+    in_float64 = pairwise_ssim(torch.from_numpy(maps64[:2]), torch.from_numpy(maps64), data_range)
+    np.testing.assert_allclose(in_float64.numpy(), exact, atol=1e-9, rtol=0)
+    assert torch.equal(ours.argmax(1), in_float64.argmax(1))
+
+
+def test_near_binary_maps_stay_within_the_documented_float32_bound():
+    rng = np.random.default_rng(5)
+    step = (np.arange(50)[None, None, :] >= 25).astype(np.float64)
+    maps = (step + 1e-3 * rng.random((4, 50, 50))).astype(np.float32)
+    exact = np.array([[_exact_ssim(q, g, 1.0) for g in maps.astype(np.float64)] for q in maps.astype(np.float64)])
+    ours = pairwise_ssim(torch.from_numpy(maps), torch.from_numpy(maps), 1.0).double().numpy()
+    assert np.abs(ours - exact).max() < 3e-5  # float32's limit here (docstring): ~1e-5
+    assert np.abs(pairwise_ssim(torch.from_numpy(maps).double(), torch.from_numpy(maps).double(), 1.0).numpy() - exact).max() < 1e-9
+
+
+def test_identical_maps_give_one_and_never_more():
+    maps = torch.rand(3, 30, 30, generator=torch.Generator().manual_seed(0)) ** 3
+    same = pairwise_ssim(maps, maps, None).diagonal()
+    assert (same <= 1).all() and torch.allclose(same, torch.ones(3), atol=1e-6)
+
+
+def test_empty_query_or_gallery_gives_an_empty_matrix():
+    maps = torch.rand(3, 20, 20)
+    for data_range in (None, 1.0):
+        assert pairwise_ssim(maps, maps[:0], data_range).shape == (3, 0)
+        assert pairwise_ssim(maps[:0], maps, data_range).shape == (0, 3)
+        assert pairwise_ssim(maps[:0].double(), maps[:0], data_range).dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", ["data_range", "sigma", "k1", "k2"])
+@pytest.mark.parametrize("bad, error, message", [
+    ("1", TypeError, "must be a positive number"),
+    (True, TypeError, "must be a positive number"),
+    (float("nan"), ValueError, "must be a finite positive"),
+    (float("inf"), ValueError, "must be a finite positive"),
+    (-1.0, ValueError, "must be a finite positive"),
+])
+def test_ssim_scalars_are_checked(name, bad, error, message):
+    maps = torch.rand(2, 20, 20)
+    kwargs = {"data_range": 1.0, name: bad}
+    with pytest.raises(error, match=f"{name} {message}"):
+        pairwise_ssim(maps, maps, **kwargs)
+    with pytest.raises(TypeError, match="max_pairs_per_chunk"):
+        pairwise_ssim(maps, maps, 1.0, max_pairs_per_chunk=2.5)
+    with pytest.raises(ValueError, match="max_pairs_per_chunk"):
+        pairwise_ssim(maps, maps, 1.0, max_pairs_per_chunk=0)
+    assert pairwise_ssim(maps, maps, np.float32(1.0)).shape == (2, 2)  # numpy scalars are numbers
+
+
+@pytest.mark.parametrize("ks, error, message", [
+    ((0,), ValueError, "at least 1"),
+    ((1, -5), ValueError, "at least 1"),
+    ((), ValueError, "empty"),
+    ((1.5,), TypeError, "must be an int"),
+    ((True,), TypeError, "must be an int"),
+    (5, TypeError, "sequence of positive ints"),
+    ("15", TypeError, "sequence of positive ints"),
+])
+def test_hits_at_k_refuses_meaningless_cut_offs(ks, error, message):
+    with pytest.raises(error, match=message):
+        hits_at_k(torch.rand(3, 3), ks=ks)
+
+
+def test_hits_at_k_refuses_empty_and_bad_answers():
+    with pytest.raises(ValueError, match="at least one query"):
+        hits_at_k(torch.rand(0, 3))
+    with pytest.raises(ValueError, match="at least one query"):
+        hits_at_k(torch.rand(3, 0), answers=torch.zeros(3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        hits_at_k(torch.rand(2, 3), answers=torch.tensor([0, 3]))
+    with pytest.raises(ValueError, match="one gallery index per query"):
+        hits_at_k(torch.rand(2, 3), answers=torch.tensor([0, 1, 2]))
+    with pytest.raises(TypeError, match="integer"):
+        hits_at_k(torch.rand(2, 3), answers=torch.tensor([0.0, 1.0]))
+    assert hits_at_k(torch.eye(3), ks=(1, 10)) == {1: 1.0, 10: 1.0}  # k beyond G counts every query

@@ -90,3 +90,47 @@ def test_run_cached_survives_an_unwritable_store(tmp_path):
     with pytest.warns(UserWarning, match="OLACORE_CACHE"):
         (result,) = run_cached(_jobs()[:1], store=TensorStore(blocker / "tensors"), progress=False)
     torch.testing.assert_close(result[0]["weight"], torch.tensor([3.0, -1.0]), atol=1e-3, rtol=0)
+
+
+@dataclass
+class TinyConvFit:
+    """A small convolutional network trained for a few SGD steps: its last bits depend on the thread count."""
+
+    seed: int
+    steps: int = 15
+
+    def key(self) -> str:
+        return TensorStore.key(kind="test-tiny-conv", seed=self.seed, steps=self.steps)
+
+    def train(self):
+        torch.manual_seed(self.seed)
+        images, labels = torch.randn(32, 3, 16, 16), torch.randint(0, 5, (32,))
+        network = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                                      torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.AdaptiveAvgPool2d(1),
+                                      torch.nn.Flatten(), torch.nn.Linear(16, 5))
+        optimiser = torch.optim.SGD(network.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(self.steps):
+            loss = torch.nn.functional.cross_entropy(network(images), labels)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+        return dict(network.state_dict()), {"threads": torch.get_num_threads()}
+
+
+def test_a_job_trains_on_the_same_threads_wherever_it_runs(tmp_path):
+    """Issue #13: a job that trained in-process (the only one missing) used the caller's threads,
+    one that trained in a worker used one thread, and the two gave other weights."""
+    from olacore.training import TRAINING_THREADS
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        (here,) = run_cached([TinyConvFit(0)], store=TensorStore(tmp_path / "here"), progress=False)
+        assert torch.get_num_threads() == 2  # the caller's setting is restored
+    finally:
+        torch.set_num_threads(before)
+    in_workers = run_cached([TinyConvFit(0), TinyConvFit(1)], workers=2, store=TensorStore(tmp_path / "workers"),
+                            progress=False)
+    assert here[1]["threads"] == in_workers[0][1]["threads"] == TRAINING_THREADS
+    for name, tensor in here[0].items():
+        assert torch.equal(tensor, in_workers[0][0][name]), name

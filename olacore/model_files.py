@@ -1,0 +1,264 @@
+"""The files of a local model folder: are they all there and whole, and which of them key the cache.
+
+A model folder is loaded only after :func:`check_model_folder` found its config, its tokenizer
+files and whole weight files, and its tokenizer is kept only after :func:`check_tokenizer`
+found it fit for the model: transformers otherwise builds an empty tokenizer for a folder
+without tokenizer files (every word becomes ``[UNK]``) and lets a truncated weight file escape
+as a ``SafetensorError``. Every failure is a :class:`ModelLoadError`, a one-line ``ValueError``
+that names the folder, the file and what to do. :func:`folder_fingerprint` hashes every file
+that can change what is extracted (config, weights, tokenizer files, special-token maps,
+generation config, ...), so that a changed file gives new cache keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+T = TypeVar("T")
+
+__all__ = [
+    "ModelLoadError",
+    "TOKENIZER_FILES",
+    "WEIGHT_SUFFIXES",
+    "check_loading_info",
+    "check_model_folder",
+    "check_tokenizer",
+    "folder_fingerprint",
+    "guard_load",
+]
+
+WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5", ".msgpack", ".ckpt"})
+TOKENIZER_FILES = (
+    "tokenizer.json",  # fast tokenizers (every tokenizer saved by transformers >= 4)
+    "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "sentencepiece.model",  # SentencePiece
+    "vocab.txt",  # WordPiece (BERT, MPNet, ELECTRA)
+    "vocab.json",  # byte-level BPE (GPT-2, RoBERTa), with merges.txt
+    "tiktoken.model", "tokenizer.tiktoken",
+)
+# Files that never change what is extracted: left out of the fingerprint.
+_DOCUMENTATION = frozenset({"readme.md", "license", "license.txt", "license.md", "notice", ".gitattributes", ".gitignore"})
+_DOCUMENTATION_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".svg", ".lock"})
+_CONTENT_HASH_LIMIT = 64 * 2**20  # files up to 64 MB are hashed whole; larger (weights) by size and time
+_PROBE_WORDS = "the of and to in is that it was for on with as by at from this"
+
+
+class ModelLoadError(ValueError):
+    """A model folder is incomplete or damaged, or its tokenizer does not fit the model (one line)."""
+
+
+def _is_weight(path: Path) -> bool:
+    return path.suffix.lower() in WEIGHT_SUFFIXES
+
+
+def _fingerprinted(path: Path) -> bool:
+    name = path.name.lower()
+    return path.is_file() and name not in _DOCUMENTATION and path.suffix.lower() not in _DOCUMENTATION_SUFFIXES
+
+
+_DIGESTS: dict[tuple, str] = {}  # (folder, names, sizes, mtimes) -> digest: a warm run rehashes nothing
+
+
+def folder_fingerprint(path: str | os.PathLike) -> str:
+    """Fingerprint of a local model folder: the cache key of everything extracted from it.
+
+    Every regular file at the top of the folder counts except documentation (README, licence,
+    images): ``config.json``, the tokenizer files (``tokenizer.json``, ``vocab.txt``,
+    ``tokenizer_config.json``, ``special_tokens_map.json``, ``added_tokens.json``, ...),
+    ``generation_config.json`` and any other setting by name and content; weight files
+    (``*.safetensors``, ``*.bin``, ...) and other files over 64 MB by name, size and
+    modification time. Sub-folders (e.g. a sentence-transformers pooling head) are not read
+    by extraction and do not count.
+
+    Args:
+        path: the folder (made absolute).
+
+    Returns:
+        ``"folder:<absolute path>:<16 hex digits>"``.
+    """
+    folder = Path(path).expanduser().resolve()
+    entries = sorted((p for p in folder.iterdir() if _fingerprinted(p)), key=lambda p: p.name)
+    stats = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in entries)
+    memo = (str(folder), stats)
+    if memo not in _DIGESTS:
+        digest = hashlib.sha256()
+        for entry, (name, size, mtime) in zip(entries, stats):
+            digest.update(f"\0{name}\0{size}\0".encode())
+            if _is_weight(entry) or size > _CONTENT_HASH_LIMIT:
+                digest.update(f"mtime:{mtime}".encode())
+            else:
+                digest.update(hashlib.sha256(entry.read_bytes()).digest())
+        _DIGESTS[memo] = digest.hexdigest()[:16]
+    return f"folder:{folder}:{_DIGESTS[memo]}"
+
+
+def _check_safetensors(path: Path, folder: Path) -> None:
+    """Raise ModelLoadError when a safetensors file is truncated or its header is unreadable."""
+    size = path.stat().st_size
+    what = f"the weight file {path.name} in {folder}"
+    fix = "replace it with a complete copy (its download or copy was cut short?)"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(8)
+            if len(head) < 8:
+                raise ModelLoadError(f"{what} is damaged: {size} bytes, too short for a safetensors header; {fix}")
+            header_size = int.from_bytes(head, "little")
+            if header_size > size - 8:
+                raise ModelLoadError(f"{what} is truncated: {size} bytes, but its header alone needs {header_size + 8}; {fix}")
+            header = json.loads(handle.read(header_size))
+    except (ValueError, UnicodeDecodeError) as error:
+        if isinstance(error, ModelLoadError):
+            raise
+        raise ModelLoadError(f"{what} is damaged: its header is not valid JSON ({error}); {fix}") from None
+    ends = [entry["data_offsets"][1] for name, entry in header.items()
+            if name != "__metadata__" and isinstance(entry, dict) and "data_offsets" in entry]
+    needed = 8 + header_size + max(ends, default=0)
+    if size < needed:
+        raise ModelLoadError(f"{what} is truncated: {size} bytes of the {needed} its header describes; {fix}")
+
+
+def _check_zip_checkpoint(path: Path, folder: Path) -> None:
+    """A torch ``.bin`` saved by torch >= 1.6 is a zip archive: its directory sits at the end."""
+    with open(path, "rb") as handle:
+        zipped = handle.read(4) == b"PK\x03\x04"
+    if not zipped:  # the legacy pickle format: nothing cheap to check
+        return
+    try:
+        with zipfile.ZipFile(path) as archive:
+            archive.namelist()
+    except (zipfile.BadZipFile, OSError) as error:
+        raise ModelLoadError(
+            f"the weight file {path.name} in {folder} is truncated or damaged ({error}); replace it with a complete copy"
+        ) from None
+
+
+def check_model_folder(path: str | os.PathLike) -> None:
+    """Check, without loading anything, that a model folder has what extraction needs, whole.
+
+    Checks that ``config.json`` is valid JSON; that some tokenizer file is there (one of
+    :data:`TOKENIZER_FILES`; ``vocab.json`` needs ``merges.txt``); that there is a weight file,
+    that every shard an index file lists exists, and that every safetensors file is as long as
+    its header says (a torch zip checkpoint: that its directory is readable).
+
+    Raises:
+        ModelLoadError: one line naming the folder, the missing or damaged file, and what to do.
+    """
+    folder = Path(path).expanduser().resolve()
+    config = folder / "config.json"
+    try:
+        json.loads(config.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ModelLoadError(f"{folder} holds no config.json; it is not a Hugging Face model folder") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ModelLoadError(f"config.json in {folder} is damaged (not valid JSON: {error}); replace it with the model's own") from None
+    names = {p.name for p in folder.iterdir() if p.is_file()}
+    present = [name for name in TOKENIZER_FILES if name in names]
+    if present == ["vocab.json"] and "merges.txt" not in names:
+        raise ModelLoadError(f"{folder} has vocab.json but not merges.txt, its other byte-level BPE tokenizer file; "
+                             "copy the model's tokenizer files into the folder")
+    if not present:
+        raise ModelLoadError(
+            f"{folder} holds no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); without them every word "
+            f"would be an unknown token. Copy the model's tokenizer files into the folder "
+            f"(e.g. AutoTokenizer.from_pretrained(<the model>).save_pretrained('{folder}'))"
+        )
+    for index in sorted(folder.glob("*.index.json")):
+        try:
+            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
+            raise ModelLoadError(f"the shard index {index.name} in {folder} is damaged ({type(error).__name__}: {error})") from None
+        missing = sorted(shard for shard in shards if shard not in names)
+        if missing:
+            raise ModelLoadError(f"{folder} lacks the weight shards {', '.join(missing)} listed in {index.name}; "
+                                 "copy every shard into the folder")
+    weights = sorted(p for p in folder.iterdir() if p.is_file() and _is_weight(p))
+    if not weights:
+        raise ModelLoadError(f"{folder} holds no weight file (model.safetensors, pytorch_model.bin, ...); "
+                             "copy the model's weights into the folder")
+    for weight in weights:
+        if weight.suffix == ".safetensors":
+            _check_safetensors(weight, folder)
+        elif weight.suffix in (".bin", ".pt", ".pth"):
+            _check_zip_checkpoint(weight, folder)
+
+
+def check_tokenizer(tokenizer: Any, config: Any, where: str) -> None:
+    """Refuse a tokenizer that cannot be the model's: far smaller than its vocabulary, or blind to common words.
+
+    Args:
+        tokenizer: a loaded transformers tokenizer.
+        config: the model's (text) config; its ``vocab_size`` is compared with ``len(tokenizer)``.
+        where: the model's name or folder, for the message.
+
+    Raises:
+        ModelLoadError: the tokenizer has fewer than half the config's ``vocab_size`` entries,
+            or it maps ordinary English words (the, of, and, ...) to its unknown token.
+    """
+    vocab_size = getattr(config, "vocab_size", None)
+    size = len(tokenizer)
+    if isinstance(vocab_size, int) and vocab_size > 0 and size < vocab_size // 2:
+        raise ModelLoadError(
+            f"the tokenizer of {where} has {size} entries but the model's config.json says vocab_size "
+            f"{vocab_size}: it is not this model's tokenizer, or its files are incomplete; copy the model's "
+            f"own tokenizer files into the folder"
+        )
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is not None:
+        ids = tokenizer(_PROBE_WORDS, add_special_tokens=False)["input_ids"]
+        unknown = sum(i == unk for i in ids)
+        if unknown:
+            raise ModelLoadError(
+                f"the tokenizer of {where} maps {unknown} of {len(ids)} tokens of ordinary words "
+                f"({_PROBE_WORDS!r}) to its unknown token {tokenizer.unk_token!r}: it is empty or not this "
+                f"model's tokenizer; copy the model's own tokenizer files into the folder"
+            )
+
+
+def guard_load(where: str, what: str, call: Callable[[], T]) -> T:
+    """``call()``, with any failure (but a :class:`ModelLoadError`) turned into a one-line :class:`ModelLoadError`.
+
+    Args:
+        where: the model's name or folder; what: ``"config"``, ``"tokenizer"``, ``"weights"``.
+
+    Raises:
+        ModelLoadError: naming ``where``, ``what``, the original error's type and first line.
+    """
+    try:
+        return call()
+    except ModelLoadError:
+        raise
+    except Exception as error:  # noqa: BLE001 - every way a damaged or partial folder can fail to load
+        text = str(error).strip()
+        first = text.splitlines()[0] if text else ""
+        raise ModelLoadError(
+            f"cannot load the {what} of {where} ({type(error).__name__}: {first}); a file of the model is "
+            f"damaged, partial or of another model: replace the folder with a complete copy"
+        ) from error
+
+
+def check_loading_info(info: dict, where: str) -> None:
+    """Refuse weights that leave parameters of the model to random initialisation.
+
+    transformers only warns when a checkpoint lacks some of the parameters ``config.json``
+    describes (a config of another size, a partial checkpoint) and fills them with random
+    numbers: attention from such a model is noise. The pooler, which extraction never uses
+    and which masked-LM checkpoints often lack, is not counted.
+
+    Args:
+        info: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``.
+        where: the model's name or folder, for the message.
+
+    Raises:
+        ModelLoadError: some parameters are missing from the weights (the message names a few).
+    """
+    missing = sorted(key for key in info.get("missing_keys", ()) if "pooler" not in key)
+    if missing:
+        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+        raise ModelLoadError(
+            f"the weights of {where} lack {len(missing)} parameters of the model its config.json describes "
+            f"({shown}): the weights are partial or of another model; use the config.json that came with them"
+        )
