@@ -23,7 +23,7 @@ def extraction_throughput(names: list[str], texts: list[str]) -> None:
         model = load_model(name, device="cpu")
         extract_attention(model, texts[:2], progress=False)  # warm-up
         start = time.perf_counter()
-        results = extract_attention(model, texts, batch_size=8, progress=False)
+        results = extract_attention(model, texts, progress=False)
         seconds = time.perf_counter() - start
         tokens = sum(len(r.tokens) for r in results)
         print(f"  {name:14s} {tokens / seconds:8.0f} tokens/s  ({len(texts)} texts, {tokens} tokens, {seconds:.1f} s)")

@@ -41,6 +41,7 @@ from olacore.plots import draw_maps
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.retrieval import same_text_gap
+from olacore.settings import cpu_workers
 from olacore.sinks import clean_sinks
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
@@ -119,7 +120,7 @@ with watch("figures"):
 # %%
 texts = similarity_texts(cfg.num_texts)
 with watch("OLA of the similarity texts (cache or models)"):
-    maps = {name: model_maps(name, texts, CHANNELS, align="resize", sinks="clean", size=cfg.size)
+    maps = {name: model_maps(name, texts, CHANNELS, align="resize", sinks="clean", size=cfg.size, workers=cpu_workers())
             for names in groups.values() for name in names}
 with watch("SSIM"):
     first_number = same_text_gap(maps, groups)

@@ -118,11 +118,12 @@ print(f"the stream recipe's first text begins: {stream[0].text[:120]!r}")
 names = [name for names in groups.values() for name in names]
 with watch("OLA (extraction or cache)"):
     for name in names:
-        token_maps(name, [t.text for t in texts], OLA_CHANNELS, device=device)
+        token_maps(name, [t.text for t in texts], OLA_CHANNELS, device=device, workers=workers)
 with watch("ALTI (extraction or cache)"):
-    tokens = {name: token_maps(name, [t.text for t in texts], CHANNELS, device=device) for name in names}
+    tokens = {name: token_maps(name, [t.text for t in texts], CHANNELS, device=device, workers=workers)
+              for name in names}
 with watch("stream texts, order 1, causal models (extraction or cache)"):
-    stream_tokens = {name: token_maps(name, [t.text for t in stream], ("order1",), device=device)
+    stream_tokens = {name: token_maps(name, [t.text for t in stream], ("order1",), device=device, workers=workers)
                      for name in cfg.causal}
 pd.DataFrame([{"model": n, "kind": k, "mean tokens per text (official recipe)": np.mean([len(t.tokens) for t in tokens[n]]),
                "(stream recipe)": np.mean([len(t.tokens) for t in stream_tokens[n]]) if n in stream_tokens else np.nan}

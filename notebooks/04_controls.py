@@ -74,7 +74,8 @@ for kind, (target, source, num_texts, noise) in pairs.items():
     with watch(f"{kind} pair: extraction + retrieval"):
         texts[kind] = similarity_texts(num_texts)
         tables[kind], _, tokens[kind] = control_pair(target, source, texts[kind], CHANNELS, noise_scales=noise,
-                                                     seed=cfg.seed, size=cfg.size, device=device)
+                                                     seed=cfg.seed, size=cfg.size, device=device,
+                                                     workers=cpu_workers(device))
 
 
 def show(kind):

@@ -118,7 +118,7 @@ maps = {}
 with watch("extract + OLA (all models)"):
     for name in cfg.models:
         aligns = ("words", "first") if name in cfg.first_subtoken else ("words",)
-        maps[name] = split_maps(name, splits, CHANNELS, aligns=aligns, device=device)
+        maps[name] = split_maps(name, splits, CHANNELS, aligns=aligns, device=device, workers=workers)
 
 # %% [markdown]
 # ## Probes per model and order
@@ -222,7 +222,7 @@ with watch("baseline: random init"):
 with watch("baseline: raw layers"):
     for name in cfg.raw_layers:
         layer_names = tuple(f"layer{n}" for n in range(1, model_depth(name) + 1))
-        layers = split_maps(name, splits, layer_names)["words"]
+        layers = split_maps(name, splits, layer_names, workers=workers)["words"]
         screen = probe_rows([job(layers, (layer,), extra={"epochs": max(1, cfg.epochs // 3)}, layer=layer)
                              for layer in layer_names], workers=workers)  # short screen, chosen on dev LAS
         best = max(screen, key=lambda r: r[1].dev["las"])[0]["layer"]

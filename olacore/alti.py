@@ -70,8 +70,8 @@ import torch
 from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
 from olacore.alti_math import alti_rollout, contributions_from_vectors, layer_contributions, layer_factors
 from olacore.store import TensorStore
-from olacore.extraction import tokenize
-from olacore.loading import LoadedModel, load_model, model_fingerprint
+from olacore.extraction import per_text, tokenize
+from olacore.loading import LoadedModel, model_fingerprint
 from olacore.settings import fixed_threads
 from olacore.timing import progress as progress_bar
 
@@ -153,58 +153,33 @@ def _forward_kwargs(backbone: torch.nn.Module, family: ALTIFamily) -> dict:
     return kwargs
 
 
-def _check_batch_size(batch_size: int) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-
-
-def _crop(record: dict[str, torch.Tensor], row: int, length: int) -> dict[str, torch.Tensor]:
-    cropped = {}
-    for key, tensor in record.items():
-        if key == "probs":
-            cropped[key] = tensor[row, :, :length, :length]
-        else:
-            cropped[key] = tensor[row, :length]
-    return cropped
-
-
 def _run(
     model: LoadedModel,
     encoded: list,
     on_text_layer: Callable[[int, int, dict, LayerWeights], None],
-    batch_size: int,
     progress: bool,
 ) -> ALTIFamily:
     """One forward pass per text; ``on_text_layer(text, layer, record, weights)``.
 
     Texts do not share a pass (as in :func:`olacore.extraction.extract_attention`): padding, and
     for short texts even a batch of equal lengths, change the last bits of a text's numbers,
-    which then depended on the other texts of the call (issue #13). ``batch_size`` is unused.
+    which then depended on the other texts of the call (issue #13).
     """
     backbone = model.backbone
     family = family_of(backbone)
     weights = [layer_weights(backbone, family, layer) for layer in range(model.num_layers)]
-    batches = [[index] for index in range(len(encoded))]
-    pad_id = getattr(model.tokenizer, "pad_token_id", None)
-    pad_id = 0 if pad_id is None else int(pad_id)
     kwargs = _forward_kwargs(backbone, family)
-    for batch in progress_bar(batches, enabled=progress and bool(batches), desc=f"ALTI {model.name}", leave=False):
-        lengths = [len(encoded[i][0]) for i in batch]
-        width = max(lengths)
-        input_ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, (i, length) in enumerate(zip(batch, lengths)):
-            input_ids[row, :length] = torch.tensor(encoded[i][0], dtype=torch.long)
-            attention_mask[row, :length] = 1
+    for index, (ids, _, _) in enumerate(
+            progress_bar(encoded, enabled=progress and bool(encoded), desc=f"ALTI {model.name}", leave=False)):
+        input_ids = torch.tensor([ids], dtype=torch.long, device=model.device)
         seen: list[int] = []
 
         def on_layer(layer: int, record: dict) -> None:
             seen.append(layer)
-            for row, (i, length) in enumerate(zip(batch, lengths)):
-                on_text_layer(i, layer, _crop(record, row, length), weights[layer])
+            on_text_layer(index, layer, {key: tensor[0] for key, tensor in record.items()}, weights[layer])
 
         with LayerRecorder(backbone, family, on_layer):
-            backbone(input_ids=input_ids.to(model.device), attention_mask=attention_mask.to(model.device), **kwargs)
+            backbone(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
         if sorted(seen) != list(range(model.num_layers)):
             raise RuntimeError(
                 f"{model.name}: the forward pass reported layers {sorted(seen)}, expected 0..{model.num_layers - 1}"
@@ -212,11 +187,11 @@ def _run(
     return family
 
 
-def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progress: bool = True) -> list[ALTIResult]:
+def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> list[ALTIResult]:
     """ALTI contributions of every layer and their rollout, for each text (module docstring).
 
     One forward pass per text (so a result is bit-identical whatever other texts are in the
-    call; ``batch_size`` is kept for callers and no longer groups texts); each
+    call); each
     layer's contributions are computed inside the pass, from hooks, and its tensors dropped.
     Runs under :func:`torch.inference_mode` on ``model.device``.
 
@@ -224,7 +199,6 @@ def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progr
         model: a :class:`~olacore.loading.LoadedModel` of a covered family
             (:func:`~olacore.alti_families.supported_model_types`), eager attention.
         texts: non-empty strings, each within ``model.max_length`` tokens.
-        batch_size: kept for callers (a positive int); each text runs alone.
         progress: tqdm bar over the texts.
 
     Returns:
@@ -234,10 +208,9 @@ def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progr
 
     Raises:
         ValueError: uncovered architecture (lists the covered families); empty text; text
-            longer than the context (both lengths given); ``batch_size`` < 1.
+            longer than the context (both lengths given).
         RuntimeError: the model does not run eager attention (says how to load it).
     """
-    _check_batch_size(batch_size)
     family = family_of(model.backbone)  # fails before tokenizing
     encoded = tokenize(model, texts)
     layers: list[list[torch.Tensor | None]] = [[None] * model.num_layers for _ in encoded]
@@ -247,7 +220,7 @@ def alti(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progr
         layers[index][layer] = layer_contributions(left, right, record["output"], model.is_causal).cpu()
 
     with torch.inference_mode(), fixed_threads():  # cached numbers must not depend on the thread count
-        _run(model, encoded, on_text_layer, batch_size, progress)
+        _run(model, encoded, on_text_layer, progress)
     results = []
     for index, (ids, tokens, offsets) in enumerate(encoded):
         contributions = torch.stack(layers[index])
@@ -295,7 +268,7 @@ def layer_decomposition(model: LoadedModel, text: str) -> list[LayerDecompositio
         )
 
     with torch.inference_mode():
-        _run(model, encoded, on_text_layer, 1, False)
+        _run(model, encoded, on_text_layer, False)
     return [LayerDecomposition(d.transformed.clone(), d.bias.clone(), d.output.clone()) for d in layers]
 
 
@@ -320,7 +293,7 @@ def cached_alti(
     model: str | LoadedModel,
     texts: Sequence[str],
     *,
-    batch_size: int = 8,
+    workers: int = 1,
     device: str | torch.device | None = None,
     progress: bool = True,
     store: TensorStore | None = None,
@@ -335,7 +308,9 @@ def cached_alti(
             the cache) or a :class:`~olacore.loading.LoadedModel` (its ``fingerprint`` keys the
             cache, so a modified copy must carry its own).
         texts: non-empty strings.
-        batch_size, progress: as for :func:`alti`, on a miss.
+        workers: processes computing the texts the cache lacks, as for
+            :func:`olacore.pipeline.cached_attention`.
+        progress: a tqdm bar on a miss.
         device: where to load the model on a miss; ignored for a ``LoadedModel``.
         store: the store; default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
 
@@ -368,9 +343,9 @@ def cached_alti(
             rollout=tensors["rollout"],
         )
     if missing:
-        loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
         todo = list(missing.values())
-        for index, result in zip(todo, alti(loaded, [texts[i] for i in todo], batch_size=batch_size, progress=progress)):
+        for index, result in zip(todo, per_text(alti, model, [texts[i] for i in todo], device=device, workers=workers,
+                                              progress=progress)):
             store.put_or_warn(
                 keys[index],
                 {"contributions": result.contributions, "rollout": result.rollout},

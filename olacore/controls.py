@@ -179,7 +179,7 @@ def controls_retrieval(
     noise_scales: Sequence[float] = (),
     seed: int = 0,
     structural: bool = True,
-    batch_size: int = 8,
+    workers: int = 1,
     progress: bool = True,
 ) -> tuple[pd.DataFrame, dict[tuple[str, float], list["TokenMaps"]]]:
     """SSIM retrieval of a trained source's maps by the target model and by its controls.
@@ -193,7 +193,7 @@ def controls_retrieval(
         source: :class:`olacore.maps.Maps` of a trained source model for ``texts``.
         texts: the texts of ``source`` (strings, or objects with ``.text`` and ``.spans``).
         noise_scales, seed, structural: which controls (:func:`control_variants`).
-        batch_size, progress: extraction settings.
+        workers, progress: extraction settings (:func:`olacore.pipeline.cached_attention`).
 
     Returns:
         ``(table, token_maps)``: a DataFrame with columns ``control, scale, channel, sinks,
@@ -209,7 +209,7 @@ def controls_retrieval(
     words = None if source.align == "resize" else list(texts)
     rows, all_tokens = [], {}
     for control, scale, variant in control_variants(target, noise_scales, seed, structural):
-        tokens = token_maps(variant, strings, source.channels, batch_size=batch_size, progress=progress)
+        tokens = token_maps(variant, strings, source.channels, workers=workers, progress=progress)
         all_tokens[(control, scale)] = tokens
         maps = make_maps(tokens, align=source.align, sinks=source.sinks, size=source.size or 50, words=words)
         table = retrieval_table({"source": source, "target": maps}, pairs=[("source", "target")])
@@ -271,6 +271,7 @@ def control_pair(
     seed: int = 0,
     size: int = 50,
     device: str | torch.device | None = None,
+    workers: int = 1,
     progress: bool = True,
 ) -> tuple[pd.DataFrame, Maps, dict[tuple[str, float], list["TokenMaps"]]]:
     """Retrieval under every control for one (target, source) pair, and with both models random.
@@ -286,7 +287,8 @@ def control_pair(
         channels: channel names.
         noise_scales, seed: the controls (:func:`control_variants`).
         size: resize side.
-        device, progress: loading and extraction settings.
+        device, workers, progress: loading and extraction settings (``workers`` extract the
+            trained source's missing texts in worker processes: :func:`olacore.pipeline.cached_attention`).
 
     Returns:
         ``(table, source_maps, token_maps)``: the retrieval table (``control, scale, channel,
@@ -297,8 +299,9 @@ def control_pair(
     from olacore.maps import make_maps, model_maps
     from olacore.retrieval import retrieval_table
 
+    source_maps = model_maps(source_name, texts, channels, align="resize", sinks="clean", size=size, device=device,
+                             workers=workers, progress=progress)
     source = load_model(source_name, device=device)
-    source_maps = model_maps(source, texts, channels, align="resize", sinks="clean", size=size, progress=progress)
     table, tokens = controls_retrieval(load_model(target_name, device=device), source_maps, texts,
                                        noise_scales=noise_scales, seed=seed, progress=progress)
     random_source = model_maps(random_init(source, seed + 1), texts, channels, align="resize", sinks="clean",

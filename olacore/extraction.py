@@ -9,9 +9,12 @@ shapes set by its own length: it is bit-identical whichever other texts were ext
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
+
+import numpy as np
 
 import torch
 
@@ -19,7 +22,7 @@ from olacore.loading import LoadedModel
 from olacore.settings import fixed_threads
 from olacore.timing import progress as progress_bar
 
-__all__ = ["Extraction", "tokenize", "extract_attention", "ATTENTION_BUDGET_ENV"]
+__all__ = ["Extraction", "tokenize", "extract_attention", "per_text", "ATTENTION_BUDGET_ENV"]
 
 
 @dataclass
@@ -129,12 +132,7 @@ def _check_memory(model: LoadedModel, length: int) -> None:
         )
 
 
-def extract_attention(
-    model: LoadedModel,
-    texts: Sequence[str],
-    batch_size: int = 8,
-    progress: bool = True,
-) -> list[Extraction]:
+def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool = True) -> list[Extraction]:
     """Head-averaged attention of every layer for each text (DESIGN.md section 2; paper 3.1).
 
     Each text runs in a forward pass of its own (no padding, no batch): its result is
@@ -150,8 +148,6 @@ def extract_attention(
     Args:
         model: a :class:`LoadedModel`.
         texts: non-empty strings, each within ``model.max_length`` tokens.
-        batch_size: kept for the callers that pass it (a positive int); texts no longer share
-            a forward pass, whatever its value.
         progress: show a tqdm progress bar over the texts.
 
     Returns:
@@ -159,12 +155,9 @@ def extract_attention(
         float32 on the CPU, row-stochastic, lower-triangular for causal models.
 
     Raises:
-        TypeError / ValueError: as :func:`tokenize` (empty text, text longer than the context);
-            ``batch_size`` < 1.
+        TypeError / ValueError: as :func:`tokenize` (empty text, text longer than the context).
         RuntimeError: the backbone returned no attention (not loaded with eager attention).
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     encoded = tokenize(model, texts)
     for ids, _, _ in encoded:
         _check_memory(model, len(ids))
@@ -195,3 +188,74 @@ def extract_attention(
             results.append((text, tokens, offsets, maps))
     return [Extraction(text=text, tokens=tokens, offsets=offsets, attentions=maps.clone())
             for text, tokens, offsets, maps in results]
+
+
+def _by_value(item: Any, to_numpy: bool) -> Any:
+    """A dataclass result with its tensors as numpy arrays (to travel between processes) or back."""
+    changes = {}
+    for f in dataclasses.fields(item):
+        value = getattr(item, f.name)
+        if to_numpy and isinstance(value, torch.Tensor):
+            changes[f.name] = value.numpy()
+        elif not to_numpy and isinstance(value, np.ndarray):
+            changes[f.name] = torch.from_numpy(value)
+    return dataclasses.replace(item, **changes)
+
+
+def _run_on_texts(job: tuple) -> list[Any]:
+    """One worker's share of :func:`per_text`: load the model, run ``compute`` on its texts."""
+    compute, name, device, texts = job
+    from olacore.loading import load_model
+
+    return [_by_value(r, to_numpy=True) for r in compute(load_model(name, device=device), texts, progress=False)]
+
+
+def per_text(
+    compute: Callable[..., list[Any]],
+    model: LoadedModel | str,
+    texts: Sequence[str],
+    *,
+    device: str | torch.device | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+) -> list[Any]:
+    """``compute(loaded_model, texts)`` (:func:`extract_attention`, :func:`olacore.alti.alti`), spread over processes.
+
+    Each text's result is computed alone, on :data:`olacore.settings.COMPUTE_THREADS` thread(s),
+    so it is the same bits wherever it runs; on a CPU the texts are therefore split over one
+    worker process per core (:func:`olacore.settings.cpu_workers`), each loading the model once,
+    which gives back the cores that one-thread extraction leaves idle. A
+    :class:`~olacore.loading.LoadedModel` (a control, say), a GPU, or fewer than eight texts per
+    worker (a worker's start and model load cost seconds) run here, in this process.
+
+    Args:
+        compute: a top-level function ``(LoadedModel, texts, progress=...) -> results``
+            returning one dataclass per text.
+        model: a model name (loaded here or in each worker) or a :class:`LoadedModel`.
+        texts: the texts.
+        device: where to load a named model.
+        workers: processes (default :func:`olacore.settings.cpu_workers`).
+        progress: a tqdm bar.
+
+    Returns:
+        ``compute``'s results, in the order of ``texts``.
+    """
+    from olacore.loading import load_model
+    from olacore.settings import cpu_workers, resolve_device
+    from olacore.training import run_in_processes
+
+    texts = list(texts)
+    workers = cpu_workers(device) if workers is None else workers
+    if isinstance(model, LoadedModel) or resolve_device(device).type != "cpu" or len(texts) < 8 * max(workers, 1) \
+            or workers < 2:
+        loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
+        return compute(loaded, texts, progress=progress)
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # long and short texts in every share
+    shares = [order[w::workers] for w in range(workers)]
+    jobs = [(compute, model, str(resolve_device(device)), [texts[i] for i in share]) for share in shares]
+    done = run_in_processes(_run_on_texts, jobs, workers, progress=progress, desc=f"{compute.__name__} {model}")
+    results: list[Any] = [None] * len(texts)
+    for share, items in zip(shares, done):
+        for index, item in zip(share, items):
+            results[index] = _by_value(item, to_numpy=False)
+    return results

@@ -215,7 +215,7 @@ def model_maps(
     align: str = "resize",
     sinks: str = "clean",
     size: int = 50,
-    batch_size: int = 8,
+    workers: int = 1,
     device: str | torch.device | None = None,
     progress: bool = True,
     sink_stats: str = "row",
@@ -227,7 +227,8 @@ def model_maps(
         texts: strings, or objects with ``.text`` (and ``.spans`` for word alignments).
         channels: channel names, e.g. ``("order1", "order2", "rollout")``.
         align, sinks, size, sink_stats: as :func:`make_maps`.
-        batch_size, device, progress: extraction settings on a cache miss.
+        workers, device, progress: extraction settings on a cache miss
+            (:func:`olacore.pipeline.cached_attention`).
 
     Returns:
         :class:`Maps`.
@@ -238,7 +239,7 @@ def model_maps(
     from olacore.pipeline import token_maps
 
     strings = [t if isinstance(t, str) else t.text for t in texts]
-    items = token_maps(model, strings, channels, batch_size=batch_size, device=device, progress=progress)
+    items = token_maps(model, strings, channels, workers=workers, device=device, progress=progress)
     words = None if align == "resize" else list(texts)
     return make_maps(items, align=align, sinks=sinks, size=size, words=words, sink_stats=sink_stats)
 
@@ -251,7 +252,7 @@ def split_maps(
     aligns: Sequence[str] = ("words",),
     sinks: str = "raw",
     size: int = 50,
-    batch_size: int = 8,
+    workers: int = 1,
     device: str | torch.device | None = None,
     progress: bool = False,
 ) -> dict[str, dict[str, Maps]]:
@@ -266,7 +267,7 @@ def split_maps(
         channels: channel names.
         aligns: alignments to make (``"words"``, ``"first"``, ``"resize"``).
         sinks, size: as :func:`make_maps`.
-        batch_size, device, progress: extraction settings on a cache miss.
+        workers, device, progress: extraction settings on a cache miss.
 
     Returns:
         nested dict ``align -> split -> Maps`` (texts in the order of each split).
@@ -274,7 +275,7 @@ def split_maps(
     from olacore.pipeline import token_maps
 
     unique = list(dict.fromkeys(item.text for items in splits.values() for item in items))
-    by_text = dict(zip(unique, token_maps(model, unique, channels, batch_size=batch_size, device=device,
+    by_text = dict(zip(unique, token_maps(model, unique, channels, workers=workers, device=device,
                                           progress=progress)))
     return {align: {name: make_maps([by_text[item.text] for item in items], align=align, sinks=sinks, size=size,
                                     words=None if align == "resize" else items)

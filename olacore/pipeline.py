@@ -22,8 +22,8 @@ from typing import Any, Callable, Sequence
 import torch
 
 from olacore import channels as vocabulary
-from olacore.extraction import Extraction, extract_attention
-from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind
+from olacore.extraction import Extraction, extract_attention, per_text
+from olacore.loading import LoadedModel, model_fingerprint, model_kind
 from olacore.ola import attention_rollout, order_level_attention
 from olacore.settings import fixed_threads
 from olacore.store import TensorStore
@@ -73,7 +73,7 @@ def cached_attention(
     model: str | LoadedModel,
     texts: Sequence[str],
     *,
-    batch_size: int = 8,
+    workers: int = 1,
     device: str | torch.device | None = None,
     progress: bool = True,
     store: TensorStore | None = None,
@@ -85,7 +85,10 @@ def cached_attention(
             the cache) or a :class:`LoadedModel` (its ``fingerprint`` keys the cache, so a
             modified copy must carry its own).
         texts: non-empty strings.
-        batch_size: kept for callers; texts are extracted one per forward pass (issue #13).
+        workers: processes extracting the texts the cache lacks, one thread each
+            (:func:`olacore.extraction.per_text`; :func:`olacore.settings.cpu_workers` gives one
+            per core). The default, 1, extracts in this process: a script that passes more must
+            guard its top level with ``if __name__ == "__main__":`` (spawned processes import it).
         device: where to load the model on a miss (default CUDA if available); ignored for a
             :class:`LoadedModel`.
         progress: tqdm bar while extracting the misses.
@@ -121,9 +124,10 @@ def cached_attention(
             attentions=tensors["attentions"],
         )
     if missing:
-        loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
         todo = list(missing.values())
-        extractions = extract_attention(loaded, [texts[i] for i in todo], batch_size=batch_size, progress=progress)
+        causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
+        extractions = per_text(extract_attention, model, [texts[i] for i in todo], device=device, workers=workers,
+                               progress=progress)
         for index, extraction in zip(todo, extractions):
             store.put_or_warn(
                 keys[index],
@@ -133,7 +137,7 @@ def cached_attention(
                     "text": extraction.text,
                     "tokens": extraction.tokens,
                     "offsets": [list(span) for span in extraction.offsets],
-                    "is_causal": loaded.is_causal,
+                    "is_causal": causal,
                 },
             )
             results[index] = extraction
@@ -172,7 +176,7 @@ def cached_ola(
     texts: Sequence[str],
     max_order: int,
     *,
-    batch_size: int = 8,
+    workers: int = 1,
     device: str | torch.device | None = None,
     progress: bool = True,
     store: TensorStore | None = None,
@@ -188,7 +192,7 @@ def cached_ola(
         model: model name or :class:`LoadedModel`, as for :func:`cached_attention`.
         texts: non-empty strings.
         max_order: highest order ``K``, ``0 <= K <= N``.
-        batch_size, device, progress, store: as for :func:`cached_attention`.
+        workers, device, progress, store: as for :func:`cached_attention`.
 
     Returns:
         One :class:`OLAResult` per text, in order: ``orders`` ``(K + 1, T, T)`` and ``rollout``
@@ -232,7 +236,7 @@ def cached_ola(
         missing.append(index)
     if missing:
         extractions = cached_attention(
-            model, [texts[i] for i in missing], batch_size=batch_size, device=device, progress=progress, store=store
+            model, [texts[i] for i in missing], workers=workers, device=device, progress=progress, store=store
         )
         causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
         for index, extraction in zip(missing, extractions):
@@ -330,7 +334,7 @@ def register_source(name: str, producer: Source) -> None:
 
     Args:
         name: the source name that :class:`olacore.channels.Channel` entries refer to.
-        producer: ``producer(model, texts, wanted_channels, *, batch_size, device, progress,
+        producer: ``producer(model, texts, wanted_channels, *, workers, device, progress,
             store) -> records``: one record per text with ``text``, ``tokens``, ``offsets`` and
             ``is_causal`` attributes, from which each wanted channel's ``take`` reads its map.
     """
@@ -342,7 +346,7 @@ def token_maps(
     texts: Sequence[str],
     channels: Sequence[str],
     *,
-    batch_size: int = 8,
+    workers: int = 1,
     device: str | torch.device | None = None,
     progress: bool = True,
     store: TensorStore | None = None,
@@ -353,7 +357,7 @@ def token_maps(
         model: model name or :class:`LoadedModel`, as for :func:`cached_attention`.
         texts: non-empty strings.
         channels: channel names (:mod:`olacore.channels`), e.g. ``("order1", "rollout")``.
-        batch_size, device, progress, store: as for :func:`cached_attention`.
+        workers, device, progress, store: as for :func:`cached_attention`.
 
     Returns:
         One :class:`TokenMaps` per text, in order.
@@ -364,7 +368,7 @@ def token_maps(
     """
     wanted = vocabulary.channels(channels)
     texts = _check_texts(texts)
-    settings = dict(batch_size=batch_size, device=device, progress=progress, store=store)
+    settings = dict(workers=workers, device=device, progress=progress, store=store)
     records: dict[str, list[Any]] = {}
     for source in dict.fromkeys(c.source for c in wanted):
         if source not in _SOURCES:

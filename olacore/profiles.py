@@ -11,7 +11,7 @@ instance of a chapter and profile, with a notebook's own parameters applied on t
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from olacore.proxy import Augment, ProxyConfig

@@ -90,7 +90,7 @@ def extraction_benchmark(report: dict, device: str, full: bool) -> None:
         extract_attention(model, texts[:2], progress=False)
         _synchronise(device)
         start = time.perf_counter()
-        results = extract_attention(model, texts, batch_size=16, progress=False)
+        results = extract_attention(model, texts, progress=False)
         _synchronise(device)
         seconds = time.perf_counter() - start
         rows[name] = {"tokens_per_second": sum(len(r.tokens) for r in results) / seconds, "texts": len(texts)}

@@ -196,9 +196,9 @@ def test_the_decomposition_check_fails_on_wrong_head_weights(model_type, monkeyp
 def test_tiny_model_contributions_and_batching(model_type):
     model = tiny_model(model_type)
     texts = [SHORT_TEXTS[1], SHORT_TEXTS[0], "a dog ran", "a cat sat", "a cow ate"]  # three of one length
-    batched = alti(model, texts, batch_size=3, progress=False)
+    batched = alti(model, texts, progress=False)
     for text, result in zip(texts, batched):
-        single = alti(model, [text], batch_size=1, progress=False)[0]
+        single = alti(model, [text], progress=False)[0]
         size = len(result.tokens)
         assert result.contributions.shape == (2, size, size) and result.contributions.dtype == torch.float32
         assert torch.equal(result.contributions, single.contributions)  # no padding: bit-identical (#13)
@@ -249,10 +249,8 @@ def test_text_over_the_context_gives_both_lengths():
         alti(model, ["the cat", "the cat " * 40], progress=False)
 
 
-def test_bad_batch_size_and_text_types():
+def test_bad_text_types():
     model = tiny_model("bert")
-    with pytest.raises(ValueError, match="batch_size"):
-        alti(model, SHORT_TEXTS, batch_size=0, progress=False)
     with pytest.raises(TypeError, match="single string"):
         alti(model, SHORT_TEXTS[0], progress=False)
     with pytest.raises(TypeError):
@@ -326,7 +324,7 @@ def test_zoo_vectors_sum_to_the_real_block_output(name, zoo_models):
     model = zoo_models(name)
     for text in SHORT_TEXTS:
         assert max_relative_error(model, text) < 1e-4
-    results = alti(model, SHORT_TEXTS, batch_size=2, progress=False)
+    results = alti(model, SHORT_TEXTS, progress=False)
     for result in results:
         size = len(result.tokens)
         assert result.contributions.shape == (model.num_layers, size, size)

@@ -99,7 +99,7 @@ TEXTS = [
 ]
 
 
-def _word_length_source(model, texts, wanted, *, batch_size, device, progress, store):
+def _word_length_source(model, texts, wanted, *, workers, device, progress, store):
     """A made-up producer: attention to a word grows with its length and falls with distance.
 
     Tokens are a special token and the words (:meth:`WordText.of`); the "model" name sets the
@@ -136,7 +136,7 @@ def test_a_new_channel_needs_one_entry_and_one_producer(vocabulary, tmp_path, on
     tokens = {m: token_maps(m, TEXTS, ["wordlength"]) for m in ("toy-a", "toy-b", "toy-c")}
     first = tokens["toy-a"][0]
     assert first.channels == ("wordlength",) and first.model == "toy-a" and first.tokens[0] == "<s>"
-    assert torch.equal(first.maps[0], _word_length_source("toy-a", TEXTS[:1], [], batch_size=1, device=None,
+    assert torch.equal(first.maps[0], _word_length_source("toy-a", TEXTS[:1], [], workers=1, device=None,
                                                           progress=False, store=None)[0].grid)
     # make_maps, every alignment
     words = [WordText.of(t) for t in TEXTS]

@@ -98,9 +98,9 @@ def test_tokenize_agrees_with_extraction(minilm):
 @pytest.mark.parametrize("which", ["minilm", "smollm"])
 def test_batched_equals_one_by_one(which, request):
     model = request.getfixturevalue(which)
-    batched = extract_attention(model, TEXTS, batch_size=3, progress=False)
+    batched = extract_attention(model, TEXTS, progress=False)
     for text, together in zip(TEXTS, batched):
-        (alone,) = extract_attention(model, [text], batch_size=1, progress=False)
+        (alone,) = extract_attention(model, [text], progress=False)
         assert alone.tokens == together.tokens and alone.offsets == together.offsets
         assert alone.attentions.shape == together.attentions.shape
         assert torch.equal(alone.attentions, together.attentions)
@@ -116,8 +116,6 @@ def test_empty_text_names_index(minilm):
         extract_attention(minilm, [""], progress=False)
     with pytest.raises(TypeError, match="single string"):
         extract_attention(minilm, "not a list", progress=False)
-    with pytest.raises(ValueError, match="batch_size"):
-        extract_attention(minilm, ["fine"], batch_size=0, progress=False)
 
 
 @pytest.mark.slow
@@ -154,11 +152,11 @@ def test_a_texts_attention_does_not_depend_on_the_other_texts(which, request):
     """
     model = request.getfixturevalue(which)
     texts = _texts(8)
-    together = extract_attention(model, texts, batch_size=8, progress=False)
+    together = extract_attention(model, texts, progress=False)
     split = extract_attention(model, texts[:5], progress=False) + extract_attention(model, texts[5:], progress=False)
-    backwards = extract_attention(model, texts[::-1], batch_size=3, progress=False)[::-1]
+    backwards = extract_attention(model, texts[::-1], progress=False)[::-1]
     for index, text in enumerate(texts):
-        (alone,) = extract_attention(model, [text], batch_size=1, progress=False)
+        (alone,) = extract_attention(model, [text], progress=False)
         for other in (together[index], split[index], backwards[index]):
             assert other.tokens == alone.tokens
             assert torch.equal(other.attentions, alone.attentions), f"text {index} differs in its last bits"
@@ -186,7 +184,19 @@ def test_tiny_models_give_each_text_the_same_bits_in_any_company(model_type):
 
     model = tiny_model(model_type)
     texts = ["a dog ran", "a cat sat", "a cow ate", "the river rose over the old bridge"]
-    together = extract_attention(model, texts, batch_size=4, progress=False)
+    together = extract_attention(model, texts, progress=False)
     for text, result in zip(texts, together):
         (alone,) = extract_attention(model, [text], progress=False)
         assert torch.equal(result.attentions, alone.attentions)
+
+
+@pytest.mark.slow
+def test_extraction_in_worker_processes_equals_in_process():
+    from olacore.extraction import per_text
+
+    texts = [f"The {word} sat on the mat while the dog slept." for word in ("cat", "old fox", "bird", "child", "man")]
+    here = extract_attention(load_model("minilm-l6", device="cpu"), texts, progress=False)
+    there = per_text(extract_attention, "minilm-l6", texts, device="cpu", workers=2, progress=False)
+    for a, b in zip(here, there):
+        assert a.tokens == b.tokens and a.offsets == b.offsets
+        assert torch.equal(a.attentions, b.attentions)  # bit for bit: each text alone, one thread
