@@ -1,0 +1,266 @@
+"""Readers for the TOA task corpora: WNUT-17 (named entities) and SemEval-2010 Task 8 (relations).
+
+Both are read word by word from the data folder (:func:`olacore.settings.data_file`, read
+only) into word-level records that carry the text given to the models and each word's
+character span in it, so that any tokenizer's offsets can be aligned to the words later
+(:mod:`olacore.toa.tasks`). Nothing is silently dropped: malformed lines or examples are
+named and counted in the corpus's ``skipped`` list (and its :meth:`report`).
+
+- WNUT-17 (CC BY 4.0): CoNLL-style ``word<TAB>tag`` lines, sentences separated by lines that
+  are empty or hold only whitespace, BIO tags of 6 types (13 tags). The text of a sentence is
+  its words joined by single spaces (as the official TOA data code joins its CoNLL words,
+  ``data_utils/ola_dataset.py``). The paper used OntoNotes NER (licensed); WNUT-17 stands in.
+- SemEval-2010 Task 8 (CC BY 3.0): ``<id><TAB>"<sentence with <e1>..</e1> and <e2>..</e2>>"``,
+  then the directed label and a ``Comment:`` line. As in the official code
+  (``data_utils/ola_dataset.py``, ``OLADataset_SemEvalRe``): spaces are put around the four
+  markers, the sentence is split on spaces, the markers are removed and the remaining words
+  joined by single spaces; each entity is the run of words between its markers. The dev
+  split is a fixed held-out part of TRAIN (every 10th example, ids 10, 20, ..., 8000), never
+  the test file; the last 800 examples would not do: 31 % of them are ``Other`` against 16 %
+  in the rest of TRAIN (the file is not shuffled).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from olacore.settings import data_file
+
+__all__ = [
+    "WNUT17_FILES",
+    "WNUT17_TYPES",
+    "SEMEVAL_LABELS",
+    "NERSentence",
+    "RelationExample",
+    "Corpus",
+    "join_words",
+    "read_wnut17",
+    "read_semeval",
+]
+
+WNUT17_FILES = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "test": "emerging.test.annotated"}
+WNUT17_TYPES = ("corporation", "creative-work", "group", "location", "person", "product")
+#: The 19 directed labels of SemEval-2010 Task 8: 9 relations x 2 directions, and Other.
+SEMEVAL_LABELS: tuple[str, ...] = tuple(
+    f"{relation}({a},{b})"
+    for relation in ("Cause-Effect", "Component-Whole", "Content-Container", "Entity-Destination", "Entity-Origin",
+                     "Instrument-Agency", "Member-Collection", "Message-Topic", "Product-Producer")
+    for a, b in (("e1", "e2"), ("e2", "e1"))
+) + ("Other",)
+
+
+@dataclass(frozen=True)
+class NERSentence:
+    """One sentence of a named-entity corpus, word level.
+
+    Attributes:
+        sent_id: ``"<split>-<index>"`` (position in the file, from 0).
+        text: the words joined by single spaces (what the models read).
+        words: the words.
+        spans: ``(start, end)`` character span of each word in ``text``.
+        tags: the BIO tag of each word (``"B-person"``, ``"I-person"``, ``"O"``).
+    """
+
+    sent_id: str
+    text: str
+    words: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    tags: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+@dataclass(frozen=True)
+class RelationExample:
+    """One SemEval-2010 Task 8 example, entity markers removed, entity spans kept.
+
+    Attributes:
+        sent_id: the example's number in the release (``"1"`` .. ``"10717"``).
+        text: the words joined by single spaces (what the models read).
+        words: the words (markers removed).
+        spans: ``(start, end)`` character span of each word in ``text``.
+        e1, e2: ``(first word, last word + 1)`` of each entity, word indices.
+        label: the directed relation (one of :data:`SEMEVAL_LABELS`).
+    """
+
+    sent_id: str
+    text: str
+    words: tuple[str, ...]
+    spans: tuple[tuple[int, int], ...]
+    e1: tuple[int, int]
+    e2: tuple[int, int]
+    label: str
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The records of one split and the ones that could not be read.
+
+    Attributes:
+        name: e.g. ``"wnut17-train"``.
+        items: :class:`NERSentence` or :class:`RelationExample` records, in file order.
+        skipped: ``(id, reason)`` of every record left out (malformed line, missing marker).
+    """
+
+    name: str
+    items: tuple
+    skipped: tuple[tuple[str, str], ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def report(self) -> str:
+        """One line: how many records were read and how many were left out (first ids shown)."""
+        line = f"{self.name}: {len(self.items) + len(self.skipped)} read, {len(self.items)} kept, {len(self.skipped)} skipped"
+        if self.skipped:
+            shown = ", ".join(f"{i} ({why})" for i, why in self.skipped[:3])
+            line += f" [{shown}{', ...' if len(self.skipped) > 3 else ''}]"
+        return line
+
+
+def join_words(words: tuple[str, ...] | list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """``(text, spans)``: the words joined by single spaces and each word's character span."""
+    spans, cursor = [], 0
+    for word in words:
+        spans.append((cursor, cursor + len(word)))
+        cursor += len(word) + 1
+    return " ".join(words), tuple(spans)
+
+
+def _split_name(split: str, known) -> None:
+    if split not in known:
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(known)}")
+
+
+@lru_cache(maxsize=3)
+def read_wnut17(split: str) -> Corpus:
+    """WNUT-17 ``split`` ('train', 'dev' or 'test': 3,394 / 1,009 / 1,287 sentences) as word-level BIO.
+
+    A line that is not ``word<TAB>tag`` (or whose tag is not ``O`` / ``B-<type>`` / ``I-<type>``)
+    makes its sentence skipped, named in ``Corpus.skipped``.
+
+    Raises:
+        ValueError: unknown split.
+        FileNotFoundError: the file is missing (the message names ``OLACORE_DATA``).
+    """
+    _split_name(split, WNUT17_FILES)
+    path = data_file("wnut17", WNUT17_FILES[split])
+    sentences, skipped = [], []
+    words: list[str] = []
+    tags: list[str] = []
+    problem: str | None = None
+
+    def flush() -> None:
+        nonlocal words, tags, problem
+        if words or problem:
+            sent_id = f"{split}-{len(sentences) + len(skipped)}"
+            if problem:
+                skipped.append((sent_id, problem))
+            else:
+                text, spans = join_words(words)
+                sentences.append(NERSentence(sent_id, text, tuple(words), spans, tuple(tags)))
+        words, tags, problem = [], [], None
+
+    tag_form = re.compile(r"^(O|[BI]-[\w-]+)$")
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                flush()
+                continue
+            parts = line.split("\t")
+            if len(parts) != 2 or not parts[0] or not tag_form.match(parts[1].strip()):
+                problem = problem or f"line {number} is not 'word<TAB>tag': {line[:40]!r}"
+                continue
+            words.append(parts[0])
+            tags.append(parts[1].strip())
+    flush()
+    return Corpus(name=f"wnut17-{split}", items=tuple(sentences), skipped=tuple(skipped))
+
+
+_MARKERS = ("<e1>", "</e1>", "<e2>", "</e2>")
+
+
+def _parse_relation(sent_id: str, sentence: str, label: str) -> RelationExample:
+    spaced = sentence
+    for marker in _MARKERS:
+        spaced = spaced.replace(marker, f" {marker} ")
+    words: list[str] = []
+    position: dict[str, int] = {}
+    for piece in spaced.split(" "):
+        if not piece:
+            continue
+        if piece in _MARKERS:
+            if piece in position:
+                raise ValueError(f"marker {piece} appears twice")
+            position[piece] = len(words)
+        else:
+            words.append(piece)
+    missing = [m for m in _MARKERS if m not in position]
+    if missing:
+        raise ValueError(f"marker(s) {missing} missing")
+    e1, e2 = (position["<e1>"], position["</e1>"]), (position["<e2>"], position["</e2>"])
+    if e1[1] <= e1[0] or e2[1] <= e2[0]:
+        raise ValueError("an entity holds no word")
+    if label not in SEMEVAL_LABELS:
+        raise ValueError(f"unknown label {label!r}")
+    text, spans = join_words(words)
+    return RelationExample(sent_id, text, tuple(words), spans, e1, e2, label)
+
+
+@lru_cache(maxsize=3)
+def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[str, str], ...]]:
+    lines = data_file("semeval2010_task8", name).read_text(encoding="utf-8").splitlines()
+    examples, skipped = [], []
+    index = 0
+    while index < len(lines):
+        line = lines[index].strip()
+        if not line:
+            index += 1
+            continue
+        head = re.match(r'^(\d+)\s+"(.*)"$', line)
+        if not head:
+            skipped.append((f"line {index + 1}", f"not '<id><TAB>\"sentence\"': {line[:40]!r}"))
+            index += 1
+            continue
+        sent_id, sentence = head.group(1), head.group(2)
+        label = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        try:
+            examples.append(_parse_relation(sent_id, sentence, label))
+        except ValueError as error:
+            skipped.append((sent_id, str(error)))
+        index += 2
+        while index < len(lines) and lines[index].strip().startswith("Comment"):
+            index += 1
+    return tuple(examples), tuple(skipped)
+
+
+def read_semeval(split: str, dev_every: int = 10) -> Corpus:
+    """SemEval-2010 Task 8 ``split`` ('train', 'dev' or 'test') with entity spans, markers removed.
+
+    ``dev`` is every ``dev_every``-th example of TRAIN_FILE.TXT (ids ``dev_every``,
+    ``2 * dev_every``, ...: 800 examples for 10), ``train`` the rest of TRAIN (7,200), ``test``
+    TEST_FILE_FULL.TXT (2,717). An example whose markers or label cannot be read is skipped
+    and named (in the split it would have belonged to; all of TRAIN's in ``train``).
+
+    Raises:
+        ValueError: unknown split, or ``dev_every`` below 2.
+        FileNotFoundError: a file is missing (the message names ``OLACORE_DATA``).
+    """
+    _split_name(split, ("train", "dev", "test"))
+    if isinstance(dev_every, bool) or not isinstance(dev_every, int) or dev_every < 2:
+        raise ValueError(f"dev_every must be an int >= 2; got {dev_every!r}")
+    if split == "test":
+        examples, skipped = _semeval_file("TEST_FILE_FULL.TXT")
+        return Corpus("semeval-test", examples, skipped)
+    examples, skipped = _semeval_file("TRAIN_FILE.TXT")
+    held_out = [int(x.sent_id) % dev_every == 0 for x in examples]
+    if split == "train":
+        return Corpus("semeval-train", tuple(x for x, h in zip(examples, held_out) if not h), skipped)
+    return Corpus(f"semeval-dev (every {dev_every}th of TRAIN)", tuple(x for x, h in zip(examples, held_out) if h), ())
