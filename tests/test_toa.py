@@ -247,6 +247,26 @@ def test_dependency_items_use_first_subtokens_and_the_root_points_to_itself():
     assert universal.items[0].word_labels[1] == "nsubj"
 
 
+def test_the_word_grid_keeps_first_subtokens_and_indexes_by_word():
+    record = _record()
+    data = build_task_data("dp", "toy", [_ud()], records=[record], grid="words")
+    item = data.items[0]
+    assert item.positions == (1, 2, 3, 5) and item.num_tokens == 4
+    assert item.word_tokens == (0, 1, 2, 3) and item.heads == (1, 2, 2, 2)
+    raw = data.raw(InputSpec(("order1",)))[0]
+    assert torch.equal(raw[0], record.orders[1][[1, 2, 3, 5]][:, [1, 2, 3, 5]])
+    assert data.inputs(InputSpec())[0].shape == (4, 4, 4)
+    pos = build_task_data("pos", "toy", [_ud()], records=[record], grid="words").items[0]
+    assert pos.token_labels == ("DT", "NN", "VBZ", ".") and pos.word_tokens == (0, 1, 2, 3)
+    words = ("Paris", "is", "big", "Bob")
+    text, spans = join_words(words)
+    offsets = [(0, 3), (3, 5), (6, 8), (9, 12), (13, 16)]
+    relation = RelationExample("r1", text, words, spans, (0, 1), (3, 4), "Other")
+    assert build_task_data("re", "toy", [relation], records=[_record(text, offsets)], grid="words").items[0].spans == (0, 1, 3, 4)
+    with pytest.raises(ValueError, match="grid"):
+        build_task_data("dp", "toy", [_ud()], records=[record], grid="bytes")
+
+
 def test_pos_labels_every_subtoken_and_special_tokens_get_their_class():
     data = build_task_data("pos", "toy", [_ud()], records=[_record()])
     assert data.items[0].token_labels == (SPECIAL, "DT", "NN", "VBZ", "VBZ", ".", SPECIAL)
@@ -365,3 +385,71 @@ def test_bad_input_is_refused_or_counted():
         adapter.evaluate(_toy_parsing(4, 8, causal=True))
     with pytest.raises(ValueError, match="trained for"):
         adapter.evaluate(replace(unseen, task="pos"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings and tables
+# ---------------------------------------------------------------------------------------------
+
+
+def test_settings_are_validated_and_list_the_grid():
+    from olacore.toa.config import SYNTAX_GRID, toa_settings
+
+    default = toa_settings("default")
+    cells = default.cells()
+    assert len(cells) == len(set(cells))
+    full = {(m, i) for m, i, _ in cells if m == "minilm-l6"}
+    assert full == {("minilm-l6", name) for name in SYNTAX_GRID}
+    assert {i for m, i, _ in cells if m == "qwen2.5-0.5b"} == set(default.basic_inputs)
+    assert sum(1 for m, i, _ in cells if (m, i) == ("minilm-l6", "order 3")) == len(default.seeds)
+    with pytest.raises(ValueError, match="unknown profile"):
+        toa_settings("huge")
+    with pytest.raises(ValueError, match="num_train"):
+        toa_settings("default", num_train=0)
+    with pytest.raises(ValueError, match="not in models"):
+        toa_settings("default", full_grid=("bert-base-cased",))
+    with pytest.raises(ValueError, match="unknown inputs"):
+        toa_settings("default", basic_inputs=("order 9",))
+
+
+def test_gap_and_order_tables_from_a_hand_made_grid():
+    import pandas as pd
+
+    from olacore.toa.experiments import distance_gaps, order_comparison, summary
+
+    rows = []
+    for seed, (o1, o3, roll) in enumerate([(60, 50, 40), (62, 55, 45), (58, 59, 41)]):
+        rows += [{"model": "m", "input": "order 1", "seed": seed, "uas": o1, "las": o1 / 2},
+                 {"model": "m", "input": "order 3", "seed": seed, "uas": o3, "las": o3 / 2},
+                 {"model": "m", "input": "rollout", "seed": seed, "uas": roll, "las": roll / 2}]
+    rows.append({"model": "m", "input": "distance", "seed": 0, "uas": 30, "las": 8})
+    table = pd.DataFrame(rows)
+    gaps = distance_gaps(table)
+    assert gaps.loc[0, "gap"] == pytest.approx(30.0)
+    compared = order_comparison(table).set_index("other")
+    assert compared.loc["order 3", "mean_diff"] == pytest.approx((10 + 7 - 1) / 3)
+    assert not compared.loc["order 3", "all_seeds_better"] and compared.loc["rollout", "all_seeds_better"]
+    assert compared.loc["rollout", "min_diff"] == pytest.approx(17.0)
+    means = summary(table).set_index("input")
+    assert means.loc["order 1", "uas_mean"] == pytest.approx(60.0) and means.loc["order 1", "uas_count"] == 3
+    assert means.loc["order 1", "uas_std"] == pytest.approx(2.0)
+
+
+def test_scores_are_kept_per_adapter_and_data(tmp_path):
+    from olacore.toa.experiments import evaluate_cached
+
+    store = TensorStore(tmp_path)
+    train, dev, test = _toy_parsing(16, 9), _toy_parsing(8, 10), _toy_parsing(8, 11)
+    adapter = train_adapters([make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=1))],
+                             store=store, progress=False)[0]
+    assert adapter.key is not None
+    first = evaluate_cached(adapter, test, store)
+    assert first == pytest.approx(adapter.evaluate(test))
+    for parameter in adapter.model.parameters():  # a stale score would survive this
+        torch.nn.init.zeros_(parameter)
+    assert evaluate_cached(adapter, test, store) == first  # read back: same adapter key, same data
+    other = _toy_parsing(8, 12)
+    assert evaluate_cached(adapter, other, store) == pytest.approx(adapter.evaluate(other))
+    words = build_task_data("dp", "toy", [_ud()], records=[_record()], grid="words")
+    with pytest.raises(ValueError, match="grid"):
+        adapter.evaluate(words)

@@ -19,6 +19,14 @@ the official code does (``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py`
   ``dp-universal``: subtypes stripped): a word is its first sub-token; a head word is its
   first sub-token; the root word's head is its own first sub-token (official convention).
 
+**Grid.** ``grid="tokens"`` (official) keeps every token of the model, special tokens
+included: the adapter reads the full ``T x T`` map and every token is a candidate head.
+``grid="words"`` keeps only the rows and columns of each word's first sub-token (the maps
+the syntax chapter's probes read, :func:`olacore.syntax.first_subtoken_maps`): a ``W x W``
+image, labels indexed by word, every *word* a candidate head; smaller (cheaper) and without
+the special-token sinks. Words of one multi-word token (EWT "don't" = do + n't) share their
+first sub-token, so their rows are equal.
+
 **Length cut** (official ``cutoff_len`` 64): only the first ``max_tokens`` tokens are kept.
 Words whose first sub-token falls beyond the cut are not scored, heads beyond it are not
 scored (official ``-100``), NER entities starting beyond it are lost, RE examples with an
@@ -40,7 +48,7 @@ import torch
 from olacore.maps import word_assignment
 from olacore.toa.inputs import InputSpec, build_input, raw_maps
 
-__all__ = ["SPECIAL", "TASKS", "TaskItem", "TaskReport", "TaskData", "task_kind", "build_task_data", "universal"]
+__all__ = ["SPECIAL", "TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind", "build_task_data", "universal"]
 
 #: The class of special tokens in the POS task (official: one extra class).
 SPECIAL = "<special>"
@@ -53,6 +61,10 @@ TASKS: dict[str, tuple[str, str]] = {
     "dp": ("dependency", "full"),
     "dp-universal": ("dependency", "universal"),
 }
+
+
+#: What the adapter's image holds: every token (official) or each word's first sub-token.
+GRIDS = ("tokens", "words")
 
 
 def task_kind(task: str) -> str:
@@ -88,6 +100,9 @@ class TaskItem:
         punct: ``dependency``: whether each scored word is punctuation (UPOS ``PUNCT``).
         spans: ``relation``: ``(e1_start, e1_end, e2_start, e2_end)`` token indices, end exclusive.
         label: ``relation``: the directed relation.
+        positions: ``grid="words"``: the token index of each row / column of the image (each
+            kept word's first sub-token); empty for the token grid. All other indices of the
+            item then count rows of that image (words), not tokens.
     """
 
     sent_id: str
@@ -101,6 +116,7 @@ class TaskItem:
     punct: tuple[bool, ...] = ()
     spans: tuple[int, int, int, int] | None = None
     label: str | None = None
+    positions: tuple[int, ...] = ()
 
 
 @dataclass
@@ -159,6 +175,7 @@ class TaskData:
         causal: the model is a causal LM.
         max_tokens: the length cut (``None``: none).
         report: counts of what was lost.
+        grid: ``"tokens"`` or ``"words"`` (see the module docstring).
     """
 
     task: str
@@ -169,6 +186,7 @@ class TaskData:
     causal: bool
     max_tokens: int | None
     report: TaskReport
+    grid: str = "tokens"
 
     def __len__(self) -> int:
         return len(self.items)
@@ -178,13 +196,24 @@ class TaskData:
         """``"tokens"``, ``"relation"`` or ``"dependency"``."""
         return task_kind(self.task)
 
+    def raw(self, spec: InputSpec) -> list[torch.Tensor]:
+        """The spec's raw (unprocessed) maps of every item, cut (and reduced to the word grid):
+        ``(K, T_i, T_i)``; the adapter input is their :func:`~olacore.toa.inputs.stack_channels`."""
+        out = []
+        for record, item in zip(self.records, self.items):
+            if not item.positions:
+                out.append(raw_maps(record, spec, item.num_tokens))
+                continue
+            full = raw_maps(record, spec, max(item.positions) + 1)
+            index = torch.tensor(item.positions)
+            out.append(full.index_select(-2, index).index_select(-1, index))
+        return out
+
     def inputs(self, spec: InputSpec) -> list[torch.Tensor]:
         """The adapter input of every item: ``(spec.num_channels, T_i, T_i)`` float32 (cut)."""
-        return [build_input(r, spec, item.num_tokens) for r, item in zip(self.records, self.items)]
-
-    def raw(self, spec: InputSpec) -> list[torch.Tensor]:
-        """The spec's raw (unprocessed) maps of every item, cut: for on-the-fly augmentation."""
-        return [raw_maps(r, spec, item.num_tokens) for r, item in zip(self.records, self.items)]
+        if self.grid == "tokens":
+            return [build_input(r, spec, item.num_tokens) for r, item in zip(self.records, self.items)]
+        return [build_input(r, spec, raw=m) for r, m in zip(self.records, self.raw(spec))]
 
     def labels(self) -> list[str]:
         """Every gold label string the items carry (to build a label vocabulary)."""
@@ -268,8 +297,29 @@ def _relation_item(source, share, keep, report) -> TaskItem | None:
     return TaskItem(source.sent_id, source.text, keep, spans=tuple(spans), label=source.label)
 
 
+def _to_words(item: TaskItem, first: list[int], kind: str) -> TaskItem:
+    """The same item on the word grid: rows are the kept words' first sub-tokens."""
+    kept = [t for t in first if t < item.num_tokens]
+    where = {}
+    for w, t in enumerate(kept):
+        where.setdefault(t, w)
+    count = len(kept)
+    if kind == "relation":
+        e1s, e1e, e2s, e2e = item.spans
+        starts = [where[t] for t in kept if e1s <= t < e1e][:1] + [where[t] for t in kept if e2s <= t < e2e][:1]
+        spans = (starts[0], max(w for w, t in enumerate(kept) if t < e1e) + 1,
+                 starts[1], max(w for w, t in enumerate(kept) if t < e2e) + 1)
+        return dataclasses.replace(item, num_tokens=count, spans=spans, positions=tuple(kept))
+    if kind == "tokens":
+        return dataclasses.replace(item, num_tokens=count, token_labels=item.word_labels,
+                                   word_tokens=tuple(range(count)), positions=tuple(kept))
+    heads = tuple(-1 if h < 0 else (w if h0 == 0 else h0 - 1) for w, (h, h0) in enumerate(zip(item.heads, item.gold_heads)))
+    return dataclasses.replace(item, num_tokens=count, word_tokens=tuple(range(count)), heads=heads, positions=tuple(kept))
+
+
 def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = "train", *,
-                    max_tokens: int | None = 64, max_order: int = 2, records: Sequence[Any] | None = None,
+                    max_tokens: int | None = 64, grid: str = "tokens", max_order: int = 2,
+                    records: Sequence[Any] | None = None,
                     batch_size: int = 8, device: str | torch.device | None = None, progress: bool = False,
                     store=None) -> TaskData:
     """A task split in one model's tokenisation, its OLA cached (:func:`olacore.cache.cached_ola`).
@@ -282,7 +332,8 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
             :class:`olacore.corpora.RelationExample` (``re``); each needs ``sent_id``,
             ``text``, ``words`` and ``spans``.
         split: a label for the report.
-        max_tokens: the length cut (official 64; ``None``: none).
+        max_tokens: the length cut (official 64; ``None``: none), in tokens for both grids.
+        grid: ``"tokens"`` (official) or ``"words"`` (see the module docstring).
         max_order: OLA orders to compute (2 for the official input, 3 for the syntax grid).
         records: OLA records of ``sources`` already at hand (then ``model`` only names them).
         batch_size, device, progress, store: passed to :func:`olacore.cache.cached_ola`.
@@ -295,6 +346,8 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
             sources without the labels the task needs.
     """
     kind = task_kind(task)
+    if grid not in GRIDS:
+        raise ValueError(f"grid must be one of {GRIDS}; got {grid!r}")
     if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2):
         raise ValueError(f"max_tokens must be an int >= 2 or None; got {max_tokens!r}")
     sources = list(sources)
@@ -327,8 +380,10 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
             item = _relation_item(source, share, keep, report)
         if item is None:
             continue
+        if grid == "words":
+            item = _to_words(item, [int(torch.nonzero(row > 0)[0]) for row in share], kind)
         items.append(item)
         kept_records.append(record)
     report.kept = len(items)
     causal = bool(kept_records[0].is_causal) if kept_records else False
-    return TaskData(task, str(name), split, items, kept_records, causal, max_tokens, report)
+    return TaskData(task, str(name), split, items, kept_records, causal, max_tokens, report, grid)

@@ -152,9 +152,13 @@ class AdapterJob:
     dev_items: list[TaskItem]
     seed: int = 0
     labels: dict[str, Any] = field(default_factory=dict)
+    grid: str = "tokens"
 
     def key(self) -> str:
-        """sha256 of everything that changes the trained adapter (see the module docstring)."""
+        """sha256 of everything that changes the trained adapter (see the module docstring).
+
+        The grid needs no entry of its own: it shapes the maps and targets, which are hashed.
+        """
         def data_digest(raw, targets):
             return _digest(list(raw) + [a for t in targets for _, a in sorted(t.items())])
 
@@ -217,7 +221,7 @@ class AdapterJob:
         record = {
             "task": self.task, "spec": self.spec.as_dict(), "adapter": self.adapter.as_dict(),
             "training": self.training.as_dict(), "vocab": list(self.vocab), "causal": self.causal,
-            "seed": self.seed, "in_channels": self.spec.num_channels, "labels": self.labels,
+            "seed": self.seed, "grid": self.grid, "in_channels": self.spec.num_channels, "labels": self.labels,
             "best_epoch": best_epoch, "dev": best, "selected_on": f"dev {metric}", "history": history,
             "seconds": time.perf_counter() - start, "train_seconds": train_seconds,
             "sentences_per_second": config.epochs * len(train_raw) / max(train_seconds, 1e-9),
@@ -232,15 +236,17 @@ class TrainedAdapter:
 
     model: ToaModel
     record: dict[str, Any]
+    key: str | None = None
 
     @classmethod
     def from_stored(cls, tensors: dict[str, torch.Tensor], record: dict[str, Any],
-                    device: str | torch.device | None = None) -> "TrainedAdapter":
-        """Rebuild from what :meth:`AdapterJob.train` stored (on ``device``, in eval mode)."""
+                    device: str | torch.device | None = None, key: str | None = None) -> "TrainedAdapter":
+        """Rebuild from what :meth:`AdapterJob.train` stored (on ``device``, in eval mode);
+        ``key`` is the job's store key (it identifies the adapter, e.g. for cached scores)."""
         adapter = AdapterConfig(**record["adapter"])
         model = ToaModel(task_kind(record["task"]), record["in_channels"], len(record["vocab"]), adapter)
         model.load_state_dict(tensors)
-        return cls(model.to(resolve_device(device)).eval(), record)
+        return cls(model.to(resolve_device(device)).eval(), record, key)
 
     @property
     def task(self) -> str:
@@ -265,8 +271,8 @@ class TrainedAdapter:
         """Scores on ``data`` (a model the adapter may never have seen), plus ``unknown_labels``.
 
         Raises:
-            ValueError: ``data`` is for another task, or from a model of the other kind
-                (CLM vs encoder: TOA transfers within a kind only, as the official code).
+            ValueError: ``data`` is for another task or grid, or from a model of the other
+                kind (CLM vs encoder: TOA transfers within a kind only, as the official code).
         """
         self._check(data)
         targets, unknown = encode_items(data.items, data.kind, self.vocab)
@@ -278,6 +284,9 @@ class TrainedAdapter:
     def _check(self, data: TaskData) -> None:
         if data.task != self.task:
             raise ValueError(f"this adapter was trained for {self.task!r}, the data is for {data.task!r}")
+        if data.grid != self.record.get("grid", "tokens"):
+            raise ValueError(f"this adapter was trained on the {self.record.get('grid', 'tokens')} grid, the data is "
+                             f"on the {data.grid} grid; build the data with grid={self.record.get('grid', 'tokens')!r}")
         if bool(data.causal) != bool(self.record["causal"]):
             kinds = {True: "a causal LM", False: "an encoder"}
             raise ValueError(f"this adapter was trained on {kinds[bool(self.record['causal'])]} and the data comes "
@@ -290,8 +299,10 @@ def _check_sizes(data: TaskData, raw: Sequence[torch.Tensor]) -> None:
         if maps.shape[-2] != size or size != item.num_tokens:
             raise ValueError(f"{data.split} sentence {item.sent_id}: its map is {tuple(maps.shape[-2:])} but its labels "
                              f"are for {item.num_tokens} tokens; build the maps and labels with the same cut")
-        positions = list(item.word_tokens) + [h for h in item.heads if h >= 0] + list(item.spans or ())
-        if len(item.token_labels) not in (0, size) or any(p > size or p < 0 for p in positions):
+        inside = list(item.word_tokens) + [h for h in item.heads if h >= 0] + list(item.spans or ())[0::2]
+        ends = list(item.spans or ())[1::2]
+        if (len(item.token_labels) not in (0, size) or any(not 0 <= p < size for p in inside)
+                or any(not 0 < e <= size for e in ends)):
             raise ValueError(f"{data.split} sentence {item.sent_id}: labels point beyond its {size}-token map")
 
 
@@ -312,8 +323,8 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
         ValueError: tasks differ, a split is empty, a map's size does not match its labels,
             or no training label is in the vocabulary.
     """
-    if train.task != dev.task:
-        raise ValueError(f"train is for {train.task!r} but dev for {dev.task!r}")
+    if train.task != dev.task or train.grid != dev.grid:
+        raise ValueError(f"train is {train.task!r} on the {train.grid} grid but dev {dev.task!r} on the {dev.grid} grid")
     if not len(train) or not len(dev):
         raise ValueError(f"train ({len(train)}) and dev ({len(dev)}) need at least one example each")
     vocab = vocab or LabelVocab.from_labels(train.labels())
@@ -326,7 +337,7 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
         raise ValueError("no training label is in the vocabulary")
     return AdapterJob(train.task, spec, adapter or AdapterConfig(), training or TrainConfig(), vocab.labels,
                       train.causal, [m.numpy() for m in train_raw], train_targets, [m.numpy() for m in dev_raw],
-                      dev_targets, list(dev.items), seed, dict(labels))
+                      dev_targets, list(dev.items), seed, dict(labels), train.grid)
 
 
 def train_adapters(jobs: Sequence[AdapterJob], *, workers: int = 1, store: TensorStore | None = None,
@@ -337,4 +348,4 @@ def train_adapters(jobs: Sequence[AdapterJob], *, workers: int = 1, store: Tenso
     keys train once; a changed config, seed or data gives a new key (never a stale adapter).
     """
     results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="TOA adapters")
-    return [TrainedAdapter.from_stored(tensors, record) for tensors, record in results]
+    return [TrainedAdapter.from_stored(tensors, record, key=job.key()) for job, (tensors, record) in zip(jobs, results)]
