@@ -156,6 +156,10 @@ def test_configs_refuse_non_positive_sizes_with_the_field_name():
         AdapterConfig(dim=30, heads=4)
     with pytest.raises(ValueError, match="backbone"):
         AdapterConfig(backbone="unet")
+    with pytest.raises(ValueError, match="ffn_kernel"):
+        AdapterConfig(ffn_kernel=2)
+    with pytest.raises(ValueError, match="input_transform"):
+        AdapterConfig(input_transform="sqrt")
     with pytest.raises(ValueError, match="epochs"):
         TrainConfig(epochs=0)
     with pytest.raises(ValueError, match="lr"):
@@ -174,8 +178,9 @@ def _padded_pair(channels, short=5, long=9, seed=4):
 
 
 @pytest.mark.parametrize("task", ["tokens", "relation", "dependency"])
-@pytest.mark.parametrize("config", [AdapterConfig(dim=16, heads=2), AdapterConfig(dim=16, heads=2, local_mix=False,
-                                                                                  offset_embedding=3)])
+@pytest.mark.parametrize("config", [AdapterConfig(dim=16, heads=2),
+                                    AdapterConfig(dim=16, heads=2, local_mix=False, offset_embedding=3, ffn_kernel=1,
+                                                  input_transform="none", pair_scores=False)])
 def test_padding_does_not_change_a_sentence_and_shapes(task, config):
     torch.manual_seed(0)
     model = ToaModel(task, 3, 6, config).eval()
@@ -344,6 +349,18 @@ def test_tiny_end_to_end_training_beats_chance():
     assert scores["uas"] > chance + 30
     assert adapter.record["best_epoch"] >= 1 and adapter.record["dev"]["las"] == max(
         h["dev_las"] for h in adapter.record["history"])
+
+
+def test_training_with_the_official_augmentations_runs_and_changes_the_adapter():
+    train, dev = _toy_parsing(16, 13), _toy_parsing(8, 14)
+    plain = make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=1), seed=0)
+    noisy = make_job(train, dev, InputSpec(("order1",)), SMALL,
+                     TrainConfig(epochs=1, augment=Augmentation(sink_p=1.0, noise_p=1.0)), seed=0)
+    assert plain.key() != noisy.key()
+    weights_plain, _ = plain.train()
+    weights_noisy, record = noisy.train()
+    assert record["training"]["augment"]["sink_p"] == 1.0
+    assert any(not torch.equal(weights_plain[k], weights_noisy[k]) for k in weights_plain)
 
 
 def test_stored_adapters_are_reused_only_for_the_same_training(tmp_path):

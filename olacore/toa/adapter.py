@@ -15,8 +15,10 @@ sub-layer, so a sentence's output does not depend on what it is batched with. Pe
 pre-norm row attention, pre-norm column attention, one pre-norm feed-forward (position-wise,
 ``ffn_mult * dim`` wide) with an optional depthwise 3x3 convolution (``local_mix``) standing
 in for the official 3x3 convolutions at a small fraction of their cost; a final LayerNorm on
-the diagonal. No positional embedding, as in the official network: the adapter knows where a
-token is only through the maps. :class:`PackageBackbone` wraps the official package itself
+every cell. The backbone returns the diagonal (token features) and the whole grid (pair
+features, read by the DP head when ``pair_scores`` is on). No positional embedding by
+default, as in the official network: the adapter knows where a token is only through the
+maps (and the zero padding of its 3x3 convolutions). :class:`PackageBackbone` wraps the official package itself
 (no mask) for the padding-leakage comparison.
 """
 
@@ -59,24 +61,38 @@ class AdapterConfig:
     """Sizes of the TOA adapter (backbone and task heads).
 
     The official sizes (``models/adapters.py``, ``utils/arguments.py``, DP configs) are
-    ``dim`` 768 (512 for the CLM DP configs), ``depth`` 5, ``heads`` 8, feed-forward 4x wide
-    with 3x3 convolutions, DP MLPs 512 (arc) / 128 (relation), dropout 0.33: about 110 M
-    parameters, far beyond a 2-core CPU. The default here is scaled down about 24x in width
-    (``dim`` 32), 2.5x in depth (2 blocks), to a position-wise feed-forward 2x wide with a
-    depthwise 3x3 convolution: about 50 thousand parameters for the DP adapter, which
-    trains on 500 EWT sentences in under a minute on one CPU thread (see the TOA benchmark
-    and the sizing notes of :mod:`olacore.toa.config`).
+    ``dim`` 768 (512 in the CLM DP configs), ``depth`` 5, ``heads`` 8, two feed-forwards per
+    layer of 3x3 convolutions 4x wide, DP MLPs 512 (arc) / 128 (relation), dropout 0.33:
+    450 million parameters with the DP head (counted on the package network at that size),
+    far beyond a 2-core CPU. The default is scaled down 24x in width (``dim`` 32) and 2.5x in
+    depth (2 blocks), with one feed-forward per block (two 3x3 convolutions, 2x wide, plus a
+    depthwise 3x3 convolution): 92 thousand parameters in the backbone, 159 thousand with
+    the DP head (50 relations), about 2,800x fewer; it trains on the syntax chapter's 500 EWT
+    sentences in well under a minute per epoch on one CPU thread (``benchmarks/bench_toa.py``).
+    Two additions to the official network were measured to matter at this size (minilm-l6
+    DP, :mod:`olacore.toa.config`): arc and relation scores also read from the pair cell
+    (``pair_scores``) and the ``log1p(T m)`` input (``input_transform``).
 
     Attributes:
         dim: channels of every cell of the grid (official 768).
         depth: axial blocks (official 5).
         heads: attention heads; must divide ``dim`` (official 8).
         ffn_mult: width of the feed-forward as a multiple of ``dim`` (official 4).
+        ffn_kernel: 1: a position-wise feed-forward; 3 or 5: its two layers are ``k x k``
+            convolutions over the grid, as the official ones (3x3), about 9x the cost.
         local_mix: a depthwise 3x3 convolution in each feed-forward (the official one uses
             full 3x3 convolutions).
         dropout: dropout on attention and feed-forward outputs.
         arc_dim, rel_dim: widths of the DP head's arc and relation MLPs (official 512, 128).
         mlp_dropout: the DP head's shared dropout (official 0.33).
+        pair_scores: the DP head adds a linear score of the pair cell ``(i, j)`` of the
+            grid to the biaffine arc and relation scores of dependent ``i`` and head ``j``
+            (official: diagonal features only).
+        input_transform: ``"log-length"``, ``"length"`` or ``"none"`` (official), see
+            :func:`transform_input`.
+        offset_embedding: a learned embedding of the cell offset ``j - i`` (clipped to this
+            reach) added to every cell; ``0`` (default, official): none. It gives the adapter
+            positions; it did not help (smollm2-135m DP order 1: 40.1 UAS without, 38.8 with).
         backbone: ``"masked"`` (:class:`AxialBackbone`) or ``"package"`` (the official
             ``axial-attention`` network, no padding mask).
 
@@ -89,6 +105,7 @@ class AdapterConfig:
     depth: int = 2
     heads: int = 4
     ffn_mult: int = 2
+    ffn_kernel: int = 3
     local_mix: bool = True
     dropout: float = 0.0
     arc_dim: int = 64
@@ -102,6 +119,8 @@ class AdapterConfig:
     def __post_init__(self) -> None:
         if isinstance(self.offset_embedding, bool) or not isinstance(self.offset_embedding, int) or self.offset_embedding < 0:
             raise ValueError(f"AdapterConfig.offset_embedding must be an int >= 0; got {self.offset_embedding!r}")
+        if self.ffn_kernel not in (1, 3, 5):
+            raise ValueError(f"AdapterConfig.ffn_kernel must be 1, 3 or 5; got {self.ffn_kernel!r}")
         for name in ("dim", "depth", "heads", "ffn_mult", "arc_dim", "rel_dim"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
@@ -146,7 +165,13 @@ class AxialBlock(nn.Module):
         self.col_norm, self.col_qkv, self.col_out = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.ff_norm = nn.LayerNorm(dim)
         self.mix = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if config.local_mix else None
-        self.ff = nn.Sequential(nn.Linear(dim, config.ffn_mult * dim), nn.GELU(), nn.Linear(config.ffn_mult * dim, dim))
+        width, k = config.ffn_mult * dim, config.ffn_kernel
+        if k == 1:
+            self.ff = nn.Sequential(nn.Linear(dim, width), nn.GELU(), nn.Linear(width, dim))
+            self.conv_ff = None
+        else:
+            self.ff = None
+            self.conv_ff = nn.ModuleList([nn.Conv2d(dim, width, k, padding=k // 2), nn.Conv2d(width, dim, k, padding=k // 2)])
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
@@ -158,7 +183,12 @@ class AxialBlock(nn.Module):
         h = self.ff_norm(x)
         if self.mix is not None:
             h = h + self.mix((h * cells).permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
-        return (x + self.drop(self.ff(h))) * cells
+        if self.ff is not None:
+            return (x + self.drop(self.ff(h))) * cells
+        mask = cells.permute(0, 3, 1, 2)
+        y = F.gelu(self.conv_ff[0]((h * cells).permute(0, 3, 1, 2))) * mask
+        y = self.conv_ff[1](y).permute(0, 2, 3, 1)
+        return (x + self.drop(y)) * cells
 
 
 class AxialBackbone(nn.Module):

@@ -14,7 +14,10 @@ mask of real tokens. Official details (``models/adapters.py``, ``models/ola_mode
   relation-dependent / relation-head (128) vectors; a biaffine arc scorer (bias on the
   dependent side only) and a biaffine relation scorer (both biases), their weights
   initialised at zero; arc scores of padded head candidates set to ``-inf``. Every token,
-  special tokens included, is a candidate head.
+  special tokens included, is a candidate head. Our addition (``AdapterConfig.pair_scores``,
+  on by default): a linear map of the grid cell ``(i, j)`` is added to the arc score and the
+  relation scores of dependent ``i`` and head ``j``, so the parser also reads the pair's own
+  cell, not only what the two diagonal cells summarise.
 
 **ROOT** follows the official convention (``data_utils/dp_utils.py``, ``map_ola_data``: a word
 whose head is 0 gets itself as head): the root word's arc points to its own first

@@ -46,6 +46,7 @@ __all__ = [
     "official_sink_mask",
     "stack_channels",
     "toa_channels",
+    "raw_maps",
     "build_input",
     "distance_input",
     "DISTANCE_CHANNELS",
