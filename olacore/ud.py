@@ -93,6 +93,8 @@ class UDSentence:
         heads: head of each word, 1-based word index, ``0`` for the root.
         deprels: basic dependency relation of each word, subtype included ("nmod:poss").
         upos: universal part-of-speech tag of each word.
+        xpos: language-specific tag of each word (EWT: the Penn Treebank tag set, that of the
+            paper's CoNLL-2000 POS task); empty when the sentence was built without it.
     """
 
     sent_id: str
@@ -102,6 +104,7 @@ class UDSentence:
     heads: tuple[int, ...]
     deprels: tuple[str, ...]
     upos: tuple[str, ...]
+    xpos: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.words)
@@ -162,7 +165,7 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
     text = meta.get("text")
     if text is None:
         raise AlignmentError(f"{sent_id}: no '# text' comment")
-    words, spans, heads, deprels, upos = [], [], [], [], []
+    words, spans, heads, deprels, upos, xpos = [], [], [], [], [], []
     cursor = 0
     mwt_span: tuple[int, int] | None = None
     mwt_last = 0
@@ -198,6 +201,7 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
         heads.append(int(token["head"]))
         deprels.append(token["deprel"])
         upos.append(token["upos"])
+        xpos.append(token["xpos"] or "_")
     if not words:
         raise AlignmentError(f"{sent_id}: no word")
     if any(not 0 <= head <= len(words) for head in heads):
@@ -210,6 +214,7 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
         heads=tuple(heads),
         deprels=tuple(deprels),
         upos=tuple(upos),
+        xpos=tuple(xpos),
     )
 
 

@@ -1,0 +1,181 @@
+"""Task metrics of the TOA chapter: POS accuracy, NER entity F1, SemEval RE scores, UAS/LAS.
+
+Every metric takes gold and predicted labels as plain Python sequences (strings or ints) and
+returns percentages in ``[0, 100]``. Where a well-kept library computes the metric it is used:
+``seqeval`` for entity-level F1 (CoNLL-style chunking of BIO tags), scikit-learn's
+``confusion_matrix`` for the SemEval-2010 Task 8 scores. Gold labels a model could never
+predict (unknown to its label vocabulary) are simply compared as given and count as errors.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Hashable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "token_accuracy",
+    "entity_f1",
+    "semeval_scores",
+    "semeval_relation_type",
+    "attachment_scores",
+]
+
+
+def _check_pairs(gold: Sequence[Sequence], pred: Sequence[Sequence], what: str) -> None:
+    if len(gold) != len(pred):
+        raise ValueError(f"{what}: {len(gold)} gold sentences but {len(pred)} predicted ones")
+    for index, (g, p) in enumerate(zip(gold, pred)):
+        if len(g) != len(p):
+            raise ValueError(f"{what}: sentence {index} has {len(g)} gold labels but {len(p)} predicted ones")
+
+
+def token_accuracy(gold: Sequence[Sequence[Hashable]], pred: Sequence[Sequence[Hashable]],
+                   ignore: Hashable | None = None) -> float:
+    """Share of labels predicted exactly, in percent (POS accuracy per word or per sub-token).
+
+    Args:
+        gold, pred: per sentence, one label per unit (word, or sub-token for the official
+            per-sub-token accuracy of the POS task).
+        ignore: a gold label left out of the count (e.g. a padding label); ``None`` keeps all.
+
+    Returns:
+        ``100 * correct / counted``.
+
+    Raises:
+        ValueError: sentence or label counts disagree, or nothing is left to count.
+    """
+    _check_pairs(gold, pred, "token_accuracy")
+    hits = [g == p for gs, ps in zip(gold, pred) for g, p in zip(gs, ps) if ignore is None or g != ignore]
+    if not hits:
+        raise ValueError("token_accuracy: no label to score")
+    return 100.0 * float(np.mean(hits))
+
+
+def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Entity-level precision, recall and F1 of BIO tag sequences (``seqeval``, CoNLL chunking).
+
+    An entity counts as found only when its type and both boundaries match. Word-level tags
+    are expected (one per word; the TOA tasks read each word's tag at its first sub-token).
+
+    Args:
+        gold, pred: per sentence, BIO tags such as ``"B-person"``, ``"I-person"``, ``"O"``.
+
+    Returns:
+        ``{"precision", "recall", "f1"}`` in percent, plus ``"entities"`` (gold entity count).
+
+    Raises:
+        ValueError: sentence or tag counts disagree.
+    """
+    from seqeval.metrics import f1_score, precision_score, recall_score
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    _check_pairs(gold, pred, "entity_f1")
+    gold, pred = [list(s) for s in gold], [list(s) for s in pred]
+    return {
+        "precision": 100.0 * float(precision_score(gold, pred, zero_division=0)),
+        "recall": 100.0 * float(recall_score(gold, pred, zero_division=0)),
+        "f1": 100.0 * float(f1_score(gold, pred, zero_division=0)),
+        "entities": len(get_entities(gold)),
+    }
+
+
+def semeval_relation_type(label: str) -> str:
+    """The relation type of a directed SemEval label: ``"Cause-Effect(e2,e1)" -> "Cause-Effect"``."""
+    return label.split("(", 1)[0]
+
+
+def semeval_scores(gold: Sequence[str], pred: Sequence[str], other: str = "Other") -> dict[str, float]:
+    """Accuracy and the official SemEval-2010 Task 8 score of directed relation labels.
+
+    The official score (scorer ``semeval2010_task8_scorer-v1.2.pl``, evaluation (iii): "(9+1)-way,
+    directionality taken into account") is the macro-average over the relation types present
+    in the gold labels, ``Other`` excluded, of ``F1 = 2PR / (P + R)`` with, for a type ``R``,
+    ``P = exact / (predictions of type R, either direction)`` and
+    ``R = exact / (gold labels of type R, either direction)``, where ``exact`` counts the
+    predictions equal to the gold label including its direction (a right type with the wrong
+    direction is an error that still counts in both denominators).
+
+    Args:
+        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``).
+        other: the label of the undirected "no relation" class.
+
+    Returns:
+        ``{"accuracy", "macro_f1", "macro_precision", "macro_recall"}`` in percent
+        (accuracy over all labels, 19-way), plus ``"examples"``.
+
+    Raises:
+        ValueError: the lists differ in length or are empty.
+    """
+    from sklearn.metrics import confusion_matrix
+
+    gold, pred = list(gold), list(pred)
+    if len(gold) != len(pred) or not gold:
+        raise ValueError(f"semeval_scores: {len(gold)} gold and {len(pred)} predicted labels (need equal, > 0)")
+    labels = sorted(set(gold) | set(pred))
+    with warnings.catch_warnings():  # one label only (a trivial case) is not worth a warning
+        warnings.simplefilter("ignore", UserWarning)
+        matrix = confusion_matrix(gold, pred, labels=labels)  # rows: gold, columns: predicted
+    index = {label: i for i, label in enumerate(labels)}
+    types = sorted({semeval_relation_type(g) for g in gold if g != other})
+    precisions, recalls, f1s = [], [], []
+    for kind in types:
+        members = [index[label] for label in labels if semeval_relation_type(label) == kind]
+        exact = int(sum(matrix[i, i] for i in members))
+        predicted = int(matrix[:, members].sum())
+        actual = int(matrix[members, :].sum())
+        p = 100.0 * exact / predicted if predicted else 0.0
+        r = 100.0 * exact / actual if actual else 0.0
+        precisions.append(p)
+        recalls.append(r)
+        f1s.append(2 * p * r / (p + r) if p + r else 0.0)
+    mean = (lambda values: float(np.mean(values)) if values else 0.0)
+    return {
+        "accuracy": 100.0 * float(np.trace(matrix)) / len(gold),
+        "macro_f1": mean(f1s),
+        "macro_precision": mean(precisions),
+        "macro_recall": mean(recalls),
+        "examples": len(gold),
+    }
+
+
+def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[Sequence[str]],
+                      pred_heads: Sequence[Sequence[int]], pred_rels: Sequence[Sequence[str]],
+                      punct: Sequence[Sequence[bool]] | None = None) -> dict[str, float]:
+    """Unlabelled and labelled attachment scores (UAS, LAS), with and without punctuation.
+
+    A word's head is right when the predicted head equals the gold one; its label is right
+    when, in addition, the relation matches. Heads are compared as given (word indices, or
+    any other consistent numbering).
+
+    Args:
+        gold_heads, pred_heads: per sentence, one head per scored word.
+        gold_rels, pred_rels: per sentence, one relation per scored word.
+        punct: per sentence, ``True`` for punctuation words (left out of the ``*_nopunct``
+            scores); ``None`` gives only the scores with punctuation.
+
+    Returns:
+        ``{"uas", "las", "words"}`` and, with ``punct``, ``{"uas_nopunct", "las_nopunct",
+        "words_nopunct"}``; scores in percent (NaN when no word is left).
+
+    Raises:
+        ValueError: sentence or word counts disagree, or there is no word at all.
+    """
+    _check_pairs(gold_heads, pred_heads, "attachment_scores (heads)")
+    _check_pairs(gold_heads, gold_rels, "attachment_scores (gold relations)")
+    _check_pairs(gold_heads, pred_rels, "attachment_scores (predicted relations)")
+    if punct is not None:
+        _check_pairs(gold_heads, punct, "attachment_scores (punctuation)")
+    head_ok = np.array([g == p for gs, ps in zip(gold_heads, pred_heads) for g, p in zip(gs, ps)], dtype=bool)
+    rel_ok = np.array([g == p for gs, ps in zip(gold_rels, pred_rels) for g, p in zip(gs, ps)], dtype=bool)
+    if head_ok.size == 0:
+        raise ValueError("attachment_scores: no word to score")
+    label_ok = head_ok & rel_ok
+    scores: dict[str, float] = {"uas": 100.0 * head_ok.mean(), "las": 100.0 * label_ok.mean(), "words": int(head_ok.size)}
+    if punct is not None:
+        keep = ~np.array([bool(x) for xs in punct for x in xs], dtype=bool)
+        scores["uas_nopunct"] = 100.0 * head_ok[keep].mean() if keep.any() else float("nan")
+        scores["las_nopunct"] = 100.0 * label_ok[keep].mean() if keep.any() else float("nan")
+        scores["words_nopunct"] = int(keep.sum())
+    return scores

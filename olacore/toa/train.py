@@ -1,0 +1,351 @@
+"""Training TOA adapters: one cached, seeded job per adapter, the checkpoint chosen on dev.
+
+Official training (``configs/train_*_{conll2000pos,conll2012en_entity,semevalre,udewt_dp}.json``):
+AdamW (the Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2,
+15 epochs, sentences cut at 64 tokens, augmentation on, checkpoints evaluated on the *test*
+split. Here: AdamW with a higher rate for the much smaller adapter (:class:`TrainConfig`,
+default 2e-3, linear warm-up and decay), batches of similar length, the checkpoint with the
+best *dev* score (:data:`olacore.toa.evaluate.SELECTION`) kept, test scored once afterwards
+by the caller, several seeds. The official augmentations are an option (:class:`Augmentation`).
+
+An :class:`AdapterJob` is a :class:`olacore.training.TrainingJob`: its key holds the sha256 of
+every training and dev map and target, the label vocabulary, the task, the input spec, both
+configs, the seed, the device type and :data:`TOA_VERSION`, so a stored adapter is reused
+only for exactly the same training; :func:`train_adapters` trains the missing ones in worker
+processes (:func:`olacore.training.run_cached`). A trained adapter (:class:`TrainedAdapter`)
+is scored on any model's task data of the same kind (:meth:`TrainedAdapter.evaluate`): this
+is what transfer calls, the target never having been seen in training.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from olacore.settings import resolve_device
+from olacore.store import TensorStore
+from olacore.toa.adapter import AdapterConfig
+from olacore.toa.augment import Augmentation, augment
+from olacore.toa.batching import IGNORE, LabelVocab, collate, encode_items, length_batches
+from olacore.toa.evaluate import SELECTION, predict, score
+from olacore.toa.heads import ToaModel
+from olacore.toa.inputs import InputSpec, distance_input, stack_channels
+from olacore.toa.tasks import TaskData, TaskItem, task_kind
+from olacore.training import run_cached
+
+__all__ = ["TOA_VERSION", "TrainConfig", "AdapterJob", "TrainedAdapter", "make_job", "train_adapters"]
+
+# Bump when training gives other results for the same inputs: every stored adapter is then ignored.
+TOA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How an adapter is trained.
+
+    Attributes:
+        epochs: passes over the training sentences (official 15 encoders / 5 CLMs).
+        lr: AdamW peak learning rate (official 1e-5, 3e-5 for DP, for a 768-wide adapter).
+        weight_decay: AdamW weight decay.
+        batch_size: sentences per step (official 2).
+        warmup: share of the steps with a linearly rising rate (then linear decay to 0).
+        clip: gradient-norm clipping (``0``: none).
+        augment: the official augmentations (``None``: none).
+        ner_o_weight: loss weight of the ``O`` tag in NER (official 0.5).
+        eval_batch_size: sentences per forward pass on dev.
+        device: ``None`` (CUDA if available) or a torch device name.
+
+    Raises:
+        ValueError: a non-positive size or rate, a negative weight, ``warmup`` outside [0, 1).
+    """
+
+    epochs: int = 10
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    batch_size: int = 8
+    warmup: float = 0.1
+    clip: float = 1.0
+    augment: Augmentation | None = None
+    ner_o_weight: float = 0.5
+    eval_batch_size: int = 32
+    device: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "eval_batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"TrainConfig.{name} must be a positive int; got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"TrainConfig.lr must be positive; got {self.lr!r}")
+        if self.weight_decay < 0 or self.clip < 0 or self.ner_o_weight < 0:
+            raise ValueError("TrainConfig.weight_decay, clip and ner_o_weight must be >= 0")
+        if not 0 <= self.warmup < 1:
+            raise ValueError(f"TrainConfig.warmup must be in [0, 1); got {self.warmup!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form; the device is left out (the key holds the device type)."""
+        out = dataclasses.asdict(self)
+        out.pop("device")
+        return out
+
+
+def _inputs(raw: torch.Tensor, spec: InputSpec, causal: bool) -> torch.Tensor:
+    return distance_input(raw.shape[-1]) if spec.is_distance else stack_channels(raw, causal, spec.variants, spec.mirror)
+
+
+def _loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
+          class_weight: torch.Tensor | None) -> torch.Tensor:
+    if kind == "tokens":
+        logits, labels = outputs["logits"].flatten(0, 1), targets["labels"].flatten()
+        losses = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="none")
+        keep = labels != IGNORE
+        weight = class_weight[labels.clamp_min(0)] * keep if class_weight is not None else keep.float()
+        return (losses * weight).sum() / keep.sum().clamp_min(1)
+    if kind == "relation":
+        return F.cross_entropy(outputs["logits"], targets["label"], ignore_index=IGNORE)
+    rows = torch.arange(targets["words"].shape[0], device=targets["words"].device)[:, None]
+    arc = outputs["arc"][rows, targets["words"]]  # (B, W, T)
+    heads = targets["heads"]
+    arc_loss = F.cross_entropy(arc.flatten(0, 1), heads.flatten(), ignore_index=IGNORE)
+    rel = outputs["rel"][rows, targets["words"], heads.clamp_min(0)]  # (B, W, classes) at the gold head
+    rels = targets["rels"].masked_fill(heads == IGNORE, IGNORE)
+    if bool((rels != IGNORE).any()):
+        return arc_loss + F.cross_entropy(rel.flatten(0, 1), rels.flatten(), ignore_index=IGNORE)
+    return arc_loss
+
+
+def _digest(arrays: Sequence[np.ndarray]) -> str:
+    digest = hashlib.sha256()
+    for array in arrays:
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype}{array.shape}".encode())
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+@dataclass
+class AdapterJob:
+    """One adapter training run (picklable, numpy inside): a :class:`olacore.training.TrainingJob`.
+
+    Build it with :func:`make_job`. ``labels`` (model name, input label, ...) go into the
+    record only, not the key: the maps themselves identify the model.
+    """
+
+    task: str
+    spec: InputSpec
+    adapter: AdapterConfig
+    training: TrainConfig
+    vocab: tuple[str, ...]
+    causal: bool
+    train_raw: list[np.ndarray]
+    train_targets: list[dict[str, np.ndarray]]
+    dev_raw: list[np.ndarray]
+    dev_targets: list[dict[str, np.ndarray]]
+    dev_items: list[TaskItem]
+    seed: int = 0
+    labels: dict[str, Any] = field(default_factory=dict)
+    grid: str = "tokens"
+
+    def key(self) -> str:
+        """sha256 of everything that changes the trained adapter (see the module docstring).
+
+        The grid needs no entry of its own: it shapes the maps and targets, which are hashed.
+        """
+        def data_digest(raw, targets):
+            return _digest(list(raw) + [a for t in targets for _, a in sorted(t.items())])
+
+        return TensorStore.key(
+            kind="toa-adapter", toa_version=TOA_VERSION, task=self.task, spec=self.spec.as_dict(),
+            adapter=self.adapter.as_dict(), training=self.training.as_dict(), vocab=list(self.vocab),
+            causal=self.causal, seed=self.seed, device=resolve_device(self.training.device).type,
+            train=data_digest(self.train_raw, self.train_targets), dev=data_digest(self.dev_raw, self.dev_targets),
+        )
+
+    def train(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """Train, keep the best dev checkpoint; return its weights and the training record."""
+        torch.manual_seed(self.seed)
+        generator = torch.Generator().manual_seed(self.seed)
+        device = resolve_device(self.training.device)
+        kind, config = task_kind(self.task), self.training
+        vocab = LabelVocab(tuple(self.vocab))
+        model = ToaModel(kind, self.spec.num_channels, len(vocab), self.adapter).to(device)
+        train_raw = [torch.from_numpy(m) for m in self.train_raw]
+        fixed = None if config.augment and config.augment.active else [_inputs(m, self.spec, self.causal) for m in train_raw]
+        dev_inputs = [_inputs(torch.from_numpy(m), self.spec, self.causal) for m in self.dev_raw]
+        class_weight = None
+        if self.task == "ner" and "O" in vocab.labels:
+            class_weight = torch.ones(len(vocab), device=device)
+            class_weight[vocab.index("O")] = config.ner_o_weight
+        steps = config.epochs * -(-len(train_raw) // config.batch_size)
+        warm = max(1, int(config.warmup * steps))
+        optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+        schedule = torch.optim.lr_scheduler.LambdaLR(
+            optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+        metric = SELECTION[self.task]
+        history, best, best_state, train_seconds = [], None, None, 0.0
+        start = time.perf_counter()
+        lengths = [m.shape[-1] for m in train_raw]
+        for epoch in range(1, config.epochs + 1):
+            tick = time.perf_counter()
+            inputs = fixed if fixed is not None else [
+                _inputs(augment(m, self.causal, config.augment, generator), self.spec, self.causal) for m in train_raw]
+            model.train()
+            total, batches = 0.0, 0
+            for index in length_batches(lengths, config.batch_size, generator):
+                maps, size, targets = collate([inputs[i] for i in index], [self.train_targets[i] for i in index], kind)
+                targets = {k: v.to(device) for k, v in targets.items()}
+                extra = {"spans": targets["spans"]} if kind == "relation" else {}
+                loss = _loss(kind, model(maps.to(device), size.to(device), **extra), targets, class_weight)
+                optimiser.zero_grad(set_to_none=True)
+                loss.backward()
+                if config.clip:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+                optimiser.step()
+                schedule.step()
+                total, batches = total + float(loss.detach()), batches + 1
+            train_seconds += time.perf_counter() - tick
+            dev = score(self.task, self.dev_items,
+                        predict(model, dev_inputs, self.dev_targets, kind, config.eval_batch_size), vocab)
+            history.append({"epoch": epoch, "loss": total / max(1, batches), **{f"dev_{k}": v for k, v in dev.items()}})
+            if best is None or dev[metric] > best[metric]:
+                best, best_epoch = dev, epoch
+                best_state = copy.deepcopy(model.state_dict())
+        record = {
+            "task": self.task, "spec": self.spec.as_dict(), "adapter": self.adapter.as_dict(),
+            "training": self.training.as_dict(), "vocab": list(self.vocab), "causal": self.causal,
+            "seed": self.seed, "grid": self.grid, "in_channels": self.spec.num_channels, "labels": self.labels,
+            "best_epoch": best_epoch, "dev": best, "selected_on": f"dev {metric}", "history": history,
+            "seconds": time.perf_counter() - start, "train_seconds": train_seconds,
+            "sentences_per_second": config.epochs * len(train_raw) / max(train_seconds, 1e-9),
+            "train_size": len(train_raw), "dev_size": len(self.dev_raw),
+        }
+        return {name: t.detach().cpu() for name, t in best_state.items()}, record
+
+
+@dataclass
+class TrainedAdapter:
+    """A trained adapter and its record (config, vocabulary, dev scores, history, times)."""
+
+    model: ToaModel
+    record: dict[str, Any]
+    key: str | None = None
+
+    @classmethod
+    def from_stored(cls, tensors: dict[str, torch.Tensor], record: dict[str, Any],
+                    device: str | torch.device | None = None, key: str | None = None) -> "TrainedAdapter":
+        """Rebuild from what :meth:`AdapterJob.train` stored (on ``device``, in eval mode);
+        ``key`` is the job's store key (it identifies the adapter, e.g. for cached scores)."""
+        adapter = AdapterConfig(**record["adapter"])
+        model = ToaModel(task_kind(record["task"]), record["in_channels"], len(record["vocab"]), adapter)
+        model.load_state_dict(tensors)
+        return cls(model.to(resolve_device(device)).eval(), record, key)
+
+    @property
+    def task(self) -> str:
+        return self.record["task"]
+
+    @property
+    def vocab(self) -> LabelVocab:
+        return LabelVocab(tuple(self.record["vocab"]))
+
+    @property
+    def spec(self) -> InputSpec:
+        spec = self.record["spec"]
+        return InputSpec(tuple(spec["channels"]), tuple(spec["variants"]), spec["mirror"])
+
+    def predict(self, data: TaskData, batch_size: int = 32) -> list[dict[str, np.ndarray]]:
+        """Greedy predictions on any model's task data of this adapter's task (see :func:`olacore.toa.evaluate.predict`)."""
+        self._check(data)
+        targets, _ = encode_items(data.items, data.kind, self.vocab)
+        return predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
+
+    def evaluate(self, data: TaskData, batch_size: int = 32) -> dict[str, float]:
+        """Scores on ``data`` (a model the adapter may never have seen), plus ``unknown_labels``.
+
+        Raises:
+            ValueError: ``data`` is for another task or grid, or from a model of the other
+                kind (CLM vs encoder: TOA transfers within a kind only, as the official code).
+        """
+        self._check(data)
+        targets, unknown = encode_items(data.items, data.kind, self.vocab)
+        predictions = predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
+        scores = score(self.task, data.items, predictions, self.vocab)
+        scores["unknown_labels"] = unknown
+        return scores
+
+    def _check(self, data: TaskData) -> None:
+        if data.task != self.task:
+            raise ValueError(f"this adapter was trained for {self.task!r}, the data is for {data.task!r}")
+        if data.grid != self.record.get("grid", "tokens"):
+            raise ValueError(f"this adapter was trained on the {self.record.get('grid', 'tokens')} grid, the data is "
+                             f"on the {data.grid} grid; build the data with grid={self.record.get('grid', 'tokens')!r}")
+        if bool(data.causal) != bool(self.record["causal"]):
+            kinds = {True: "a causal LM", False: "an encoder"}
+            raise ValueError(f"this adapter was trained on {kinds[bool(self.record['causal'])]} and the data comes "
+                             f"from {kinds[bool(data.causal)]}; TOA transfers between models of one kind only")
+
+
+def _check_sizes(data: TaskData, raw: Sequence[torch.Tensor]) -> None:
+    for item, maps in zip(data.items, raw):
+        size = maps.shape[-1]
+        if maps.shape[-2] != size or size != item.num_tokens:
+            raise ValueError(f"{data.split} sentence {item.sent_id}: its map is {tuple(maps.shape[-2:])} but its labels "
+                             f"are for {item.num_tokens} tokens; build the maps and labels with the same cut")
+        inside = list(item.word_tokens) + [h for h in item.heads if h >= 0] + list(item.spans or ())[0::2]
+        ends = list(item.spans or ())[1::2]
+        if (len(item.token_labels) not in (0, size) or any(not 0 <= p < size for p in inside)
+                or any(not 0 < e <= size for e in ends)):
+            raise ValueError(f"{data.split} sentence {item.sent_id}: labels point beyond its {size}-token map")
+
+
+def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterConfig | None = None,
+             training: TrainConfig | None = None, seed: int = 0, vocab: LabelVocab | None = None,
+             **labels: Any) -> AdapterJob:
+    """An :class:`AdapterJob` from a model's train and dev task data.
+
+    Args:
+        train, dev: task data of the same task and model (dev selects the checkpoint).
+        spec: what the adapter reads.
+        adapter, training: configs (defaults: :class:`AdapterConfig`, :class:`TrainConfig`).
+        seed: seeds initialisation, batch order, dropout and augmentation.
+        vocab: label classes (default: the training labels).
+        **labels: columns for the record (model, input, ...).
+
+    Raises:
+        ValueError: tasks differ, a split is empty, a map's size does not match its labels,
+            or no training label is in the vocabulary.
+    """
+    if train.task != dev.task or train.grid != dev.grid:
+        raise ValueError(f"train is {train.task!r} on the {train.grid} grid but dev {dev.task!r} on the {dev.grid} grid")
+    if not len(train) or not len(dev):
+        raise ValueError(f"train ({len(train)}) and dev ({len(dev)}) need at least one example each")
+    vocab = vocab or LabelVocab.from_labels(train.labels())
+    train_raw, dev_raw = train.raw(spec), dev.raw(spec)
+    _check_sizes(train, train_raw)
+    _check_sizes(dev, dev_raw)
+    train_targets, unknown = encode_items(train.items, train.kind, vocab)
+    dev_targets, _ = encode_items(dev.items, dev.kind, vocab)
+    if unknown == len(train.labels()):
+        raise ValueError("no training label is in the vocabulary")
+    return AdapterJob(train.task, spec, adapter or AdapterConfig(), training or TrainConfig(), vocab.labels,
+                      train.causal, [m.numpy() for m in train_raw], train_targets, [m.numpy() for m in dev_raw],
+                      dev_targets, list(dev.items), seed, dict(labels), train.grid)
+
+
+def train_adapters(jobs: Sequence[AdapterJob], *, workers: int = 1, store: TensorStore | None = None,
+                   progress: bool = True) -> list[TrainedAdapter]:
+    """Every job's adapter: from the store, or trained now in ``workers`` processes and stored.
+
+    See :func:`olacore.training.run_cached`: one single-threaded process per worker; equal
+    keys train once; a changed config, seed or data gives a new key (never a stale adapter).
+    """
+    results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="TOA adapters")
+    return [TrainedAdapter.from_stored(tensors, record, key=job.key()) for job, (tensors, record) in zip(jobs, results)]

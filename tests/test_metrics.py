@@ -1,0 +1,65 @@
+"""olacore.metrics on hand-computed cases."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from olacore.metrics import attachment_scores, entity_f1, semeval_relation_type, semeval_scores, token_accuracy
+
+
+def test_token_accuracy_counts_exact_matches_and_ignores_a_label():
+    gold = [["DT", "NN"], ["VB", "<pad>"]]
+    pred = [["DT", "VB"], ["VB", "NN"]]
+    assert token_accuracy(gold, pred) == pytest.approx(50.0)
+    assert token_accuracy(gold, pred, ignore="<pad>") == pytest.approx(200 / 3)
+    with pytest.raises(ValueError, match="sentence 1"):
+        token_accuracy(gold, [["DT", "NN"], ["VB"]])
+    with pytest.raises(ValueError, match="no label"):
+        token_accuracy([["x"]], [["x"]], ignore="x")
+
+
+def test_entity_f1_needs_type_and_both_boundaries():
+    gold = [["B-person", "I-person", "O", "B-location"], ["B-group", "O"]]
+    pred = [["B-person", "I-person", "O", "O"], ["B-group", "B-group"]]
+    # found: person (right), group (right), a spurious group; missed: location.
+    scores = entity_f1(gold, pred)
+    assert scores["precision"] == pytest.approx(200 / 3)
+    assert scores["recall"] == pytest.approx(200 / 3)
+    assert scores["f1"] == pytest.approx(200 / 3)
+    assert scores["entities"] == 3
+    # a boundary error is a miss and a false alarm
+    assert entity_f1([["B-person", "I-person"]], [["B-person", "O"]])["f1"] == 0.0
+
+
+def test_semeval_official_score_counts_wrong_direction_in_both_denominators():
+    gold = ["Cause-Effect(e1,e2)", "Cause-Effect(e2,e1)", "Component-Whole(e1,e2)", "Other"]
+    pred = ["Cause-Effect(e1,e2)", "Cause-Effect(e1,e2)", "Other", "Component-Whole(e1,e2)"]
+    scores = semeval_scores(gold, pred)
+    assert scores["accuracy"] == pytest.approx(25.0)
+    # Cause-Effect: 1 exact / 2 predicted, 1 / 2 gold -> F1 50; Component-Whole: 0 / 1 -> 0.
+    assert scores["macro_precision"] == pytest.approx(25.0)
+    assert scores["macro_recall"] == pytest.approx(25.0)
+    assert scores["macro_f1"] == pytest.approx(25.0)
+    assert semeval_relation_type("Message-Topic(e2,e1)") == "Message-Topic"
+    assert semeval_scores(["Other", "Other"], ["Other", "Other"])["macro_f1"] == 0.0
+    with pytest.raises(ValueError):
+        semeval_scores([], [])
+
+
+def test_attachment_scores_with_and_without_punctuation():
+    gold_heads, gold_rels = [[2, 0, 2]], [["det", "root", "punct"]]
+    pred_heads, pred_rels = [[2, 0, 1]], [["nsubj", "root", "punct"]]
+    scores = attachment_scores(gold_heads, gold_rels, pred_heads, pred_rels, [[False, False, True]])
+    assert scores["uas"] == pytest.approx(200 / 3)
+    assert scores["las"] == pytest.approx(100 / 3)
+    assert scores["uas_nopunct"] == pytest.approx(100.0)
+    assert scores["las_nopunct"] == pytest.approx(50.0)
+    assert (scores["words"], scores["words_nopunct"]) == (3, 2)
+    only_punct = attachment_scores([[1]], [["punct"]], [[1]], [["punct"]], [[True]])
+    assert math.isnan(only_punct["uas_nopunct"])
+    with pytest.raises(ValueError, match="no word"):
+        attachment_scores([[]], [[]], [[]], [[]])
+    with pytest.raises(ValueError, match="sentence 0"):
+        attachment_scores([[1, 0]], [["a", "b"]], [[1]], [["a"]])

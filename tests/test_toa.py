@@ -1,0 +1,472 @@
+"""olacore.toa: adapter input, network and heads, task data, training, caching, bad input."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pytest
+import torch
+
+from olacore.corpora import NERSentence, RelationExample, join_words
+from olacore.ud import UDSentence
+from olacore.store import TensorStore
+from olacore.toa.adapter import AdapterConfig
+from olacore.toa.augment import Augmentation, add_noise, augment, fake_sinks
+from olacore.toa.batching import IGNORE, LabelVocab, encode_items
+from olacore.toa.heads import ToaModel
+from olacore.toa.inputs import (DISTANCE_CHANNELS, InputSpec, build_input, distance_input, official_sink_mask,
+                                stack_channels, toa_channels)
+from olacore.toa.tasks import SPECIAL, TaskData, TaskItem, build_task_data
+from olacore.toa.train import TrainConfig, TrainedAdapter, make_job, train_adapters
+
+
+@dataclass
+class FakeRecord:
+    """What the TOA code reads from an OLA record (olacore.pipeline.OLAResult)."""
+
+    text: str
+    offsets: list
+    is_causal: bool
+    orders: torch.Tensor
+    rollout: torch.Tensor
+
+    @property
+    def tokens(self):
+        return [self.text[a:b] or "<s>" for a, b in self.offsets]
+
+
+def stochastic(generator, size, causal=False, channels=1):
+    logits = torch.randn(channels, size, size, generator=generator) * 2
+    if causal:
+        logits = logits.masked_fill(~torch.ones(size, size, dtype=torch.bool).tril(), float("-inf"))
+    return logits.softmax(-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Input
+# ---------------------------------------------------------------------------------------------
+
+
+def _reference_mask(row_values, interested, num_std, ddof):
+    values = [row_values[j] for j in interested]
+    n = len(values)
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / max(n - ddof, 1e-10))
+    top = max(values)
+    return {j for j in interested if row_values[j] > mean + num_std * std or row_values[j] == top}
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sink_mask_is_the_official_one_sample_std_and_every_tie(causal):
+    generator = torch.Generator().manual_seed(0)
+    maps = stochastic(generator, 9, causal, channels=6).double()
+    for num_std in (3.0, 1.0):
+        flags = official_sink_mask(maps, causal, num_std)
+        differs_from_population = False
+        for c in range(maps.shape[0]):
+            for i in range(9):
+                interested = range(i + 1) if causal else range(9)
+                row = maps[c, i].tolist()
+                expected = _reference_mask(row, interested, num_std, ddof=1)
+                assert set(torch.nonzero(flags[c, i]).flatten().tolist()) == expected
+                differs_from_population |= expected != _reference_mask(row, interested, num_std, ddof=0)
+        if num_std == 1.0:
+            assert differs_from_population  # the test would catch a population-std version
+    ties = official_sink_mask(torch.tensor([[0.4, 0.4, 0.2], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]), causal=False)
+    assert ties[0].tolist() == [True, True, False]
+    first_row = official_sink_mask(torch.tensor([[1.0, 0.0], [0.3, 0.7]]), causal=True)
+    assert first_row.tolist() == [[True, False], [False, True]]
+
+
+def test_toa_channels_official_stack_normalised_and_mirrored():
+    generator = torch.Generator().manual_seed(1)
+    orders = torch.cat([torch.eye(5)[None], stochastic(generator, 5, True, channels=2)])
+    out = toa_channels(orders, causal=True)
+    assert out.shape == (4, 5, 5) and out.dtype == torch.float32
+    assert torch.allclose(out, out.transpose(-1, -2))  # a CLM's stack is mirrored
+    lower = out.tril()
+    assert torch.allclose(lower[:2], orders[1:].float().tril(), atol=1e-6)  # raw orders 1, 2 (rows already sum to 1)
+    clean = orders[1:].float().masked_fill(official_sink_mask(orders[1:].float(), True), 0)
+    clean = clean / (clean.sum(-1, keepdim=True) + 1e-10)
+    assert torch.allclose(lower[2:], clean.tril(), atol=1e-6)
+    sums = lower.sum(-1)
+    assert torch.allclose(sums[:2], torch.ones(2, 5), atol=1e-5)
+    assert torch.all(((sums[2:] - 1).abs() < 1e-5) | (sums[2:] == 0))
+    assert sums[2:, 0].abs().sum() == 0  # the first row of a causal map is all sink
+    encoder = toa_channels(torch.cat([torch.eye(5)[None], stochastic(generator, 5, False, 2)]), causal=False)
+    assert not torch.allclose(encoder, encoder.transpose(-1, -2))
+    assert torch.allclose(encoder.sum(-1), torch.ones(4, 5), atol=1e-5)
+    with pytest.raises(ValueError, match="use_orders"):
+        toa_channels(orders, causal=True, use_orders=(3,))
+
+
+def test_build_input_takes_any_channel_by_name_and_cuts():
+    generator = torch.Generator().manual_seed(2)
+    record = FakeRecord("a b c d e f", [(0, 1)] * 6, False,
+                        torch.cat([torch.eye(6)[None], stochastic(generator, 6, channels=3)]), stochastic(generator, 6)[0])
+    spec = InputSpec(("order3", "rollout"), variants=("clean",))
+    assert spec.num_channels == 2 and spec.label == "order 3+rollout (clean)" and spec.max_order == 3
+    full = build_input(record, spec)
+    assert full.shape == (2, 6, 6)
+    assert build_input(record, spec, 4).shape == (2, 4, 4)
+    assert torch.allclose(build_input(record, InputSpec(("order1",)), 6), stack_channels(record.orders[1:2], False))
+    distance = build_input(record, InputSpec(("distance",)), 4)
+    assert distance.shape == (DISTANCE_CHANNELS, 4, 4) and torch.equal(distance, distance_input(4))
+    assert InputSpec().label == "order 1+2" and InputSpec().num_channels == 4
+    with pytest.raises(ValueError, match="unknown channel"):
+        InputSpec(("order1", "attention"))
+    with pytest.raises(ValueError, match="stands alone"):
+        InputSpec(("distance", "order1"))
+    with pytest.raises(ValueError, match="variants"):
+        InputSpec(("order1",), variants=("smooth",))
+
+
+def test_distance_input_encodes_offsets_only():
+    d = distance_input(5)
+    assert d.shape == (DISTANCE_CHANNELS, 5, 5) and float(d.min()) >= 0 and float(d.max()) <= 1
+    assert d[3, 1, 2] == 1 and d[3, 2, 1] == 0  # the "j - i = +1" indicator
+    assert torch.equal(d[:, 0, 1], d[:, 3, 4])  # depends on j - i only (and on T)
+    with pytest.raises(ValueError):
+        distance_input(0)
+
+
+def test_augmentations_keep_rows_stochastic_and_causal_zeros():
+    generator = torch.Generator().manual_seed(3)
+    maps = stochastic(generator, 7, causal=True, channels=2)
+    for out in (fake_sinks(maps, True, 2, generator), add_noise(maps, True, 0.2, generator)):
+        assert torch.allclose(out.sum(-1), torch.ones(2, 7), atol=1e-5)
+        assert out.triu(1).abs().sum() == 0 and float(out.min()) >= 0
+    assert augment(maps, True, Augmentation(sink_p=0, noise_p=0), generator) is maps
+    with pytest.raises(ValueError):
+        Augmentation(sink_p=1.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Network and heads
+# ---------------------------------------------------------------------------------------------
+
+
+def test_configs_refuse_non_positive_sizes_with_the_field_name():
+    for field, value in (("dim", 0), ("depth", -1), ("heads", 0), ("arc_dim", 0), ("ffn_mult", 1.5)):
+        with pytest.raises(ValueError, match=field):
+            AdapterConfig(**{field: value})
+    with pytest.raises(ValueError, match="divide"):
+        AdapterConfig(dim=30, heads=4)
+    with pytest.raises(ValueError, match="backbone"):
+        AdapterConfig(backbone="unet")
+    with pytest.raises(ValueError, match="ffn_kernel"):
+        AdapterConfig(ffn_kernel=2)
+    with pytest.raises(ValueError, match="input_transform"):
+        AdapterConfig(input_transform="sqrt")
+    with pytest.raises(ValueError, match="epochs"):
+        TrainConfig(epochs=0)
+    with pytest.raises(ValueError, match="lr"):
+        TrainConfig(lr=0.0)
+    with pytest.raises(ValueError, match="num_classes"):
+        ToaModel("tokens", 4, 0, AdapterConfig())
+
+
+def _padded_pair(channels, short=5, long=9, seed=4):
+    generator = torch.Generator().manual_seed(seed)
+    a, b = torch.rand(channels, short, short, generator=generator), torch.rand(channels, long, long, generator=generator)
+    batch = torch.zeros(2, channels, long, long)
+    batch[0, :, :short, :short], batch[1] = a, b
+    batch[0, :, short:, :] = 7.0  # junk in the padding must not matter either
+    return a, batch, torch.tensor([short, long])
+
+
+@pytest.mark.parametrize("task", ["tokens", "relation", "dependency"])
+@pytest.mark.parametrize("config", [AdapterConfig(dim=16, heads=2),
+                                    AdapterConfig(dim=16, heads=2, local_mix=False, offset_embedding=3, ffn_kernel=1,
+                                                  input_transform="none", pair_scores=False)])
+def test_padding_does_not_change_a_sentence_and_shapes(task, config):
+    torch.manual_seed(0)
+    model = ToaModel(task, 3, 6, config).eval()
+    if task == "dependency":  # the biaffine weights start at zero: give them values
+        for parameter in model.head.parameters():
+            torch.nn.init.normal_(parameter, std=0.3)
+    a, batch, lengths = _padded_pair(3)
+    extra = {"spans": torch.tensor([[0, 2, 3, 5], [1, 2, 4, 8]])} if task == "relation" else {}
+    with torch.no_grad():
+        alone = model(a[None], torch.tensor([5]), **({k: v[:1] for k, v in extra.items()}))
+        together = model(batch, lengths, **extra)
+    if task == "tokens":
+        assert together["logits"].shape == (2, 9, 6)
+        assert torch.allclose(alone["logits"][0], together["logits"][0, :5], atol=1e-5)
+    elif task == "relation":
+        assert together["logits"].shape == (2, 6)
+        assert torch.allclose(alone["logits"][0], together["logits"][0], atol=1e-5)
+    else:
+        assert together["arc"].shape == (2, 9, 9) and together["rel"].shape == (2, 9, 9, 6)
+        assert torch.allclose(alone["arc"][0], together["arc"][0, :5, :5], atol=1e-4)
+        assert torch.isinf(together["arc"][0, :, 5:]).all()  # padded tokens are never heads
+        assert torch.allclose(alone["rel"][0], together["rel"][0, :5, :5], atol=1e-4)
+
+
+def test_the_official_package_backbone_leaks_padding():
+    torch.manual_seed(0)
+    model = ToaModel("tokens", 3, 4, AdapterConfig(dim=16, heads=2, backbone="package")).eval()
+    a, batch, lengths = _padded_pair(3)
+    batch[0, :, 5:, :] = 0.0
+    batch[0, :, :, 5:] = 0.0
+    with torch.no_grad():
+        alone = model(a[None], torch.tensor([5]))["logits"][0]
+        together = model(batch, lengths)["logits"][0, :5]
+    assert (alone - together).abs().max() > 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# Task data
+# ---------------------------------------------------------------------------------------------
+
+#   text: "The dog barks."   tokens: [CLS] The dog bar ks . [SEP]
+_TEXT = "The dog barks."
+_OFFSETS = [(0, 0), (0, 3), (4, 7), (8, 11), (11, 13), (13, 14), (0, 0)]
+
+
+def _ud(sent_id="s1", text=_TEXT, spans=((0, 3), (4, 7), (8, 13), (13, 14))):
+    return UDSentence(sent_id, text, ("The", "dog", "barks", "."), tuple(spans), (2, 3, 0, 3),
+                      ("det", "nsubj", "root", "punct"), ("DET", "NOUN", "VERB", "PUNCT"), ("DT", "NN", "VBZ", "."))
+
+
+def _record(text=_TEXT, offsets=_OFFSETS, causal=False, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    size = len(offsets)
+    orders = torch.cat([torch.eye(size)[None], stochastic(generator, size, causal, channels=2)])
+    return FakeRecord(text, list(offsets), causal, orders, stochastic(generator, size, causal)[0])
+
+
+def test_dependency_items_use_first_subtokens_and_the_root_points_to_itself():
+    data = build_task_data("dp", "toy", [_ud()], records=[_record()])
+    item = data.items[0]
+    assert item.word_tokens == (1, 2, 3, 5)
+    assert item.heads == (2, 3, 3, 3)  # the root word "barks" heads itself
+    assert item.gold_heads == (2, 3, 0, 3) and item.punct == (False, False, False, True)
+    cut = build_task_data("dp", "toy", [_ud()], records=[_record()], max_tokens=3)
+    assert cut.items[0].word_tokens == (1, 2) and cut.items[0].heads == (2, -1)
+    assert (cut.report.words_beyond_cut, cut.report.heads_beyond_cut, cut.report.cut_sentences) == (2, 1, 1)
+    universal = build_task_data("dp-universal", "toy", [replace(_ud(), deprels=("det", "nsubj:pass", "root", "punct"))],
+                                records=[_record()])
+    assert universal.items[0].word_labels[1] == "nsubj"
+
+
+def test_the_word_grid_keeps_first_subtokens_and_indexes_by_word():
+    record = _record()
+    data = build_task_data("dp", "toy", [_ud()], records=[record], grid="words")
+    item = data.items[0]
+    assert item.positions == (1, 2, 3, 5) and item.num_tokens == 4
+    assert item.word_tokens == (0, 1, 2, 3) and item.heads == (1, 2, 2, 2)
+    raw = data.raw(InputSpec(("order1",)))[0]
+    assert torch.equal(raw[0], record.orders[1][[1, 2, 3, 5]][:, [1, 2, 3, 5]])
+    assert data.inputs(InputSpec())[0].shape == (4, 4, 4)
+    pos = build_task_data("pos", "toy", [_ud()], records=[record], grid="words").items[0]
+    assert pos.token_labels == ("DT", "NN", "VBZ", ".") and pos.word_tokens == (0, 1, 2, 3)
+    words = ("Paris", "is", "big", "Bob")
+    text, spans = join_words(words)
+    offsets = [(0, 3), (3, 5), (6, 8), (9, 12), (13, 16)]
+    relation = RelationExample("r1", text, words, spans, (0, 1), (3, 4), "Other")
+    assert build_task_data("re", "toy", [relation], records=[_record(text, offsets)], grid="words").items[0].spans == (0, 1, 3, 4)
+    with pytest.raises(ValueError, match="grid"):
+        build_task_data("dp", "toy", [_ud()], records=[record], grid="bytes")
+
+
+def test_pos_labels_every_subtoken_and_special_tokens_get_their_class():
+    data = build_task_data("pos", "toy", [_ud()], records=[_record()])
+    assert data.items[0].token_labels == (SPECIAL, "DT", "NN", "VBZ", "VBZ", ".", SPECIAL)
+    assert data.items[0].word_labels == ("DT", "NN", "VBZ", ".")
+    assert build_task_data("upos", "toy", [_ud()], records=[_record()]).items[0].word_labels[2] == "VERB"
+
+
+def test_unalignable_sentences_are_named_and_counted_not_kept():
+    broken = _record(offsets=[(0, 0), (0, 3), (4, 7), (13, 14), (0, 0)])  # "barks" lost by the tokenizer
+    data = build_task_data("dp", "toy", [_ud("good"), _ud("bad")], records=[_record(), broken])
+    assert [item.sent_id for item in data.items] == ["good"]
+    assert data.report.unaligned[0][0] == "bad" and "1 not aligned (bad)" in data.report.summary()
+
+
+def test_ner_and_relation_items_and_what_the_cut_drops():
+    words = ("Paris", "is", "big", "Bob")
+    text, spans = join_words(words)
+    offsets = [(0, 3), (3, 5), (6, 8), (9, 12), (13, 16)]
+    ner = NERSentence("n1", text, words, spans, ("B-location", "O", "O", "B-person"))
+    data = build_task_data("ner", "toy", [ner], records=[_record(text, offsets)], max_tokens=4)
+    assert data.items[0].token_labels == ("B-location", "B-location", "O", "O")  # B- repeats on sub-tokens
+    assert data.items[0].word_labels == ("B-location", "O", "O")
+    assert (data.report.entities, data.report.entities_beyond_cut) == (2, 1)
+    relation = RelationExample("r1", text, words, spans, (0, 1), (3, 4), "Other")
+    kept = build_task_data("re", "toy", [relation], records=[_record(text, offsets)])
+    assert kept.items[0].spans == (0, 2, 4, 5) and kept.items[0].label == "Other"
+    dropped = build_task_data("re", "toy", [relation], records=[_record(text, offsets)], max_tokens=4)
+    assert len(dropped) == 0 and dropped.report.dropped_beyond_cut == 1
+
+
+def test_label_vocabulary_counts_unknown_labels():
+    vocab = LabelVocab.from_labels(["b", "a", "b"])
+    assert vocab.labels == ("a", "b") and vocab.index("c") == IGNORE and vocab.index(None) == IGNORE
+    items = [TaskItem("x", "x", 3, token_labels=("a", None, "c"))]
+    targets, unknown = encode_items(items, "tokens", vocab)
+    assert targets[0]["labels"].tolist() == [0, IGNORE, IGNORE] and unknown == 1
+    with pytest.raises(ValueError):
+        LabelVocab(())
+
+
+# ---------------------------------------------------------------------------------------------
+# Training, evaluation, caching
+# ---------------------------------------------------------------------------------------------
+
+
+def _toy_parsing(count, seed, relation="dep", causal=False):
+    """Sentences whose map plants each word's head as its row's peak (1 token per word)."""
+    rng = np.random.default_rng(seed)
+    sources, records = [], []
+    for index in range(count):
+        size = int(rng.integers(5, 9))
+        words = tuple(f"w{k}" for k in range(size))
+        text, spans = join_words(words)
+        root = int(rng.integers(size))
+        heads = [0 if w == root else int(rng.choice([h for h in range(size) if h != w])) + 1 for w in range(size)]
+        planted = rng.random((size, size)) * 0.2
+        for w, head in enumerate(heads):
+            planted[w, (head - 1) if head else w] += 3.0
+        planted = torch.tensor(planted / planted.sum(1, keepdims=True), dtype=torch.float32)
+        orders = torch.stack([torch.eye(size), planted, planted @ planted])
+        records.append(FakeRecord(text, list(spans), causal, orders, planted))
+        sources.append(UDSentence(f"t{index}", text, words, spans, tuple(heads), (relation,) * size, ("X",) * size))
+    return build_task_data("dp", "toy", sources, records=records, max_tokens=None)
+
+
+SMALL = AdapterConfig(dim=16, depth=1, heads=2, arc_dim=16, rel_dim=8, mlp_dropout=0.0)
+
+
+def test_tiny_end_to_end_training_beats_chance():
+    train, dev, test = _toy_parsing(96, 0), _toy_parsing(24, 1), _toy_parsing(40, 2)
+    job = make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=8, lr=5e-3, batch_size=8), seed=0)
+    adapter = TrainedAdapter.from_stored(*job.train())
+    scores = adapter.evaluate(test)
+    chance = 100.0 * np.mean([1 / item.num_tokens for item in test.items])
+    assert scores["uas"] > chance + 30
+    assert adapter.record["best_epoch"] >= 1 and adapter.record["dev"]["las"] == max(
+        h["dev_las"] for h in adapter.record["history"])
+
+
+def test_training_with_the_official_augmentations_runs_and_changes_the_adapter():
+    train, dev = _toy_parsing(16, 13), _toy_parsing(8, 14)
+    plain = make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=1), seed=0)
+    noisy = make_job(train, dev, InputSpec(("order1",)), SMALL,
+                     TrainConfig(epochs=1, augment=Augmentation(sink_p=1.0, noise_p=1.0)), seed=0)
+    assert plain.key() != noisy.key()
+    weights_plain, _ = plain.train()
+    weights_noisy, record = noisy.train()
+    assert record["training"]["augment"]["sink_p"] == 1.0
+    assert any(not torch.equal(weights_plain[k], weights_noisy[k]) for k in weights_plain)
+
+
+def test_stored_adapters_are_reused_only_for_the_same_training(tmp_path):
+    store = TensorStore(tmp_path)
+    train, dev = _toy_parsing(16, 3), _toy_parsing(8, 4)
+    spec, quick = InputSpec(("order1",)), TrainConfig(epochs=1, batch_size=8)
+    job = make_job(train, dev, spec, SMALL, quick, seed=0)
+    first = train_adapters([job], store=store, progress=False)[0]
+    again = train_adapters([make_job(train, dev, spec, SMALL, quick, seed=0)], store=store, progress=False)[0]
+    assert again.record["seconds"] == first.record["seconds"]  # read back, not trained again
+    longer = make_job(train, dev, spec, SMALL, replace(quick, epochs=2), seed=0)
+    wider = make_job(train, dev, spec, replace(SMALL, dim=8), quick, seed=0)
+    other_seed = make_job(train, dev, spec, SMALL, quick, seed=1)
+    train.records[0].orders[1] = train.records[0].orders[1].flip(-1)  # the data changed
+    changed = make_job(train, dev, spec, SMALL, quick, seed=0)
+    keys = {j.key() for j in (job, longer, wider, other_seed, changed)}
+    assert len(keys) == 5
+    fresh = train_adapters([longer, wider, changed], store=store, progress=False)
+    assert fresh[0].record["training"]["epochs"] == 2 and len(fresh[0].record["history"]) == 2
+    assert fresh[1].record["adapter"]["dim"] == 8
+    assert fresh[2].record["seconds"] != first.record["seconds"]
+
+
+def test_bad_input_is_refused_or_counted():
+    train, dev = _toy_parsing(8, 5), _toy_parsing(4, 6)
+    spec = InputSpec(("order1",))
+    # a map whose size does not match its labels
+    bad = TaskData(dev.task, dev.model, "dev", [replace(dev.items[0], num_tokens=dev.items[0].num_tokens + 2)],
+                   dev.records[:1], False, None, dev.report)
+    with pytest.raises(ValueError, match="labels are for"):
+        make_job(train, bad, spec, SMALL, TrainConfig(epochs=1))
+    # a test label the training never saw: counted, scored as wrong, no crash
+    adapter = TrainedAdapter.from_stored(*make_job(train, dev, spec, SMALL, TrainConfig(epochs=1)).train())
+    unseen = _toy_parsing(4, 7, relation="unseen")
+    scores = adapter.evaluate(unseen)
+    assert scores["unknown_labels"] == sum(len(item.word_labels) for item in unseen.items) and scores["las"] == 0.0
+    # another kind of model, another task
+    with pytest.raises(ValueError, match="one kind"):
+        adapter.evaluate(_toy_parsing(4, 8, causal=True))
+    with pytest.raises(ValueError, match="trained for"):
+        adapter.evaluate(replace(unseen, task="pos"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Settings and tables
+# ---------------------------------------------------------------------------------------------
+
+
+def test_settings_are_validated_and_list_the_grid():
+    from olacore.toa.config import SYNTAX_GRID, toa_settings
+
+    default = toa_settings("default")
+    cells = default.cells()
+    assert len(cells) == len(set(cells))
+    full = {(m, i) for m, i, _ in cells if m == "minilm-l6"}
+    assert full == {("minilm-l6", name) for name in SYNTAX_GRID}
+    assert {i for m, i, _ in cells if m == "qwen2.5-0.5b"} == set(default.basic_inputs)
+    assert sum(1 for m, i, _ in cells if (m, i) == ("minilm-l6", "order 3")) == len(default.seeds)
+    with pytest.raises(ValueError, match="unknown profile"):
+        toa_settings("huge")
+    with pytest.raises(ValueError, match="num_train"):
+        toa_settings("default", num_train=0)
+    with pytest.raises(ValueError, match="not in models"):
+        toa_settings("default", full_grid=("bert-base-cased",))
+    with pytest.raises(ValueError, match="unknown inputs"):
+        toa_settings("default", basic_inputs=("order 9",))
+
+
+def test_gap_and_order_tables_from_a_hand_made_grid():
+    import pandas as pd
+
+    from olacore.toa.experiments import distance_gaps, order_comparison, summary
+
+    rows = []
+    for seed, (o1, o3, roll) in enumerate([(60, 50, 40), (62, 55, 45), (58, 59, 41)]):
+        rows += [{"model": "m", "input": "order 1", "seed": seed, "uas": o1, "las": o1 / 2},
+                 {"model": "m", "input": "order 3", "seed": seed, "uas": o3, "las": o3 / 2},
+                 {"model": "m", "input": "rollout", "seed": seed, "uas": roll, "las": roll / 2}]
+    rows.append({"model": "m", "input": "distance", "seed": 0, "uas": 30, "las": 8})
+    table = pd.DataFrame(rows)
+    gaps = distance_gaps(table)
+    assert gaps.loc[0, "gap"] == pytest.approx(30.0)
+    compared = order_comparison(table).set_index("other")
+    assert compared.loc["order 3", "mean_diff"] == pytest.approx((10 + 7 - 1) / 3)
+    assert not compared.loc["order 3", "all_seeds_better"] and compared.loc["rollout", "all_seeds_better"]
+    assert compared.loc["rollout", "min_diff"] == pytest.approx(17.0)
+    means = summary(table).set_index("input")
+    assert means.loc["order 1", "uas_mean"] == pytest.approx(60.0) and means.loc["order 1", "uas_count"] == 3
+    assert means.loc["order 1", "uas_std"] == pytest.approx(2.0)
+
+
+def test_scores_are_kept_per_adapter_and_data(tmp_path):
+    from olacore.toa.experiments import evaluate_cached
+
+    store = TensorStore(tmp_path)
+    train, dev, test = _toy_parsing(16, 9), _toy_parsing(8, 10), _toy_parsing(8, 11)
+    adapter = train_adapters([make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=1))],
+                             store=store, progress=False)[0]
+    assert adapter.key is not None
+    first = evaluate_cached(adapter, test, store)
+    assert first == pytest.approx(adapter.evaluate(test))
+    for parameter in adapter.model.parameters():  # a stale score would survive this
+        torch.nn.init.zeros_(parameter)
+    assert evaluate_cached(adapter, test, store) == first  # read back: same adapter key, same data
+    other = _toy_parsing(8, 12)
+    assert evaluate_cached(adapter, other, store) == pytest.approx(adapter.evaluate(other))
+    words = build_task_data("dp", "toy", [_ud()], records=[_record()], grid="words")
+    with pytest.raises(ValueError, match="grid"):
+        adapter.evaluate(words)
