@@ -56,6 +56,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_ssim.py
 	$(PY) benchmarks/bench_alti.py
 	$(PY) benchmarks/bench_zeroshot.py
+	$(PY) benchmarks/bench_toa.py
 
 # On a machine with CUDA: CUDA tests, paper-scale benchmarks and chapter 03 on the GPU, one JSON
 # report (scripts/gpu_check.py). Without CUDA it runs the CPU parts and says so.
