@@ -46,3 +46,16 @@ def test_extraction_on_cuda_equals_cpu():
     for a, b in zip(on_cpu, on_gpu):
         assert a.tokens == b.tokens
         torch.testing.assert_close(b.attentions, a.attentions, atol=1e-5, rtol=0)
+
+
+def test_one_adapter_training_epoch_runs_on_cuda():
+    from test_toa import SMALL, _toy_parsing
+
+    from olacore.toa.inputs import InputSpec
+    from olacore.toa.train import TrainConfig, TrainedAdapter, make_job
+
+    train, dev = _toy_parsing(16, 0), _toy_parsing(8, 1)
+    job = make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=1, device="cuda"), seed=0)
+    weights, record = job.train()
+    assert all(torch.isfinite(w).all() for w in weights.values())
+    assert TrainedAdapter.from_stored(weights, record).evaluate(dev)["uas"] >= 0
