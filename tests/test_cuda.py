@@ -56,5 +56,6 @@ def test_one_adapter_training_epoch_runs_on_cuda():
 
     train, dev = _toy_parsing(16, 0), _toy_parsing(8, 1)
     job = make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=1, device="cuda"), seed=0)
+    weights, record = job.train()
     assert all(torch.isfinite(w).all() for w in weights.values())
     assert TrainedAdapter.from_stored(weights, record).evaluate(dev)["uas"] >= 0
