@@ -2,23 +2,29 @@
 
 The data flows one way, one module per step:
 
-- texts: :mod:`olacore.texts` (similarity chunks), :mod:`olacore.ud` (UD English EWT);
+- texts: :mod:`olacore.texts` (similarity chunks), :mod:`olacore.ud` (UD English EWT),
+  :mod:`olacore.corpora` (WNUT-17, SemEval-2010 Task 8);
 - models: :mod:`olacore.zoo` (the offline zoo as data), :mod:`olacore.zoo_build` (building its
-  folders), :mod:`olacore.loading` (any model, its fingerprint), :mod:`olacore.extraction`
-  (head-averaged attention per layer);
-- :mod:`olacore.ola`: OLA and rollout, the mathematics, no models;
-- :mod:`olacore.pipeline`: attention -> OLA -> token maps of named channels, cached in
+  folders), :mod:`olacore.loading` (any model, its fingerprint), :mod:`olacore.model_files`
+  (checks and fingerprint of a model folder), :mod:`olacore.extraction` (head-averaged
+  attention per layer, one text per pass);
+- :mod:`olacore.ola`: OLA and rollout, the mathematics, no models; :mod:`olacore.alti` (with
+  :mod:`olacore.alti_families`, :mod:`olacore.alti_math`): ALTI from the real layer outputs;
+- :mod:`olacore.pipeline`: attention -> OLA / ALTI -> token maps of named channels, cached in
   :mod:`olacore.store`; :mod:`olacore.channels` is the one vocabulary of channel names;
 - :mod:`olacore.maps`: the typed :class:`Maps` every experiment consumes, built from token maps
   by :mod:`olacore.sinks` (sink cleaning) and :mod:`olacore.alignment` (resize, words, first
   sub-token);
 - experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.retrieval`,
-  :mod:`olacore.proxy` (the visual proxy; :mod:`olacore.proxy.official` runs it as the official
-  script does, each quirk a switch), :mod:`olacore.controls`, :mod:`olacore.probe`
-  (syntax); trained networks are cached by :mod:`olacore.training`;
+  :mod:`olacore.proxy` (the visual proxy, honest and official protocols),
+  :mod:`olacore.controls`, :mod:`olacore.toa` (the Transferable OLA Adapter: syntax and
+  transfer), :mod:`olacore.zeroshot` (the prompting baseline), :mod:`olacore.metrics`; trained
+  networks are cached by :mod:`olacore.training`;
 - reading results: :mod:`olacore.verdicts` (fixed rules), :mod:`olacore.paper` (the published
-  numbers), :mod:`olacore.results` (each chapter's saved numbers), :mod:`olacore.report` (every
-  published number beside ours), :mod:`olacore.plots`; :mod:`olacore.profiles` sizes every chapter.
+  numbers), :mod:`olacore.results` (each chapter's numbers), :mod:`olacore.report` (the paper,
+  claim by claim), :mod:`olacore.plots`, :mod:`olacore.interactive`, :mod:`olacore.tables`;
+  :mod:`olacore.profiles` sizes every chapter; :mod:`olacore.settings` says where data, caches
+  and devices are.
 
 The names below are the small surface a notebook or a reader needs first.
 """
