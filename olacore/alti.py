@@ -70,8 +70,8 @@ import torch
 from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
 from olacore.alti_math import alti_rollout, contributions_from_vectors, layer_contributions, layer_factors
 from olacore.store import TensorStore
-from olacore.extraction import per_text, tokenize
-from olacore.loading import LoadedModel, model_fingerprint
+from olacore.extraction import tokenize
+from olacore.loading import LoadedModel
 from olacore.settings import fixed_threads
 from olacore.timing import progress as progress_bar
 
@@ -277,18 +277,6 @@ def layer_decomposition(model: LoadedModel, text: str) -> list[LayerDecompositio
 # --------------------------------------------------------------------------------------------
 
 
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
-    texts = list(texts)
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
-        if not text.strip():
-            raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
-    return texts
-
-
 def cached_alti(
     model: str | LoadedModel,
     texts: Sequence[str],
@@ -320,52 +308,12 @@ def cached_alti(
     Raises:
         As :func:`alti`, and :func:`~olacore.loading.load_model` for a name.
     """
-    texts = _check_texts(texts)
-    store = store if store is not None else TensorStore()
-    fingerprint = model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
-    keys = [store.key(kind="alti", model=fingerprint, text=text, settings=ALTI_SETTINGS) for text in texts]
-    results: list[ALTIResult | None] = [None] * len(texts)
-    missing: dict[str, int] = {}  # key -> first index; duplicates computed once
-    for index, (text, key) in enumerate(zip(texts, keys)):
-        if key in missing:
-            continue
-        entry = store.get(key)
-        if entry is None:
-            missing[key] = index
-            continue
-        tensors, meta = entry
-        results[index] = ALTIResult(
-            text=text,
-            tokens=list(meta["tokens"]),
-            offsets=[tuple(span) for span in meta["offsets"]],
-            is_causal=bool(meta["is_causal"]),
-            contributions=tensors["contributions"],
-            rollout=tensors["rollout"],
-        )
-    if missing:
-        todo = list(missing.values())
-        for index, result in zip(todo, per_text(alti, model, [texts[i] for i in todo], device=device, workers=workers,
-                                              progress=progress)):
-            store.put_or_warn(
-                keys[index],
-                {"contributions": result.contributions, "rollout": result.rollout},
-                {
-                    "model": fingerprint,
-                    "text": result.text,
-                    "tokens": result.tokens,
-                    "offsets": [list(span) for span in result.offsets],
-                    "is_causal": result.is_causal,
-                },
-            )
-            results[index] = result
-    first = {}
-    for index, key in enumerate(keys):  # duplicates of a text share its result (copied)
-        if results[index] is not None:
-            first.setdefault(key, results[index])
-            continue
-        source = first[key]
-        results[index] = ALTIResult(
-            source.text, list(source.tokens), list(source.offsets), source.is_causal,
-            source.contributions.clone(), source.rollout.clone(),
-        )
-    return results
+    from olacore.pipeline import cached_per_text
+
+    return cached_per_text(
+        model, texts, kind="alti", settings=ALTI_SETTINGS, compute=alti,
+        tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
+        rebuild=lambda text, tensors, meta: ALTIResult(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],
+                                                       bool(meta["is_causal"]), tensors["contributions"],
+                                                       tensors["rollout"]),
+        workers=workers, device=device, progress=progress, store=store)

@@ -29,6 +29,7 @@ from olacore.settings import fixed_threads
 from olacore.store import TensorStore
 
 __all__ = [
+    "cached_per_text",
     "TokenMaps",
     "token_maps",
     "register_source",
@@ -103,49 +104,80 @@ def cached_attention(
             longer than the model's context (gives both lengths).
         ModuleNotFoundError / ImportError: a zoo model's package is missing (pip line given).
     """
+    return cached_per_text(
+        model, texts, kind="attention", settings=EXTRACTION_SETTINGS, compute=extract_attention,
+        tensors_of=lambda e: {"attentions": e.attentions},
+        rebuild=lambda text, tensors, meta: Extraction(text, list(meta["tokens"]),
+                                                       [tuple(span) for span in meta["offsets"]], tensors["attentions"]),
+        workers=workers, device=device, progress=progress, store=store)
+
+
+def cached_per_text(
+    model: str | LoadedModel,
+    texts: Sequence[str],
+    *,
+    kind: str,
+    settings: dict[str, Any],
+    compute: Callable[..., list[Any]],
+    tensors_of: Callable[[Any], dict[str, torch.Tensor]],
+    rebuild: Callable[[str, dict[str, torch.Tensor], dict[str, Any]], Any],
+    workers: int = 1,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> list[Any]:
+    """A per-text computation on a model, cached per (model fingerprint, text, ``settings``).
+
+    The one caching rule of every forward-pass product (attention, ALTI): each text's entry is
+    looked up; the texts the store lacks are computed by ``compute`` (one text per pass, in
+    ``workers`` processes: :func:`olacore.extraction.per_text`) and stored with their tokens,
+    offsets and the model's kind; a text given twice is computed once. A read-back result is
+    identical to a computed one.
+
+    Args:
+        model: model name or :class:`LoadedModel` (its ``fingerprint`` keys the store).
+        texts: non-empty strings.
+        kind: the entry kind in the key (``"attention"``, ``"alti"``).
+        settings: everything about the computation that changes its result (in the key).
+        compute: ``(LoadedModel, texts, progress=...) -> results``, top level (it may run in a
+            worker process); each result has ``text``, ``tokens`` and ``offsets``.
+        tensors_of: a result's tensors to store.
+        rebuild: ``(text, tensors, meta) -> result`` from a stored entry.
+        workers, device, progress, store: as for :func:`cached_attention`.
+
+    Returns:
+        One result per text, in order (a repeated text gets its own copy).
+    """
     texts = _check_texts(texts)
     store = store if store is not None else TensorStore()
     fingerprint = _fingerprint(model)
-    keys = [store.key(kind="attention", model=fingerprint, text=text, settings=EXTRACTION_SETTINGS) for text in texts]
-    results: list[Extraction | None] = [None] * len(texts)
-    missing: dict[str, int] = {}  # key -> first index, duplicates computed once
-    for index, (text, key) in enumerate(zip(texts, keys)):
-        if key in missing:
+    keys = [store.key(kind=kind, model=fingerprint, text=text, settings=settings) for text in texts]
+    found: dict[str, Any] = {}
+    missing: dict[str, str] = {}  # key -> text, each distinct text once
+    for text, key in zip(texts, keys):
+        if key in found or key in missing:
             continue
         entry = store.get(key)
         if entry is None:
-            missing[key] = index
-            continue
-        tensors, meta = entry
-        results[index] = Extraction(
-            text=text,
-            tokens=list(meta["tokens"]),
-            offsets=[tuple(span) for span in meta["offsets"]],
-            attentions=tensors["attentions"],
-        )
+            missing[key] = text
+        else:
+            found[key] = rebuild(text, *entry)
     if missing:
-        todo = list(missing.values())
         causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
-        extractions = per_text(extract_attention, model, [texts[i] for i in todo], device=device, workers=workers,
-                               progress=progress)
-        for index, extraction in zip(todo, extractions):
-            store.put_or_warn(
-                keys[index],
-                {"attentions": extraction.attentions},
-                {
-                    "model": fingerprint,
-                    "text": extraction.text,
-                    "tokens": extraction.tokens,
-                    "offsets": [list(span) for span in extraction.offsets],
-                    "is_causal": causal,
-                },
-            )
-            results[index] = extraction
-    for index, key in enumerate(keys):  # duplicates of a text share its result
-        if results[index] is None:
-            first = next(i for i, k in enumerate(keys) if k == key and results[i] is not None)
-            source = results[first]
-            results[index] = Extraction(source.text, list(source.tokens), list(source.offsets), source.attentions.clone())
+        computed = per_text(compute, model, list(missing.values()), device=device, workers=workers, progress=progress)
+        for key, result in zip(missing, computed):
+            meta = {"model": fingerprint, "text": result.text, "tokens": result.tokens,
+                    "offsets": [list(span) for span in result.offsets], "is_causal": causal}
+            store.put_or_warn(key, tensors_of(result), meta)
+            found[key] = result
+    results, given = [], set()
+    for text, key in zip(texts, keys):  # a repeated text gets a copy of its result
+        first = found[key]
+        if key in given:
+            meta = {"tokens": first.tokens, "offsets": first.offsets, "is_causal": getattr(first, "is_causal", None)}
+            first = rebuild(text, {name: t.clone() for name, t in tensors_of(first).items()}, meta)
+        results.append(first)
+        given.add(key)
     return results
 
 
