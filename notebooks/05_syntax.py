@@ -14,321 +14,346 @@
 # # Syntax in OLA
 #
 # The second finding of {cite}`liang2025olas` (section 4.3) is that OLA encodes syntax: a
-# parser that sees *nothing but* the OLA map of a frozen language model recovers UD
-# dependency heads of English EWT with UAS around 80 % from first-order OLA on BERT-sized
-# encoders, and lower orders carry more syntax than higher orders or rollout. This chapter
-# repeats the experiment on the five offline models, with the baselines that a probing
-# number needs before it means anything.
+# parser that sees *nothing but* the OLA maps of a frozen language model recovers the UD
+# dependency heads of English EWT, with UAS around 80 % from first-order OLA on BERT-sized
+# encoders, and lower orders carry more syntax than higher orders or the rollout. This
+# chapter repeats the experiment on the five offline models with the network the paper used,
+# and with the baselines a probing number needs before it means anything.
 #
-# **The probe.** For dependent word *i* and candidate head *j* the probe reads the map's row
-# *i* and column *i* (every order used, truncated or zero-padded to `max_len` entries) and
-# the pair values `OLA[i, j]`, `OLA[j, i]` (also relative to the largest entry of their row
-# and column). As in the official parser (`AxialTransformerDPAdapter` in its `models/adapters.py`),
-# a biaffine arc scorer and a label classifier
-# are trained with CE(arc) + CE(label); a separate classifier predicts UPOS from the same
-# word features. No word form and no position enters except what the map itself carries.
-# Heads are decoded greedily (argmax per word, no tree constraint).
+# **The parser** is the dependency head of the Transferable OLA Adapter (TOA, paper section
+# 4.4; `olacore.toa`), the same network the next chapter moves between models. It reads a
+# sentence's maps as a `T x T` image: a 1x1 convolution into `dim` channels, then axial
+# attention (attention along each row, then along each column of the grid, per block) with
+# 3x3-convolution feed-forwards, as the official `AxialTransformerDPAdapter`
+# (`models/adapters.py` of the official code); each word's features are read from the
+# diagonal and a biaffine scorer {cite}`dozat2017biaffine` picks its head among all words (greedy, no tree
+# constraint) and the relation on that arc; loss CE(arc) + CE(relation). No word form and no
+# position enters except what the maps carry. Every map is given raw and sink-cleaned, each
+# row normalised, causal maps mirrored into their upper triangle (the official TOA input,
+# `preprocess_ola` in `models/ola_model.py`).
 #
-# **Departures from the paper, stated once here and again beside each result.**
-# - Models: the paper probed BERT-base, RoBERTa-base and ELECTRA-base (generator). Ours are
-#   MiniLM-L6 and MPNet-base, *sentence-embedding fine-tunes* of masked-LM-pretrained models
-#   (the fine-tuning may have reshaped their attention), and three small causal LMs running on
-#   dequantised 4-bit weights (the paper's syntax table has no causal model).
-# - Probe: the official adapter (`AxialTransformerDPAdapter`, `models/adapters.py`) is an
-#   axial-attention transformer (dim 768, depth 5) over the whole token map; ours is a CPU-sized
-#   MLP over rows/columns with a width-5 convolution across neighbouring words, and it adds the
-#   sink-cleaned map as extra channels (the official TOA input, `preprocess_ola` in
-#   `models/ola_model.py`, does the same, with sink statistics over the causal part for causal
-#   models).
-# - Sentence length: the official DP data (`map_ola_data` in `data_utils/dp_utils.py`, with
-#   `cutoff_len` 64 in `configs/train_*_udewt_dp.json`) cut every sentence at 64 tokens; the words
-#   past the cut are neither seen nor scored, and a word whose head lies past the cut gets the
-#   head label -100. Our probe keeps the first `max_len` entries of each word's row and column
-#   as features (its pair features are never cut) and scores every word of the sentence.
-# - Data: the paper trained on all 12,544 EWT training sentences; the `default` profile of
-#   this book trains on a subset (see `cfg` below) and scores an evenly spread subset of test.
-# - Maps: besides the paper's first-sub-token maps we use our word-pooled maps
-#   (`align="words"`, the default of this chapter), which keep rows stochastic.
-# - LAS compares universal relations (subtypes stripped, the CoNLL 2018 convention).
-# - Model selection: the epoch with the best dev LAS; test is scored once with it.
+# **What the chapter runs.** For every model, the adapter is trained and tested on the same
+# model's maps of one input each: OLA orders 1, 2, 3, the rollout, ALTI (the norm-based
+# method of {cite}`ferrando2022alti`, the paper's second baseline) and orders 1+2 together
+# (the TOA input). Baselines: the **distance-only** twin (the same adapter given only the
+# relative positions `j - i` of words, no attention), the **random-init** model's OLA, and the
+# **best single raw attention layer**, chosen on dev. Then the claims are judged by a fixed
+# rule, and where a causal LM falls short of the goal the chapter measures why.
 #
-# Every trained probe is kept in the cache (`olacore.probe.ProbeJob` through
-# `olacore.training.run_cached`, keyed by its maps, sentences, settings and seed), so re-executing this chapter reads the probes back;
-# the `seconds` column always reports the training time of the run that trained them.
+# **Departures from the paper** (stated once here, again beside the results they touch):
+#
+# - *Models.* The paper parsed with BERT-, RoBERTa- and ELECTRA-base. Ours are MiniLM-L6 and
+#   MPNet-base, sentence-embedding fine-tunes of masked-LM-pretrained models, and three small
+#   causal LMs on dequantised 4-bit weights (the paper's syntax table has no causal model).
+# - *Adapter size.* The official adapter has width 768 and depth 5 (about 450 million
+#   parameters with the DP head); ours has width 32 and depth 2 (about 160 thousand), sized
+#   for a 2-core CPU, with two additions measured to matter at this size
+#   (`olacore.toa.config`): arc and relation scores also read the pair's own cell `(i, j)`,
+#   and maps enter as `log1p(T m)`. The settings table below lists every size.
+# - *Data size.* The official DP configs (`configs/train_*_udewt_dp.json`) train on all 12,544
+#   EWT training sentences for 15 epochs; the `default` profile trains on the first 500 for 6
+#   epochs, selects on the first 150 dev sentences and tests on 300 spread over the test
+#   split. The ALTI comparison runs on fewer sentences (ALTI costs about another forward pass
+#   per sentence), beside an order-1 adapter on exactly the same sentences; the cells that ran
+#   smaller are named in their tables.
+# - *Checkpoint selection.* The official configs evaluate every checkpoint on the test split
+#   of the targets; here the epoch with the best dev LAS is kept and test is scored once.
+# - *The 64-token cut.* The official data code (`map_ola_data` in `data_utils/dp_utils.py`,
+#   `cutoff_len` 64 in the DP configs) tokenises word by word, stops adding words once the
+#   sentence reaches 64 tokens, runs the model on that cut input, and gives a word whose head
+#   lies past the cut the label -100 (not scored). We run the model on the whole sentence and
+#   keep the top-left 64 x 64 block of its maps: words and heads past the cut are not scored
+#   either, but an encoder's rows inside the block were computed with the later words in view
+#   (a causal LM's are exactly what the cut input gives). The counts are in the data table.
+# - *Grid.* The official adapter reads the full token map (special tokens and every
+#   sub-token a row); ours reads the rows and columns of each word's first sub-token (the
+#   word the parser scores, the official `begin_mask`), which was measured better for the
+#   causal LMs and cheaper (`olacore.toa.config`). Relations are the full EWT ones (subtypes
+#   kept), as the official code; UAS/LAS count punctuation, as the paper.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
 device: str | None = None  # None: CUDA when available
 
 # %%
+import dataclasses
+
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from olacore import paper
-from olacore.controls import random_init
-from olacore.loading import load_model, model_depth, model_kind
-from olacore.maps import split_maps
 from olacore.plots import draw_arcs
-from olacore.probe import ProbeConfig, ProbeJob, positional_maps, predict, probe_rows
-from olacore.profiles import settings
-from olacore.proxy import channel_set_label
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.ud import ewt_splits, read_ewt_syntax
-from olacore.verdicts import better
+from olacore.toa.analysis import (GOAL, MARGIN, baseline_table, best_layer, data_reports, direction_table,
+                                  distance_gaps, layer_cells, layer_screen, learning_curve, parse_examples, summary,
+                                  syntax_verdicts, wide_table)
+from olacore.toa.config import toa_settings
+from olacore.toa.experiments import pos_table, syntax_data, syntax_datasets, syntax_grid, syntax_splits
+from olacore.toa.syntax_report import paper_comparison, record_rows, record_syntax
 
-cfg = settings("syntax", profile)
+settings = toa_settings(profile)
+settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, device=device))
 watch = Stopwatch()
 results = ChapterResults("05_syntax", profile)
-workers = cpu_workers(device)  # one single-threaded probe per core on a CPU
+workers = cpu_workers(device)  # one single-threaded process per core: extraction and training
 pd.set_option("display.precision", 1)
-cfg
+adapter, training = settings.adapter, settings.training
+show_table(pd.DataFrame([
+    ("EWT sentences (train / dev / test)", f"{settings.num_train} / {settings.num_dev} / {settings.num_test}"),
+    ("ALTI comparison sentences (train / dev / test)", " / ".join(map(str, settings.alti_subset or ("as above",)))),
+    ("length cut (tokens), grid", f"{settings.max_tokens}, {settings.grid}"),
+    ("adapter: width, depth, heads, feed-forward", f"{adapter.dim}, {adapter.depth}, {adapter.heads}, "
+     f"{adapter.ffn_mult}x wide {adapter.ffn_kernel}x{adapter.ffn_kernel} conv"),
+    ("DP head: arc / relation MLP, dropout", f"{adapter.arc_dim} / {adapter.rel_dim}, {adapter.mlp_dropout}"),
+    ("pair-cell scores, input scaling", f"{adapter.pair_scores}, {adapter.input_transform}"),
+    ("training: epochs, batch, AdamW lr, warm-up", f"{training.epochs}, {training.batch_size}, {training.lr:g}, "
+     f"{training.warmup:.0%}"),
+    ("seeds (repeated cells)", ", ".join(map(str, settings.seeds))),
+    ("models (every input on)", f"{', '.join(settings.models)} ({', '.join(settings.full_grid)})"),
+], columns=["setting", "value"]), "tbl-syntax-settings", f"Settings of the `{profile}` profile "
+           "(`olacore.toa.config.toa_settings`).")
 
 # %% [markdown]
-# ## Data
+# ## Data and maps
 #
-# UD English EWT, read with the `conllu` library. Multi-word tokens are split into their
-# syntactic words as UD defines (the two words of "didn't" share the surface token's
-# characters, so they get identical map rows: a limit of any map-only parser); empty nodes
-# are skipped. Every sentence's words are aligned to its own `# text`, which is what the
-# models read; a sentence that cannot be aligned would be counted here.
+# UD English EWT, read with the `conllu` library; multi-word tokens are split into their
+# syntactic words (the two words of "didn't" share the surface token's characters, so they
+# share one first sub-token: a limit of any map-only parser). Each sentence's words are
+# aligned to the tokens of every model through the tokenizer's character offsets. The maps
+# (attention, OLA, rollout, ALTI) are computed once per sentence and model and cached; each
+# *data set* below is one model's sentences at one size (`[ALTI subset]`: the ALTI
+# comparison; `[train n]`: the first `n` training sentences, for learning curves;
+# `[random init]`: the model with freshly initialised weights).
 
 # %%
-with watch("read EWT"):
-    for split in ("train", "dev", "test"):
-        print(read_ewt_syntax(split).report())
-    splits = ewt_splits(cfg.num_train, cfg.num_dev, cfg.num_test)
-pd.DataFrame({name: {"sentences": len(s), "words": sum(map(len, s))} for name, s in splits.items()}).T
+with watch("maps: attention, OLA, ALTI (extract or read back)"):
+    splits = syntax_splits(settings)
+    data = syntax_datasets(settings, splits, workers=workers, device=device)
+reports = data_reports(data)
+show_table(reports[reports["data set"].isin(settings.models)], "tbl-syntax-data",
+           "Sentences and words per model and split after alignment and the length cut; words past the cut and "
+           "words whose head lies past it are not scored.", decimals=0)
 
 # %% [markdown]
-# `test_long` holds every EWT test sentence longer than 30 words: the length-generalisation
-# split, reported separately because short sentences flatter positional cues.
+# ## The best single raw attention layer, chosen on dev
 #
-# ## Maps
-#
-# OLA orders 1 to 3 and rollout of every sentence through every model (cached on disk),
-# brought to words two ways: pooled (`words`) and first sub-token (`first`, the paper's).
+# Since `OLA_1 = (1/N) sum_i A^(i)`, the plain average of the layers *is* first-order OLA; the
+# raw-attention question is whether one layer alone does as well. Training an adapter per
+# layer is beyond this budget, so each layer is first scored as a parser with no training
+# (`olacore.toa.analysis.layer_screen`): on the *dev* sentences, a word's guessed head is the
+# word it shares most attention with either way (sink entries removed), and the score is the
+# share of right guesses (in the spirit of {cite}`clark2019bert`, who scored BERT's attention
+# heads by whether a word attends most to its syntactic head). The best layer on dev then
+# gets an adapter like every other input.
 
 # %%
-CHANNELS = ("order1", "order2", "order3", "rollout")
-maps = {}
-with watch("extract + OLA (all models)"):
-    for name in cfg.models:
-        aligns = ("words", "first") if name in cfg.first_subtoken else ("words",)
-        maps[name] = split_maps(name, splits, CHANNELS, aligns=aligns, device=device, workers=workers)
-
-# %% [markdown]
-# ## Probes per model and order
-#
-# Orders 1, 2, 3 and rollout as separate runs, and orders 1+2 together, on word-pooled maps
-# for every model, and on first-sub-token maps for the models in `cfg.first_subtoken`.
-# Seed 0 everywhere; more seeds below.
-
-# %%
-INPUTS = [("order1",), ("order2",), ("order3",), ("rollout",), ("order1", "order2")]
-
-
-def config(seed=0, **extra):
-    return ProbeConfig(**{"epochs": cfg.epochs, "max_len": cfg.max_len, "batch_size": cfg.batch_size, "seed": seed,
-                          "device": device, **extra})
-
-
-def job(model_maps, channels=None, seed=0, extra=None, **labels):
-    return ProbeJob(model_maps, splits, config(seed, **(extra or {})), channels, labels)
-
-
-jobs = [job(maps[name][align], chans, model=name, kind=model_kind(name), align=align, input=channel_set_label(chans))
-        for name in cfg.models for align in maps[name] for chans in INPUTS]
-with watch("probes: models x orders (training or cache)"):
-    done = probe_rows(jobs, workers=workers)
-runs = {(j.labels["model"], j.labels["align"], j.labels["input"]): run for j, (_, run) in zip(jobs, done)}
-grid = pd.DataFrame([row for row, _ in done])
-labels = [channel_set_label(c) for c in INPUTS]
-words = grid[grid["align"] == "words"]
-words.pivot_table(index=["kind", "model"], columns="input", values=["uas", "las"], sort=False)[
-    [("uas", k) for k in labels] + [("las", k) for k in labels]]
-
-# %% [markdown]
-# UAS / LAS (%) on the test subset, with punctuation as in the paper, word-pooled maps. The
-# same runs without punctuation (as parsing papers report), with UPOS accuracy from the same
-# word features, and the epoch chosen on dev:
-
-# %%
-grid[["model", "align", "input", "epoch", "dev_uas", "uas", "las", "uas_nopunct", "las_nopunct", "upos_acc"]]
-
-# %% [markdown]
-# ### The paper's choice of word maps: first sub-token
-#
-# The official parser scores each word at its first sub-token (the `begin_mask` of
-# `map_ola_data` in `data_utils/dp_utils.py`), but its adapter (`AxialTransformerDPAdapter` in
-# `models/adapters.py`) first runs axial attention over the whole token map, so special tokens
-# and later sub-tokens shape every word's features, and every token, not only first sub-tokens,
-# is a candidate head. What it leaves unseen is what lies past the 64-token cut. Here, the
-# cheap stand-in: the rows and columns of each word's first sub-token, read from the full token
-# map (`align="first"`; attention to special tokens and later sub-tokens is dropped).
-
-# %%
-if (grid["align"] == "first").any():
-    display(grid.pivot_table(index=["model", "align"], columns="input", values="uas", sort=False)[labels])
-
-# %% [markdown]
-# ## UAS against order
-
-# %%
-single = [channel_set_label((c,)) for c in CHANNELS]
-order_runs = words[words["input"].isin(single)]
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True)
-for ax, metric in zip(axes, ["uas", "las"]):
-    sns.pointplot(data=order_runs, x="input", y=metric, hue="model", order=single, ax=ax)
-    ax.set(xlabel="map", ylabel=f"test {metric.upper()} (%)")
-axes[0].legend(fontsize=8)
-axes[1].legend().remove()
-fig.suptitle("Word-pooled maps, one probe per model and order (seed 0); departures: see top of chapter")
+with watch("layer screen (dev)"):
+    screens = {m: layer_screen(data[m]["dev"]) for m in settings.layer_models}
+    cells = settings.cells() + layer_cells(screens, settings.seeds[0])
+fig, ax = plt.subplots(figsize=(7, 3))
+for model, screen in screens.items():
+    ax.plot(screen["layer"] / screen["layer"].max(), screen["attachment"], marker="o", label=model)
+ax.set(xlabel="layer / number of layers", ylabel="dev attachment (%)",
+       title="Raw layers as untrained parsers (dev)")
+ax.legend(fontsize=8)
 plt.tight_layout()
 
 # %% [markdown]
-# ## Baselines
+# ## The grid
 #
-# A probe number is only meaningful against what the same probe gets without the signal:
-#
-# - **Positional**: the same probe given only positions. Its "map" is the identity (order-0
-#   OLA), so rows and columns are one-hot positions and sentence length, and it gets
-#   one-hot relative offsets `j - i` as pair features. Everything the OLA probe gains above
-#   this comes from the attention, not from where words sit.
-# - **Random init**: the same architecture with freshly initialised weights
-#   (`olacore.controls.random_init`), first-order OLA. Its attention knows nothing of
-#   language but still carries position (for a causal model the mask alone does).
-# - **Raw attention**: the plain average of the raw layer attentions is first-order OLA by
-#   definition (OLA_1 = (1/N) sum A^(i)), so it cannot serve as a separate baseline. The
-#   meaningful raw-attention questions are: does a single layer hold as much (the **last
-#   layer**, and the **best single layer chosen on dev**), and does the probe do better when
-#   it sees **all layers** side by side instead of their OLA combination?
+# One adapter per cell (data set, input, seed), trained in one single-threaded process per
+# core, its checkpoint chosen on dev LAS, kept in the cache (keyed by every map and label it
+# was trained and selected on, its sizes and its seed), so a re-run reads it back.
 
 # %%
-with watch("baseline: positional"):
-    positional = {split: positional_maps(s) for split, s in splits.items()}
-    baseline_jobs = [job(positional, extra={"relative_position": True}, model="(none)", kind="-", align="words",
-                         input="positional")]
-with watch("baseline: random init"):
-    for name in cfg.random_init:
-        control = random_init(load_model(name, device=device), seed=0)
-        control_maps = split_maps(control, splits, ("order1",))["words"]
-        baseline_jobs.append(job(control_maps, model=name, kind=model_kind(name), align="words",
-                                 input="random-init order 1"))
-        del control
-with watch("baseline: raw layers"):
-    for name in cfg.raw_layers:
-        layer_names = tuple(f"layer{n}" for n in range(1, model_depth(name) + 1))
-        layers = split_maps(name, splits, layer_names, workers=workers)["words"]
-        screen = probe_rows([job(layers, (layer,), extra={"epochs": max(1, cfg.epochs // 3)}, layer=layer)
-                             for layer in layer_names], workers=workers)  # short screen, chosen on dev LAS
-        best = max(screen, key=lambda r: r[1].dev["las"])[0]["layer"]
-        baseline_jobs += [job(layers, (layer_names[-1],), model=name, kind=model_kind(name), align="words",
-                              input="last layer"),
-                          job(layers, (best,), model=name, kind=model_kind(name), align="words",
-                              input=f"best layer ({best}, dev)"),
-                          job(layers, None, model=name, kind=model_kind(name), align="words", input="all layers")]
-    baselines = pd.DataFrame([row for row, _ in probe_rows(baseline_jobs, workers=workers)])
-first_order = words[words["input"] == "order 1"]
-pd.concat([first_order, baselines])[["model", "input", "uas", "las", "uas_nopunct", "las_nopunct", "upos_acc",
-                                      "long_uas", "long_las"]]
-
-# %% [markdown]
-# ## Spread over seeds
-#
-# The probe's own randomness (initialisation, batch order), first-order OLA, word maps.
+with watch("adapters: train or read back, score test"):
+    table, adapters = syntax_grid(data, settings, cells, workers=workers)
+ORDERS = ["order 1", "order 2", "order 3", "rollout", "order 1+2", "distance"]
+show_table(wide_table(table, settings.models, ORDERS), "tbl-syntax-grid",
+           "Test UAS and LAS (%, with punctuation) of the DP adapter trained and tested on each model's own maps, "
+           "per input (mean over seeds where several ran, see below); every input for "
+           f"{', '.join(settings.full_grid)}, orders 1 and 1+2 and the distance-only baseline for the others.")
 
 # %%
-with watch("seeds"):
-    seed_jobs = [job(maps[name]["words"], ("order1",), seed=seed, model=name, input="order 1")
-                 for name in cfg.seed_models for seed in cfg.seeds]
-    seed_rows = pd.DataFrame([row for row, _ in probe_rows(seed_jobs, workers=workers)])
-if not seed_rows.empty:
-    display(seed_rows.groupby("model")[["uas", "las", "long_uas"]].agg(["mean", "std", "min", "max"]))
-
-# %% [markdown]
-# ## Length generalisation
-#
-# The same probes (trained on all lengths) scored on test sentences longer than 30 words.
-# Positional cues weaken there; a probe that reads syntax from the map should hold up better
-# than the positional baseline.
-
-# %%
-pd.concat([words, baselines[baselines["input"] == "positional"]]).pivot_table(
-    index="model", columns="input", values="long_uas", sort=False)
+seeded = summary(table[table["model"].isin(settings.full_grid)])
+seeded = seeded[seeded["uas_count"] > 1]
+show_table(seeded, "tbl-syntax-seeds", f"Spread over seeds {', '.join(map(str, settings.seeds))} (initialisation, "
+           "batch order, dropout): mean, standard deviation and number of seeds of test UAS and LAS (%).")
 
 # %% [markdown]
 # ## Beside the paper
 #
-# The paper's numbers (BERT/RoBERTa/ELECTRA-base, first-sub-token maps, full EWT training
-# set, axial-transformer adapter; `olacore.paper`) beside ours (small offline models,
-# word-pooled maps unless stated, this profile's training subset, CPU-sized probe).
+# The paper's UAS / LAS (BERT / RoBERTa / ELECTRA-base; `olacore.paper`) beside ours (mean over
+# seeds). Read ours with the departures above in view: a 2,800 times smaller adapter, 4 % of
+# the training sentences, other models.
 
 # %%
-published = paper.syntax().assign(input=lambda t: t["channel"].map(lambda c: channel_set_label((c,))))
-published["model"] += " (paper)"
-ours = words[words["input"].isin(single)].assign(model=lambda t: t["model"] + " (ours)")
-pd.concat([published, ours]).pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
+show_table(paper_comparison(table, settings.models), "tbl-syntax-paper",
+           "Dependency parsing from OLA alone, UAS / LAS (%): the paper's encoders (full EWT, official adapter, "
+           "checkpoints chosen on test) and ours (this profile's sentences, CPU-sized adapter, chosen on dev).")
 
 # %% [markdown]
-# **Verdict: do low orders carry more syntax here too?** The cell below answers from the
-# numbers above, model by model: it compares first-order UAS with the best of order 3 and
-# rollout, and first-order UAS with the positional baseline.
-
-# %%
-positional_uas = baselines.loc[baselines["input"] == "positional", "uas"].iloc[0]
-verdicts = []
-for name in cfg.models:
-    r = words[words["model"] == name].set_index("input")["uas"]
-    rival = max(r["order 3"], r["rollout"])
-    verdicts.append({"model": name, "order-1 UAS": r["order 1"], "best of order 3 / rollout": rival,
-                     "order 1 beats order 3 and rollout": better(r["order 1"], rival),
-                     "order 1 - positional": r["order 1"] - positional_uas})
-    results.add(f"probe/{name}/order1/uas", f"probe UAS from order-1 OLA, {name}", r["order 1"],
-                verdict=verdicts[-1]["order 1 beats order 3 and rollout"])
-results.add("probe/positional/uas", "probe UAS from positions only", positional_uas)
-verdicts = pd.DataFrame(verdicts)
-n_low = int((verdicts["order 1 beats order 3 and rollout"] == "holds").sum())
-print(f"First order beats order 3 and rollout for {n_low} of {len(verdicts)} models "
-      f"(paper: 3 of 3 encoders). Positional baseline UAS: {positional_uas:.1f}.")
-verdicts
-
-# %% [markdown]
-# Read the verdict with the baselines in view: a first-order UAS only a few points above the
-# positional baseline says the probe mostly reads position from the map; the gap to the
-# paper's ~80 % reflects the smaller probe and training set and the different models as much
-# as the maps themselves (see the departures above).
+# ## Baselines
 #
+# - **Distance only**: the same adapter given eight maps of relative position (indicators of
+#   `j - i` from -2 to 2, `j > i`, `exp(-|j - i| / 4)`, `|j - i| / T`) and no attention: what a
+#   parser learns from where words sit (for example "attach to the next word").
+# - **Random init**: the same architecture with freshly initialised weights, first-order OLA:
+#   attention that knows no language but still carries position (and, for a causal model,
+#   the mask).
+# - **Best raw layer**: the layer chosen on dev above, one map, raw and cleaned.
+
+# %%
+baselines = baseline_table(table, settings.models)
+show_table(baselines, "tbl-syntax-baselines", "Test UAS (%), seed 0: order-1 OLA beside the distance-only twin, the "
+           "random-init model's order-1 OLA and the best raw layer chosen on dev (empty where not run).")
+
+# %% [markdown]
+# ## ALTI
+#
+# ALTI {cite}`ferrando2022alti` measures how much each token contributes to each layer's
+# output from the norms of the transformed vectors, not from the attention weights, and
+# aggregates layers by its own rollout (`olacore.alti`). It runs here on the smaller
+# `[ALTI subset]` sentences (see the settings), each beside an order-1 adapter trained on
+# exactly the same sentences; the paper has no ALTI row in its syntax table (its ALTI numbers
+# are for the visual proxy, chapter 3).
+
+# %%
+alti_sets = [name for name in data if name.endswith("[ALTI subset]")] or list(settings.models)
+alti = wide_table(table, alti_sets, ["order 1", "ALTI"])
+alti[("uas", "order 1 - ALTI")] = alti[("uas", "order 1")] - alti[("uas", "ALTI")]
+show_table(alti, "tbl-syntax-alti", "Test UAS and LAS (%) of order-1 OLA and ALTI on the same (smaller) sentences, "
+           "seed 0.")
+
+# %% [markdown]
+# ## Verdicts
+#
+# Each claim pairs two inputs of one model over the seeds both ran. The rule, fixed before
+# the runs (`olacore.toa.analysis.claim_verdict`): *holds* when the mean UAS difference
+# exceeds `MARGIN` points and the reference is ahead on every seed; *holds weakly* when the
+# mean difference is positive; otherwise *does not hold here*. A claim holds for a model only
+# if it holds against every input it names (`overall`). `goal_met`: order 1 at least `GOAL`
+# points above the distance-only twin (issue #9's goal).
+
+# %%
+verdicts = syntax_verdicts(table)
+print(f"MARGIN = {MARGIN:g} UAS points; GOAL = {GOAL:g} points over distance")
+show_table(verdicts, "tbl-syntax-verdicts", "Computed verdicts: UAS difference (points) of order 1 minus the other "
+           "input per model, over the seeds both ran, and the verdict.")
+overall = verdicts.drop_duplicates(["claim", "model"])[["claim", "model", "overall"]]
+for claim, group in overall.groupby("claim", sort=False):
+    held = (group["overall"] == "holds").sum()
+    print(f"'{claim}': holds for {held} of {len(group)} ({', '.join(group['model'] + ': ' + group['overall'])})")
+
+# %% [markdown]
+# ## Part of speech from OLA
+#
+# The same adapter with a token head (LeakyReLU and a linear map per word, as the official
+# token adapter) trained on order 1+2 to predict EWT's XPOS tags (the Penn Treebank tag set of
+# the paper's CoNLL-2000 task), scored per word and per sub-token (the official unit).
+
+# %%
+with watch("POS adapters"):
+    pos_data = {m: syntax_data(m, splits, settings, task="pos") for m in settings.pos_models}
+    pos, _ = pos_table(pos_data, settings, workers=workers)
+show_table(pos[["model", "input", "epoch", "dev_accuracy", "accuracy", "subtoken_accuracy", "unknown_labels"]],
+           "tbl-syntax-pos", "XPOS accuracy (%) from OLA orders 1+2 (checkpoint chosen on dev accuracy; "
+           "unknown_labels: test words whose tag never occurs in training).")
+
+# %% [markdown]
+# ## Why the causal LMs fall short
+#
+# Issue #9's goal, order 1 at least 20 points above the distance-only twin for every model,
+# is checked here; where a causal LM misses it, the numbers below show why, rather than a
+# setting tuned until it passes.
+#
+# **What distance already gets.** The distance-only twin is the same for every model up to
+# which words the 64-token cut keeps; the gap is what the maps add.
+
+# %%
+gaps = distance_gaps(table).assign(goal_met=lambda t: t["gap"] >= GOAL)
+show_table(gaps, "tbl-syntax-gaps", f"Test UAS (%), seed 0: order 1, the distance-only twin and the gap; goal_met: "
+           f"a gap of at least {GOAL:g} points.")
+
+# %% [markdown]
+# **Left and right heads.** A causal LM's attention row of a word covers only the words before
+# it. English UD heads lie more often to the *right* of their dependent (determiners,
+# adjectives and subjects before their head), so at order 1 a causal model's row of a word
+# never holds its head in most cases; the mirrored upper triangle gives the adapter the
+# head's attention *to* the word instead, which is a different signal. The table splits test
+# words by where their gold head lies and scores each part.
+
+# %%
+direction_cells = [(m, i, settings.seeds[0]) for m in settings.models for i in ("order 1", "distance")]
+with watch("head directions (test)"):
+    directions = direction_table(adapters, data, direction_cells)
+wide_directions = directions.pivot_table(index=["model", "input"], columns="direction", values=["share", "uas"],
+                                         sort=False)
+show_table(wide_directions, "tbl-syntax-directions", "Share (%) of test words whose gold head lies to the left, to "
+           "the right, or that are the root, and UAS (%) on each part, for order 1 and the distance-only twin.")
+
+# %% [markdown]
+# **More data.** Order 1 on the first 125, 250 and all training sentences (same dev and
+# test): a curve still rising at the right end says the adapter is data-starved there, a flat
+# one says the maps hold no more for it.
+
+# %%
+curve = learning_curve(table, settings.curve_models)
+fig, ax = plt.subplots(figsize=(6, 3))
+sns.lineplot(data=curve, x="train", y="uas", hue="model", marker="o", ax=ax)
+ax.set(xlabel="training sentences", ylabel="test UAS (%)", title="Order-1 adapter: learning curve (seed 0)")
+plt.tight_layout()
+show_table(curve, "tbl-syntax-curve", "Test UAS / LAS (%) of the order-1 adapter by training sentences (seed 0).")
+
+# %% [markdown]
+# **Orders 1+2**, the official TOA input, against order 1 alone (grid table above): the second
+# order adds the two-step paths, which for a causal model include paths through later words
+# only via the mirror as well.
+
+# %%
+both = wide_table(table, settings.models, ["order 1", "order 1+2"], metrics=("uas",))
+both[("uas", "1+2 - 1")] = both[("uas", "order 1+2")] - both[("uas", "order 1")]
+show_table(both, "tbl-syntax-order12", "Test UAS (%): order 1 against orders 1+2 (mean over seeds where several ran).")
+
+# %% [markdown]
 # ## Example sentences
 #
-# Gold heads (green circles) and predicted heads (orange crosses) over the first-order OLA
-# map of each dependent's row, for the first model of the grid, on two test sentences.
+# Gold heads (green circles) and the order-1 adapter's heads (orange crosses) over the
+# first-order OLA map of the word grid (row: dependent, column: head), for one encoder and
+# one causal LM on a short test sentence.
 
 # %%
-name = cfg.models[0]
-run = runs[name, "words", "order 1"]
-index = [i for i, s in enumerate(splits["test"]) if 8 <= len(s) <= 16][:2]
-examples = maps[name]["words"]["test"].select("order1").subset(index)
-sentences = [splits["test"][i] for i in index]
-fig, axes = plt.subplots(1, len(index), figsize=(6 * len(index), 6), squeeze=False)
-for ax, sentence, m, p in zip(axes[0], sentences, examples.tensors, predict(run.probe, examples, sentences)):
-    draw_arcs(ax, m[0], sentence, p.heads, title=f"{name}, order-1 OLA")
+kinds = dict(zip(table["model"], table["kind"]))
+shown = [next(m for m in settings.models if kinds.get(m) == kind) for kind in ("encoder", "causal")
+         if kind in (kinds.get(m) for m in settings.models)]
+fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 6), squeeze=False)
+for ax, model in zip(axes[0], shown):
+    example = parse_examples(adapters[model, "order 1", settings.seeds[0]], data[model]["test"], splits["test"],
+                             count=1)[0]
+    draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{model}, order-1 OLA")
 plt.tight_layout()
 
 # %% [markdown]
 # ## Closing note
 #
-# Headline numbers of this run (test, with punctuation, word-pooled maps), and where the
-# time went.
+# Every number of the grid (mean over seeds), the verdicts, POS accuracy and the head
+# directions are saved for the report page (`olacore.results`); the encoders' numbers of the
+# paper's inputs stand beside each of the paper's encoders there, under the honest protocol.
 
 # %%
-headline = words.pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
-show_table(headline, "tbl-syntax-headline", "Dependency probes reading only OLA: test UAS and LAS (%) with punctuation, "
-           "word-pooled maps, seed 0, per model and OLA order.", decimals=1)
-positional_las = baselines.loc[baselines["input"] == "positional", "las"].iloc[0]
-print(f"positional baseline UAS/LAS: {positional_uas:.1f} / {positional_las:.1f}")
+record_syntax(results, table, verdicts, anchor="tbl-syntax-grid",
+              note=f"{profile} profile: {settings.num_train} training sentences, CPU-sized adapter, dev-selected")
+record_rows(results, pos, "pos", ["model"], ["accuracy", "subtoken_accuracy"], "XPOS accuracy from OLA orders 1+2",
+            anchor="tbl-syntax-pos")
+record_rows(results, directions, "directions", ["model", "input", "direction"], ["share", "uas"],
+            "gold-head direction on test", anchor="tbl-syntax-directions")
+record_rows(results, best_layer(table).assign(layer=lambda t: t["input"]), "best-layer", ["model", "layer"],
+            ["dev_las", "uas", "las"], "best raw layer chosen on dev", anchor="tbl-syntax-baselines")
+headline = wide_table(table, settings.models, ["order 1", "order 1+2", "distance"])
+show_table(headline, "tbl-syntax-headline", "Headline: test UAS / LAS (%) from order-1 OLA, orders 1+2 and the "
+           "distance-only twin, per model (mean over seeds where several ran).")
 results.save()
 print(watch.report())

@@ -4,47 +4,61 @@ A notebook cell calls a few of these:
 
 >>> settings = toa_settings("default")                                    # doctest: +SKIP
 >>> splits = syntax_splits(settings)
->>> data = {m: syntax_data(m, splits, settings) for m in settings.models}
->>> data["minilm-l6 (random init)"] = syntax_data(random_init_model("minilm-l6"), splits, settings)
->>> table, adapters = syntax_grid(data, settings)                         # trained once, cached
+>>> data = syntax_datasets(settings, splits, workers=cpu_workers())       # every data set, maps cached
+>>> screens = {m: layer_screen(data[m]["dev"]) for m in settings.layer_models}  # raw layers, on dev
+>>> cells = settings.cells() + layer_cells(screens, settings.seeds[0])    # the best one gets an adapter
+>>> table, adapters = syntax_grid(data, settings, cells)                   # trained once, cached
 >>> summary(table); distance_gaps(table); order_comparison(table)
 
 Every adapter is trained through :func:`olacore.toa.train.train_adapters` (cached in the
 store, missing ones in one single-threaded worker process per core), its checkpoint chosen
 on dev, and test scored once here. :func:`transfer_table` scores one trained adapter on the
 task data of other models (the next chapter: the adapter never sees the target in training).
+Readings of the grid (verdicts, the causal-map analysis, the paper's table beside ours) are in
+:mod:`olacore.toa.analysis`.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.config import SYNTAX_GRID, ToaSettings
+from olacore.toa.analysis import distance_gaps, layer_cells, layer_screen, order_comparison, summary
+from olacore.toa.config import ToaSettings, input_spec
 from olacore.toa.inputs import InputSpec
 from olacore.toa.tasks import TaskData, build_task_data
 from olacore.toa.train import TrainedAdapter, make_job, train_adapters
 
 __all__ = [
     "syntax_splits",
+    "subset_splits",
     "syntax_data",
+    "syntax_datasets",
     "random_init_model",
     "evaluate_cached",
+    "layer_screen",
+    "layer_cells",
     "syntax_grid",
     "summary",
     "distance_gaps",
     "order_comparison",
     "pos_scores",
+    "pos_table",
     "transfer_table",
     "SCORE_COLUMNS",
+    "SOURCES",
 ]
 
 SCORE_COLUMNS = ("uas", "las", "uas_nopunct", "las_nopunct")
+#: Channel sources :func:`syntax_data` can attach (:mod:`olacore.channels`).
+SOURCES = ("ola", "alti", "attention")
 
 
 def syntax_splits(settings: ToaSettings) -> dict[str, list[Any]]:
@@ -58,10 +72,58 @@ def syntax_splits(settings: ToaSettings) -> dict[str, list[Any]]:
     return splits
 
 
+def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
+                  num_test: int | None = None) -> dict[str, list[Any]]:
+    """Smaller splits drawn from the chapter's: the first ``num_train`` / ``num_dev`` sentences
+    of train / dev, and ``num_test`` test sentences spread evenly over the chapter's test
+    (which is itself spread over EWT's genres). ``None`` keeps a split whole; ``test_long`` is
+    dropped when a split is cut.
+
+    Raises:
+        ValueError: a size that is not a positive int, or a split without ``train``, ``dev``, ``test``.
+    """
+    for name in ("train", "dev", "test"):
+        if name not in splits:
+            raise ValueError(f"splits need train, dev and test; got {list(splits)}")
+    for value in (num_train, num_dev, num_test):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"subset sizes must be positive ints or None; got {value!r}")
+    test = list(splits["test"])
+    if num_test is not None and num_test < len(test):
+        test = [test[i] for i in sorted(set(np.linspace(0, len(test) - 1, num_test).round().astype(int).tolist()))]
+    out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev], "test": test}
+    if "test_long" in splits and num_train is None and num_dev is None and num_test is None:
+        out["test_long"] = list(splits["test_long"])
+    return out
+
+
+@dataclass
+class AttentionRecord:
+    """A text's head-averaged attention per layer as a channel-source record (``layer<n>``
+    channels read ``attentions``; :class:`olacore.extraction.Extraction` plus the model's kind)."""
+
+    text: str
+    tokens: list[str]
+    offsets: list[tuple[int, int]]
+    is_causal: bool
+    attentions: torch.Tensor
+
+
+def _source_records(model: Any, texts: list[str], source: str, causal: bool, **settings: Any) -> list[Any]:
+    if source == "alti":
+        from olacore.alti import cached_alti
+
+        return cached_alti(model, texts, **settings)
+    from olacore.pipeline import cached_attention
+
+    return [AttentionRecord(e.text, e.tokens, e.offsets, causal, e.attentions)
+            for e in cached_attention(model, texts, **settings)]
+
+
 def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: ToaSettings, *, task: str = "dp",
-                max_order: int = 3, device: str | None = None, progress: bool = False,
-                store: TensorStore | None = None) -> dict[str, TaskData]:
-    """Task data of every split for one model, its OLA computed once (cached) for all of them.
+                sources: Sequence[str] = ("ola",), max_order: int = 3, workers: int = 1, device: str | None = None,
+                progress: bool = False, store: TensorStore | None = None) -> dict[str, TaskData]:
+    """Task data of every split for one model, its maps computed once (cached) for all of them.
 
     Args:
         model: zoo name, id / folder, or :class:`olacore.loading.LoadedModel` (a control).
@@ -69,20 +131,42 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: ToaSe
             (:func:`olacore.ud.ewt_splits` for EWT).
         settings: the length cut (``max_tokens``) and the ``grid``.
         task: ``"dp"`` (default), ``"dp-universal"``, ``"pos"``, ``"upos"``.
+        sources: channel sources to attach (:data:`SOURCES`): ``"ola"`` (always: orders
+            ``0..max_order`` and the rollout, :func:`olacore.pipeline.cached_ola`), ``"alti"``
+            (:func:`olacore.alti.cached_alti`, for the ``"ALTI"`` input), ``"attention"``
+            (:func:`olacore.pipeline.cached_attention`, for ``"layer <n>"`` inputs).
         max_order: OLA orders to compute (3: the syntax grid needs order 3).
-        device, progress, store: passed to :func:`olacore.pipeline.cached_ola` on a miss.
+        workers: extraction processes on a miss (one single-threaded process per core:
+            :func:`olacore.settings.cpu_workers`; a :class:`LoadedModel` runs in-process).
+        device, progress, store: passed to the cached extraction on a miss.
 
     Returns:
-        ``{split: TaskData}``; each report counts unaligned sentences and what the cut lost.
+        ``{split: TaskData}``; each report counts unaligned sentences and what the cut lost;
+        ``TaskData.sources`` holds the ``"alti"`` / ``"attention"`` records of its items.
+
+    Raises:
+        ValueError: an unknown source.
     """
     from olacore.pipeline import cached_ola
 
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise ValueError(f"unknown map sources {unknown}; choose from {SOURCES}")
     unique = list({s.text: s for split in splits.values() for s in split}.values())
-    records = cached_ola(model, [s.text for s in unique], max_order, device=device, progress=progress, store=store)
-    by_text = dict(zip((s.text for s in unique), records))
-    return {name: build_task_data(task, model, split, name, max_tokens=settings.max_tokens, grid=settings.grid,
-                                  records=[by_text[s.text] for s in split])
-            for name, split in splits.items()}
+    texts = [s.text for s in unique]
+    options = dict(workers=workers, device=device, progress=progress, store=store)
+    records = cached_ola(model, texts, max_order, **options)
+    by_text = dict(zip(texts, records))
+    causal = bool(records[0].is_causal) if records else False
+    extra = {source: dict(zip(texts, _source_records(model, texts, source, causal, **options)))
+             for source in dict.fromkeys(sources) if source != "ola"}
+    out = {}
+    for name, split in splits.items():
+        data = build_task_data(task, model, split, name, max_tokens=settings.max_tokens, grid=settings.grid,
+                               records=[by_text[s.text] for s in split])
+        data.sources = {source: [found[item.text] for item in data.items] for source, found in extra.items()}
+        out[name] = data
+    return out
 
 
 def random_init_model(name: str, seed: int = 0, device: str | None = None):
@@ -91,6 +175,34 @@ def random_init_model(name: str, seed: int = 0, device: str | None = None):
     from olacore.loading import load_model
 
     return random_init(load_model(name, device=device), seed=seed)
+
+
+def syntax_datasets(settings: ToaSettings, splits: Mapping[str, Sequence[Any]], *, workers: int | None = None,
+                    device: str | None = None, progress: bool = False, store: TensorStore | None = None,
+                    ) -> dict[str, dict[str, TaskData]]:
+    """Every data set of ``settings.datasets()``: ``{name: {split: TaskData}}`` (maps cached).
+
+    A data set's splits are :func:`subset_splits` of ``splits`` at its sizes; its model is the
+    zoo model or, for a random-init data set, its twin (:func:`random_init_model`, seed 0,
+    extracted in this process). Texts shared between data sets are extracted once.
+
+    Args:
+        settings: the profile's settings.
+        splits: the chapter's splits (:func:`syntax_splits`).
+        workers: extraction processes (default one per core on a CPU).
+        device, progress, store: as for :func:`syntax_data`.
+    """
+    workers = workers or cpu_workers(device)
+    out = {}
+    twins: dict[str, Any] = {}
+    for name, dataset in settings.datasets().items():
+        model: Any = dataset.model
+        if dataset.random_init:
+            model = twins.setdefault(dataset.model, random_init_model(dataset.model, device=device))
+        chosen = subset_splits(splits, dataset.num_train, dataset.num_dev, dataset.num_test)
+        out[name] = syntax_data(model, chosen, settings, sources=dataset.sources, workers=workers, device=device,
+                                progress=progress, store=store)
+    return out
 
 
 # Bump when scoring changes: every stored score is then recomputed.
@@ -104,8 +216,6 @@ def evaluate_cached(adapter: TrainedAdapter, data: TaskData, store: TensorStore 
     adapter's input, and :data:`EVALUATION_VERSION`. An adapter without a key (not from
     :func:`olacore.toa.train.train_adapters`) is scored without the store.
     """
-    import torch
-
     from olacore.store import tensor_digest
 
     if adapter.key is None:
@@ -133,35 +243,35 @@ def syntax_grid(data: Mapping[str, Mapping[str, TaskData]], settings: ToaSetting
     """Train (or read back) one adapter per cell and score it on test: the syntax table.
 
     Args:
-        data: ``data[model][split]`` from :func:`syntax_data` (splits ``train``, ``dev``,
-            ``test`` and optionally ``test_long``).
+        data: ``data[name][split]`` from :func:`syntax_datasets` or :func:`syntax_data` (splits
+            ``train``, ``dev``, ``test`` and optionally ``test_long``).
         settings: adapter, training, seeds.
-        cells: ``(model, input name, seed)`` to run (default :meth:`ToaSettings.cells`, plus
-            order 1 for every ``data`` key not in ``settings.models``, e.g. a random-init twin).
-            Input names are keys of :data:`olacore.toa.config.SYNTAX_GRID`.
+        cells: ``(data set, input name, seed)`` to run (default :meth:`ToaSettings.cells`).
+            Input names: keys of :data:`olacore.toa.config.SYNTAX_GRID` or ``"layer <n>"``
+            (:func:`olacore.toa.config.input_spec`).
         workers: training processes (default ``settings.workers`` or one per core).
         store: where adapters are kept (default ``$OLACORE_CACHE/tensors``).
         progress: a bar over the adapters being trained.
 
     Returns:
-        ``(table, adapters)``: one row per cell with ``model``, ``kind``, ``input``, ``seed``,
-        ``epoch`` (chosen on dev), ``dev_uas``, ``dev_las``, the test ``uas``, ``las``,
-        ``uas_nopunct``, ``las_nopunct`` (percent; with punctuation as the paper), ``long_uas``
-        and ``long_las`` (when ``test_long`` is given), ``train_seconds``,
+        ``(table, adapters)``: one row per cell with ``model`` (the data set's name),
+        ``kind``, ``input``, ``seed``, ``train`` (training sentences), ``epoch`` (chosen on
+        dev), ``dev_uas``, ``dev_las``, the test ``uas``, ``las``, ``uas_nopunct``,
+        ``las_nopunct`` (percent; with punctuation as the paper), ``long_uas`` and
+        ``long_las`` (when ``test_long`` is given), ``train_seconds``,
         ``sentences_per_second`` (training, forward + backward) and ``words`` (test words
         scored); and the trained adapters by cell.
 
     Raises:
-        KeyError: a cell names a model without data or an unknown input.
+        KeyError: a cell names a data set that is not in ``data`` or an unknown input.
     """
-    if cells is None:
-        cells = settings.cells() + [(m, "order 1", settings.seeds[0]) for m in data if m not in settings.models]
+    cells = settings.cells() if cells is None else list(cells)
     jobs = []
     for model, name, seed in cells:
-        if name not in SYNTAX_GRID:
-            raise KeyError(f"unknown input {name!r}; known: {list(SYNTAX_GRID)}")
+        if model not in data:
+            raise KeyError(f"no data set {model!r}; have {list(data)}")
         splits = data[model]
-        jobs.append(make_job(splits["train"], splits["dev"], SYNTAX_GRID[name], settings.adapter, settings.training,
+        jobs.append(make_job(splits["train"], splits["dev"], input_spec(name), settings.adapter, settings.training,
                              seed=seed, model=model, input=name))
     workers = workers or settings.workers or cpu_workers(settings.training.device)
     adapters = train_adapters(jobs, workers=workers, store=store, progress=progress)
@@ -169,9 +279,9 @@ def syntax_grid(data: Mapping[str, Mapping[str, TaskData]], settings: ToaSetting
     for (model, name, seed), adapter in zip(cells, adapters):
         splits = data[model]
         test = evaluate_cached(adapter, splits["test"], store)
-        row = {"model": model, "kind": _kind(splits), "input": name, "seed": seed, "epoch": adapter.record["best_epoch"],
-               "dev_uas": adapter.record["dev"]["uas"], "dev_las": adapter.record["dev"]["las"],
-               **{k: test[k] for k in SCORE_COLUMNS}}
+        row = {"model": model, "kind": _kind(splits), "input": name, "seed": seed, "train": len(splits["train"]),
+               "epoch": adapter.record["best_epoch"], "dev_uas": adapter.record["dev"]["uas"],
+               "dev_las": adapter.record["dev"]["las"], **{k: test[k] for k in SCORE_COLUMNS}}
         if "test_long" in splits and len(splits["test_long"]):
             long = evaluate_cached(adapter, splits["test_long"], store)
             row.update(long_uas=long["uas"], long_las=long["las"])
@@ -180,52 +290,6 @@ def syntax_grid(data: Mapping[str, Mapping[str, TaskData]], settings: ToaSetting
         rows.append(row)
         by_cell[(model, name, seed)] = adapter
     return pd.DataFrame(rows), by_cell
-
-
-def summary(table: pd.DataFrame, columns: Sequence[str] = ("uas", "las")) -> pd.DataFrame:
-    """Mean, standard deviation (n - 1) and number of seeds of ``columns`` per model and input."""
-    grouped = table.groupby(["model", "input"], sort=False)[list(columns)]
-    out = grouped.agg(["mean", "std", "count"])
-    out.columns = [f"{column}_{stat}" for column, stat in out.columns]
-    return out.reset_index()
-
-
-def distance_gaps(table: pd.DataFrame, seed: int | None = None, column: str = "uas") -> pd.DataFrame:
-    """Per model: order-1 and distance-only ``column`` (seed ``seed``, default the first) and their gap.
-
-    Returns:
-        columns ``model``, ``order1``, ``distance``, ``gap`` (points; the issue's goal: >= 20).
-    """
-    seed = table["seed"].min() if seed is None else seed
-    picked = table[table["seed"] == seed]
-    wide = picked.pivot_table(index="model", columns="input", values=column, sort=False)
-    wide = wide[[c for c in ("order 1", "distance") if c in wide.columns]].dropna()
-    out = pd.DataFrame({"model": wide.index, "order1": wide["order 1"].to_numpy(), "distance": wide["distance"].to_numpy()})
-    out["gap"] = out["order1"] - out["distance"]
-    return out.reset_index(drop=True)
-
-
-def order_comparison(table: pd.DataFrame, reference: str = "order 1", others: Sequence[str] = ("order 3", "rollout"),
-                     column: str = "uas") -> pd.DataFrame:
-    """Paired differences ``reference - other`` of ``column`` over the seeds both ran, per model.
-
-    Returns:
-        columns ``model``, ``other``, ``seeds``, ``mean_diff``, ``std_diff`` (n - 1; NaN for
-        one seed), ``min_diff`` and ``all_seeds_better`` (the reference ahead on every seed).
-    """
-    rows = []
-    for model, group in table.groupby("model", sort=False):
-        by_seed = group.pivot_table(index="seed", columns="input", values=column)
-        for other in others:
-            if reference not in by_seed or other not in by_seed:
-                continue
-            diff = (by_seed[reference] - by_seed[other]).dropna()
-            if diff.empty:
-                continue
-            rows.append({"model": model, "other": other, "seeds": len(diff), "mean_diff": float(diff.mean()),
-                         "std_diff": float(diff.std()) if len(diff) > 1 else float("nan"),
-                         "min_diff": float(diff.min()), "all_seeds_better": bool((diff > 0).all())})
-    return pd.DataFrame(rows)
 
 
 def pos_scores(data: Mapping[str, TaskData], settings: ToaSettings, spec: InputSpec | None = None, seed: int = 0, *,
@@ -244,7 +308,7 @@ def pos_scores(data: Mapping[str, TaskData], settings: ToaSettings, spec: InputS
         ``(row, adapter)``; the row holds ``accuracy`` (per word), ``subtoken_accuracy``,
         ``dev_accuracy``, ``epoch``, ``train_seconds``.
     """
-    spec = spec or SYNTAX_GRID["order 1+2"]
+    spec = spec or input_spec("order 1+2")
     job = make_job(data["train"], data["dev"], spec, settings.adapter, settings.training, seed=seed, **labels)
     adapter = train_adapters([job], workers=workers, store=store, progress=False)[0]
     test = evaluate_cached(adapter, data["test"], store)
@@ -253,6 +317,31 @@ def pos_scores(data: Mapping[str, TaskData], settings: ToaSettings, spec: InputS
            "subtoken_accuracy": test["subtoken_accuracy"], "unknown_labels": test["unknown_labels"],
            "train_seconds": adapter.record["train_seconds"]}
     return row, adapter
+
+
+def pos_table(data: Mapping[str, Mapping[str, TaskData]], settings: ToaSettings, spec: InputSpec | None = None,
+              seed: int = 0, *, workers: int | None = None, store: TensorStore | None = None
+              ) -> tuple[pd.DataFrame, dict[str, TrainedAdapter]]:
+    """:func:`pos_scores` for several models at once, their adapters trained side by side.
+
+    Args:
+        data: ``{model: {split: TaskData}}`` of a ``pos`` / ``upos`` task.
+        settings, spec, seed, store: as :func:`pos_scores`.
+        workers: training processes (default ``settings.workers`` or one per core).
+
+    Returns:
+        ``(table, adapters)``: one :func:`pos_scores` row per model (column ``model``).
+    """
+    spec = spec or input_spec("order 1+2")
+    jobs = [make_job(d["train"], d["dev"], spec, settings.adapter, settings.training, seed=seed, model=m)
+            for m, d in data.items()]
+    workers = workers or settings.workers or cpu_workers(settings.training.device)
+    train_adapters(jobs, workers=workers, store=store, progress=False)  # all missing ones at once; read back below
+    rows, adapters = [], {}
+    for model, splits in data.items():
+        row, adapters[model] = pos_scores(splits, settings, spec, seed, store=store, model=model)
+        rows.append(row)
+    return pd.DataFrame(rows), adapters
 
 
 def transfer_table(adapter: TrainedAdapter, targets: Mapping[str, TaskData], **labels: Any) -> pd.DataFrame:

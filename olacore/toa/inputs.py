@@ -220,13 +220,15 @@ class InputSpec:
 def raw_maps(record: Any, spec: InputSpec, size: int | None = None) -> torch.Tensor:
     """The spec's channels of one OLA record, before preprocessing: ``(K, T', T')`` float32.
 
-    ``T' = min(T, size)`` (``size=None``: every token): the length cut keeps the top-left
-    block, the first tokens. For a causal LM this block is exactly what the model gives a
-    cut input; for an encoder, whose tokens also attend to later ones, the block misses that
-    mass (rows are renormalised by :func:`stack_channels`); the official code instead runs
-    the model on the cut input. The distance input has no raw maps: ``(0, T', T')``.
+    ``T' = min(T, size)`` (``size=None``: every token, ``T = len(record.offsets)``): the length
+    cut keeps the top-left block, the first tokens. ``record`` is the record of the channels'
+    source (:mod:`olacore.channels`): an OLA record for orders and the rollout, an ALTI record
+    for ``"alti"``, an attention record for ``"layer<n>"``. For a causal LM this block is
+    exactly what the model gives a cut input; for an encoder, whose tokens also attend to later
+    ones, the block misses that mass (rows are renormalised by :func:`stack_channels`); the
+    official code instead runs the model on the cut input. The distance input has no raw maps: ``(0, T', T')``.
     """
-    full = record.orders.shape[-1]
+    full = len(record.offsets)
     keep = full if size is None else min(full, size)
     if spec.is_distance:
         return torch.zeros(0, keep, keep)

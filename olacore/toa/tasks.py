@@ -46,6 +46,7 @@ from typing import Any, Sequence
 import torch
 
 from olacore.alignment import word_assignment
+from olacore.channels import channel as lookup_channel
 from olacore.toa.inputs import InputSpec, build_input, raw_maps
 
 __all__ = ["SPECIAL", "TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind", "build_task_data", "universal"]
@@ -176,6 +177,10 @@ class TaskData:
         max_tokens: the length cut (``None``: none).
         report: counts of what was lost.
         grid: ``"tokens"`` or ``"words"`` (see the module docstring).
+        sources: records of other channel sources for the same items, by source name
+            (:mod:`olacore.channels`: ``"alti"`` records for the ``"alti"`` channel,
+            ``"attention"`` records for ``"layer<n>"``); ``records`` serve the ``"ola"``
+            source. An input spec reads the records of its channels' one source.
     """
 
     task: str
@@ -187,9 +192,32 @@ class TaskData:
     max_tokens: int | None
     report: TaskReport
     grid: str = "tokens"
+    sources: dict[str, list[Any]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def source_records(self, spec: InputSpec) -> list[Any]:
+        """The records ``spec`` reads: ``records`` for OLA channels and the distance input, else
+        ``sources[name]`` of the channels' source.
+
+        Raises:
+            ValueError: the spec mixes channels of several sources, or its source's records
+                are missing or not one per item (build the data with that source).
+        """
+        if spec.is_distance:
+            return self.records
+        names = sorted({lookup_channel(name).source for name in spec.channels})
+        if len(names) > 1:
+            raise ValueError(f"the input {spec.label!r} mixes channels of the sources {names}; one input reads one source")
+        if names[0] == "ola":
+            return self.records
+        records = self.sources.get(names[0])
+        if records is None or len(records) != len(self.items):
+            raise ValueError(f"{self.model} {self.split}: no {names[0]!r} records for the input {spec.label!r} "
+                             f"(have: {['ola', *self.sources]}); build the data with that source "
+                             f"(olacore.toa.experiments.syntax_data(..., sources=('ola', {names[0]!r})))")
+        return records
 
     @property
     def kind(self) -> str:
@@ -200,7 +228,7 @@ class TaskData:
         """The spec's raw (unprocessed) maps of every item, cut (and reduced to the word grid):
         ``(K, T_i, T_i)``; the adapter input is their :func:`~olacore.toa.inputs.stack_channels`."""
         out = []
-        for record, item in zip(self.records, self.items):
+        for record, item in zip(self.source_records(spec), self.items):
             if not item.positions:
                 out.append(raw_maps(record, spec, item.num_tokens))
                 continue
@@ -211,9 +239,10 @@ class TaskData:
 
     def inputs(self, spec: InputSpec) -> list[torch.Tensor]:
         """The adapter input of every item: ``(spec.num_channels, T_i, T_i)`` float32 (cut)."""
+        records = self.source_records(spec)
         if self.grid == "tokens":
-            return [build_input(r, spec, item.num_tokens) for r, item in zip(self.records, self.items)]
-        return [build_input(r, spec, raw=m) for r, m in zip(self.records, self.raw(spec))]
+            return [build_input(r, spec, item.num_tokens) for r, item in zip(records, self.items)]
+        return [build_input(r, spec, raw=m) for r, m in zip(records, self.raw(spec))]
 
     def labels(self) -> list[str]:
         """Every gold label string the items carry (to build a label vocabulary)."""

@@ -1,0 +1,111 @@
+"""The syntax chapter's numbers beside the paper's table, and recorded for the report page.
+
+The paper's table (:func:`olacore.paper.syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per
+OLA order and rollout) has no model of ours; our two encoders stand beside all three of its
+encoders, and the report page (:mod:`olacore.report`) puts each of our encoder numbers in the
+rows of the same channel and metric for every paper encoder (keys ``syntax/<paper model>/
+<channel>/<metric>``), under the honest protocol (checkpoint chosen on dev; the official
+configs select on test). The causal LMs have no published syntax number.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+
+from olacore import paper
+from olacore.channels import label as channel_label
+from olacore.results import ChapterResults
+from olacore.toa.analysis import summary
+from olacore.verdicts import better
+
+__all__ = ["PAPER_INPUTS", "paper_comparison", "syntax_keys", "record_syntax", "record_rows"]
+
+#: Our input names of the paper's table rows (its channels).
+PAPER_INPUTS = {"order 1": "order1", "order 2": "order2", "order 3": "order3", "rollout": "rollout"}
+
+
+def syntax_keys(input_name: str, metric: str, kind: str) -> list[str]:
+    """The report keys (:func:`olacore.report.published`) one of our numbers stands beside:
+    every paper encoder's ``input_name`` and ``metric`` (``"uas"``/``"las"``) for an encoder of
+    ours, none for a causal LM or an input the paper did not run."""
+    if kind != "encoder" or input_name not in PAPER_INPUTS or metric not in ("uas", "las"):
+        return []
+    return [f"syntax/{model}/{PAPER_INPUTS[input_name]}/{metric}" for model in paper.syntax()["model"].unique()]
+
+
+def paper_comparison(table: pd.DataFrame, models: Sequence[str],
+                     inputs: Sequence[str] = ("order 1", "order 2", "order 3", "rollout")) -> pd.DataFrame:
+    """The paper's UAS / LAS beside ours (mean over seeds) for the paper's inputs.
+
+    Args:
+        table: the grid (:func:`olacore.toa.experiments.syntax_grid`).
+        models: our data sets to show (the chapter's main ones).
+        inputs: columns, in order.
+
+    Returns:
+        index ``model`` (``"BERT-base (paper)"``, ``"minilm-l6 (ours)"``), columns
+        ``(metric, input)``; NaN where a model did not run an input.
+    """
+    published = paper.syntax()
+    rows = [{"model": f"{r['model']} (paper)", "input": channel_label(r["channel"]), "uas": r["uas"], "las": r["las"]}
+            for _, r in published.iterrows()]
+    ours = summary(table[table["model"].isin(models) & table["input"].isin(inputs)])
+    rows += [{"model": f"{r['model']} (ours)", "input": r["input"], "uas": r["uas_mean"], "las": r["las_mean"]}
+             for _, r in ours.iterrows()]
+    wide = pd.DataFrame(rows).pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
+    return wide.reindex(columns=[(m, i) for m in ("uas", "las") for i in inputs if (m, i) in wide.columns])
+
+
+def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.DataFrame, *, anchor: str = "",
+                  note: str = "") -> None:
+    """Record every cell of the grid (mean over seeds) and every verdict in ``results``.
+
+    Keys: ``syntax/<data set>/<input>/<metric>`` (percent; ``uas``, ``las``, ``uas_nopunct``,
+    ``las_nopunct``) and ``verdict/<claim>/<data set>/<other input>`` (the mean paired
+    difference, points). An encoder's number of a paper input carries the report keys of
+    :func:`syntax_keys`, the protocol ``"honest"`` and, as its verdict, whether it beats the same
+    model's distance-only baseline (a number at the distance baseline reproduces nothing).
+
+    Raises:
+        ValueError: a number is NaN or a key repeats (:meth:`ChapterResults.add`).
+    """
+    metrics = ("uas", "las", "uas_nopunct", "las_nopunct")
+    means = summary(table, metrics)
+    kinds = dict(zip(table["model"], table["kind"]))
+    for _, r in means.iterrows():
+        model, name = r["model"], r["input"]
+        distance = means[(means["model"] == model) & (means["input"] == "distance")]
+        for metric in metrics:
+            details: dict[str, Any] = {"anchor": anchor, "subject": model,
+                                       "note": f"mean of {int(r[metric + '_count'])} seed(s); {note}".strip("; ")}
+            keys = syntax_keys(name, metric, kinds[model])
+            if keys:
+                details.update(paper_keys=keys, protocol="honest")
+                if not distance.empty:
+                    details["verdict"] = better(r[metric + "_mean"], distance[metric + "_mean"].iloc[0])
+            results.add(f"syntax/{model}/{name}/{metric}", f"test {metric.upper().replace('_NOPUNCT', ' without punct.')}"
+                        f", DP adapter on {name}, {model}", r[metric + "_mean"], **details)
+    for _, v in verdicts.iterrows():
+        results.add(f"verdict/{v['claim']}/{v['model']}/{v['other']}", f"{v['claim']}: order 1 - {v['other']}, "
+                    f"{v['model']} (UAS points, {v['seeds']} seed(s))", v["mean_diff"], unit="points",
+                    verdict=v["verdict"], anchor=anchor, subject=v["model"])
+
+
+def record_rows(results: ChapterResults, frame: pd.DataFrame, prefix: str, keys: Sequence[str], values: Sequence[str],
+                claim: str, unit: str = "%", anchor: str = "") -> None:
+    """Record ``values`` of every row of ``frame`` as ``<prefix>/<key values>/<value column>``
+    (NaN cells are skipped: a cell that did not run is not a number).
+
+    Raises:
+        ValueError: a key repeats (:meth:`ChapterResults.add`).
+    """
+    for _, row in frame.iterrows():
+        where = "/".join(str(row[k]) for k in keys)
+        for column in values:
+            value = row[column]
+            if value is None or pd.isna(value):
+                continue
+            results.add(f"{prefix}/{where}/{column}", f"{claim}: {column}, {where.replace('/', ', ')}", float(value),
+                        unit=unit, anchor=anchor, subject=str(row[keys[0]]))
