@@ -244,7 +244,12 @@ class ToaSettings:
                 "full_grid": list(self.full_grid), "alti_subset": self.alti_subset, "cells": len(self.cells())}
 
 
-_DEFAULT = ToaSettings(training=TrainConfig(epochs=6))
+# Sized for the 15-minute cold budget of the chapter (see ``olacore.toa.config`` notes above and the
+# syntax chapter): every model runs order 1, 1+2 and distance on 500 sentences; the full order grid
+# for one CLM and one encoder; a second seed for the order-1 / order-3 / rollout comparison; ALTI
+# (one more forward pass per sentence) beside order 1 on 150 / 60 / 100 sentences; one CLM's learning curve.
+_DEFAULT = ToaSettings(training=TrainConfig(epochs=6), seeds=(0, 1), alti_subset=(150, 60, 100),
+                       curve_models=("smollm2-135m",))
 
 _PROFILES: dict[str, ToaSettings] = {
     "smoke": ToaSettings(num_train=40, num_dev=20, num_test=20, seeds=(0,),
