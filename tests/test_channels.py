@@ -3,7 +3,6 @@ vocabulary entry plus one producer, and every consumer takes it unchanged."""
 
 from __future__ import annotations
 
-import math
 from types import SimpleNamespace
 
 import pytest
@@ -14,11 +13,9 @@ from olacore.alignment import WordText
 from olacore.channels import Channel, channel, known, label, order_channels, register
 from olacore.maps import make_maps
 from olacore.pipeline import token_maps
-from olacore.probe import ProbeConfig, ProbeJob, probe_rows
 from olacore.proxy import Augment, ProxyConfig, leave_one_out, proxy_experiment
 from olacore.retrieval import retrieval_table
 from olacore.store import TensorStore
-from olacore.ud import UDSentence
 
 
 def _record(orders: int = 3, layers: int = 4, size: int = 5):
@@ -117,15 +114,6 @@ def _word_length_source(model, texts, wanted, *, workers, device, progress, stor
     return records
 
 
-def _sentence(text: str, sent_id: str) -> UDSentence:
-    """A sentence of ``text`` whose gold head of each word is the next word (the last is the root)."""
-    words = WordText.of(text)
-    count = len(words.words)
-    heads = tuple(i + 2 if i + 1 < count else 0 for i in range(count))
-    return UDSentence(sent_id, text, words.words, words.spans, heads,
-                      tuple("dep" if h else "root" for h in heads), tuple("X" for _ in heads))
-
-
 def test_a_new_channel_needs_one_entry_and_one_producer(vocabulary, tmp_path, one_thread):
     # the whole extension:
     register(Channel("wordlength", "word length", "toy", lambda record: record.grid))
@@ -155,15 +143,6 @@ def test_a_new_channel_needs_one_entry_and_one_producer(vocabulary, tmp_path, on
                                        device="cpu", progress=False, store=TensorStore(tmp_path / "proxy"))
     assert runs["channels"].tolist() == ["word length", "word length"] and runs["test_acc"].notna().all()
     assert set(histories) == {("word length", "toy-b", 0), ("word length", "toy-a", 0)}
-    # a syntax probe
-    sentences = [_sentence(t, f"s{i}") for i, t in enumerate(TEXTS)]
-    word_maps = make_maps(tokens["toy-a"], align="words", sinks="raw", words=sentences)
-    splits = {"train": sentences[:4], "dev": sentences[4:5], "test": sentences[5:]}
-    maps = {name: word_maps.subset([sentences.index(s) for s in split]) for name, split in splits.items()}
-    probe = ProbeConfig(max_len=12, hidden=8, arc_dim=4, label_dim=4, pair_hidden=4, epochs=1, batch_size=4, device="cpu")
-    ((row, _),) = probe_rows([ProbeJob(maps, splits, probe, ("wordlength",), {"model": "toy-a"})], progress=False,
-                             store=TensorStore(tmp_path / "probe"))
-    assert row["model"] == "toy-a" and all(math.isfinite(row[k]) for k in ("uas", "las", "dev_uas"))
 
 
 @pytest.mark.slow
