@@ -18,7 +18,7 @@ from olacore.proxy import Augment, ProxyConfig
 
 __all__ = [
     "PROFILES", "CAUSAL_ZOO", "ENCODER_ZOO", "settings", "DerivationSettings", "QualitativeSettings",
-    "QuantitativeSettings", "ControlsSettings", "SyntaxSettings",
+    "QuantitativeSettings", "ControlsSettings",
 ]
 
 PROFILES = ("smoke", "default", "paper")
@@ -127,26 +127,6 @@ class ControlsSettings(_Validated):
     seeds: tuple[int, ...]
 
 
-@dataclass(frozen=True)
-class SyntaxSettings(_Validated):
-    """Chapter "Syntax in OLA": models of the grid; models also run on first-sub-token maps;
-    models of the random-init and raw-layer baselines; models with extra probe seeds; EWT sizes
-    (``None``: the whole split); probe epochs, seeds, feature length and batch size."""
-
-    models: tuple[str, ...]
-    first_subtoken: tuple[str, ...]
-    random_init: tuple[str, ...]
-    raw_layers: tuple[str, ...]
-    seed_models: tuple[str, ...]
-    num_train: int | None
-    num_dev: int | None
-    num_test: int | None
-    epochs: int
-    seeds: tuple[int, ...]
-    max_len: int
-    batch_size: int
-
-
 _CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=Augment(), cosine=True)
 _PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=Augment())
 
@@ -184,16 +164,6 @@ _PROFILES: dict[str, dict[str, Any]] = {
                                   "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", 1000, (0.01, 0.03, 0.1, 0.3, 1.0),
                                   max_order=3, size=50, seed=0, proxy_size=50, seeds=(0, 1, 2), proxy=_PAPER_PROXY),
     },
-    "syntax": {
-        "smoke": SyntaxSettings(("minilm-l6", "smollm2-135m"), ("minilm-l6",), ("minilm-l6",), ("minilm-l6",), (),
-                                num_train=40, num_dev=20, num_test=20, epochs=3, seeds=(0,), max_len=64, batch_size=8),
-        "default": SyntaxSettings(CAUSAL_ZOO + ENCODER_ZOO, ("minilm-l6",), ("minilm-l6",), ("minilm-l6",), ("minilm-l6",),
-                                  num_train=500, num_dev=150, num_test=300, epochs=5, seeds=(0, 1, 2), max_len=64,
-                                  batch_size=8),
-        "paper": SyntaxSettings(PAPER_ENCODERS, PAPER_ENCODERS, PAPER_ENCODERS, PAPER_ENCODERS, PAPER_ENCODERS,
-                                num_train=None, num_dev=None, num_test=None, epochs=30, seeds=(0, 1, 2), max_len=128,
-                                batch_size=32),
-    },
 }
 
 
@@ -201,7 +171,8 @@ def settings(chapter: str, profile: str, **overrides: Any):
     """The validated settings of ``chapter`` under ``profile``, with ``overrides`` applied.
 
     Args:
-        chapter: ``"derivation"``, ``"qualitative"``, ``"quantitative"``, ``"controls"``, ``"syntax"``.
+        chapter: ``"derivation"``, ``"qualitative"``, ``"quantitative"``, ``"controls"`` (the syntax
+            chapter's sizes are :func:`olacore.toa.config.toa_settings`).
         profile: ``"smoke"``, ``"default"`` or ``"paper"``.
         **overrides: fields to replace (a notebook's own parameters, e.g. ``seeds=[0]``);
             ``None`` values are ignored, lists become tuples.

@@ -35,7 +35,6 @@ def test_overrides_apply_and_lists_become_tuples():
     found = settings("quantitative", "smoke", seeds=[3, 4], num_texts=10, size=None)
     assert found.seeds == (3, 4) and found.num_texts == 10
     assert found.size == settings("quantitative", "smoke").size  # None leaves a field as it is
-    assert settings("syntax", "default", models=["minilm-l6"]).models == ("minilm-l6",)
 
 
 @pytest.mark.parametrize("chapter, override, message", [
@@ -48,9 +47,6 @@ def test_overrides_apply_and_lists_become_tuples():
     ("quantitative", {"official_eval_every": 0}, "official_eval_every must be positive"),
     ("quantitative", {"official_eval_every": 11}, r"official_eval_every \(11\) exceeds the proxy's 10 steps"),
     ("qualitative", {"encoders": ()}, "encoders must not be empty"),
-    ("syntax", {"models": []}, "models must not be empty"),
-    ("syntax", {"epochs": 0}, "epochs must be positive"),
-    ("syntax", {"seeds": [0, -1]}, "negative value"),
     ("controls", {"encoder_noise": [0.1, -0.3]}, "negative value"),
     ("controls", {"seed": -1}, "seed must be >= 0"),
     ("derivation", {"bench_size": -2}, "bench_size must be positive"),
@@ -64,5 +60,5 @@ def test_seed_zero_is_allowed_and_unknown_names_list_the_known_ones():
     assert settings("controls", "smoke", seed=0).seed == 0
     with pytest.raises(ValueError, match="smoke, default, paper"):
         settings("quantitative", "fast")
-    with pytest.raises(ValueError, match="controls, derivation, qualitative, quantitative, syntax"):
+    with pytest.raises(ValueError, match="controls, derivation, qualitative, quantitative"):
         settings("retrieval", "smoke")
