@@ -3,7 +3,7 @@
 A :class:`Maps` holds one model's maps for a list of texts, aligned so that maps of different
 models can be compared, together with everything that says what they are: the channel names
 (:mod:`olacore.channels`), whether the model is causal, the model, the alignment and the sink
-handling. Retrieval, the visual proxy, the syntax probes, the controls and the qualitative
+handling. Retrieval, the visual proxy, the TOA adapters, the controls and the qualitative
 panels all build their maps with :func:`make_maps` (from token-level maps,
 :func:`olacore.pipeline.token_maps`) or :func:`model_maps` (both steps at once).
 

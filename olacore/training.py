@@ -1,6 +1,6 @@
 """Cached training over worker processes: key, look up, train what is missing, store, read back.
 
-Every trained network of the book (the visual proxy, the syntax probes, the TOA adapters) is a
+Every trained network of the book (the visual proxy, the TOA adapters of the syntax and transfer chapters) is a
 *job*: a picklable object that knows its store key (everything that changes its result) and
 how to train itself into named tensors and a JSON record. :func:`run_cached` gives back every
 job's stored result, training only the jobs the store lacks, in one single-threaded worker

@@ -22,7 +22,7 @@ the official code does (``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py`
 **Grid.** ``grid="tokens"`` (official) keeps every token of the model, special tokens
 included: the adapter reads the full ``T x T`` map and every token is a candidate head.
 ``grid="words"`` keeps only the rows and columns of each word's first sub-token (the maps
-the syntax chapter's probes read, :func:`olacore.alignment.first_subtoken_maps`): a ``W x W``
+the syntax chapter's parser reads, :func:`olacore.alignment.first_subtoken_maps`): a ``W x W``
 image, labels indexed by word, every *word* a candidate head; smaller (cheaper) and without
 the special-token sinks. Words of one multi-word token (EWT "don't" = do + n't) share their
 first sub-token, so their rows are equal.
