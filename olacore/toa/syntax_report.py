@@ -20,7 +20,7 @@ from olacore.results import ChapterResults
 from olacore.toa.analysis import summary
 from olacore.verdicts import better
 
-__all__ = ["PAPER_INPUTS", "paper_comparison", "syntax_keys", "record_syntax", "record_rows"]
+__all__ = ["PAPER_INPUTS", "paper_comparison", "syntax_keys", "main_data_sets", "record_syntax", "record_rows"]
 
 #: Our input names of the paper's table rows (its channels).
 PAPER_INPUTS = {"order 1": "order1", "order 2": "order2", "order 3": "order3", "rollout": "rollout"}
@@ -58,6 +58,12 @@ def paper_comparison(table: pd.DataFrame, models: Sequence[str],
     return wide.reindex(columns=[(m, i) for m in ("uas", "las") for i in inputs if (m, i) in wide.columns])
 
 
+def main_data_sets(names: Sequence[str]) -> list[str]:
+    """The data sets that are a zoo model's main run (``"minilm-l6"``), not a smaller or control
+    one (``"minilm-l6 [ALTI subset]"``, ``"... [train 125]"``, ``"... [random init]"``)."""
+    return [name for name in dict.fromkeys(names) if " [" not in str(name)]
+
+
 def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.DataFrame, *, anchor: str = "",
                   note: str = "") -> None:
     """Record every cell of the grid (mean over seeds) and every verdict in ``results``.
@@ -66,7 +72,9 @@ def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.Dat
     ``las_nopunct``) and ``verdict/<claim>/<data set>/<other input>`` (the mean paired
     difference, points). An encoder's number of a paper input carries the report keys of
     :func:`syntax_keys`, the protocol ``"honest"`` and, as its verdict, whether it beats the same
-    model's distance-only baseline (a number at the distance baseline reproduces nothing).
+    model's distance-only baseline (a number at the distance baseline reproduces nothing); only
+    a main data set (:func:`main_data_sets`) stands beside the paper, never a smaller, a
+    learning-curve or a random-init one.
 
     Raises:
         ValueError: a number is NaN or a key repeats (:meth:`ChapterResults.add`).
@@ -74,13 +82,14 @@ def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.Dat
     metrics = ("uas", "las", "uas_nopunct", "las_nopunct")
     means = summary(table, metrics)
     kinds = dict(zip(table["model"], table["kind"]))
+    main = set(main_data_sets(table["model"]))
     for _, r in means.iterrows():
         model, name = r["model"], r["input"]
         distance = means[(means["model"] == model) & (means["input"] == "distance")]
         for metric in metrics:
             details: dict[str, Any] = {"anchor": anchor, "subject": model,
                                        "note": f"mean of {int(r[metric + '_count'])} seed(s); {note}".strip("; ")}
-            keys = syntax_keys(name, metric, kinds[model])
+            keys = syntax_keys(name, metric, kinds[model]) if model in main else []
             if keys:
                 details.update(paper_keys=keys, protocol="honest")
                 if not distance.empty:
