@@ -1,0 +1,280 @@
+"""The syntax chapter's readings of the TOA grid: settings, data sets, verdicts, baselines, records.
+
+Hand-made grids and toy maps only (no real model); the chapter itself runs in test_notebooks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from olacore.corpora import join_words
+from olacore.results import ChapterResults
+from olacore.toa.analysis import (GOAL, baseline_table, best_layer, claim_verdict, data_reports, direction_table,
+                                  head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
+                                  wide_table)
+from olacore.toa.config import SYNTAX_GRID, DataSet, input_spec, toa_settings
+from olacore.toa.experiments import AttentionRecord, subset_splits, syntax_data
+from olacore.toa.inputs import InputSpec
+from olacore.toa.syntax_report import main_data_sets, paper_comparison, record_rows, record_syntax, syntax_keys
+from olacore.toa.tasks import build_task_data
+from olacore.ud import UDSentence
+from olacore.verdicts import FAILS, HOLDS, WEAK
+
+# ---------------------------------------------------------------------------------------------
+# Settings
+# ---------------------------------------------------------------------------------------------
+
+
+def test_input_names_map_to_specs_and_layers():
+    assert input_spec("order 1+2") == InputSpec(("order1", "order2"))
+    assert input_spec("ALTI").channels == ("alti",)
+    assert input_spec("layer 3").channels == ("layer3",)
+    for bad in ("layer 0", "layer x", "order 9", ""):
+        with pytest.raises(KeyError, match="known"):
+            input_spec(bad)
+
+
+def test_data_sets_and_cells_of_a_profile():
+    settings = toa_settings("default", alti_subset=(20, 10, 10), curve_sizes=(100, 600))
+    sets = settings.datasets()
+    assert sets["minilm-l6 [ALTI subset]"] == DataSet("minilm-l6 [ALTI subset]", "minilm-l6", 20, 10, 10, ("ola", "alti"))
+    assert "smollm2-135m [train 100]" in sets and "smollm2-135m [train 600]" not in sets  # not above num_train
+    assert sets["minilm-l6 [random init]"].random_init and "attention" in sets["minilm-l6"].sources
+    cells = settings.cells()
+    assert len(cells) == len(set(cells)) and all(name in sets for name, _, _ in cells)
+    assert ("minilm-l6 [ALTI subset]", "ALTI", 0) in cells and not any(i == "ALTI" for m, i, _ in cells if m in sets
+                                                                        and sets[m].model == m)
+    on_main = toa_settings("default", alti_subset=None).cells()
+    assert ("qwen2.5-0.5b", "ALTI", 0) in on_main and not any("[ALTI subset]" in m for m, _, _ in on_main)
+    assert all(cell[1] in SYNTAX_GRID for cell in cells)
+
+
+@pytest.mark.parametrize("override, message", [
+    ({"alti_subset": (10, 0, 10)}, "alti_subset"),
+    ({"alti_subset": (10, 10)}, "alti_subset"),
+    ({"curve_sizes": (-5,)}, "curve_sizes"),
+    ({"layer_models": ("bert-base-cased",)}, "layer_models"),
+    ({"alti_models": ("bert-base-cased",)}, "alti_models"),
+    ({"seeds": ()}, "at least one seed"),
+])
+def test_bad_settings_are_refused_with_the_field(override, message):
+    with pytest.raises(ValueError, match=message):
+        toa_settings("smoke", **override)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------
+
+
+def test_subset_splits_cut_train_and_dev_and_spread_test():
+    splits = {"train": list(range(10)), "dev": list(range(5)), "test": list(range(100)), "test_long": [7]}
+    out = subset_splits(splits, 3, 2, 5)
+    assert out["train"] == [0, 1, 2] and out["dev"] == [0, 1] and out["test"] == [0, 25, 50, 74, 99]
+    assert "test_long" not in out
+    assert subset_splits(splits)["test_long"] == [7] and subset_splits(splits)["test"] == list(range(100))
+    with pytest.raises(ValueError, match="positive"):
+        subset_splits(splits, 0)
+    with pytest.raises(ValueError, match="train, dev and test"):
+        subset_splits({"train": [], "dev": []})
+
+
+def test_unknown_map_sources_are_refused_before_any_extraction():
+    with pytest.raises(ValueError, match="unknown map sources"):
+        syntax_data("minilm-l6", {"train": []}, toa_settings("smoke"), sources=("ola", "hidden"))
+
+
+class _Record:
+    """An OLA record with the fields the TOA code reads."""
+
+    def __init__(self, text, offsets, orders, causal=False):
+        self.text, self.offsets, self.orders, self.rollout, self.is_causal = text, offsets, orders, orders[1], causal
+        self.tokens = [text[a:b] for a, b in offsets]
+
+
+def _planted(count, seed, layers=3, planted_layer=2):
+    """Sentences (one token per word) and attention records whose ``planted_layer`` holds each
+    word's gold head as its row's second peak (the first is a sink on word 0, as real maps have
+    one, and the official sink rule removes a row's maximum); the other layers are noise."""
+    rng = np.random.default_rng(seed)
+    sources, records, attention = [], [], []
+    for index in range(count):
+        size = int(rng.integers(5, 9))
+        words = tuple(f"w{k}" for k in range(size))
+        text, spans = join_words(words)
+        root = int(rng.integers(size))
+        heads = [0 if w == root else int(rng.choice([h for h in range(1, size) if h != w])) + 1 for w in range(size)]
+        maps = rng.random((layers, size, size)) + 0.5
+        maps[:, :, 0] += 6.0  # the sink
+        for w, head in enumerate(heads):
+            if head:
+                maps[planted_layer - 1, w, head - 1] += 2.0
+        maps = torch.tensor(maps / maps.sum(-1, keepdims=True), dtype=torch.float32)
+        orders = torch.stack([torch.eye(size), maps.mean(0), maps.mean(0) @ maps.mean(0)])
+        records.append(_Record(text, list(spans), orders))
+        attention.append(AttentionRecord(text, records[-1].tokens, list(spans), False, maps))
+        sources.append(UDSentence(f"p{index}", text, words, spans, tuple(heads), ("dep",) * size, ("X",) * size))
+    data = build_task_data("dp", "toy", sources, "dev", records=records, max_tokens=None)
+    data.sources = {"attention": attention}
+    return data, sources
+
+
+def test_inputs_read_their_own_source_and_a_missing_one_is_named():
+    data, _ = _planted(3, 0)
+    assert data.source_records(input_spec("layer 2")) is data.sources["attention"]
+    assert data.source_records(input_spec("order 1")) is data.records
+    assert data.inputs(input_spec("layer 2"))[0].shape[0] == input_spec("layer 2").num_channels
+    with pytest.raises(ValueError, match="no 'alti' records"):
+        data.source_records(input_spec("ALTI"))
+    with pytest.raises(ValueError, match="mixes channels"):
+        data.source_records(InputSpec(("order1", "layer2")))
+
+
+def test_layer_screen_finds_the_planted_layer_and_layer_cells_pick_it():
+    data, _ = _planted(12, 1)
+    screen = layer_screen(data)
+    assert screen["layer"].tolist() == [1, 2, 3]
+    assert screen["attachment"].idxmax() == 1 and screen.loc[1, "attachment"] > 75
+    assert screen.loc[0, "attachment"] < 50 and screen["words"].iloc[0] == sum(
+        sum(h >= 0 and h != item.word_tokens[w] for w, h in enumerate(item.heads)) for item in data.items)
+    assert layer_cells({"toy": screen}, seed=1) == [("toy", "layer 2", 1)]
+    assert len(layer_cells({"toy": screen}, candidates=2)) == 2
+    with pytest.raises(ValueError, match="candidates"):
+        layer_cells({"toy": screen}, candidates=0)
+    with pytest.raises(ValueError, match="attention records"):
+        layer_screen(replace(data, sources={}))
+
+
+class _FixedAdapter:
+    """Predicts the given heads (grid positions) for every item, in order."""
+
+    def __init__(self, heads):
+        self.heads = heads
+
+    def predict(self, data):
+        return [{"heads": torch.tensor(h)} for h in self.heads]
+
+
+def test_head_directions_split_words_by_where_the_gold_head_lies():
+    data, _ = _planted(2, 2)
+    gold = [list(item.heads) for item in data.items]
+    perfect = head_directions(_FixedAdapter(gold), data).set_index("direction")
+    assert perfect["uas"].dropna().eq(100.0).all() and perfect["share"].sum() == pytest.approx(100.0)
+    counts = {"left": 0, "right": 0, "root": 0}
+    for item in data.items:
+        for w, head in enumerate(item.heads):
+            counts["root" if head == w else ("left" if head < w else "right")] += 1
+    assert perfect["words"].to_dict() == counts
+    # predict "the next word" (the last word: itself): right heads that are the next word count, nothing else
+    nxt = [[min(w + 1, len(item.heads) - 1) for w in range(len(item.heads))] for item in data.items]
+    scored = head_directions(_FixedAdapter(nxt), data).set_index("direction")
+    assert scored.loc["left", "uas"] == 0.0
+    table = direction_table({("toy", "order 1", 0): _FixedAdapter(gold)}, {"toy": {"test": data}},
+                            [("toy", "order 1", 0)])
+    assert set(table["direction"]) == {"left", "right", "root"} and (table["model"] == "toy").all()
+
+
+def test_data_reports_count_per_data_set_and_split():
+    data, _ = _planted(4, 3)
+    report = data_reports({"toy": {"dev": data}})
+    assert report.loc[0, ["data set", "split", "sentences", "kept"]].tolist() == ["toy", "dev", 4, 4]
+    assert report.loc[0, "words"] == sum(len(item.heads) for item in data.items)
+
+
+# ---------------------------------------------------------------------------------------------
+# Verdicts and tables from a hand-made grid
+# ---------------------------------------------------------------------------------------------
+
+
+def test_claim_verdict_rule():
+    assert claim_verdict([5.0, 4.0]) == HOLDS
+    assert claim_verdict([8.0, -1.0]) == WEAK  # large mean, but behind on one seed
+    assert claim_verdict([1.0]) == WEAK
+    assert claim_verdict([-2.0, 1.0]) == FAILS
+    for bad in ([], [float("nan")]):
+        with pytest.raises(ValueError, match="measured differences"):
+            claim_verdict(bad)
+
+
+def _grid():
+    rows = []
+
+    def add(model, name, seed, uas, kind="encoder", dev_las=0.0, train=500):
+        rows.append({"model": model, "kind": kind, "input": name, "seed": seed, "uas": uas, "las": uas - 10,
+                     "uas_nopunct": uas + 1, "las_nopunct": uas - 9, "dev_las": dev_las, "train": train})
+
+    for seed, (o1, o2, o3, roll) in enumerate([(60, 50, 40, 30), (62, 52, 63, 33)]):
+        for name, value in (("order 1", o1), ("order 2", o2), ("order 3", o3), ("rollout", roll)):
+            add("enc", name, seed, value)
+    add("enc", "distance", 0, 35)
+    add("enc", "layer 4", 0, 50, dev_las=40)
+    add("enc", "layer 2", 0, 55, dev_las=30)
+    add("enc [random init]", "order 1", 0, 36)
+    add("enc [train 125]", "order 1", 0, 45, train=125)
+    add("enc [ALTI subset]", "order 1", 0, 50)
+    add("enc [ALTI subset]", "ALTI", 0, 52)
+    add("clm", "order 1", 0, 48, kind="causal")
+    add("clm", "distance", 0, 34, kind="causal")
+    return pd.DataFrame(rows)
+
+
+def test_verdicts_tables_and_baselines_from_a_hand_made_grid():
+    table = _grid()
+    verdicts = syntax_verdicts(table)
+    first = verdicts[(verdicts["claim"] == "first order beats higher orders and rollout") & (verdicts["model"] == "enc")]
+    by_other = first.set_index("other")
+    assert by_other.loc["order 2", "verdict"] == HOLDS and by_other.loc["order 3", "verdict"] == WEAK
+    assert by_other.loc["order 3", "mean_diff"] == pytest.approx((20 - 1) / 2) and (first["overall"] == WEAK).all()
+    distance = verdicts[verdicts["other"] == "distance"].set_index("model")
+    assert distance.loc["enc", "goal_met"] and not distance.loc["clm", "goal_met"]  # 25 vs 14 points, GOAL 20
+    assert distance.loc["clm", "mean_diff"] == pytest.approx(14.0) and 14.0 < GOAL
+    alti = verdicts[verdicts["claim"] == "first-order OLA beats ALTI"]
+    assert alti["model"].tolist() == ["enc [ALTI subset]"] and alti["verdict"].iloc[0] == FAILS
+
+    wide = wide_table(table, ["clm", "enc"], ["order 1", "distance"])
+    assert wide.index.tolist() == ["clm", "enc"] and wide.loc["enc", ("uas", "order 1")] == pytest.approx(61.0)
+    assert list(wide.columns)[:2] == [("uas", "order 1"), ("uas", "distance")]
+
+    layers = best_layer(table)
+    assert layers["input"].tolist() == ["layer 4"]  # best dev LAS, not best test UAS
+    baselines = baseline_table(table, ["enc", "clm"]).set_index("model")
+    assert baselines.loc["enc", "order 1 - distance"] == pytest.approx(25.0)
+    assert baselines.loc["enc", "random init"] == 36 and baselines.loc["enc", "best layer"] == "layer 4"
+    assert np.isnan(baselines.loc["clm", "random init"]) and baselines.loc["clm", "best layer"] == ""
+
+    curve = learning_curve(table, ["enc"])
+    assert curve["train"].tolist() == [125, 500] and curve["uas"].tolist() == [45, 60]
+
+
+def test_the_paper_beside_ours_and_the_records():
+    table = _grid()
+    assert syntax_keys("order 1", "uas", "causal") == [] and syntax_keys("order 1+2", "uas", "encoder") == []
+    keys = syntax_keys("order 1", "las", "encoder")
+    assert keys and all(k.startswith("syntax/") and k.endswith("/order1/las") for k in keys)
+    assert main_data_sets(table["model"]) == ["enc", "clm"]
+    beside = paper_comparison(table, ["enc"])
+    assert beside.loc["enc (ours)", ("uas", "order 1")] == pytest.approx(61.0)
+    assert any(name.endswith("(paper)") for name in beside.index)
+
+    results = ChapterResults("05_syntax", "smoke")
+    record_syntax(results, table, syntax_verdicts(table), anchor="tbl")
+    by_key = {r.key: r for r in results.records}
+    assert by_key["syntax/enc/order 1/uas"].value == pytest.approx(61.0)
+    assert by_key["syntax/enc/order 1/uas"].paper_keys == syntax_keys("order 1", "uas", "encoder")
+    assert by_key["syntax/enc/order 1/uas"].protocol == "honest"
+    for control in ("enc [random init]", "enc [train 125]", "enc [ALTI subset]"):
+        assert by_key[f"syntax/{control}/order 1/uas"].paper_keys == []  # never beside the paper
+    assert by_key["syntax/clm/order 1/uas"].paper_keys == []
+    assert any(k.startswith("verdict/OLA carries syntax beyond distance/clm/") for k in by_key)
+
+    rows = ChapterResults("05_syntax", "smoke")
+    record_rows(rows, pd.DataFrame({"model": ["a", "b"], "accuracy": [90.0, float("nan")]}), "pos", ["model"],
+                ["accuracy"], "POS")
+    assert [r.key for r in rows.records] == ["pos/a/accuracy"]
+    with pytest.raises(ValueError, match="twice"):
+        record_rows(rows, pd.DataFrame({"model": ["a"], "accuracy": [1.0]}), "pos", ["model"], ["accuracy"], "POS")
