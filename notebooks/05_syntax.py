@@ -88,7 +88,7 @@ from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.analysis import (GOAL, MARGIN, baseline_table, best_layer, data_reports, direction_table,
-                                  distance_gaps, layer_cells, layer_screen, learning_curve, parse_examples, summary,
+                                  distance_gaps, grid_plan, layer_cells, layer_screen, learning_curve, parse_examples, summary,
                                   syntax_verdicts, wide_table)
 from olacore.toa.config import toa_settings
 from olacore.toa.experiments import pos_table, syntax_data, syntax_datasets, syntax_grid, syntax_splits
@@ -115,6 +115,10 @@ show_table(pd.DataFrame([
     ("models (every input on)", f"{', '.join(settings.models)} ({', '.join(settings.full_grid)})"),
 ], columns=["setting", "value"]), "tbl-syntax-settings", f"Settings of the `{profile}` profile "
            "(`olacore.toa.config.toa_settings`).")
+show_table(grid_plan(settings), "tbl-syntax-plan", "What runs, per data set: its sentences (train / dev / test), "
+           "inputs, seeds and adapters. Rows below the zoo models are the cells that ran smaller (the ALTI subset, "
+           "the learning curve) or on a control (random init); the best raw layer is added once chosen on dev.",
+           decimals=0)
 
 # %% [markdown]
 # ## Data and maps

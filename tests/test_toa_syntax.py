@@ -15,7 +15,7 @@ import torch
 from olacore.corpora import join_words
 from olacore.results import ChapterResults
 from olacore.toa.analysis import (GOAL, baseline_table, best_layer, claim_verdict, data_reports, direction_table,
-                                  head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
+                                  grid_plan, head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
                                   wide_table)
 from olacore.toa.config import SYNTAX_GRID, DataSet, input_spec, toa_settings
 from olacore.toa.experiments import AttentionRecord, subset_splits, syntax_data
@@ -52,6 +52,10 @@ def test_data_sets_and_cells_of_a_profile():
     on_main = toa_settings("default", alti_subset=None).cells()
     assert ("qwen2.5-0.5b", "ALTI", 0) in on_main and not any("[ALTI subset]" in m for m, _, _ in on_main)
     assert all(cell[1] in SYNTAX_GRID for cell in cells)
+    plan = grid_plan(settings).set_index("data set")
+    assert plan["adapters"].sum() == len(cells) and plan.loc["minilm-l6 [ALTI subset]", "train"] == 20
+    assert plan.loc["minilm-l6", "train"] == settings.num_train and plan.loc["minilm-l6", "seeds"] == "0, 1"
+    assert plan.loc["qwen2.5-0.5b", "inputs"] == ", ".join(settings.basic_inputs)
 
 
 @pytest.mark.parametrize("override, message", [

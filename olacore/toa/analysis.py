@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["summary", "distance_gaps", "order_comparison", "layer_screen", "layer_cells", "best_layer", "MARGIN",
            "GOAL", "claim_verdict", "syntax_verdicts", "learning_curve", "head_directions", "direction_table",
-           "wide_table", "parse_examples", "baseline_table", "data_reports"]
+           "wide_table", "parse_examples", "baseline_table", "data_reports", "grid_plan"]
 
 #: Points by which one input must beat another, on the mean over seeds, for a claim to hold
 #: (fixed before the runs: about three times the seed standard deviation of order-1 UAS that the
@@ -158,6 +158,29 @@ def baseline_table(table: pd.DataFrame, models: Sequence[str], column: str = "ua
                      "random init": value(f"{model} [random init]", "order 1"),
                      "best layer": layers.loc[model, "input"] if model in layers.index else "",
                      "best layer score": float(layers.loc[model, column]) if model in layers.index else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def grid_plan(settings: Any) -> pd.DataFrame:
+    """What the grid of a profile runs, per data set: its sentences, inputs and seeds (which
+    cells ran smaller than the main ones), from :meth:`olacore.toa.config.ToaSettings.cells`.
+
+    Returns:
+        columns ``data set``, ``model``, ``train``, ``dev``, ``test`` (sentences; the profile's
+        where the data set keeps a split whole), ``inputs`` and ``seeds`` (comma-separated),
+        ``adapters``; the best-layer cells are added once a layer is chosen on dev.
+    """
+    sets = settings.datasets()
+    rows = []
+    for name, dataset in sets.items():
+        cells = [(i, s) for m, i, s in settings.cells() if m == name]
+        if not cells:
+            continue
+        size = {split: getattr(dataset, f"num_{split}") or getattr(settings, f"num_{split}")
+                for split in ("train", "dev", "test")}
+        rows.append({"data set": name, "model": dataset.model, **size,
+                     "inputs": ", ".join(dict.fromkeys(i for i, _ in cells)),
+                     "seeds": ", ".join(str(s) for s in sorted({s for _, s in cells})), "adapters": len(cells)})
     return pd.DataFrame(rows)
 
 
