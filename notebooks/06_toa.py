@@ -46,7 +46,7 @@ from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.transfer import (METRICS, data_table, matrix, random_init_rows, task_data, train_all,
+from olacore.toa.transfer import (METRICS, all_task_data, data_table, random_init_rows, train_all,
                                   transfer_rows, transfer_settings)
 from olacore.toa.transfer_report import (gap_table, majority_bounds, paper_comparison, record_transfer,
                                          similarity_hits, similarity_vs_transfer, transfer_heatmaps, verdict_table,
@@ -91,7 +91,7 @@ show_table(pd.DataFrame([
 
 # %%
 with watch("maps (extract or read back) and task data"):
-    data = {task: task_data(task, settings, workers=workers) for task in settings.tasks}
+    data = all_task_data(settings, workers=workers)
 reports = data_table(data)
 show_table(reports, "tbl-toa-data", "Examples per task, model and split after alignment and the 64-token cut.",
            decimals=0)

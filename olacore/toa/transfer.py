@@ -36,7 +36,7 @@ from olacore.toa.tasks import TaskData
 from olacore.toa.train import TrainedAdapter, make_job, train_adapters
 
 __all__ = ["TASKS", "METRICS", "TaskSizes", "TransferSettings", "transfer_settings", "task_splits", "task_data",
-           "train_all", "transfer_rows", "random_init_rows", "matrix", "data_table", "INPUT"]
+           "all_task_data", "train_all", "transfer_rows", "random_init_rows", "matrix", "data_table", "INPUT"]
 
 #: The transfer tasks in the chapter's order (the paper's table first).
 TASKS = ("re", "dp", "pos", "ner")
@@ -217,10 +217,32 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     splits = splits if splits is not None else task_splits(task, settings)
     models = settings.models if models is None else models
     workers = workers or settings.workers or cpu_workers()
-    max_order = 3 if task in ("dp", "pos") else 2  # EWT: the syntax chapter's maps (order 3) are read back
-    return {getattr(m, "name", m): syntax_data(m, splits, settings.syntax, task=task, max_order=max_order,
+    # Order 3 everywhere: one cache entry per text serves this chapter and the syntax chapter.
+    return {getattr(m, "name", m): syntax_data(m, splits, settings.syntax, task=task, max_order=3,
                                                workers=workers, store=store)
             for m in models}
+
+
+def all_task_data(settings: TransferSettings, *, workers: int | None = None, store: TensorStore | None = None,
+                  progress: bool = False) -> dict[str, dict[str, dict[str, TaskData]]]:
+    """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass.
+
+    The texts of every task are extracted together per model (one pool of worker processes
+    per model, not one per task and model: a worker's start-up, loading torch and the model,
+    costs seconds), then every task reads them back from the cache.
+
+    Returns:
+        ``{task: {model: {split: TaskData}}}``.
+    """
+    from olacore.pipeline import cached_ola
+
+    workers = workers or settings.workers or cpu_workers()
+    splits = {task: task_splits(task, settings) for task in settings.tasks}
+    texts = list(dict.fromkeys(x.text for by_split in splits.values() for split in by_split.values() for x in split))
+    for model in settings.models:
+        cached_ola(model, texts, 3, workers=workers, progress=progress, store=store)
+    return {task: task_data(task, settings, splits=splits[task], workers=workers, store=store)
+            for task in settings.tasks}
 
 
 def train_all(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,

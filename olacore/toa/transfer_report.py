@@ -118,7 +118,8 @@ def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
     off["target-trained"] = [diagonal.get((t, g), np.nan) for t, g in zip(off["task"], off["target"])]
     off = off.rename(columns={"mean": "transfer", "std": "transfer std"})
     off["gap"] = off["target-trained"] - off["transfer"]
-    off["recovered"] = 100 * off["transfer"] / off["target-trained"]
+    trained = off["target-trained"].where(off["target-trained"] > 0)  # undefined when the target-trained score is 0
+    off["recovered"] = 100 * off["transfer"] / trained
     return off.reset_index(drop=True)
 
 
@@ -141,7 +142,7 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     out["zero-shot"] = [zs.get((t, g), np.nan) if len(zs) else np.nan for t, g in zip(out["task"], out["target"])]
 
     def rule(a: float, b: float) -> str:
-        return "-" if math.isnan(b) else better(a, b)
+        return "-" if math.isnan(b) else better(a, b, margin=1e-6)  # equal (up to rounding) does not beat
 
     for column, bound in (("beats zero-shot", "zero-shot"), ("beats random init", "random init"),
                           ("beats majority", "majority")):
@@ -316,6 +317,8 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
             results.add(f"toa/{v['task']}/{v['source']}->{v['target']}/random-init",
                         f"TOA {v['task'].upper()}, adapter from {v['source']} on random-init {v['target']}",
                         v["random init"], verdict=v["beats random init"], anchor="tbl-toa-verdicts")
+        if math.isnan(v["recovered"]):
+            continue
         results.add(f"toa/{v['task']}/{v['source']}->{v['target']}/recovered",
                     f"share of the target-trained {v['task'].upper()} score recovered by transfer from {v['source']} "
                     f"to {v['target']}", v["recovered"], anchor="tbl-toa-verdicts")
