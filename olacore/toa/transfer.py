@@ -30,7 +30,7 @@ import pandas as pd
 
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.config import CAUSAL_ZOO, ENCODER_ZOO, ToaSettings, input_spec, toa_settings
+from olacore.toa.config import CAUSAL_ZOO, ENCODER_ZOO, PAPER_ENCODERS, ToaSettings, input_spec, toa_settings
 from olacore.toa.experiments import evaluate_cached, random_init_model, subset_splits, syntax_data, syntax_splits
 from olacore.toa.tasks import TaskData
 from olacore.toa.train import TrainedAdapter, make_job, train_adapters
@@ -149,15 +149,18 @@ class TransferSettings:
 
 
 _SMOKE_SYNTAX = toa_settings("smoke")
+#: The paper's causal models of the RE table (Hugging Face ids).
+PAPER_CAUSAL = ("meta-llama/Llama-3.2-3B-Instruct", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it")
 
 _PROFILES: dict[str, dict[str, Any]] = {
     "smoke": dict(syntax=_SMOKE_SYNTAX, re=TaskSizes(40, 20, 12), ner=TaskSizes(40, 20, 8),
                   causal=("smollm2-135m", "gemma-3-270m"), encoders=("minilm-l6", "mpnet-base"), control_test=10,
                   control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",), similarity_texts=12),
     "default": dict(),
-    # Every official size the machine allows to name: the paper's splits, three seeds.
+    # The paper's models (a GPU with a model hub) and splits, three seeds.
     "paper": dict(syntax=toa_settings("paper"), re=TaskSizes(7200, 800, 2717), ner=TaskSizes(3394, 1009, 1287),
-                  seeds=(0, 1, 2), control_test=500, similarity_texts=1000),
+                  causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, control_models=PAPER_CAUSAL + PAPER_ENCODERS,
+                  zero_shot_models=PAPER_CAUSAL, seeds=(0, 1, 2), control_test=500, similarity_texts=1000),
 }
 
 

@@ -25,6 +25,17 @@ __all__ = ["majority_bounds", "zero_shot_rows", "gap_table", "verdict_table", "s
 
 #: The paper's model each of our causal models stands in for (by family, as :data:`olacore.report.ZOO_FAMILIES`).
 PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "gemma-3-270m": "Gemma-2-2B"}
+_FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
+
+
+def _paper_name(model: str) -> str | None:
+    """The paper's RE-table model of ``model``'s family (zoo names or the paper's own ids), else ``None``."""
+    from olacore.report import paper_family
+
+    try:
+        return _FAMILY_NAMES[paper_family(model.split("/")[-1])]
+    except ValueError:
+        return None
 _RETRIEVAL_KEY = re.compile(r"^retrieval/(causal|encoder)/(.+)->(.+)/order1/hits@1/official texts, whole row sink statistics$")
 
 
@@ -235,12 +246,12 @@ def paper_comparison(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
     ours = re_rows.groupby(["source", "target"])["score"].mean()
     out = []
     for (source, target), value in ours.items():
-        src, tgt = PAPER_NAMES.get(source), PAPER_NAMES.get(target)
+        src, tgt = _paper_name(source), _paper_name(target)
         if src in published.index and tgt in published.columns:
             out.append({"paper source -> target": f"{src} -> {tgt}", "ours": f"{source} -> {target}",
                         "paper %": float(published.loc[src, tgt]), "ours %": float(value)})
     for _, z in (zero_shot[zero_shot["task"] == "re"].iterrows() if zero_shot is not None and len(zero_shot) else []):
-        tgt = PAPER_NAMES.get(z["model"])
+        tgt = _paper_name(z["model"])
         if tgt in published.columns:
             out.append({"paper source -> target": f"zero-shot prompting of {tgt}", "ours": f"zero-shot, {z['model']}",
                         "paper %": float(published.loc["zero-shot prompting", tgt]), "ours %": float(z["score"])})
@@ -295,7 +306,7 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
     for (task, kind, source, target), value in means.items():
         keys, extra = [], {}
         if task == "re" and kind == "causal":
-            src, tgt = PAPER_NAMES.get(source), PAPER_NAMES.get(target)
+            src, tgt = _paper_name(source), _paper_name(target)
             if src in published and tgt:
                 keys = [f"toa-re/{src}/{tgt}"]
             extra = dict(chance=100 / 19, protocol="honest")
@@ -303,7 +314,7 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
                     f"TOA {task.upper()} {METRICS[task]}, adapter trained on {source}, applied to {target}", value,
                     paper_keys=keys, subject=f"{source} -> {target}", anchor="tbl-toa-matrices", note=note, **extra)
     for _, z in zero_shot.iterrows():
-        tgt = PAPER_NAMES.get(z["model"])
+        tgt = _paper_name(z["model"])
         keys = [f"toa-re/zero-shot prompting/{tgt}"] if z["task"] == "re" and tgt else []
         results.add(f"toa/{z['task']}/zero-shot/{z['model']}", f"zero-shot prompting of {z['model']}, {z['task'].upper()}",
                     z["score"], paper_keys=keys, subject=f"zero-shot, {z['model']}", anchor="tbl-toa-zero-shot",
