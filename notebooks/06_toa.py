@@ -107,7 +107,12 @@ show_table(reports, "tbl-toa-data", "Examples per task, model and split after al
 
 # %%
 with watch("adapters (train or read back)"):
-    adapters = train_all(data, settings, workers=workers)
+    stored: dict = {}
+    adapters = train_all(data, settings, workers=workers, stored=stored)
+for task in settings.tasks:
+    read = [m for (t, m, _), hit in stored.items() if t == task and hit]
+    print(f"{task}: {len(read)} of {sum(t == task for t, _, _ in stored)} adapters read back from the store "
+          f"({', '.join(read) or 'none'}), the rest trained now")
 with watch("transfer scores"):
     rows = transfer_rows(adapters, data)
 fig = transfer_heatmaps(rows, list(settings.tasks))

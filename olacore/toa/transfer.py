@@ -249,8 +249,8 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
 
 
 def train_all(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
-              workers: int | None = None, store: TensorStore | None = None,
-              progress: bool = True) -> dict[tuple[str, str, int], TrainedAdapter]:
+              workers: int | None = None, store: TensorStore | None = None, progress: bool = True,
+              stored: dict[tuple[str, str, int], bool] | None = None) -> dict[tuple[str, str, int], TrainedAdapter]:
     """One adapter per (task, model, seed) on the model's train split, checkpoint chosen on dev.
 
     All missing adapters of every task train side by side (one single-threaded process per
@@ -261,6 +261,8 @@ def train_all(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings
         data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`).
         settings: adapter and training (``settings.syntax``), seeds.
         workers, store, progress: as :func:`olacore.toa.train.train_adapters`.
+        stored: if given, filled with whether each cell's adapter was already in the store
+            (``True``: read back, e.g. trained by the syntax chapter) or is trained now.
 
     Returns:
         ``{(task, model, seed): TrainedAdapter}``.
@@ -276,6 +278,9 @@ def train_all(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings
                 cells.append((task, model, seed))
                 jobs.append(make_job(splits["train"], splits["dev"], spec, settings.syntax.adapter,
                                      settings.syntax.training, seed=seed, model=model, input=INPUT))
+    if stored is not None:
+        found = store if store is not None else TensorStore()
+        stored.update({cell: job.key() in found for cell, job in zip(cells, jobs)})
     workers = workers or settings.workers or cpu_workers(settings.syntax.training.device)
     adapters = train_adapters(jobs, workers=workers, store=store, progress=progress)
     return dict(zip(cells, adapters))
