@@ -207,8 +207,10 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 # %% [markdown]
 # ## What differs from the paper
 #
-# - **Models** 5-20 times smaller (135M-500M causal LMs, the causal ones dequantised from
-#   4-bit; two sentence-embedding encoders) instead of Llama-3.2-3B, Qwen2-1.5B, Gemma-2-2B.
+# - **Models** 3-22 times smaller (SmolLM2-135M for Llama-3.2-3B, Qwen2.5-Coder-0.5B for
+#   Qwen2-1.5B, Gemma-3-270M for Gemma-2-2B; dequantised from 4-bit weights), and two
+#   sentence-embedding encoders (MiniLM-L6, MPNet-base) where the paper's TOA encoders are
+#   BERT, RoBERTa and ELECTRA.
 # - **Data**: WNUT-17 for OntoNotes NER (licensed), EWT XPOS (the Penn Treebank tags) for
 #   CoNLL-2000 POS; a few hundred training sentences per task, and fixed, evenly spread test
 #   subsets for RE and NER (the paper: full splits). Every size is in the settings table.
