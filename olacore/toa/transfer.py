@@ -98,12 +98,12 @@ class TransferSettings:
 
     syntax: ToaSettings = field(default_factory=lambda: toa_settings("default"))
     tasks: tuple[str, ...] = TASKS
-    re: TaskSizes = TaskSizes(400, 100, 100)
-    ner: TaskSizes = TaskSizes(400, 100, 30)
+    re: TaskSizes = TaskSizes(300, 100, 100)
+    ner: TaskSizes = TaskSizes(200, 60, 30)
     causal: tuple[str, ...] = CAUSAL_ZOO
     encoders: tuple[str, ...] = ENCODER_ZOO
     seeds: tuple[int, ...] = (0,)
-    control_test: int = 100
+    control_test: int = 40
     control_models: tuple[str, ...] = CAUSAL_ZOO + ENCODER_ZOO
     zero_shot_models: tuple[str, ...] = CAUSAL_ZOO
     similarity_texts: int = 100
@@ -227,12 +227,13 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
 
 
 def all_task_data(settings: TransferSettings, *, workers: int | None = None, store: TensorStore | None = None,
-                  progress: bool = False) -> dict[str, dict[str, dict[str, TaskData]]]:
+                  progress: bool = False, similarity: bool = True) -> dict[str, dict[str, dict[str, TaskData]]]:
     """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass.
 
     The texts of every task are extracted together per model (one pool of worker processes
     per model, not one per task and model: a worker's start-up, loading torch and the model,
-    costs seconds), then every task reads them back from the cache.
+    costs seconds), then every task reads them back from the cache. With ``similarity``, the
+    texts of the similarity-vs-transfer reading are extracted in the same pass.
 
     Returns:
         ``{task: {model: {split: TaskData}}}``.
@@ -241,7 +242,12 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
 
     workers = workers or settings.workers or cpu_workers()
     splits = {task: task_splits(task, settings) for task in settings.tasks}
-    texts = list(dict.fromkeys(x.text for by_split in splits.values() for split in by_split.values() for x in split))
+    texts = [x.text for by_split in splits.values() for split in by_split.values() for x in split]
+    if similarity:  # the retrieval texts of :func:`olacore.toa.transfer_report.similarity_hits`, same pass
+        from olacore.texts import similarity_texts
+
+        texts += [t.text for t in similarity_texts(settings.similarity_texts)]
+    texts = list(dict.fromkeys(texts))
     for model in settings.models:
         cached_ola(model, texts, 3, workers=workers, progress=progress, store=store)
     return {task: task_data(task, settings, splits=splits[task], workers=workers, store=store)
