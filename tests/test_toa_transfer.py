@@ -205,3 +205,20 @@ def test_adapter_trained_on_other_data_is_not_reused(smoke, one_thread):
     other = make_job(fewer, splits["dev"], spec, syntax.adapter, syntax.training)
     assert same.key() == again.key()
     assert same.key() != other.key()
+
+
+def test_heatmaps_one_panel_per_task_and_kind():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from olacore.toa.transfer_report import transfer_heatmaps
+
+    rows = _rows([("re", "causal", s, g, 10.0 * i) for i, (s, g) in enumerate([("a", "a"), ("a", "b"), ("b", "a"),
+                                                                               ("b", "b")])]
+                 + [("dp", "encoder", "x", "x", 50.0)])
+    fig = transfer_heatmaps(rows, ["re", "dp"])
+    axes = fig.axes
+    assert len(axes) == 4
+    assert axes[0].get_title().startswith("RE accuracy") and not axes[1].axison  # no encoder RE rows: blank panel
+    texts = [t.get_text() for t in axes[0].texts]
+    assert texts == ["0.0", "10.0", "20.0", "30.0"]
