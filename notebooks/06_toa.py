@@ -149,7 +149,9 @@ show_table(zero_shot, "tbl-toa-zero-shot", "Zero-shot prompting on the same test
            "without direction or outside the 19 labels, NER entity types outside the 6.")
 if len(control):
     show_table(control.pivot_table(index=["task", "source"], columns="target", values="score", sort=False).reset_index(),
-               "tbl-toa-random-init", "The same adapters on the random-init twins of the targets (score, %).")
+               "tbl-toa-random-init", "The same adapters on the random-init twins of the targets (score, %): RE and "
+               f"NER on their whole test subsets, DP and POS on {settings.control_test} of the EWT test sentences "
+               "(spread over them; the transfer matrices use all of them).")
 
 # %% [markdown]
 # ## The paper's table beside ours
