@@ -114,7 +114,7 @@ def published() -> list[Published]:
             rows.append(Published(f"toa-re/{source}/{target}", "TOA relation extraction",
                                   f"accuracy on {target}, adapter trained on {source}" if source != "zero-shot prompting"
                                   else f"accuracy on {target}, zero-shot prompting", float(toa.loc[source, target]),
-                                  "TOA"))
+                                  "06_toa"))
     return rows
 
 

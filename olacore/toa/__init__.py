@@ -12,6 +12,9 @@ One module per job, data flowing down the list:
 - :mod:`olacore.toa.train`: cached training jobs, trained adapters, evaluation on any model.
 - :mod:`olacore.toa.config`: profile settings; :mod:`olacore.toa.experiments`: chapter-level
   functions (syntax grid, tables, POS, transfer).
+- :mod:`olacore.toa.transfer`: the transfer chapter's settings and matrices (every adapter on
+  every model of its kind, the random-init control); :mod:`olacore.toa.transfer_report`: its
+  bounds, zero-shot rows, gaps, verdicts, similarity vs transfer and figures.
 """
 
 from olacore.toa.adapter import AdapterConfig

@@ -1,0 +1,394 @@
+"""TOA transfer (paper section 4.4): an adapter trained on one model's OLA, scored unchanged on every model of its kind.
+
+A notebook cell calls, per task (``re``, ``ner``, ``pos``, ``dp``):
+
+>>> settings = transfer_settings("default")                                          # doctest: +SKIP
+>>> data = {t: task_data(t, settings, workers=cpu_workers()) for t in settings.tasks}
+>>> adapters = train_all(data, settings)                        # one per (task, model, seed), cached
+>>> matrix = transfer_rows(adapters, data)                      # source x target, within kind
+>>> control = random_init_rows(adapters, data, settings)        # the same adapters on random-init twins
+
+Rows are source models (the adapter's training model), columns target models of the same
+kind (CLM to CLM, encoder to encoder, as the official code); the diagonal is the
+target-trained adapter, the upper bound each transfer is read against. Every adapter is
+trained by :func:`olacore.toa.train.train_adapters` (stored, key = every training and dev
+map and label, configs, seed), its checkpoint chosen on *dev* (the official configs select on
+the test split). The DP and POS data, adapter and training are exactly those of the syntax
+chapter (:func:`olacore.toa.experiments.syntax_data` on :func:`olacore.toa.experiments.syntax_splits`
+of :func:`olacore.toa.config.toa_settings`, input "order 1+2", seed 0), so that its
+target-trained adapters are store hits here. Bounds, zero-shot prompting and the
+similarity-vs-transfer reading are in :mod:`olacore.toa.transfer_report`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from olacore.settings import cpu_workers
+from olacore.store import TensorStore
+from olacore.toa.config import CAUSAL_ZOO, ENCODER_ZOO, PAPER_ENCODERS, ToaSettings, input_spec, toa_settings
+from olacore.toa.experiments import evaluate_cached, random_init_model, subset_splits, syntax_data, syntax_splits
+from olacore.toa.tasks import TaskData
+from olacore.toa.train import TrainedAdapter, make_job, train_adapters
+
+__all__ = ["TASKS", "METRICS", "TaskSizes", "TransferSettings", "transfer_settings", "task_splits", "task_data",
+           "all_task_data", "train_all", "transfer_rows", "random_init_rows", "matrix", "data_table", "INPUT"]
+
+#: The transfer tasks in the chapter's order (the paper's table first).
+TASKS = ("re", "dp", "pos", "ner")
+#: The headline score of each task (percent), as the official evaluation reports it.
+METRICS = {"re": "accuracy", "ner": "f1", "pos": "accuracy", "dp": "uas"}
+#: The adapter input of every transfer adapter: the official one (orders 1 and 2, raw and clean).
+INPUT = "order 1+2"
+
+
+@dataclass(frozen=True)
+class TaskSizes:
+    """Examples per split of one corpus task (``re``: SemEval-2010 Task 8; ``ner``: WNUT-17).
+
+    ``train`` and ``dev`` are the first examples of their split (SemEval dev: every 10th TRAIN
+    example, :func:`olacore.corpora.read_semeval`); ``test`` is spread evenly over the test
+    split (:func:`olacore.zeroshot.evenly_spread`): the same fixed subset the zero-shot
+    baseline answers.
+
+    Raises:
+        ValueError: a size that is not a positive int.
+    """
+
+    train: int
+    dev: int
+    test: int
+
+    def __post_init__(self) -> None:
+        for name in ("train", "dev", "test"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"TaskSizes.{name} must be a positive int; got {value!r}")
+
+
+@dataclass(frozen=True)
+class TransferSettings:
+    """Sizes of the transfer chapter for one profile.
+
+    Attributes:
+        syntax: the syntax chapter's settings (:func:`olacore.toa.config.toa_settings` of the
+            same profile): its EWT splits serve ``dp`` and ``pos``, and its adapter, training,
+            length cut and grid serve every task here, so DP adapters are shared.
+        tasks: tasks to run (subset of :data:`TASKS`).
+        re, ner: corpus sizes (:class:`TaskSizes`).
+        causal, encoders: the models of each kind; each is a target, and each trains the
+            adapter of its own diagonal cell, so each is also a source.
+        seeds: training seeds (mean and std where more than one).
+        control_test: EWT test sentences (spread over the chapter's test) that the random-init
+            twins are scored on for ``dp`` / ``pos`` (``re`` / ``ner``: their whole test).
+        control_models: targets whose random-init twin (seed 0) is scored.
+        zero_shot_models: causal models prompted zero-shot on the ``re`` and ``ner`` test subsets.
+        similarity_texts: official-recipe EWT texts (:func:`olacore.texts.similarity_texts`)
+            for the order-1 SSIM Hits@1 of each pair, when chapter 03's results are absent.
+        workers: extraction and training processes (``None``: one per core).
+
+    Raises:
+        ValueError: an unknown task, no seed, a control or zero-shot model that is not a
+            model of the chapter, a zero-shot model that is not causal, a non-positive size.
+    """
+
+    syntax: ToaSettings = field(default_factory=lambda: toa_settings("default"))
+    tasks: tuple[str, ...] = TASKS
+    re: TaskSizes = TaskSizes(300, 100, 100)
+    ner: TaskSizes = TaskSizes(200, 60, 30)
+    causal: tuple[str, ...] = CAUSAL_ZOO
+    encoders: tuple[str, ...] = ENCODER_ZOO
+    seeds: tuple[int, ...] = (0,)
+    control_test: int = 40
+    control_models: tuple[str, ...] = CAUSAL_ZOO + ENCODER_ZOO
+    zero_shot_models: tuple[str, ...] = CAUSAL_ZOO
+    similarity_texts: int = 100
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.tasks if t not in TASKS]
+        if unknown or not self.tasks:
+            raise ValueError(f"TransferSettings.tasks: unknown {unknown} (or none); choose from {TASKS}")
+        if not self.seeds:
+            raise ValueError("TransferSettings.seeds needs at least one seed")
+        models = self.causal + self.encoders
+        for name in ("control_models", "zero_shot_models"):
+            missing = [m for m in getattr(self, name) if m not in models]
+            if missing:
+                raise ValueError(f"TransferSettings.{name}: {missing} are not models of the chapter {list(models)}")
+        if any(m not in self.causal for m in self.zero_shot_models):
+            raise ValueError(f"TransferSettings.zero_shot_models must be causal LMs (of {list(self.causal)}); "
+                             "an encoder cannot be prompted")
+        for name in ("control_test", "similarity_texts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"TransferSettings.{name} must be a positive int; got {value!r}")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.causal + self.encoders
+
+    def kind_of(self, model: str) -> str:
+        """``"causal"`` or ``"encoder"`` (KeyError-free: a model of neither list raises ValueError)."""
+        if model in self.causal:
+            return "causal"
+        if model in self.encoders:
+            return "encoder"
+        raise ValueError(f"{model!r} is not a model of the chapter {list(self.models)}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able summary (the chapter's settings table)."""
+        return {"tasks": list(self.tasks), "re": dataclasses.asdict(self.re), "ner": dataclasses.asdict(self.ner),
+                "ewt": [self.syntax.num_train, self.syntax.num_dev, self.syntax.num_test],
+                "causal": list(self.causal), "encoders": list(self.encoders), "seeds": list(self.seeds),
+                "control_test": self.control_test, "similarity_texts": self.similarity_texts}
+
+
+_SMOKE_SYNTAX = toa_settings("smoke")
+#: The paper's causal models of the RE table (Hugging Face ids).
+PAPER_CAUSAL = ("meta-llama/Llama-3.2-3B-Instruct", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it")
+
+_PROFILES: dict[str, dict[str, Any]] = {
+    "smoke": dict(syntax=_SMOKE_SYNTAX, re=TaskSizes(40, 20, 12), ner=TaskSizes(40, 20, 8),
+                  causal=("smollm2-135m", "gemma-3-270m"), encoders=("minilm-l6", "mpnet-base"), control_test=10,
+                  control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",), similarity_texts=12),
+    "default": dict(),
+    # The paper's models (a GPU with a model hub) and splits, three seeds.
+    "paper": dict(syntax=toa_settings("paper"), re=TaskSizes(7200, 800, 2717), ner=TaskSizes(3394, 1009, 1287),
+                  causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, control_models=PAPER_CAUSAL + PAPER_ENCODERS,
+                  zero_shot_models=PAPER_CAUSAL, seeds=(0, 1, 2), control_test=500, similarity_texts=1000),
+}
+
+
+def transfer_settings(profile: str, **overrides: Any) -> TransferSettings:
+    """The transfer settings of ``profile`` (smoke / default / paper), ``overrides`` replacing fields.
+
+    Raises:
+        ValueError: unknown profile (lists the known ones) or an invalid override.
+    """
+    if profile not in _PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(_PROFILES)}")
+    return replace(TransferSettings(**_PROFILES[profile]), **overrides)
+
+
+def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
+    """Word-level examples of ``train``, ``dev``, ``test`` for one task.
+
+    ``dp`` / ``pos``: the syntax chapter's EWT splits (:func:`olacore.toa.experiments.syntax_splits`,
+    ``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``ner``: WNUT-17 (see :class:`TaskSizes`).
+
+    Raises:
+        ValueError: unknown task.
+    """
+    if task in ("dp", "pos"):
+        splits = syntax_splits(settings.syntax)
+        return {name: splits[name] for name in ("train", "dev", "test")}
+    from olacore.corpora import read_semeval, read_wnut17
+    from olacore.zeroshot import evenly_spread
+
+    if task == "re":
+        read, sizes = read_semeval, settings.re
+    elif task == "ner":
+        read, sizes = read_wnut17, settings.ner
+    else:
+        raise ValueError(f"unknown transfer task {task!r}; choose from {TASKS}")
+    return {"train": list(read("train").items[:sizes.train]), "dev": list(read("dev").items[:sizes.dev]),
+            "test": evenly_spread(read("test").items, sizes.test)}
+
+
+def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | None = None, *,
+              splits: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None,
+              store: TensorStore | None = None) -> dict[str, dict[str, TaskData]]:
+    """``{model: {split: TaskData}}`` of one task for every model (maps extracted once, cached).
+
+    Args:
+        task: a key of :data:`TASKS`.
+        settings: sizes, models, the length cut and grid (``settings.syntax``).
+        models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models``).
+        splits: word-level examples (default :func:`task_splits`).
+        workers: extraction processes on a miss (default one per core).
+        store: the tensor store (default ``$OLACORE_CACHE/tensors``).
+
+    Returns:
+        Each model's :class:`olacore.toa.tasks.TaskData` per split; its ``report`` counts
+        sentences the tokenizer could not align (:meth:`TaskReport.summary`) and cut losses.
+    """
+    splits = splits if splits is not None else task_splits(task, settings)
+    models = settings.models if models is None else models
+    workers = workers or settings.workers or cpu_workers()
+    # Order 3 everywhere: one cache entry per text serves this chapter and the syntax chapter.
+    return {getattr(m, "name", m): syntax_data(m, splits, settings.syntax, task=task, max_order=3,
+                                               workers=workers, store=store)
+            for m in models}
+
+
+def all_task_data(settings: TransferSettings, *, workers: int | None = None, store: TensorStore | None = None,
+                  progress: bool = False, similarity: bool = True) -> dict[str, dict[str, dict[str, TaskData]]]:
+    """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass.
+
+    The texts of every task are extracted together per model (one pool of worker processes
+    per model, not one per task and model: a worker's start-up, loading torch and the model,
+    costs seconds), then every task reads them back from the cache. With ``similarity``, the
+    texts of the similarity-vs-transfer reading are extracted in the same pass.
+
+    Returns:
+        ``{task: {model: {split: TaskData}}}``.
+    """
+    from olacore.pipeline import cached_ola
+
+    workers = workers or settings.workers or cpu_workers()
+    splits = {task: task_splits(task, settings) for task in settings.tasks}
+    texts = [x.text for by_split in splits.values() for split in by_split.values() for x in split]
+    if similarity:  # the retrieval texts of :func:`olacore.toa.transfer_report.similarity_hits`, same pass
+        from olacore.texts import similarity_texts
+
+        texts += [t.text for t in similarity_texts(settings.similarity_texts)]
+    texts = list(dict.fromkeys(texts))
+    for model in settings.models:
+        cached_ola(model, texts, 3, workers=workers, progress=progress, store=store)
+    return {task: task_data(task, settings, splits=splits[task], workers=workers, store=store)
+            for task in settings.tasks}
+
+
+def train_all(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
+              workers: int | None = None, store: TensorStore | None = None, progress: bool = True,
+              stored: dict[tuple[str, str, int], bool] | None = None) -> dict[tuple[str, str, int], TrainedAdapter]:
+    """One adapter per (task, model, seed) on the model's train split, checkpoint chosen on dev.
+
+    All missing adapters of every task train side by side (one single-threaded process per
+    worker); stored ones are read back. The DP / POS jobs equal the syntax chapter's
+    ("order 1+2", same data, adapter, training and seed), so its adapters are reused.
+
+    Args:
+        data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`).
+        settings: adapter and training (``settings.syntax``), seeds.
+        workers, store, progress: as :func:`olacore.toa.train.train_adapters`.
+        stored: if given, filled with whether each cell's adapter was already in the store
+            (``True``: read back, e.g. trained by the syntax chapter) or is trained now.
+
+    Returns:
+        ``{(task, model, seed): TrainedAdapter}``.
+
+    Raises:
+        ValueError: a model's train or dev split is empty (from :func:`make_job`).
+    """
+    spec = input_spec(INPUT)
+    cells, jobs = [], []
+    for task, by_model in data.items():
+        for model, splits in by_model.items():
+            for seed in settings.seeds:
+                cells.append((task, model, seed))
+                jobs.append(make_job(splits["train"], splits["dev"], spec, settings.syntax.adapter,
+                                     settings.syntax.training, seed=seed, model=model, input=INPUT))
+    if stored is not None:
+        found = store if store is not None else TensorStore()
+        stored.update({cell: job.key() in found for cell, job in zip(cells, jobs)})
+    workers = workers or settings.workers or cpu_workers(settings.syntax.training.device)
+    adapters = train_adapters(jobs, workers=workers, store=store, progress=progress)
+    return dict(zip(cells, adapters))
+
+
+def _scores(adapter: TrainedAdapter, data: TaskData, store: TensorStore | None) -> dict[str, Any]:
+    scores = evaluate_cached(adapter, data, store)
+    return {k: v for k, v in scores.items() if isinstance(v, (int, float))}
+
+
+def transfer_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
+                  data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], *, split: str = "test",
+                  store: TensorStore | None = None) -> pd.DataFrame:
+    """Every adapter scored on the ``split`` of every target of its own kind (scores cached).
+
+    Args:
+        adapters: :func:`train_all`'s result.
+        data: ``{task: {model: {split: TaskData}}}``.
+        split: the split scored.
+        store: where scores are kept (:func:`olacore.toa.experiments.evaluate_cached`).
+
+    Returns:
+        One row per (task, source, target, seed): ``task, kind, source, target, seed,
+        diagonal, score`` (the task's :data:`METRICS` value, percent), every other numeric
+        score of the task, ``examples`` (scored sentences) and ``unaligned`` (target
+        sentences its tokenizer could not align, left out and counted).
+    """
+    rows = []
+    for (task, source, seed), adapter in adapters.items():
+        for target, splits in data[task].items():
+            test = splits[split]
+            if bool(test.causal) != bool(adapter.record["causal"]):
+                continue  # TOA transfers within a kind only (TrainedAdapter.evaluate refuses the rest)
+            scores = _scores(adapter, test, store)
+            rows.append({"task": task, "kind": "causal" if test.causal else "encoder", "source": source,
+                         "target": target, "seed": seed, "diagonal": source == target,
+                         "score": scores[METRICS[task]], **scores, "examples": len(test),
+                         "unaligned": len(test.report.unaligned)})
+    return pd.DataFrame(rows)
+
+
+def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
+                     data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
+                     store: TensorStore | None = None) -> pd.DataFrame:
+    """The control: every adapter scored on the test OLA of each target's random-init twin.
+
+    The twin is :func:`olacore.toa.experiments.random_init_model` (seed 0, Hugging Face's own
+    initialiser): same architecture and tokenizer, no learned knowledge. Its maps are
+    extracted in this process (cached by the twin's fingerprint). ``dp`` / ``pos`` are scored
+    on ``settings.control_test`` EWT test sentences spread over the chapter's test, ``re`` /
+    ``ner`` on their whole test subset.
+
+    Returns:
+        The rows of :func:`transfer_rows` for ``target`` = the twin's zoo name, plus
+        ``control = "random init"``.
+    """
+    rows = []
+    for target in settings.control_models:
+        twin = None
+        for task, by_model in data.items():
+            if target not in by_model:
+                continue
+            splits = task_splits(task, settings)
+            test = {"test": splits["test"]}
+            if task in ("dp", "pos"):
+                test = {"test": subset_splits(splits, num_test=settings.control_test)["test"]}
+            twin = twin or random_init_model(target)
+            twin_data = {task: {target: task_data(task, settings, [twin], splits=test, workers=1,
+                                                  store=store)[twin.name]}}
+            chosen = {cell: a for cell, a in adapters.items() if cell[0] == task}
+            frame = transfer_rows(chosen, twin_data, store=store)
+            if len(frame):
+                rows.append(frame.assign(target=target, control="random init"))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+
+
+def matrix(rows: pd.DataFrame, task: str, kind: str, value: str = "score") -> pd.DataFrame:
+    """Source x target matrix of ``value`` (mean over seeds) for one task and kind.
+
+    Raises:
+        ValueError: no row of that task and kind.
+    """
+    chosen = rows[(rows["task"] == task) & (rows["kind"] == kind)]
+    if chosen.empty:
+        raise ValueError(f"no transfer rows for task {task!r} and kind {kind!r}")
+    return chosen.pivot_table(index="source", columns="target", values=value, aggfunc="mean", sort=False)
+
+
+def data_table(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]]) -> pd.DataFrame:
+    """What alignment and the length cut did, per task, model and split (nothing hidden).
+
+    Returns:
+        ``task, model, split, sentences, kept, not aligned`` (the tokenizer's offsets cover
+        no character of some word: left out, counted), ``cut`` (longer than the cut),
+        ``dropped beyond cut`` (RE: an entity past the cut), ``entities beyond cut`` (NER).
+    """
+    rows = []
+    for task, by_model in data.items():
+        for model, splits in by_model.items():
+            for split, d in splits.items():
+                r = d.report
+                rows.append({"task": task, "model": model, "split": split, "sentences": r.sentences, "kept": r.kept,
+                             "not aligned": len(r.unaligned), "cut": r.cut_sentences,
+                             "dropped beyond cut": r.dropped_beyond_cut, "entities beyond cut": r.entities_beyond_cut})
+    return pd.DataFrame(rows)

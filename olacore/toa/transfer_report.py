@@ -1,0 +1,335 @@
+"""Readings of the TOA transfer matrices: bounds, zero-shot prompting, gaps, verdicts, similarity vs transfer, figures.
+
+Everything here reads the rows of :mod:`olacore.toa.transfer` (scores in percent) and fixes
+its rules before the runs: a transfer *beats* a bound when it is strictly above it
+(:func:`olacore.verdicts.better`); the share *recovered* is transfer / target-trained.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from olacore.toa.transfer import METRICS, TransferSettings, matrix, task_splits
+from olacore.verdicts import better
+
+__all__ = ["majority_bounds", "zero_shot_rows", "gap_table", "verdict_table", "similarity_hits",
+           "similarity_vs_transfer", "paper_comparison", "PAPER_NAMES", "transfer_heatmaps", "record_transfer"]
+
+#: The paper's model each of our causal models stands in for (by family, as :data:`olacore.report.ZOO_FAMILIES`).
+PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "gemma-3-270m": "Gemma-2-2B"}
+_FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
+
+
+def _paper_name(model: str) -> str | None:
+    """The paper's RE-table model of ``model``'s family (zoo names or the paper's own ids), else ``None``."""
+    from olacore.report import paper_family
+
+    try:
+        return _FAMILY_NAMES[paper_family(model.split("/")[-1])]
+    except ValueError:
+        return None
+_RETRIEVAL_KEY = re.compile(r"^retrieval/(causal|encoder)/(.+)->(.+)/order1/hits@1/official texts, whole row sink statistics$")
+
+
+def _adjacent_uas(sentences: Sequence[Any], direction: int) -> tuple[int, int]:
+    right = total = 0
+    for s in sentences:
+        n = len(s.heads)
+        for i, head in enumerate(s.heads, start=1):
+            guess = i + direction
+            guess = 0 if guess < 1 or guess > n else guess
+            right += int(guess == head)
+            total += 1
+    return right, total
+
+
+def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """The trivial lower bound of each task on its test split (word level, model-free), set on train.
+
+    - ``re``: the most frequent training relation predicted for every example (accuracy);
+    - ``pos``: the most frequent training XPOS tag for every word (accuracy per word);
+    - ``ner``: every word ``O`` (entity F1 0: no entity found);
+    - ``dp``: every word's head is its left (or right) neighbour, the side chosen on train
+      (UAS with punctuation; the first / last word attaches to the root).
+
+    Returns:
+        ``task, bound, score`` (percent), one row per task.
+    """
+    rows = []
+    for task in tasks or settings.tasks:
+        splits = task_splits(task, settings)
+        train, test = splits["train"], splits["test"]
+        if task == "re":
+            label, _ = Counter(x.label for x in train).most_common(1)[0]
+            value = 100 * np.mean([x.label == label for x in test])
+            rows.append({"task": task, "bound": f"majority class ({label})", "score": float(value)})
+        elif task == "pos":
+            tag, _ = Counter(t for s in train for t in s.xpos).most_common(1)[0]
+            words = [t for s in test for t in s.xpos]
+            rows.append({"task": task, "bound": f"majority tag ({tag})",
+                         "score": float(100 * np.mean([t == tag for t in words]))})
+        elif task == "ner":
+            rows.append({"task": task, "bound": "every word O", "score": 0.0})
+        else:
+            left, right = _adjacent_uas(train, -1), _adjacent_uas(train, 1)
+            direction, side = (-1, "left") if left[0] >= right[0] else (1, "right")
+            hit, total = _adjacent_uas(test, direction)
+            rows.append({"task": task, "bound": f"head = {side} neighbour (chosen on train)",
+                         "score": 100 * hit / total})
+    return pd.DataFrame(rows)
+
+
+def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] = ("re", "ner"), *,
+                   progress: bool = False, store=None) -> pd.DataFrame:
+    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models``
+    on exactly the test subset the transfer is scored on (answers cached).
+
+    Returns:
+        ``task, model, form, score`` (RE accuracy / NER entity F1, percent), ``macro_f1`` (RE),
+        ``n``, ``unparseable`` (answers naming no single label: counted wrong),
+        ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: entity
+        types outside the 6), ``majority`` (RE: majority-class accuracy on the same examples).
+    """
+    from olacore.zeroshot import zero_shot, zero_shot_scores
+
+    rows = []
+    for task in tasks:
+        if task not in settings.tasks:
+            continue
+        examples = task_splits(task, settings)["test"]
+        for model in settings.zero_shot_models:
+            answers = zero_shot(model, task, examples, progress=progress, store=store)
+            s = zero_shot_scores(answers, task)
+            row = {"task": task, "model": model, "form": answers["form"].iloc[0], "n": s["n"],
+                   "unparseable": s["unparseable"]}
+            if task == "re":
+                row.update(score=100 * s["accuracy"], macro_f1=100 * s["macro_f1"],
+                           outside_label_set=s["outside_label_set"], majority=100 * s["majority_accuracy"])
+            else:
+                row.update(score=100 * s["f1"], macro_f1=np.nan, outside_label_set=s["outside_type"], majority=0.0)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per off-diagonal cell: ``task, kind, source, target, transfer, target-trained, gap``
+    (target-trained minus transferred, points) and ``recovered`` (transfer / target-trained, %),
+    means over seeds (``transfer std`` where several seeds ran)."""
+    means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].agg(["mean", "std"]).reset_index()
+    diagonal = means[means["source"] == means["target"]].set_index(["task", "target"])["mean"]
+    off = means[means["source"] != means["target"]].copy()
+    off["target-trained"] = [diagonal.get((t, g), np.nan) for t, g in zip(off["task"], off["target"])]
+    off = off.rename(columns={"mean": "transfer", "std": "transfer std"})
+    off["gap"] = off["target-trained"] - off["transfer"]
+    trained = off["target-trained"].where(off["target-trained"] > 0)  # undefined when the target-trained score is 0
+    off["recovered"] = 100 * off["transfer"] / trained
+    return off.reset_index(drop=True)
+
+
+def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFrame,
+                  zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Each off-diagonal cell beside its bounds, with the computed verdicts.
+
+    Columns: the :func:`gap_table` columns, ``random init`` (the same adapter on the
+    target's random-init twin; NaN where no twin ran), ``majority``, ``zero-shot`` (the
+    target prompted, causal RE / NER only), and ``beats zero-shot``, ``beats random init``,
+    ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured).
+    """
+    out = gaps.copy()
+    ri = (control.groupby(["task", "source", "target"])["score"].mean() if len(control)
+          else pd.Series(dtype=float))
+    majority = bounds.set_index("task")["score"]
+    zs = zero_shot.set_index(["task", "model"])["score"] if zero_shot is not None and len(zero_shot) else {}
+    out["random init"] = [ri.get((t, s, g), np.nan) for t, s, g in zip(out["task"], out["source"], out["target"])]
+    out["majority"] = [majority.get(t, np.nan) for t in out["task"]]
+    out["zero-shot"] = [zs.get((t, g), np.nan) if len(zs) else np.nan for t, g in zip(out["task"], out["target"])]
+
+    def rule(a: float, b: float) -> str:
+        return "-" if math.isnan(b) else better(a, b, margin=1e-6)  # equal (up to rounding) does not beat
+
+    for column, bound in (("beats zero-shot", "zero-shot"), ("beats random init", "random init"),
+                          ("beats majority", "majority")):
+        out[column] = [rule(a, b) for a, b in zip(out["transfer"], out[bound])]
+    return out
+
+
+def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *,
+                    workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
+    """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind.
+
+    Read from chapter 03's results (``03_quantitative.json`` in ``results``, default
+    :func:`olacore.results.results_dir`: its official-protocol pairs) when they are there;
+    else computed here with :func:`olacore.retrieval.retrieval_table` on the first
+    ``settings.similarity_texts`` official-recipe texts (:func:`olacore.texts.similarity_texts`),
+    maps resized to 50 x 50, sinks cleaned with whole-row statistics (chapter 03's official
+    protocol, at a smaller size). Source = gallery, target = queries.
+
+    Returns:
+        ``(table, where)``: ``kind, source, target, hits@1`` and a sentence saying where the
+        numbers come from.
+    """
+    from olacore.results import results_dir
+
+    path = Path(results or results_dir()) / "03_quantitative.json"
+    if path.is_file():
+        rows = []
+        for record in json.loads(path.read_text(encoding="utf-8"))["records"]:
+            match = _RETRIEVAL_KEY.match(record["key"])
+            if match and all(m in settings.models for m in match.groups()[1:]):
+                rows.append({"kind": match.group(1), "source": match.group(2), "target": match.group(3),
+                             "hits@1": float(record["value"])})
+        if rows:
+            return pd.DataFrame(rows), f"chapter 03's saved results ({path.name})"
+    from olacore.maps import make_maps
+    from olacore.pipeline import token_maps
+    from olacore.retrieval import retrieval_table
+    from olacore.texts import similarity_texts
+
+    texts = [t.text for t in similarity_texts(settings.similarity_texts)]
+    frames = []
+    for kind, names in (("causal", settings.causal), ("encoder", settings.encoders)):
+        if len(names) < 2:
+            continue
+        maps = {n: make_maps(token_maps(n, texts, ("order1",), workers=workers, progress=False, store=store),
+                             align="resize", sinks="clean", size=50, sink_stats="row") for n in names}
+        table = retrieval_table(maps, ks=(1,))
+        frames.append(table.assign(kind=kind, **{"hits@1": 100 * table["hits@1"]}))
+    table = pd.concat(frames, ignore_index=True)[["kind", "source", "target", "hits@1"]]
+    return table, (f"computed here: {len(texts)} official-recipe EWT texts, order-1 OLA resized to 50 x 50, "
+                   "sinks cleaned (whole-row statistics)")
+
+
+def similarity_vs_transfer(gaps: pd.DataFrame, hits: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Transfer beside Hits@1 for every off-diagonal pair, and Spearman's rho over the pairs.
+
+    Per task the transfer score is ranked; pooled over tasks the share recovered is
+    (scores of different tasks are not comparable; the recovered share is).
+
+    Returns:
+        ``(pairs, spearman)``: ``pairs`` = the gap rows with ``hits@1``; ``spearman`` =
+        ``over, value, rho, p, pairs`` (rho NaN when a side is constant or fewer than 3 pairs).
+    """
+    from scipy.stats import spearmanr
+
+    table = gaps.merge(hits, on=["kind", "source", "target"], how="left")
+    rows = []
+    groups = [(f"{task} ({METRICS[task]})", g, "transfer") for task, g in table.groupby("task", sort=False)]
+    groups.append(("every task", table, "recovered"))
+    for over, group, value in groups:
+        group = group.dropna(subset=["hits@1", value])
+        rho = p = np.nan
+        if len(group) >= 3 and group["hits@1"].nunique() > 1 and group[value].nunique() > 1:
+            rho, p = spearmanr(group["hits@1"], group[value])
+        rows.append({"over": over, "value": value, "rho": float(rho), "p": float(p), "pairs": len(group)})
+    return table, pd.DataFrame(rows)
+
+
+def paper_comparison(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The paper's RE table (:func:`olacore.paper.toa_relation_extraction`) beside ours.
+
+    Our causal models stand in for the paper's by family (:data:`PAPER_NAMES`). Rows: each
+    (source or "zero-shot prompting", target) of ours whose paper counterpart exists, with
+    ``paper %`` and ``ours %`` (accuracy on the same test subset for every row).
+    """
+    from olacore import paper
+
+    published = paper.toa_relation_extraction()
+    re_rows = rows[(rows["task"] == "re") & (rows["kind"] == "causal")]
+    ours = re_rows.groupby(["source", "target"])["score"].mean()
+    out = []
+    for (source, target), value in ours.items():
+        src, tgt = _paper_name(source), _paper_name(target)
+        if src in published.index and tgt in published.columns:
+            out.append({"paper source -> target": f"{src} -> {tgt}", "ours": f"{source} -> {target}",
+                        "paper %": float(published.loc[src, tgt]), "ours %": float(value)})
+    for _, z in (zero_shot[zero_shot["task"] == "re"].iterrows() if zero_shot is not None and len(zero_shot) else []):
+        tgt = _paper_name(z["model"])
+        if tgt in published.columns:
+            out.append({"paper source -> target": f"zero-shot prompting of {tgt}", "ours": f"zero-shot, {z['model']}",
+                        "paper %": float(published.loc["zero-shot prompting", tgt]), "ours %": float(z["score"])})
+    return pd.DataFrame(out)
+
+
+def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[str] = ("causal", "encoder")):
+    """Annotated source x target heatmaps (mean score over seeds): one row of panels per
+    task, one column per kind; the diagonal cells are outlined (target-trained).
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(tasks), len(kinds), figsize=(4.2 * len(kinds), 3.3 * len(tasks)), squeeze=False)
+    for r, task in enumerate(tasks):
+        for c, kind in enumerate(kinds):
+            ax = axes[r][c]
+            try:
+                m = matrix(rows, task, kind)
+            except ValueError:
+                ax.axis("off")
+                continue
+            m = m.reindex(columns=list(m.index) + [t for t in m.columns if t not in m.index])
+            ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=max(1.0, float(np.nanmax(m.to_numpy()))))
+            for i, source in enumerate(m.index):
+                for j, target in enumerate(m.columns):
+                    value = m.iloc[i, j]
+                    ax.text(j, i, "-" if pd.isna(value) else f"{value:.1f}", ha="center", va="center",
+                            color="white" if source != target else "black",
+                            bbox=None if source != target else dict(facecolor="white", alpha=0.7, lw=0))
+            ax.set_xticks(range(len(m.columns)), m.columns, rotation=30, ha="right", fontsize=8)
+            ax.set_yticks(range(len(m.index)), m.index, fontsize=8)
+            ax.set_title(f"{task.upper()} {METRICS[task]} (%), {kind}", fontsize=9)
+            ax.set_xlabel("target", fontsize=8)
+            ax.set_ylabel("source", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_shot: pd.DataFrame,
+                    bounds: pd.DataFrame, note: str) -> None:
+    """Record every cell, bound and zero-shot score in ``results`` (:class:`olacore.results.ChapterResults`).
+
+    Causal RE cells and zero-shot RE scores carry the report's keys
+    (``toa-re/<paper source>/<paper target>``, :func:`olacore.report.published`), subject
+    ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19.
+    """
+    published = {"Llama-3.2-3B", "Qwen2-1.5B"}
+    means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
+    for (task, kind, source, target), value in means.items():
+        keys, extra = [], {}
+        if task == "re" and kind == "causal":
+            src, tgt = _paper_name(source), _paper_name(target)
+            if src in published and tgt:
+                keys = [f"toa-re/{src}/{tgt}"]
+            extra = dict(chance=100 / 19, protocol="honest")
+        results.add(f"toa/{task}/{source}->{target}/{METRICS[task]}",
+                    f"TOA {task.upper()} {METRICS[task]}, adapter trained on {source}, applied to {target}", value,
+                    paper_keys=keys, subject=f"{source} -> {target}", anchor="tbl-toa-matrices", note=note, **extra)
+    for _, z in zero_shot.iterrows():
+        tgt = _paper_name(z["model"])
+        keys = [f"toa-re/zero-shot prompting/{tgt}"] if z["task"] == "re" and tgt else []
+        results.add(f"toa/{z['task']}/zero-shot/{z['model']}", f"zero-shot prompting of {z['model']}, {z['task'].upper()}",
+                    z["score"], paper_keys=keys, subject=f"zero-shot, {z['model']}", anchor="tbl-toa-zero-shot",
+                    note=f"{z['n']} test examples, {z['unparseable']} unparseable answers counted wrong",
+                    **({"chance": 100 / 19, "protocol": "honest"} if z["task"] == "re" else {}))
+    for _, b in bounds.iterrows():
+        results.add(f"toa/{b['task']}/bound/majority", f"{b['task'].upper()} lower bound: {b['bound']}", b["score"],
+                    anchor="tbl-toa-bounds")
+    for _, v in verdicts.iterrows():
+        if not math.isnan(v["random init"]):
+            results.add(f"toa/{v['task']}/{v['source']}->{v['target']}/random-init",
+                        f"TOA {v['task'].upper()}, adapter from {v['source']} on random-init {v['target']}",
+                        v["random init"], verdict=v["beats random init"], anchor="tbl-toa-verdicts")
+        if math.isnan(v["recovered"]):
+            continue
+        results.add(f"toa/{v['task']}/{v['source']}->{v['target']}/recovered",
+                    f"share of the target-trained {v['task'].upper()} score recovered by transfer from {v['source']} "
+                    f"to {v['target']}", v["recovered"], anchor="tbl-toa-verdicts")

@@ -1,0 +1,224 @@
+"""TOA transfer: settings, the readings of the matrices on hand-made rows, and at smoke size on real models
+the kind check, unaligned sentences, the random-init control and adapter reuse."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from olacore.toa.transfer import TaskSizes, TransferSettings, transfer_settings
+from olacore.toa.transfer_report import (_adjacent_uas, gap_table, paper_comparison, record_transfer,
+                                         similarity_hits, similarity_vs_transfer, verdict_table, zero_shot_rows)
+
+
+def _rows(cells):
+    return pd.DataFrame([{"task": t, "kind": k, "source": s, "target": g, "seed": 0, "diagonal": s == g, "score": v}
+                         for t, k, s, g, v in cells])
+
+
+CAUSAL = ("smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b")
+
+
+# ---------------------------------------------------------------- settings
+
+def test_profiles_build_and_validate():
+    for profile in ("smoke", "default", "paper"):
+        s = transfer_settings(profile)
+        assert set(s.zero_shot_models) <= set(s.causal)
+    with pytest.raises(ValueError, match="unknown profile"):
+        transfer_settings("huge")
+    with pytest.raises(ValueError, match="tasks"):
+        TransferSettings(tasks=("sentiment",))
+    with pytest.raises(ValueError, match="encoder cannot be prompted"):
+        TransferSettings(zero_shot_models=("minilm-l6",))
+    with pytest.raises(ValueError, match="not models of the chapter"):
+        TransferSettings(control_models=("bert-base-cased",))
+    with pytest.raises(ValueError, match="positive int"):
+        TaskSizes(10, 0, 5)
+    with pytest.raises(ValueError, match="seed"):
+        TransferSettings(seeds=())
+
+
+def test_kind_of_names_the_model():
+    s = TransferSettings()
+    assert s.kind_of("minilm-l6") == "encoder" and s.kind_of("gemma-3-270m") == "causal"
+    with pytest.raises(ValueError, match="not a model of the chapter"):
+        s.kind_of("gpt2")
+
+
+# ---------------------------------------------------------------- readings on hand-made rows
+
+def test_gap_recovered_and_verdicts():
+    rows = _rows([("re", "causal", "a", "a", 40.0), ("re", "causal", "b", "b", 50.0),
+                  ("re", "causal", "a", "b", 25.0), ("re", "causal", "b", "a", 10.0),
+                  ("ner", "causal", "a", "a", 0.0), ("ner", "causal", "b", "a", 0.0)])
+    gaps = gap_table(rows)
+    ab = gaps[(gaps["source"] == "a") & (gaps["target"] == "b")].iloc[0]
+    assert ab["gap"] == pytest.approx(25.0) and ab["recovered"] == pytest.approx(50.0)
+    ner = gaps[gaps["task"] == "ner"].iloc[0]
+    assert math.isnan(ner["recovered"])  # a target-trained score of 0 leaves the share undefined
+    control = pd.DataFrame([{"task": "re", "source": "a", "target": "b", "score": 30.0}])
+    bounds = pd.DataFrame([{"task": "re", "bound": "majority", "score": 19.0}, {"task": "ner", "bound": "O", "score": 0.0}])
+    zs = pd.DataFrame([{"task": "re", "model": "b", "score": 5.0}, {"task": "re", "model": "a", "score": 10.0}])
+    v = verdict_table(gaps, control, bounds, zs).set_index(["task", "source", "target"])
+    assert v.loc[("re", "a", "b"), "beats zero-shot"] == "holds"
+    assert v.loc[("re", "a", "b"), "beats random init"] == "does not hold here"  # 25 < 30
+    assert v.loc[("re", "b", "a"), "beats random init"] == "-"  # no twin ran
+    assert v.loc[("re", "b", "a"), "beats zero-shot"] == "does not hold here"  # 10 == 10 does not beat
+    assert v.loc[("re", "b", "a"), "beats majority"] == "does not hold here"
+
+
+def test_spearman_over_pairs():
+    rows = _rows([(t, "causal", s, g, v) for t in ("re",) for s, g, v in
+                  [("a", "a", 50), ("b", "b", 50), ("c", "c", 50), ("a", "b", 10), ("b", "a", 20), ("a", "c", 30),
+                   ("c", "a", 40)]])
+    hits = pd.DataFrame([{"kind": "causal", "source": s, "target": g, "hits@1": h}
+                         for s, g, h in [("a", "b", 1), ("b", "a", 2), ("a", "c", 3), ("c", "a", 4)]])
+    pairs, rho = similarity_vs_transfer(gap_table(rows), hits)
+    assert len(pairs) == 4 and pairs["hits@1"].notna().all()
+    first = rho.iloc[0]
+    assert first["pairs"] == 4 and first["rho"] == pytest.approx(1.0)
+    hits["hits@1"] = 7.0  # a constant side has no rank correlation
+    _, rho = similarity_vs_transfer(gap_table(rows), hits)
+    assert rho["rho"].isna().all()
+
+
+def test_similarity_read_from_chapter_03(tmp_path):
+    key = "retrieval/causal/{}->{}/order1/hits@1/official texts, whole row sink statistics"
+    records = [{"key": key.format(*CAUSAL[:2]), "value": 80.0}, {"key": key.format(*CAUSAL[1::-1]), "value": 70.0},
+               {"key": "retrieval/causal/x->y/order2/hits@1/official texts, whole row sink statistics", "value": 1.0}]
+    (tmp_path / "03_quantitative.json").write_text(json.dumps({"records": records}))
+    hits, where = similarity_hits(TransferSettings(), tmp_path)
+    assert "03" in where and len(hits) == 2
+    assert hits.set_index(["source", "target"]).loc[CAUSAL[:2], "hits@1"] == 80.0
+
+
+def test_adjacent_baseline():
+    sentence = type("S", (), {"heads": (2, 0, 2)})()  # a <- b -> c
+    assert _adjacent_uas([sentence], 1) == (1, 3)   # right neighbour: a->b right; b->c wrong; c->root wrong
+    assert _adjacent_uas([sentence], -1) == (1, 3)  # left neighbour: a->root wrong; b->a wrong; c->b right
+
+
+def test_paper_keys_exist_in_the_report():
+    from olacore.report import published
+    from olacore.results import ChapterResults
+
+    rows = _rows([("re", "causal", s, g, 30.0) for s in CAUSAL for g in CAUSAL])
+    gaps = gap_table(rows)
+    bounds = pd.DataFrame([{"task": "re", "bound": "majority", "score": 19.0}])
+    zs = pd.DataFrame([{"task": "re", "model": m, "score": 5.0, "n": 10, "unparseable": 1} for m in CAUSAL])
+    verdicts = verdict_table(gaps, pd.DataFrame(), bounds, zs)
+    results = ChapterResults("06_toa", "smoke")
+    record_transfer(results, rows, verdicts, zs, bounds, "test")
+    known = {p.key for p in published()}
+    keys = [k for r in results.records for k in r.paper_keys]
+    assert len(keys) == 6 + 3 and set(keys) <= known  # 2 published sources x 3 targets + zero-shot x 3
+    comparison = paper_comparison(rows, zs)
+    assert len(comparison) == 9 and comparison["paper %"].notna().all()
+
+
+def test_zero_shot_answers_outside_the_label_set_are_counted(monkeypatch):
+    import olacore.zeroshot as zeroshot
+
+    def fake(model, task, examples, **_):
+        gold = [x.label for x in examples]
+        labels = [None] + gold[1:]  # the first answer names no label of the 19
+        status = ["outside"] + ["ok"] * (len(gold) - 1)
+        return pd.DataFrame({"model": model, "form": "chat", "gold": gold, "label": labels, "status": status})
+
+    monkeypatch.setattr(zeroshot, "zero_shot", fake)
+    settings = transfer_settings("smoke", tasks=("re",))
+    z = zero_shot_rows(settings, ("re",)).iloc[0]
+    assert z["unparseable"] == 1 and z["outside_label_set"] == 1
+    assert z["score"] == pytest.approx(100 * (z["n"] - 1) / z["n"])  # counted as wrong
+
+
+# ---------------------------------------------------------------- real models, smoke size
+
+@pytest.fixture(scope="module")
+def smoke():
+    from olacore.toa.transfer import all_task_data, train_all
+
+    settings = transfer_settings("smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
+                                 control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
+    data = all_task_data(settings, workers=1)
+    return settings, data, train_all(data, settings, workers=1, progress=False)
+
+
+@pytest.mark.slow
+def test_adapter_of_the_other_kind_is_refused(smoke, one_thread):
+    from olacore.toa.transfer import transfer_rows
+
+    settings, data, adapters = smoke
+    causal = adapters[("re", "smollm2-135m", 0)]
+    with pytest.raises(ValueError, match="one kind"):
+        causal.evaluate(data["re"]["minilm-l6"]["test"])
+    rows = transfer_rows(adapters, data)
+    assert set(zip(rows["source"], rows["target"])) == {("smollm2-135m", "smollm2-135m"), ("minilm-l6", "minilm-l6")}
+    assert rows["score"].between(0, 100).all()
+
+
+@pytest.mark.slow
+def test_unaligned_sentence_is_counted(smoke, one_thread):
+    from olacore.corpora import NERSentence, join_words
+    from olacore.toa.transfer import data_table, task_data
+
+    settings = smoke[0]
+    words = ("Hello", "\u200b", "world")  # a zero-width space: BERT's tokenizer drops it, no token covers that word
+    text, spans = join_words(words)
+    good_text, good_spans = join_words(("Hello", "world"))
+    good = NERSentence("t-0", good_text, ("Hello", "world"), good_spans, ("O", "O"))
+    bad = NERSentence("t-1", text, words, spans, ("O", "B-person", "O"))
+    data = task_data("ner", settings, ["minilm-l6"], splits={"test": [good, bad]}, workers=1)
+    table = data_table({"ner": data})
+    assert table.loc[0, "not aligned"] == 1 and table.loc[0, "kept"] == 1
+
+
+@pytest.mark.slow
+def test_random_init_control_reads_the_twin(smoke, one_thread):
+    from olacore.toa.transfer import random_init_rows
+
+    settings, data, adapters = smoke
+    control = random_init_rows(adapters, data, settings)
+    assert set(control["control"]) == {"random init"} and set(control["target"]) == {"smollm2-135m"}
+    assert set(control["source"]) == {"smollm2-135m"}  # only adapters of the twin's kind
+    assert np.isfinite(control["score"]).all()
+
+
+@pytest.mark.slow
+def test_adapter_trained_on_other_data_is_not_reused(smoke, one_thread):
+    from olacore.toa.config import input_spec
+    from olacore.toa.train import make_job
+
+    settings, data, _ = smoke
+    splits = data["re"]["smollm2-135m"]
+    train = splits["train"]
+    fewer = dataclasses.replace(train, items=train.items[1:], records=train.records[1:])
+    spec, syntax = input_spec("order 1+2"), settings.syntax
+    same = make_job(train, splits["dev"], spec, syntax.adapter, syntax.training)
+    again = make_job(train, splits["dev"], spec, syntax.adapter, syntax.training, model="a label only")
+    other = make_job(fewer, splits["dev"], spec, syntax.adapter, syntax.training)
+    assert same.key() == again.key()
+    assert same.key() != other.key()
+
+
+def test_heatmaps_one_panel_per_task_and_kind():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from olacore.toa.transfer_report import transfer_heatmaps
+
+    rows = _rows([("re", "causal", s, g, 10.0 * i) for i, (s, g) in enumerate([("a", "a"), ("a", "b"), ("b", "a"),
+                                                                               ("b", "b")])]
+                 + [("dp", "encoder", "x", "x", 50.0)])
+    fig = transfer_heatmaps(rows, ["re", "dp"])
+    axes = fig.axes
+    assert len(axes) == 4
+    assert axes[0].get_title().startswith("RE accuracy") and not axes[1].axison  # no encoder RE rows: blank panel
+    texts = [t.get_text() for t in axes[0].texts]
+    assert texts == ["0.0", "10.0", "20.0", "30.0"]
