@@ -32,6 +32,7 @@ __all__ = [
     "order_level_attention_bruteforce",
     "attention_rollout",
     "rollout_from_orders",
+    "mass_profile",
 ]
 
 
@@ -175,3 +176,31 @@ def rollout_from_orders(orders: torch.Tensor, num_layers: int) -> torch.Tensor:
         device=orders.device,
     )
     return (weights.view(-1, 1, 1) * orders).sum(dim=-3)
+
+
+def mass_profile(maps: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Where row-stochastic token maps put their mass (the derivation chapter's map profiles).
+
+    Args:
+        maps: ``(..., T, T)`` float tensor, rows summing to one (an OLA order, rollout, ALTI).
+
+    Returns:
+        ``{"mass on the diagonal", "mass on first token", "mean |i - j| (tokens)"}``, each a
+        ``(...)`` tensor of the map's dtype: the mean over rows ``i`` of ``M[i, i]``, of
+        ``M[i, 0]`` (the usual attention sink) and of ``sum_j M[i, j] |i - j|``.
+
+    Raises:
+        ValueError: ``maps`` is not a float tensor with two equal trailing dimensions.
+    """
+    if not isinstance(maps, torch.Tensor) or not maps.is_floating_point() or maps.dim() < 2 \
+            or maps.shape[-1] != maps.shape[-2]:
+        raise ValueError("maps must be a float tensor of shape (..., T, T); "
+                         f"got {getattr(maps, 'dtype', type(maps))} {tuple(getattr(maps, 'shape', ()))}")
+    size = maps.shape[-1]
+    positions = torch.arange(size, device=maps.device)
+    gap = (positions[:, None] - positions[None, :]).abs().to(maps.dtype)
+    return {
+        "mass on the diagonal": maps.diagonal(dim1=-2, dim2=-1).mean(-1),
+        "mass on first token": maps[..., :, 0].mean(-1),
+        "mean |i - j| (tokens)": (maps * gap).sum(-1).mean(-1),
+    }

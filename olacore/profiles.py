@@ -51,7 +51,8 @@ class _Validated:
 @dataclass(frozen=True)
 class DerivationSettings(_Validated):
     """Chapter "From rollout to OLA": the model whose attention checks the identities, and the
-    recurrence-vs-enumeration benchmark grid (``N`` layers x ``K`` orders, ``T`` tokens, batch)."""
+    recurrence-vs-enumeration benchmark grid (``N`` layers x ``K`` orders, ``T`` tokens, batch), and
+    the models whose ALTI is drawn beside their OLA orders."""
 
     model: str
     bench_layers: tuple[int, ...]
@@ -59,6 +60,7 @@ class DerivationSettings(_Validated):
     bench_size: int
     bench_batch: int
     bench_repeats: int
+    alti_models: tuple[str, ...] = ("smollm2-135m", "minilm-l6")
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,8 @@ _PROFILES: dict[str, dict[str, Any]] = {
     "derivation": {
         "smoke": DerivationSettings("minilm-l6", (4, 8), (1, 2), 16, 2, 1),
         "default": DerivationSettings("smollm2-135m", (6, 12, 18, 24), (1, 2, 3), 70, 16, 3),
-        "paper": DerivationSettings("Qwen/Qwen2-1.5B-Instruct", (6, 12, 18, 24, 28), (1, 2, 3, 4), 70, 16, 5),
+        "paper": DerivationSettings("Qwen/Qwen2-1.5B-Instruct", (6, 12, 18, 24, 28), (1, 2, 3, 4), 70, 16, 5,
+                                   alti_models=("Qwen/Qwen2-1.5B-Instruct", "minilm-l6")),
     },
     "qualitative": {
         "smoke": QualitativeSettings(CAUSAL_ZOO, ENCODER_ZOO, num_texts=4, max_order=3, size=50),

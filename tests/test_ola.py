@@ -106,3 +106,18 @@ def test_rollout_from_orders_needs_all_orders():
     attn = random_attention(torch.Generator().manual_seed(3), 1, 4, 3, False)
     with pytest.raises(ValueError, match="all 5 orders"):
         rollout_from_orders(order_level_attention(attn, 2), 4)
+
+
+def test_mass_profile_on_hand_made_maps():
+    from olacore.ola import mass_profile
+
+    identity = torch.eye(4)
+    sink = torch.zeros(4, 4)
+    sink[:, 0] = 1.0
+    profile = mass_profile(torch.stack([identity, sink]))
+    assert profile["mass on the diagonal"].tolist() == pytest.approx([1.0, 0.25])
+    assert profile["mass on first token"].tolist() == pytest.approx([0.25, 1.0])
+    # the sink map: rows 0..3 put all mass at distance 0, 1, 2, 3 -> mean 1.5
+    assert profile["mean |i - j| (tokens)"].tolist() == pytest.approx([0.0, 1.5])
+    with pytest.raises(ValueError, match=r"\(\.\.\., T, T\)"):
+        mass_profile(torch.ones(3, 4))
