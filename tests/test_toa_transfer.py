@@ -222,3 +222,22 @@ def test_heatmaps_one_panel_per_task_and_kind():
     assert axes[0].get_title().startswith("RE accuracy") and not axes[1].axison  # no encoder RE rows: blank panel
     texts = [t.get_text() for t in axes[0].texts]
     assert texts == ["0.0", "10.0", "20.0", "30.0"]
+
+
+def test_learned_table_counts_diagonals_above_the_majority_bound():
+    import pandas as pd
+
+    from olacore.toa.transfer_report import learned_table
+
+    rows = pd.DataFrame([
+        {"task": "re", "kind": "causal", "source": "a", "target": "a", "diagonal": True, "score": 19.0},
+        {"task": "re", "kind": "causal", "source": "b", "target": "b", "diagonal": True, "score": 25.0},
+        {"task": "re", "kind": "causal", "source": "a", "target": "b", "diagonal": False, "score": 90.0},
+        {"task": "dp", "kind": "encoder", "source": "c", "target": "c", "diagonal": True, "score": 10.0},
+    ])
+    bounds = pd.DataFrame([{"task": "re", "bound": "majority", "score": 19.0},
+                           {"task": "dp", "bound": "neighbour", "score": 30.0}])
+    table = learned_table(rows, bounds).set_index("task")
+    assert table.loc["re", "models"] == 2 and table.loc["re", "above majority"] == 1  # a tie does not count
+    assert table.loc["re", "best target-trained"] == 25.0  # the off-diagonal 90 is not a diagonal
+    assert table.loc["dp", "above majority"] == 0

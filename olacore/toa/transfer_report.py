@@ -20,7 +20,7 @@ import pandas as pd
 from olacore.toa.transfer import METRICS, TransferSettings, matrix, task_splits
 from olacore.verdicts import better
 
-__all__ = ["majority_bounds", "zero_shot_rows", "gap_table", "verdict_table", "similarity_hits",
+__all__ = ["majority_bounds", "zero_shot_rows", "gap_table", "verdict_table", "learned_table", "similarity_hits",
            "similarity_vs_transfer", "paper_comparison", "PAPER_NAMES", "transfer_heatmaps", "record_transfer"]
 
 #: The paper's model each of our causal models stands in for (by family, as :data:`olacore.report.ZOO_FAMILIES`).
@@ -159,6 +159,33 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
                           ("beats majority", "majority")):
         out[column] = [rule(a, b) for a, b in zip(out["transfer"], out[bound])]
     return out
+
+
+def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
+    """Did the target-trained adapter (the matrix diagonal) learn more than the majority bound?
+
+    A transfer verdict tests OLAS only where the adapter learned the task on its own model: if
+    the diagonal does not beat the model-free bound, transferred cells at or below it say
+    nothing about the source-target similarity.
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target,
+            diagonal, score``).
+        bounds: :func:`majority_bounds` (``task, bound, score``).
+
+    Returns:
+        One row per task and kind: ``task, kind, models`` (diagonal cells), ``above majority``
+        (how many beat the bound), ``best target-trained`` and ``majority`` (percent).
+    """
+    majority = bounds.set_index("task")["score"]
+    diagonal = rows[rows["diagonal"]].groupby(["task", "kind", "target"], sort=False)["score"].mean().reset_index()
+    out = []
+    for (task, kind), group in diagonal.groupby(["task", "kind"], sort=False):
+        bound = float(majority.get(task, np.nan))
+        out.append({"task": task, "kind": kind, "models": len(group),
+                    "above majority": int((group["score"] > bound + 1e-6).sum()),
+                    "best target-trained": float(group["score"].max()), "majority": bound})
+    return pd.DataFrame(out)
 
 
 def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *,
