@@ -192,7 +192,7 @@ for _, row in learned[learned["above majority"] == 0].iterrows():
     print(f"{row['task']} ({row['kind']}): no target-trained adapter beats the majority bound "
           f"({row['majority']:.1f} %; best {row['best target-trained']:.1f} %): at this size the adapter has not "
           "learned the task, so its transfer cells cannot test OLAS.")
-for task, group in gaps.groupby("task", sort=False):
+for task, group in gaps.dropna(subset=["recovered"]).groupby("task", sort=False):
     print(f"{task}: transfer recovers {group['recovered'].mean():.0f} % of the target-trained score on average "
           f"(range {group['recovered'].min():.0f}-{group['recovered'].max():.0f} %)")
 
