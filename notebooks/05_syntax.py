@@ -65,11 +65,11 @@
 #   keep the top-left 64 x 64 block of its maps: words and heads past the cut are not scored
 #   either, but an encoder's rows inside the block were computed with the later words in view
 #   (a causal LM's are exactly what the cut input gives). The counts are in the data table.
-# - *Grid.* The official adapter reads the full token map (special tokens and every
-#   sub-token a row); ours reads the rows and columns of each word's first sub-token (the
-#   word the parser scores, the official `begin_mask`), which was measured better for the
+# - *Grid.* The official adapter (`models/adapters.py`, fed by `data_utils/ola_dataset.py`)
+#   reads the full token map (special tokens and every sub-token a row); ours reads the rows and columns of each word's first sub-token (the
+#   word the parser scores, the `begin_mask` of the official `data_utils/dp_utils.py`), which was measured better for the
 #   causal LMs and cheaper (`olacore.toa.config`). Relations are the full EWT ones (subtypes
-#   kept), as the official code; UAS/LAS count punctuation, as the paper.
+#   kept), as the official `data_utils/dp_utils.py`; UAS/LAS count punctuation, as the paper.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
@@ -82,6 +82,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from olacore.loading import model_kind
 from olacore.plots import draw_arcs
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
@@ -256,8 +257,8 @@ for claim, group in overall.groupby("claim", sort=False):
 # ## Part of speech from OLA
 #
 # The same adapter with a token head (LeakyReLU and a linear map per word, as the official
-# token adapter) trained on order 1+2 to predict EWT's XPOS tags (the Penn Treebank tag set of
-# the paper's CoNLL-2000 task), scored per word and per sub-token (the official unit).
+# token adapter in `models/adapters.py`) trained on order 1+2 to predict EWT's XPOS tags (the Penn Treebank tag set of
+# the paper's CoNLL-2000 task), scored per word and per sub-token (every sub-token of a word carrying the word's tag).
 
 # %%
 with watch("POS adapters"):
@@ -285,10 +286,12 @@ show_table(gaps, "tbl-syntax-gaps", f"Test UAS (%), seed 0: order 1, the distanc
 # %% [markdown]
 # **Left and right heads.** A causal LM's attention row of a word covers only the words before
 # it. English UD heads lie more often to the *right* of their dependent (determiners,
-# adjectives and subjects before their head), so at order 1 a causal model's row of a word
-# never holds its head in most cases; the mirrored upper triangle gives the adapter the
-# head's attention *to* the word instead, which is a different signal. The table splits test
-# words by where their gold head lies and scores each part.
+# adjectives and subjects before their head), so a causal model's row of such a word does
+# not hold its head; the mirrored upper triangle gives the adapter the head's attention *to*
+# the word instead, a different signal. If that were the whole story, the causal models would
+# fall behind the encoders on right heads and keep up on left heads. The table splits test
+# words by where their gold head lies and scores each part; the lines below it give the
+# causal-minus-encoder difference per direction.
 
 # %%
 direction_cells = [(m, i, settings.seeds[0]) for m in settings.models for i in ("order 1", "distance")]
@@ -298,6 +301,13 @@ wide_directions = directions.pivot_table(index=["model", "input"], columns="dire
                                          sort=False)
 show_table(wide_directions, "tbl-syntax-directions", "Share (%) of test words whose gold head lies to the left, to "
            "the right, or that are the root, and UAS (%) on each part, for order 1 and the distance-only twin.")
+order1_directions = directions[directions["input"] == "order 1"].assign(
+    kind=lambda t: [model_kind(m) for m in t["model"]])
+by_kind = order1_directions.pivot_table(index="direction", columns="kind", values="uas")
+if {"causal", "encoder"} <= set(by_kind.columns):
+    for direction, row in by_kind.iterrows():
+        print(f"order 1, heads {direction:>5}: causal LMs {row['causal']:.1f} UAS, encoders {row['encoder']:.1f} "
+              f"(causal minus encoder {row['causal'] - row['encoder']:+.1f} points)")
 
 # %% [markdown]
 # **More data.** Order 1 on the first 125, 250 and all training sentences (same dev and
@@ -314,8 +324,8 @@ show_table(curve, "tbl-syntax-curve", "Test UAS / LAS (%) of the order-1 adapter
 
 # %% [markdown]
 # **Orders 1+2**, the official TOA input, against order 1 alone (grid table above): the second
-# order adds the two-step paths, which for a causal model include paths through later words
-# only via the mirror as well.
+# order adds the two-step paths; for a causal model these still run through earlier words
+# only (later words enter, as at order 1, only through the mirrored upper triangle).
 
 # %%
 both = wide_table(table, settings.models, ["order 1", "order 1+2"], metrics=("uas",))

@@ -24,7 +24,8 @@
 # sink-cleaned, read as an image by a small axial-attention network; `olacore.toa`) is
 # trained on each of our models for four tasks, relation extraction (RE), dependency parsing
 # (DP), part of speech (POS) and named entities (NER), and scored on every model of the same
-# kind (causal LM to causal LM, encoder to encoder, as in the official code). Each matrix has
+# kind (causal LM to causal LM, encoder to encoder: a causal model's maps are lower-triangular,
+# an encoder's are not). Each matrix has
 # source models as rows and target models as columns; its diagonal is the adapter trained on
 # the target itself, the upper bound each transfer is read against. Beside every matrix: the
 # majority-class bound, the same adapter on the target's **randomly initialised** twin (if
@@ -69,7 +70,7 @@ show_table(pd.DataFrame([
     ("DP, POS: UD English EWT (train / dev / test), as the syntax chapter",
      f"{syntax.num_train} / {syntax.num_dev} / {syntax.num_test}"),
     ("causal models / encoders", f"{', '.join(settings.causal)} / {', '.join(settings.encoders)}"),
-    ("adapter input", "OLA orders 1 + 2, raw and sink-cleaned (official)"),
+    ("adapter input", "OLA orders 1 + 2, raw and sink-cleaned (official: preprocess_ola, models/ola_model.py)"),
     ("adapter: width, depth, heads", f"{a.dim}, {a.depth}, {a.heads} (official 768, 5, 8)"),
     ("training: epochs, batch, AdamW lr", f"{t.epochs}, {t.batch_size}, {t.lr:g} (checkpoint chosen on dev)"),
     ("length cut (tokens), grid", f"{syntax.max_tokens}, {syntax.grid}"),
@@ -218,8 +219,9 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 # %% [markdown]
 # ## What differs from the paper
 #
-# - **Models** 3-22 times smaller (SmolLM2-135M for Llama-3.2-3B, Qwen2.5-Coder-0.5B for
-#   Qwen2-1.5B, Gemma-3-270M for Gemma-2-2B; dequantised from 4-bit weights), and two
+# - **Models** smaller: SmolLM2-135M for Llama-3.2-3B (about 24 times fewer parameters),
+#   Gemma-3-270M for Gemma-2-2B (about 10 times), Qwen2.5-Coder-0.5B for Qwen2-1.5B (about 3
+#   times), all dequantised from 4-bit weights; and two
 #   sentence-embedding encoders (MiniLM-L6, MPNet-base) where the paper's TOA encoders are
 #   BERT, RoBERTa and ELECTRA.
 # - **Data**: WNUT-17 for OntoNotes NER (licensed), EWT XPOS (the Penn Treebank tags) for
