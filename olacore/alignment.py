@@ -256,7 +256,7 @@ def first_subtoken_maps(
     official parser does not drop it: its adapter (``AxialTransformerDPAdapter``, official
     ``models/adapters.py``) runs axial attention over the whole token map, and every token is a
     candidate head; only the dependents are read at first sub-tokens (official
-    ``data_utils/dp_utils.py``). This alignment is the cheap stand-in for a small probe.
+    ``data_utils/dp_utils.py``). This alignment is the cheaper grid our adapter reads instead.
 
     Args:
         maps: ``(..., T, T)`` token maps.
