@@ -244,7 +244,7 @@ class ToaSettings:
                 "full_grid": list(self.full_grid), "alti_subset": self.alti_subset, "cells": len(self.cells())}
 
 
-# Sized for the 15-minute cold budget of the chapter (see ``olacore.toa.config`` notes above and the
+# Sized for the 20-minute cold budget of the chapter (see ``olacore.toa.config`` notes above and the
 # syntax chapter): every model runs order 1, 1+2 and distance on 500 sentences; the full order grid
 # for one CLM and one encoder; a second seed for the order-1 / order-3 / rollout comparison; ALTI
 # (one more forward pass per sentence) beside order 1 on 150 / 60 / 100 sentences; one CLM's learning curve.
