@@ -241,3 +241,29 @@ def test_learned_table_counts_diagonals_above_the_majority_bound():
     assert table.loc["re", "models"] == 2 and table.loc["re", "above majority"] == 1  # a tie does not count
     assert table.loc["re", "best target-trained"] == 25.0  # the off-diagonal 90 is not a diagonal
     assert table.loc["dp", "above majority"] == 0
+
+
+def test_settings_refuse_re_that_is_not_task_sizes():
+    with pytest.raises(ValueError, match="TransferSettings.re"):
+        TransferSettings(re=(300, 100, 100))
+
+
+def test_settings_refuse_no_model():
+    with pytest.raises(ValueError, match="at least one model"):
+        TransferSettings(causal=(), encoders=(), control_models=(), zero_shot_models=())
+
+
+def test_settings_refuse_model_in_both_kinds():
+    with pytest.raises(ValueError, match="both"):
+        TransferSettings(causal=("smollm2-135m",), encoders=("smollm2-135m",), control_models=(),
+                         zero_shot_models=())
+
+
+def test_settings_refuse_zoo_model_in_wrong_kind():
+    with pytest.raises(ValueError, match="not of kind 'causal'"):
+        TransferSettings(causal=("minilm-l6",), encoders=(), control_models=(), zero_shot_models=())
+
+
+def test_settings_accept_non_zoo_model_in_either_kind():
+    s = TransferSettings(causal=("my-lm",), encoders=("my-enc",), control_models=(), zero_shot_models=())
+    assert s.models == ("my-lm", "my-enc")

@@ -115,6 +115,21 @@ class TransferSettings:
             raise ValueError(f"TransferSettings.tasks: unknown {unknown} (or none); choose from {TASKS}")
         if not self.seeds:
             raise ValueError("TransferSettings.seeds needs at least one seed")
+        for name in ("re", "ner"):
+            if not isinstance(getattr(self, name), TaskSizes):
+                raise ValueError(f"TransferSettings.{name} must be a TaskSizes(train, dev, test); "
+                                 f"got {getattr(self, name)!r}")
+        if not self.causal + self.encoders:
+            raise ValueError("TransferSettings needs at least one model (causal or encoders)")
+        both = [m for m in self.causal if m in self.encoders]
+        if both:
+            raise ValueError(f"TransferSettings: {both} listed both as causal and as encoders; list each once")
+        from olacore.zoo import ZOO
+        for kind, names in (("causal", self.causal), ("encoder", self.encoders)):
+            wrong = [m for m in names if m in ZOO and ZOO[m].kind != kind]
+            if wrong:
+                raise ValueError(f"TransferSettings: zoo models {wrong} are not of kind {kind!r}; move them "
+                                 "to the other list")
         models = self.causal + self.encoders
         for name in ("control_models", "zero_shot_models"):
             missing = [m for m in getattr(self, name) if m not in models]
