@@ -267,3 +267,14 @@ def test_settings_refuse_zoo_model_in_wrong_kind():
 def test_settings_accept_non_zoo_model_in_either_kind():
     s = TransferSettings(causal=("my-lm",), encoders=("my-enc",), control_models=(), zero_shot_models=())
     assert s.models == ("my-lm", "my-enc")
+
+
+def test_heatmap_text_colour_follows_cell_brightness():
+    import matplotlib
+    matplotlib.use("Agg")
+    from olacore.toa.transfer_report import transfer_heatmaps
+    rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
+                         for s, t, v in [("a", "a", 90), ("a", "b", 10), ("b", "a", 85), ("b", "b", 80)]])
+    fig = transfer_heatmaps(rows, ["re"], ["causal"])
+    colours = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
+    assert colours["10.0"] == "white" and colours["85.0"] == "black"

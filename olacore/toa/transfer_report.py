@@ -304,12 +304,15 @@ def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[
                 ax.axis("off")
                 continue
             m = m.reindex(columns=list(m.index) + [t for t in m.columns if t not in m.index])
-            ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=max(1.0, float(np.nanmax(m.to_numpy()))))
+            vmax = max(1.0, float(np.nanmax(m.to_numpy(dtype=float))))
+            ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=vmax)
             for i, source in enumerate(m.index):
                 for j, target in enumerate(m.columns):
                     value = m.iloc[i, j]
                     ax.text(j, i, "-" if pd.isna(value) else f"{value:.1f}", ha="center", va="center",
-                            color="white" if source != target else "black",
+                            # viridis is dark below about 60 % of its range: white text there, black above
+                            color="black" if source == target or (not pd.isna(value) and value / vmax > 0.6)
+                            else "white",
                             bbox=None if source != target else dict(facecolor="white", alpha=0.7, lw=0))
             ax.set_xticks(range(len(m.columns)), m.columns, rotation=30, ha="right", fontsize=8)
             ax.set_yticks(range(len(m.index)), m.index, fontsize=8)
