@@ -278,3 +278,17 @@ def test_heatmap_text_colour_follows_cell_brightness():
     fig = transfer_heatmaps(rows, ["re"], ["causal"])
     colours = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
     assert colours["10.0"] == "white" and colours["85.0"] == "black"
+
+
+def test_verdicts_not_tested_when_source_did_not_learn():
+    from olacore.toa.transfer_report import NOT_TESTED
+    rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
+                         for s, t, v in [("a", "a", 19.0), ("a", "b", 25.0), ("b", "a", 30.0), ("b", "b", 60.0)]])
+    bounds = pd.DataFrame([{"task": "re", "bound": "majority class (x)", "score": 19.0}])
+    v = verdict_table(gap_table(rows), pd.DataFrame(), bounds).set_index("source")
+    assert (v.loc["a", ["beats zero-shot", "beats random init", "beats majority"]] == NOT_TESTED).all()
+    assert v.loc["b", "beats majority"] == "holds"
+    assert math.isnan(v.loc["b", "recovered"])  # target a's own score is the majority bound
+    assert math.isnan(v.loc["b", "recovered above majority"])
+    assert v.loc["a", "recovered"] == pytest.approx(100 * 25 / 60)
+    assert v.loc["a", "recovered above majority"] == pytest.approx(100 * 6 / 41)

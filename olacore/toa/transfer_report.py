@@ -28,6 +28,10 @@ PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "ge
 _FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
 
 
+LEARNED_TOL = 1e-6  # points: a score must beat the majority bound by more than this to count as learned
+NOT_TESTED = "not tested: source did not learn"
+
+
 def _paper_name(model: str) -> str | None:
     """The paper's RE-table model of ``model``'s family (zoo names or the paper's own ids), else ``None``."""
     from olacore.report import paper_family
@@ -127,6 +131,7 @@ def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
     diagonal = means[means["source"] == means["target"]].set_index(["task", "target"])["mean"]
     off = means[means["source"] != means["target"]].copy()
     off["target-trained"] = [diagonal.get((t, g), np.nan) for t, g in zip(off["task"], off["target"])]
+    off["source-trained"] = [diagonal.get((t, s), np.nan) for t, s in zip(off["task"], off["source"])]
     off = off.rename(columns={"mean": "transfer", "std": "transfer std"})
     off["gap"] = off["target-trained"] - off["transfer"]
     trained = off["target-trained"].where(off["target-trained"] > 0)  # undefined when the target-trained score is 0
@@ -141,7 +146,11 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     Columns: the :func:`gap_table` columns, ``random init`` (the same adapter on the
     target's random-init twin; NaN where no twin ran), ``majority``, ``zero-shot`` (the
     target prompted, causal RE / NER only), and ``beats zero-shot``, ``beats random init``,
-    ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured).
+    ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured /
+    ``"not tested: source did not learn"`` where the source's own diagonal score does not beat
+    the majority bound). ``recovered`` is NaN and ``recovered above majority``
+    ((transfer - majority) / (target-trained - majority), %) is defined only where the
+    target-trained score beats the majority bound.
     """
     out = gaps.copy()
     ri = (control.groupby(["task", "source", "target"])["score"].mean() if len(control)
@@ -155,9 +164,18 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     def rule(a: float, b: float) -> str:
         return "-" if math.isnan(b) else better(a, b, margin=1e-6)  # equal (up to rounding) does not beat
 
+    # A cell is tested only when its source adapter learned its task on its own model (diagonal
+    # above the majority bound, same tolerance as learned_table); a share of a target-trained
+    # score that does not beat the majority bound is a ratio to a constant predictor: NaN.
+    source_learned = out["source-trained"] > out["majority"] + LEARNED_TOL
+    target_learned = out["target-trained"] > out["majority"] + LEARNED_TOL
+    out["recovered"] = out["recovered"].where(target_learned)
+    out["recovered above majority"] = (100 * (out["transfer"] - out["majority"])
+                                       / (out["target-trained"] - out["majority"])).where(target_learned)
     for column, bound in (("beats zero-shot", "zero-shot"), ("beats random init", "random init"),
                           ("beats majority", "majority")):
-        out[column] = [rule(a, b) for a, b in zip(out["transfer"], out[bound])]
+        out[column] = [rule(a, b) if ok else NOT_TESTED
+                       for a, b, ok in zip(out["transfer"], out[bound], source_learned)]
     return out
 
 
@@ -183,7 +201,7 @@ def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     for (task, kind), group in diagonal.groupby(["task", "kind"], sort=False):
         bound = float(majority.get(task, np.nan))
         out.append({"task": task, "kind": kind, "models": len(group),
-                    "above majority": int((group["score"] > bound + 1e-6).sum()),
+                    "above majority": int((group["score"] > bound + LEARNED_TOL).sum()),
                     "best target-trained": float(group["score"].max()), "majority": bound})
     return pd.DataFrame(out)
 
