@@ -92,10 +92,17 @@ def test_similarity_read_from_chapter_03(tmp_path):
     key = "retrieval/causal/{}->{}/order1/hits@1/official texts, whole row sink statistics"
     records = [{"key": key.format(*CAUSAL[:2]), "value": 80.0}, {"key": key.format(*CAUSAL[1::-1]), "value": 70.0},
                {"key": "retrieval/causal/x->y/order2/hits@1/official texts, whole row sink statistics", "value": 1.0}]
-    (tmp_path / "03_quantitative.json").write_text(json.dumps({"records": records}))
-    hits, where = similarity_hits(TransferSettings(), tmp_path)
-    assert "03" in where and len(hits) == 2
+    (tmp_path / "03_quantitative.json").write_text(json.dumps({"profile": "smoke", "records": records}))
+    hits, where = similarity_hits(TransferSettings(encoders=("minilm-l6",), control_models=()), tmp_path,
+                                  profile="smoke")
+    assert "causal: chapter 03" in where and len(hits) == 2
     assert hits.set_index(["source", "target"]).loc[CAUSAL[:2], "hits@1"] == 80.0
+
+
+def test_similarity_no_pairs_gives_empty_table(tmp_path):
+    hits, where = similarity_hits(TransferSettings(causal=("smollm2-135m",), encoders=("minilm-l6",),
+                                                   control_models=(), zero_shot_models=()), tmp_path)
+    assert hits.empty and "two models" in where
 
 
 def test_adjacent_baseline():
