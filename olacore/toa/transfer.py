@@ -1,12 +1,12 @@
 """TOA transfer (paper section 4.4): an adapter trained on one model's OLA, scored unchanged on every model of its kind.
 
-A notebook cell calls, per task (``re``, ``ner``, ``pos``, ``dp``):
+A notebook cell calls, per task (``re``, ``ner``, ``pos``, ``dp``)::
 
->>> settings = transfer_settings("default")                                          # doctest: +SKIP
->>> data = {t: task_data(t, settings, workers=cpu_workers()) for t in settings.tasks}
->>> adapters = train_all(data, settings)                        # one per (task, model, seed), cached
->>> matrix = transfer_rows(adapters, data)                      # source x target, within kind
->>> control = random_init_rows(adapters, data, settings)        # the same adapters on random-init twins
+    settings = transfer_settings("default")
+    data = {t: task_data(t, settings, workers=cpu_workers()) for t in settings.tasks}
+    adapters = train_all(data, settings)                        # one per (task, model, seed), cached
+    matrix = transfer_rows(adapters, data)                      # source x target, within kind
+    control = random_init_rows(adapters, data, settings)        # the same adapters on random-init twins
 
 Rows are source models (the adapter's training model), columns target models of the same
 kind (CLM to CLM, encoder to encoder, as the official code); the diagonal is the
