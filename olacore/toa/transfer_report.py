@@ -126,7 +126,21 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] = ("re", "ne
 def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per off-diagonal cell: ``task, kind, source, target, transfer, target-trained, gap``
     (target-trained minus transferred, points) and ``recovered`` (transfer / target-trained, %),
-    means over seeds (``transfer std`` where several seeds ran)."""
+    means over seeds (``transfer std`` where several seeds ran).
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, seed,
+            score``; score in percent), diagonal cells included.
+
+    Returns:
+        One row per off-diagonal ``(task, kind, source, target)``: ``transfer``, ``transfer
+        std``, ``target-trained`` and ``source-trained`` (the diagonal scores of target and
+        source; NaN where missing), ``gap`` (points), ``recovered`` (%; NaN where the
+        target-trained score is 0). :func:`verdict_table` masks ``recovered`` further.
+
+    Raises:
+        KeyError: ``rows`` lacks one of the columns above.
+    """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].agg(["mean", "std"]).reset_index()
     diagonal = means[means["source"] == means["target"]].set_index(["task", "target"])["mean"]
     off = means[means["source"] != means["target"]].copy()
@@ -151,6 +165,19 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     the majority bound). ``recovered`` is NaN and ``recovered above majority``
     ((transfer - majority) / (target-trained - majority), %) is defined only where the
     target-trained score beats the majority bound.
+
+    Args:
+        gaps: :func:`gap_table`.
+        control: :func:`olacore.toa.transfer.random_init_rows` (``task, source, target,
+            score``; may be empty).
+        bounds: :func:`majority_bounds` (``task, bound, score``, percent).
+        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+
+    Returns:
+        ``gaps`` (one row per off-diagonal cell) with the columns above added; scores in percent.
+
+    Raises:
+        KeyError: a frame lacks one of the columns above.
     """
     out = gaps.copy()
     ri = (control.groupby(["task", "source", "target"])["score"].mean() if len(control)
