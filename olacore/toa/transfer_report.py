@@ -331,6 +331,13 @@ def paper_comparison(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
     Our causal models stand in for the paper's by family (:data:`PAPER_NAMES`). Rows: each
     (source or "zero-shot prompting", target) of ours whose paper counterpart exists, with
     ``paper %`` and ``ours %`` (accuracy on the same test subset for every row).
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, score``, %).
+        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+
+    Returns:
+        ``paper source -> target, ours, paper %, ours %``; empty when no pair has a paper counterpart.
     """
     from olacore import paper
 
@@ -396,6 +403,15 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
     Causal RE cells and zero-shot RE scores carry the report's keys
     (``toa-re/<paper source>/<paper target>``, :func:`olacore.report.published`), subject
     ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19.
+
+    Args:
+        results: the chapter's :class:`olacore.results.ChapterResults` (written to in place).
+        rows, verdicts, zero_shot, bounds: :func:`olacore.toa.transfer.transfer_rows`,
+            :func:`verdict_table`, :func:`zero_shot_rows`, :func:`majority_bounds` (scores in %).
+        note: a sentence attached to the records (profile, sizes).
+
+    Returns:
+        ``None``; cells whose ``recovered`` is NaN get no ``recovered`` record.
     """
     published = {"Llama-3.2-3B", "Qwen2-1.5B"}
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
