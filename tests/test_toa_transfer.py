@@ -92,10 +92,17 @@ def test_similarity_read_from_chapter_03(tmp_path):
     key = "retrieval/causal/{}->{}/order1/hits@1/official texts, whole row sink statistics"
     records = [{"key": key.format(*CAUSAL[:2]), "value": 80.0}, {"key": key.format(*CAUSAL[1::-1]), "value": 70.0},
                {"key": "retrieval/causal/x->y/order2/hits@1/official texts, whole row sink statistics", "value": 1.0}]
-    (tmp_path / "03_quantitative.json").write_text(json.dumps({"records": records}))
-    hits, where = similarity_hits(TransferSettings(), tmp_path)
-    assert "03" in where and len(hits) == 2
+    (tmp_path / "03_quantitative.json").write_text(json.dumps({"profile": "smoke", "records": records}))
+    hits, where = similarity_hits(TransferSettings(encoders=("minilm-l6",), control_models=()), tmp_path,
+                                  profile="smoke")
+    assert "causal: chapter 03" in where and len(hits) == 2
     assert hits.set_index(["source", "target"]).loc[CAUSAL[:2], "hits@1"] == 80.0
+
+
+def test_similarity_no_pairs_gives_empty_table(tmp_path):
+    hits, where = similarity_hits(TransferSettings(causal=("smollm2-135m",), encoders=("minilm-l6",),
+                                                   control_models=(), zero_shot_models=()), tmp_path)
+    assert hits.empty and "two models" in where
 
 
 def test_adjacent_baseline():
@@ -241,3 +248,54 @@ def test_learned_table_counts_diagonals_above_the_majority_bound():
     assert table.loc["re", "models"] == 2 and table.loc["re", "above majority"] == 1  # a tie does not count
     assert table.loc["re", "best target-trained"] == 25.0  # the off-diagonal 90 is not a diagonal
     assert table.loc["dp", "above majority"] == 0
+
+
+def test_settings_refuse_re_that_is_not_task_sizes():
+    with pytest.raises(ValueError, match="TransferSettings.re"):
+        TransferSettings(re=(300, 100, 100))
+
+
+def test_settings_refuse_no_model():
+    with pytest.raises(ValueError, match="at least one model"):
+        TransferSettings(causal=(), encoders=(), control_models=(), zero_shot_models=())
+
+
+def test_settings_refuse_model_in_both_kinds():
+    with pytest.raises(ValueError, match="both"):
+        TransferSettings(causal=("smollm2-135m",), encoders=("smollm2-135m",), control_models=(),
+                         zero_shot_models=())
+
+
+def test_settings_refuse_zoo_model_in_wrong_kind():
+    with pytest.raises(ValueError, match="not of kind 'causal'"):
+        TransferSettings(causal=("minilm-l6",), encoders=(), control_models=(), zero_shot_models=())
+
+
+def test_settings_accept_non_zoo_model_in_either_kind():
+    s = TransferSettings(causal=("my-lm",), encoders=("my-enc",), control_models=(), zero_shot_models=())
+    assert s.models == ("my-lm", "my-enc")
+
+
+def test_heatmap_text_colour_follows_cell_brightness():
+    import matplotlib
+    matplotlib.use("Agg")
+    from olacore.toa.transfer_report import transfer_heatmaps
+    rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
+                         for s, t, v in [("a", "a", 90), ("a", "b", 10), ("b", "a", 85), ("b", "b", 80)]])
+    fig = transfer_heatmaps(rows, ["re"], ["causal"])
+    colours = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
+    assert colours["10.0"] == "white" and colours["85.0"] == "black"
+
+
+def test_verdicts_not_tested_when_source_did_not_learn():
+    from olacore.toa.transfer_report import NOT_TESTED
+    rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
+                         for s, t, v in [("a", "a", 19.0), ("a", "b", 25.0), ("b", "a", 30.0), ("b", "b", 60.0)]])
+    bounds = pd.DataFrame([{"task": "re", "bound": "majority class (x)", "score": 19.0}])
+    v = verdict_table(gap_table(rows), pd.DataFrame(), bounds).set_index("source")
+    assert (v.loc["a", ["beats zero-shot", "beats random init", "beats majority"]] == NOT_TESTED).all()
+    assert v.loc["b", "beats majority"] == "holds"
+    assert math.isnan(v.loc["b", "recovered"])  # target a's own score is the majority bound
+    assert math.isnan(v.loc["b", "recovered above majority"])
+    assert v.loc["a", "recovered"] == pytest.approx(100 * 25 / 60)
+    assert v.loc["a", "recovered above majority"] == pytest.approx(100 * 6 / 41)

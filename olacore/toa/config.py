@@ -244,7 +244,7 @@ class ToaSettings:
                 "full_grid": list(self.full_grid), "alti_subset": self.alti_subset, "cells": len(self.cells())}
 
 
-# Sized for the 15-minute cold budget of the chapter (see ``olacore.toa.config`` notes above and the
+# Sized for the 20-minute cold budget of the chapter (see ``olacore.toa.config`` notes above and the
 # syntax chapter): every model runs order 1, 1+2 and distance on 500 sentences; the full order grid
 # for one CLM and one encoder; a second seed for the order-1 / order-3 / rollout comparison; ALTI
 # (one more forward pass per sentence) beside order 1 on 150 / 60 / 100 sentences; one CLM's learning curve.
@@ -260,10 +260,12 @@ _PROFILES: dict[str, ToaSettings] = {
                          curve_models=("smollm2-135m",), curve_sizes=(20,)),
     "default": _DEFAULT,
     # The official adapter and training (models/adapters.py, configs/train_*_udewt_dp.json): token grid,
-    # diagonal features only, maps as they are; kept: the padding mask (it only removes leakage).
+    # diagonal features only, maps as they are, the official axial-attention network (backbone "package",
+    # no padding mask; 448 M backbone parameters at 2 input channels, as the official ~450 M).
     "paper": ToaSettings(num_train=None, num_dev=None, num_test=None, grid="tokens", long_sentences=True,
                          adapter=AdapterConfig(dim=768, depth=5, heads=8, ffn_mult=4, ffn_kernel=3, arc_dim=512,
-                                               rel_dim=128, pair_scores=False, input_transform="none"),
+                                               rel_dim=128, pair_scores=False, input_transform="none",
+                                               backbone="package", local_mix=False),
                          training=TrainConfig(epochs=15, lr=3e-5, batch_size=2, warmup=0.0, augment=Augmentation()),
                          models=PAPER_ENCODERS, full_grid=PAPER_ENCODERS, alti_models=PAPER_ENCODERS, alti_subset=None,
                          layer_models=PAPER_ENCODERS, random_init=PAPER_ENCODERS, pos_models=PAPER_ENCODERS,

@@ -12,8 +12,8 @@ A notebook cell calls a few of these:
 
 Every adapter is trained through :func:`olacore.toa.train.train_adapters` (cached in the
 store, missing ones in one single-threaded worker process per core), its checkpoint chosen
-on dev, and test scored once here. :func:`transfer_table` scores one trained adapter on the
-task data of other models (the next chapter: the adapter never sees the target in training).
+on dev, and test scored once here. Transfer to other models is in
+:func:`olacore.toa.transfer.transfer_rows` (the adapter never sees the target in training).
 Readings of the grid (verdicts, the causal-map analysis, the paper's table beside ours) are in
 :mod:`olacore.toa.analysis`.
 """
@@ -51,7 +51,6 @@ __all__ = [
     "order_comparison",
     "pos_scores",
     "pos_table",
-    "transfer_table",
     "SCORE_COLUMNS",
     "SOURCES",
 ]
@@ -342,24 +341,3 @@ def pos_table(data: Mapping[str, Mapping[str, TaskData]], settings: ToaSettings,
         row, adapters[model] = pos_scores(splits, settings, spec, seed, store=store, model=model)
         rows.append(row)
     return pd.DataFrame(rows), adapters
-
-
-def transfer_table(adapter: TrainedAdapter, targets: Mapping[str, TaskData], **labels: Any) -> pd.DataFrame:
-    """Score one trained adapter, unchanged, on the task data of every target model.
-
-    Args:
-        adapter: trained on a source model.
-        targets: ``{model name: TaskData}`` of the adapter's task (test split), each in its
-            own tokenisation; models of the other kind (CLM vs encoder) are refused.
-        **labels: extra columns (source model, seed, ...).
-
-    Returns:
-        one row per target: the labels, ``target`` and every score of
-        :meth:`olacore.toa.train.TrainedAdapter.evaluate`.
-    """
-    rows = []
-    for name, data in targets.items():
-        scores = adapter.evaluate(data)
-        rows.append({**labels, "target": name, **{k: (float(v) if isinstance(v, (float, np.floating)) else v)
-                                                  for k, v in scores.items()}})
-    return pd.DataFrame(rows)

@@ -1,12 +1,12 @@
 """TOA transfer (paper section 4.4): an adapter trained on one model's OLA, scored unchanged on every model of its kind.
 
-A notebook cell calls, per task (``re``, ``ner``, ``pos``, ``dp``):
+A notebook cell calls, per task (``re``, ``ner``, ``pos``, ``dp``)::
 
->>> settings = transfer_settings("default")                                          # doctest: +SKIP
->>> data = {t: task_data(t, settings, workers=cpu_workers()) for t in settings.tasks}
->>> adapters = train_all(data, settings)                        # one per (task, model, seed), cached
->>> matrix = transfer_rows(adapters, data)                      # source x target, within kind
->>> control = random_init_rows(adapters, data, settings)        # the same adapters on random-init twins
+    settings = transfer_settings("default")
+    data = {t: task_data(t, settings, workers=cpu_workers()) for t in settings.tasks}
+    adapters = train_all(data, settings)                        # one per (task, model, seed), cached
+    matrix = transfer_rows(adapters, data)                      # source x target, within kind
+    control = random_init_rows(adapters, data, settings)        # the same adapters on random-init twins
 
 Rows are source models (the adapter's training model), columns target models of the same
 kind (CLM to CLM, encoder to encoder, as the official code); the diagonal is the
@@ -115,6 +115,21 @@ class TransferSettings:
             raise ValueError(f"TransferSettings.tasks: unknown {unknown} (or none); choose from {TASKS}")
         if not self.seeds:
             raise ValueError("TransferSettings.seeds needs at least one seed")
+        for name in ("re", "ner"):
+            if not isinstance(getattr(self, name), TaskSizes):
+                raise ValueError(f"TransferSettings.{name} must be a TaskSizes(train, dev, test); "
+                                 f"got {getattr(self, name)!r}")
+        if not self.causal + self.encoders:
+            raise ValueError("TransferSettings needs at least one model (causal or encoders)")
+        both = [m for m in self.causal if m in self.encoders]
+        if both:
+            raise ValueError(f"TransferSettings: {both} listed both as causal and as encoders; list each once")
+        from olacore.zoo import ZOO
+        for kind, names in (("causal", self.causal), ("encoder", self.encoders)):
+            wrong = [m for m in names if m in ZOO and ZOO[m].kind != kind]
+            if wrong:
+                raise ValueError(f"TransferSettings: zoo models {wrong} are not of kind {kind!r}; move them "
+                                 "to the other list")
         models = self.causal + self.encoders
         for name in ("control_models", "zero_shot_models"):
             missing = [m for m in getattr(self, name) if m not in models]

@@ -28,6 +28,10 @@ PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "ge
 _FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
 
 
+LEARNED_TOL = 1e-6  # points: a score must beat the majority bound by more than this to count as learned
+NOT_TESTED = "not tested: source did not learn"
+
+
 def _paper_name(model: str) -> str | None:
     """The paper's RE-table model of ``model``'s family (zoo names or the paper's own ids), else ``None``."""
     from olacore.report import paper_family
@@ -122,11 +126,26 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] = ("re", "ne
 def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
     """Per off-diagonal cell: ``task, kind, source, target, transfer, target-trained, gap``
     (target-trained minus transferred, points) and ``recovered`` (transfer / target-trained, %),
-    means over seeds (``transfer std`` where several seeds ran)."""
+    means over seeds (``transfer std`` where several seeds ran).
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, seed,
+            score``; score in percent), diagonal cells included.
+
+    Returns:
+        One row per off-diagonal ``(task, kind, source, target)``: ``transfer``, ``transfer
+        std``, ``target-trained`` and ``source-trained`` (the diagonal scores of target and
+        source; NaN where missing), ``gap`` (points), ``recovered`` (%; NaN where the
+        target-trained score is 0). :func:`verdict_table` masks ``recovered`` further.
+
+    Raises:
+        KeyError: ``rows`` lacks one of the columns above.
+    """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].agg(["mean", "std"]).reset_index()
     diagonal = means[means["source"] == means["target"]].set_index(["task", "target"])["mean"]
     off = means[means["source"] != means["target"]].copy()
     off["target-trained"] = [diagonal.get((t, g), np.nan) for t, g in zip(off["task"], off["target"])]
+    off["source-trained"] = [diagonal.get((t, s), np.nan) for t, s in zip(off["task"], off["source"])]
     off = off.rename(columns={"mean": "transfer", "std": "transfer std"})
     off["gap"] = off["target-trained"] - off["transfer"]
     trained = off["target-trained"].where(off["target-trained"] > 0)  # undefined when the target-trained score is 0
@@ -141,7 +160,24 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     Columns: the :func:`gap_table` columns, ``random init`` (the same adapter on the
     target's random-init twin; NaN where no twin ran), ``majority``, ``zero-shot`` (the
     target prompted, causal RE / NER only), and ``beats zero-shot``, ``beats random init``,
-    ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured).
+    ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured /
+    ``"not tested: source did not learn"`` where the source's own diagonal score does not beat
+    the majority bound). ``recovered`` is NaN and ``recovered above majority``
+    ((transfer - majority) / (target-trained - majority), %) is defined only where the
+    target-trained score beats the majority bound.
+
+    Args:
+        gaps: :func:`gap_table`.
+        control: :func:`olacore.toa.transfer.random_init_rows` (``task, source, target,
+            score``; may be empty).
+        bounds: :func:`majority_bounds` (``task, bound, score``, percent).
+        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+
+    Returns:
+        ``gaps`` (one row per off-diagonal cell) with the columns above added; scores in percent.
+
+    Raises:
+        KeyError: a frame lacks one of the columns above.
     """
     out = gaps.copy()
     ri = (control.groupby(["task", "source", "target"])["score"].mean() if len(control)
@@ -155,9 +191,18 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     def rule(a: float, b: float) -> str:
         return "-" if math.isnan(b) else better(a, b, margin=1e-6)  # equal (up to rounding) does not beat
 
+    # A cell is tested only when its source adapter learned its task on its own model (diagonal
+    # above the majority bound, same tolerance as learned_table); a share of a target-trained
+    # score that does not beat the majority bound is a ratio to a constant predictor: NaN.
+    source_learned = out["source-trained"] > out["majority"] + LEARNED_TOL
+    target_learned = out["target-trained"] > out["majority"] + LEARNED_TOL
+    out["recovered"] = out["recovered"].where(target_learned)
+    out["recovered above majority"] = (100 * (out["transfer"] - out["majority"])
+                                       / (out["target-trained"] - out["majority"])).where(target_learned)
     for column, bound in (("beats zero-shot", "zero-shot"), ("beats random init", "random init"),
                           ("beats majority", "majority")):
-        out[column] = [rule(a, b) for a, b in zip(out["transfer"], out[bound])]
+        out[column] = [rule(a, b) if ok else NOT_TESTED
+                       for a, b, ok in zip(out["transfer"], out[bound], source_learned)]
     return out
 
 
@@ -183,55 +228,76 @@ def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     for (task, kind), group in diagonal.groupby(["task", "kind"], sort=False):
         bound = float(majority.get(task, np.nan))
         out.append({"task": task, "kind": kind, "models": len(group),
-                    "above majority": int((group["score"] > bound + 1e-6).sum()),
+                    "above majority": int((group["score"] > bound + LEARNED_TOL).sum()),
                     "best target-trained": float(group["score"].max()), "majority": bound})
     return pd.DataFrame(out)
 
 
-def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *,
+def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *, profile: str | None = None,
                     workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
     """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind.
 
-    Read from chapter 03's results (``03_quantitative.json`` in ``results``, default
-    :func:`olacore.results.results_dir`: its official-protocol pairs) when they are there;
-    else computed here with :func:`olacore.retrieval.retrieval_table` on the first
-    ``settings.similarity_texts`` official-recipe texts (:func:`olacore.texts.similarity_texts`),
-    maps resized to 50 x 50, sinks cleaned with whole-row statistics (chapter 03's official
-    protocol, at a smaller size). Source = gallery, target = queries.
+    Per kind, read from chapter 03's results (``03_quantitative.json`` in ``results``, default
+    :func:`olacore.results.results_dir`: its official-protocol pairs) when that file was
+    written at ``profile`` and holds pairs of that kind; every other kind is computed here with
+    :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
+    official-recipe texts (:func:`olacore.texts.similarity_texts`), maps resized to 50 x 50,
+    sinks cleaned with whole-row statistics (chapter 03's official protocol, at a smaller
+    size). Source = gallery, target = queries.
+
+    Args:
+        settings: the chapter's models (``causal``, ``encoders``) and ``similarity_texts``.
+        results: folder of chapter 03's results JSON.
+        profile: the profile this chapter runs at; the JSON is used only if it was recorded at
+            the same profile (``None``: never used, everything computed).
+        workers, store: for the attention extraction when computing.
 
     Returns:
-        ``(table, where)``: ``kind, source, target, hits@1`` and a sentence saying where the
-        numbers come from.
+        ``(table, where)``: ``kind, source, target, hits@1`` (percent; empty when no kind has
+        two models) and a sentence saying where each kind's numbers come from.
     """
     from olacore.results import results_dir
 
+    kinds = [(k, n) for k, n in (("causal", settings.causal), ("encoder", settings.encoders)) if len(n) >= 2]
+    columns = ["kind", "source", "target", "hits@1"]
+    if not kinds:
+        return pd.DataFrame(columns=columns), "no similarity: no kind has two models (a pair is needed)"
     path = Path(results or results_dir()) / "03_quantitative.json"
+    saved: dict[str, list[dict]] = {}
+    skipped = ""
     if path.is_file():
-        rows = []
-        for record in json.loads(path.read_text(encoding="utf-8"))["records"]:
-            match = _RETRIEVAL_KEY.match(record["key"])
-            if match and all(m in settings.models for m in match.groups()[1:]):
-                rows.append({"kind": match.group(1), "source": match.group(2), "target": match.group(3),
-                             "hits@1": float(record["value"])})
-        if rows:
-            return pd.DataFrame(rows), f"chapter 03's saved results ({path.name})"
-    from olacore.maps import make_maps
-    from olacore.pipeline import token_maps
-    from olacore.retrieval import retrieval_table
-    from olacore.texts import similarity_texts
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        if profile is not None and payload.get("profile") == profile:
+            for record in payload["records"]:
+                match = _RETRIEVAL_KEY.match(record["key"])
+                if match and all(m in settings.models for m in match.groups()[1:]):
+                    saved.setdefault(match.group(1), []).append(
+                        {"kind": match.group(1), "source": match.group(2), "target": match.group(3),
+                         "hits@1": float(record["value"])})
+        else:
+            skipped = (f" ({path.name} was recorded at profile {payload.get('profile')!r}, "
+                       f"this chapter runs at {profile!r}: not used)")
+    frames, where = [], []
+    missing = [(k, n) for k, n in kinds if k not in saved]
+    for kind, _ in kinds:
+        if kind in saved:
+            frames.append(pd.DataFrame(saved[kind]))
+            where.append(f"{kind}: chapter 03's saved results ({path.name})")
+    if missing:
+        from olacore.maps import make_maps
+        from olacore.pipeline import token_maps
+        from olacore.retrieval import retrieval_table
+        from olacore.texts import similarity_texts
 
-    texts = [t.text for t in similarity_texts(settings.similarity_texts)]
-    frames = []
-    for kind, names in (("causal", settings.causal), ("encoder", settings.encoders)):
-        if len(names) < 2:
-            continue
-        maps = {n: make_maps(token_maps(n, texts, ("order1",), workers=workers, progress=False, store=store),
-                             align="resize", sinks="clean", size=50, sink_stats="row") for n in names}
-        table = retrieval_table(maps, ks=(1,))
-        frames.append(table.assign(kind=kind, **{"hits@1": 100 * table["hits@1"]}))
-    table = pd.concat(frames, ignore_index=True)[["kind", "source", "target", "hits@1"]]
-    return table, (f"computed here: {len(texts)} official-recipe EWT texts, order-1 OLA resized to 50 x 50, "
-                   "sinks cleaned (whole-row statistics)")
+        texts = [t.text for t in similarity_texts(settings.similarity_texts)]
+        for kind, names in missing:
+            maps = {n: make_maps(token_maps(n, texts, ("order1",), workers=workers, progress=False, store=store),
+                                 align="resize", sinks="clean", size=50, sink_stats="row") for n in names}
+            table = retrieval_table(maps, ks=(1,))
+            frames.append(table.assign(kind=kind, **{"hits@1": 100 * table["hits@1"]}))
+            where.append(f"{kind}: computed here ({len(texts)} official-recipe EWT texts, order-1 OLA resized to "
+                         "50 x 50, sinks cleaned with whole-row statistics)")
+    return pd.concat(frames, ignore_index=True)[columns], "; ".join(where) + skipped
 
 
 def similarity_vs_transfer(gaps: pd.DataFrame, hits: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -265,6 +331,13 @@ def paper_comparison(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
     Our causal models stand in for the paper's by family (:data:`PAPER_NAMES`). Rows: each
     (source or "zero-shot prompting", target) of ours whose paper counterpart exists, with
     ``paper %`` and ``ours %`` (accuracy on the same test subset for every row).
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, score``, %).
+        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+
+    Returns:
+        ``paper source -> target, ours, paper %, ours %``; empty when no pair has a paper counterpart.
     """
     from olacore import paper
 
@@ -304,12 +377,15 @@ def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[
                 ax.axis("off")
                 continue
             m = m.reindex(columns=list(m.index) + [t for t in m.columns if t not in m.index])
-            ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=max(1.0, float(np.nanmax(m.to_numpy()))))
+            vmax = max(1.0, float(np.nanmax(m.to_numpy(dtype=float))))
+            ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=vmax)
             for i, source in enumerate(m.index):
                 for j, target in enumerate(m.columns):
                     value = m.iloc[i, j]
                     ax.text(j, i, "-" if pd.isna(value) else f"{value:.1f}", ha="center", va="center",
-                            color="white" if source != target else "black",
+                            # viridis is dark below about 60 % of its range: white text there, black above
+                            color="black" if source == target or (not pd.isna(value) and value / vmax > 0.6)
+                            else "white",
                             bbox=None if source != target else dict(facecolor="white", alpha=0.7, lw=0))
             ax.set_xticks(range(len(m.columns)), m.columns, rotation=30, ha="right", fontsize=8)
             ax.set_yticks(range(len(m.index)), m.index, fontsize=8)
@@ -327,6 +403,15 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
     Causal RE cells and zero-shot RE scores carry the report's keys
     (``toa-re/<paper source>/<paper target>``, :func:`olacore.report.published`), subject
     ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19.
+
+    Args:
+        results: the chapter's :class:`olacore.results.ChapterResults` (written to in place).
+        rows, verdicts, zero_shot, bounds: :func:`olacore.toa.transfer.transfer_rows`,
+            :func:`verdict_table`, :func:`zero_shot_rows`, :func:`majority_bounds` (scores in %).
+        note: a sentence attached to the records (profile, sizes).
+
+    Returns:
+        ``None``; cells whose ``recovered`` is NaN get no ``recovered`` record.
     """
     published = {"Llama-3.2-3B", "Qwen2-1.5B"}
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
