@@ -49,7 +49,7 @@ from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.transfer import (METRICS, all_task_data, data_table, random_init_rows, train_all,
                                   transfer_rows, transfer_settings)
-from olacore.toa.transfer_report import (gap_table, learned_table, majority_bounds, paper_comparison,
+from olacore.toa.transfer_report import (NOT_TESTED, gap_table, learned_table, majority_bounds, paper_comparison,
                                          record_transfer, similarity_hits, similarity_vs_transfer,
                                          transfer_heatmaps, verdict_table, zero_shot_rows)
 from olacore.zeroshot import prompt_forms
@@ -183,9 +183,10 @@ show_table(verdicts.drop(columns=["transfer std"] if verdicts["transfer std"].is
            "tbl-toa-verdicts", "Every transferred cell beside its bounds (%), the gap (target-trained minus "
            "transferred, points), the share recovered (%), and the verdicts.")
 for claim in ("beats zero-shot", "beats random init", "beats majority"):
-    measured = verdicts[verdicts[claim] != "-"]
-    for task, group in measured.groupby("task", sort=False):
-        print(f"transfer {claim} ({task}): holds for {(group[claim] == 'holds').sum()} of {len(group)} pairs")
+    for task, group in verdicts[verdicts[claim] != "-"].groupby("task", sort=False):
+        tested = group[group[claim] != NOT_TESTED]
+        print(f"transfer {claim} ({task}): holds for {(tested[claim] == 'holds').sum()} of {len(tested)} tested pairs"
+              f" ({len(group) - len(tested)} not tested: the source adapter did not learn)")
 learned = learned_table(rows, bounds)
 show_table(learned, "tbl-toa-learned", "Did the target-trained adapter (the diagonal) learn more than the "
            "majority bound? Transfer verdicts test OLAS only where it did.")
@@ -193,9 +194,10 @@ for _, row in learned[learned["above majority"] == 0].iterrows():
     print(f"{row['task']} ({row['kind']}): no target-trained adapter beats the majority bound "
           f"({row['majority']:.1f} %; best {row['best target-trained']:.1f} %): at this size the adapter has not "
           "learned the task, so its transfer cells cannot test OLAS.")
-for task, group in gaps.dropna(subset=["recovered"]).groupby("task", sort=False):
+for task, group in verdicts.dropna(subset=["recovered"]).groupby("task", sort=False):
     print(f"{task}: transfer recovers {group['recovered'].mean():.0f} % of the target-trained score on average "
-          f"(range {group['recovered'].min():.0f}-{group['recovered'].max():.0f} %)")
+          f"(range {group['recovered'].min():.0f}-{group['recovered'].max():.0f} %), "
+          f"{group['recovered above majority'].mean():.0f} % of its margin over the majority bound")
 
 # %% [markdown]
 # ## Does similarity predict transfer?
@@ -208,8 +210,8 @@ for task, group in gaps.dropna(subset=["recovered"]).groupby("task", sort=False)
 
 # %%
 with watch("similarity: Hits@1 (read or compute)"):
-    hits, where = similarity_hits(settings, workers=workers)
-pairs, spearman = similarity_vs_transfer(gaps, hits)
+    hits, where = similarity_hits(settings, profile=profile, workers=workers)
+pairs, spearman = similarity_vs_transfer(verdicts, hits)
 print(f"Hits@1 from {where}")
 show_table(pairs[["task", "kind", "source", "target", "hits@1", "transfer", "recovered"]], "tbl-toa-similarity",
            "Order-1 retrieval Hits@1 (%) beside transfer (%) and the share recovered, per ordered pair.")
