@@ -49,8 +49,8 @@ from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.transfer import (METRICS, all_task_data, data_table, random_init_rows, train_all,
                                   transfer_rows, transfer_settings)
-from olacore.toa.transfer_report import (NOT_TESTED, gap_table, learned_table, majority_bounds, paper_comparison,
-                                         record_transfer, similarity_hits, similarity_vs_transfer,
+from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, majority_bounds,
+                                         paper_comparison, record_transfer, similarity_hits, similarity_vs_transfer,
                                          transfer_heatmaps, verdict_table, zero_shot_rows)
 from olacore.zeroshot import prompt_forms
 
@@ -188,11 +188,11 @@ for claim in ("beats zero-shot", "beats random init", "beats majority"):
         print(f"transfer {claim} ({task}): holds for {(tested[claim] == 'holds').sum()} of {len(tested)} tested pairs"
               f" ({len(group) - len(tested)} not tested: the source adapter did not learn)")
 learned = learned_table(rows, bounds)
-show_table(learned, "tbl-toa-learned", "Did the target-trained adapter (the diagonal) learn more than the "
-           "majority bound? Transfer verdicts test OLAS only where it did.")
+show_table(learned, "tbl-toa-learned", "Did the target-trained adapter (the diagonal) beat the majority bound by "
+           f"more than {LEARNED_TOL:g} points? Transfer verdicts test OLAS only where it did.")
 for _, row in learned[learned["above majority"] == 0].iterrows():
-    print(f"{row['task']} ({row['kind']}): no target-trained adapter beats the majority bound "
-          f"({row['majority']:.1f} %; best {row['best target-trained']:.1f} %): at this size the adapter has not "
+    print(f"{row['task']} ({row['kind']}): no target-trained adapter beats the majority bound by more than {LEARNED_TOL:g} "
+          f"points ({row['majority']:.1f} %; best {row['best target-trained']:.1f} %): at this size the adapter has not "
           "learned the task, so its transfer cells cannot test OLAS.")
 for task, group in verdicts.dropna(subset=["recovered"]).groupby("task", sort=False):
     print(f"{task}: transfer recovers {group['recovered'].mean():.0f} % of the target-trained score on average "
