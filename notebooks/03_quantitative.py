@@ -189,18 +189,16 @@ fig = hits_heatmaps(faithful, groups, CHANNELS, title=f"Hits@1 % (official proto
 # for Gemma-2, SmolLM2, a Llama-architecture model, for Llama-3.2).
 
 # %%
-def _pairs(table, recipe):
-    rows = table[(table["group"] == "causal") & (table["channel"] == "order1")]
-    return rows.assign(recipe=recipe)
-
+protocols = [  # (table, its variant, text recipe, sink statistics)
+    (retrieval, "resize, clean", "official texts", "whole row"),
+    (retrieval, "resize, clean, causal-part statistics", "official texts", "causal part"),
+    (stream_retrieval, "whole-row sink statistics (official)", "stream texts", "whole row"),
+    (stream_retrieval, "causal-part sink statistics", "stream texts", "causal part"),
+]
 by_protocol = pd.concat([
-    _pairs(retrieval[retrieval["variant"] == "resize, clean"], "official texts").assign(stats="whole row"),
-    _pairs(retrieval[retrieval["variant"] == "resize, clean, causal-part statistics"], "official texts").assign(
-        stats="causal part"),
-    _pairs(stream_retrieval[stream_retrieval["variant"] == "whole-row sink statistics (official)"], "stream texts").assign(
-        stats="whole row"),
-    _pairs(stream_retrieval[stream_retrieval["variant"] == "causal-part sink statistics"], "stream texts").assign(
-        stats="causal part")])
+    table[(table["variant"] == variant) & (table["group"] == "causal") & (table["channel"] == "order1")].assign(
+        recipe=recipe, stats=stats)
+    for table, variant, recipe, stats in protocols])
 pair_table = (100 * by_protocol.pivot_table(index=["source", "target"], columns=["recipe", "stats"], values="hits@1",
                                            sort=False))
 pair_table[("paper", "Hits@1 (same families)")] = [

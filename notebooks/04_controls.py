@@ -40,7 +40,7 @@ device: str | None = None  # None: CUDA when available, else CPU
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from olacore.controls import control_pair, controls_proxy
+from olacore.controls import control_hits_table, control_pair, controls_proxy
 from olacore.maps import make_maps, model_maps
 from olacore.profiles import settings
 from olacore.results import ChapterResults
@@ -82,10 +82,7 @@ def show(kind):
     target, source, num_texts, _ = pairs[kind]
     print(f"target {target} vs trained source {source}: Hits@1 % ({num_texts} texts; "
           f"chance {100 * chance_hits(num_texts, 1):.1f} %)")
-    table = tables[kind]
-    wide = table.assign(**{"hits@1": 100 * table["hits@1"]}).pivot_table(
-        index=["control", "scale"], columns="channel", values="hits@1", dropna=False, sort=False)
-    return wide.dropna(how="all").round(1)
+    return control_hits_table(tables[kind])
 
 
 show("encoder")

@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "random_init", "shuffle_layers", "add_noise", "layer_stack", "control_variants", "controls_retrieval",
-    "controls_proxy", "control_pair",
+    "controls_proxy", "control_pair", "control_hits_table",
 ]
 
 
@@ -313,3 +313,21 @@ def control_pair(
     both.insert(0, "scale", float("nan"))
     both.insert(0, "control", "both random init")
     return pd.concat([table, both], ignore_index=True), source_maps, tokens
+
+
+def control_hits_table(table: pd.DataFrame) -> pd.DataFrame:
+    """Hits@1 (%) of a :func:`control_pair` table, one row per (control, noise scale), one column per channel.
+
+    Args:
+        table: :func:`control_pair`'s table (columns ``control``, ``scale``, ``channel``,
+            ``hits@1`` as a fraction).
+
+    Returns:
+        The wide table in percent, rounded to 0.1, rows with no value dropped.
+
+    Raises:
+        KeyError: a column above is missing.
+    """
+    wide = table.assign(**{"hits@1": 100 * table["hits@1"]}).pivot_table(
+        index=["control", "scale"], columns="channel", values="hits@1", dropna=False, sort=False)
+    return wide.dropna(how="all").round(1)

@@ -149,3 +149,18 @@ def test_control_pair_on_real_encoders(tmp_path, monkeypatch):
     assert table["hits@1"].between(0, 1).all() and (table["chance@1"] == 0.25).all()
     assert sorted(control for control, _ in tokens) == ["noise", "random init", "shuffled layers", "trained"]
     assert all(len(items) == 4 and items[0].channels == ("order1", "rollout") for items in tokens.values())
+
+
+def test_control_hits_table_is_percent_by_control_and_channel():
+    import pandas as pd
+
+    from olacore.controls import control_hits_table
+
+    table = pd.DataFrame([
+        {"control": "trained", "scale": 0.0, "channel": "order1", "hits@1": 0.61},
+        {"control": "trained", "scale": 0.0, "channel": "rollout", "hits@1": 0.06},
+        {"control": "noise", "scale": 1.0, "channel": "order1", "hits@1": 0.03},
+    ])
+    wide = control_hits_table(table)
+    assert wide.loc[("trained", 0.0), "order1"] == 61.0 and wide.loc[("trained", 0.0), "rollout"] == 6.0
+    assert wide.loc[("noise", 1.0), "order1"] == 3.0

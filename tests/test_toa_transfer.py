@@ -13,7 +13,8 @@ import pytest
 
 from olacore.toa.transfer import TaskSizes, TransferSettings, transfer_settings
 from olacore.toa.transfer_report import (_adjacent_uas, gap_table, paper_comparison, record_transfer,
-                                         similarity_hits, similarity_vs_transfer, verdict_table, zero_shot_rows)
+                                         verdict_table, zero_shot_rows)
+from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
 
 
 def _rows(cells):

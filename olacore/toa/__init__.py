@@ -14,7 +14,8 @@ One module per job, data flowing down the list:
   functions (syntax grid, tables, POS, transfer).
 - :mod:`olacore.toa.transfer`: the transfer chapter's settings and matrices (every adapter on
   every model of its kind, the random-init control); :mod:`olacore.toa.transfer_report`: its
-  bounds, zero-shot rows, gaps, verdicts, similarity vs transfer and figures.
+  bounds, zero-shot rows, gaps, verdicts and figures; :mod:`olacore.toa.transfer_similarity`:
+  similarity vs transfer.
 """
 
 from olacore.toa.adapter import AdapterConfig

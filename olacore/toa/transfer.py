@@ -258,7 +258,7 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
     workers = workers or settings.workers or cpu_workers()
     splits = {task: task_splits(task, settings) for task in settings.tasks}
     texts = [x.text for by_split in splits.values() for split in by_split.values() for x in split]
-    if similarity:  # the retrieval texts of :func:`olacore.toa.transfer_report.similarity_hits`, same pass
+    if similarity:  # the retrieval texts of :func:`olacore.toa.transfer_similarity.similarity_hits`, same pass
         from olacore.texts import similarity_texts
 
         texts += [t.text for t in similarity_texts(settings.similarity_texts)]
