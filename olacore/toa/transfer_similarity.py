@@ -22,7 +22,7 @@ _RETRIEVAL_KEY = re.compile(r"^retrieval/(causal|encoder)/(.+)->(.+)/order1/hits
 
 def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *, profile: str | None = None,
                     workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
-    """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind.
+    """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind (paper section 4.1).
 
     Per kind, read from chapter 03's results (``03_quantitative.json`` in ``results``, default
     :func:`olacore.results.results_dir`: its official-protocol pairs) when that file was
@@ -42,6 +42,18 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
     Returns:
         ``(table, where)``: ``kind, source, target, hits@1`` (percent; empty when no kind has
         two models) and a sentence saying where each kind's numbers come from.
+
+    Raises:
+        json.JSONDecodeError (a ValueError): ``03_quantitative.json`` exists but is not JSON.
+        KeyError: that file, recorded at ``profile``, lacks ``records`` or a record's ``key``
+            / ``value``.
+        FileNotFoundError: a kind is computed and the EWT train file is missing (the message
+            names ``OLACORE_DATA``).
+        ValueError: a kind is computed and EWT train holds fewer than
+            ``settings.similarity_texts`` official-recipe chunks
+            (:func:`olacore.texts.similarity_texts`), or a model is unknown (the message lists
+            the zoo names).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing, on a cache miss.
     """
     from olacore.results import results_dir
 
