@@ -1,6 +1,7 @@
 """Aligning token maps of different tokenizers: resize, pool onto words, or pick first sub-tokens.
 
-DESIGN.md section 2. Different tokenizers give maps of different sizes. Three ways to line them up:
+Paper section 4.1 and the official similarity scripts (named below). Different tokenizers give maps
+of different sizes. Three ways to line them up:
 
 - :func:`resize_maps`, the paper's way: every token x token map is resized to ``S x S``
   (bilinear, antialiased: torchvision's ``Resize(antialias=True)`` in ``ClassifyDataset`` of the
@@ -194,7 +195,7 @@ def pool_to_words(
     token_offsets: Sequence[tuple[int, int]],
     word_spans: Sequence[tuple[int, int]],
 ) -> torch.Tensor:
-    """Pool token x token maps onto words (our addition to the paper, DESIGN.md section 2).
+    """Pool token x token maps onto words (our addition to the paper; module docstring).
 
     Key tokens of a word are summed (a token shared by two words is split by character
     overlap) and query tokens of a word are averaged. Attention to special tokens (BOS,

@@ -1,10 +1,11 @@
 """Attention extraction: the head-averaged attention of every layer, per text (paper section 3.1).
 
-DESIGN.md section 2. Tokens are kept exactly as each tokenizer adds them (BOS for Llama/Gemma,
-none for Qwen and for SmolLM2 from GGUF, ``[CLS]``/``[SEP]`` for BERT-like encoders). Every text
-runs in a forward pass of its own, so its attention is computed from its own tokens alone, in
-shapes set by its own length: it is bit-identical whichever other texts were extracted with it
-(a cached map does not depend on which texts were missing from the cache; issue #13).
+As in the official code (models loaded by ``OLAModel`` in ``models/ola_model.py``), tokens are kept
+exactly as each tokenizer adds them (BOS for Llama/Gemma, none for Qwen and for SmolLM2 from GGUF,
+``[CLS]``/``[SEP]`` for BERT-like encoders). Every text runs in a forward pass of its own, so its
+attention is computed from its own tokens alone, in shapes set by its own length: it is
+bit-identical whichever other texts were extracted with it (a cached map does not depend on which
+texts were missing from the cache; issue #13).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ __all__ = ["Extraction", "tokenize", "extract_attention", "per_text", "ATTENTION
 
 @dataclass
 class Extraction:
-    """Attention of one text (DESIGN.md section 2).
+    """Attention of one text (paper section 3.1).
 
     Attributes:
         text: the input text.
@@ -133,7 +134,7 @@ def _check_memory(model: LoadedModel, length: int) -> None:
 
 
 def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool = True) -> list[Extraction]:
-    """Head-averaged attention of every layer for each text (DESIGN.md section 2; paper 3.1).
+    """Head-averaged attention of every layer for each text (paper section 3.1).
 
     Each text runs in a forward pass of its own (no padding, no batch): its result is
     bit-identical whatever other texts are in the call, so a cached map never depends on which

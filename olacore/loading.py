@@ -1,10 +1,10 @@
 """Loading any model for attention extraction: a zoo name, a local folder or a Hugging Face id.
 
-DESIGN.md sections 2 and 4. Every model is loaded in float32, in eval mode, with
-``attn_implementation="eager"`` so that ``output_attentions=True`` returns real attention
-probabilities; only the base transformer is kept (no LM head: it dominates the cost for
-Gemma's 262k vocabulary). :func:`model_fingerprint` names the exact weights and settings
-without loading them: it keys every cached tensor derived from a model.
+Paper section 3.1; the offline zoo is listed on the book's page "Models and data". Every model is
+loaded in float32, in eval mode, with ``attn_implementation="eager"`` so that
+``output_attentions=True`` returns real attention probabilities; only the base transformer is kept
+(no LM head: it dominates the cost for Gemma's 262k vocabulary). :func:`model_fingerprint` names the
+exact weights and settings without loading them: it keys every cached tensor derived from a model.
 """
 
 from __future__ import annotations
@@ -330,7 +330,7 @@ def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
 
 
 def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
-    """Load a model's tokenizer and base transformer for attention extraction (DESIGN.md 2 and 4).
+    """Load a model's tokenizer and base transformer for attention extraction (paper section 3.1).
 
     Args:
         name: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, or a

@@ -7,7 +7,7 @@ handling. Retrieval, the visual proxy, the TOA adapters, the controls and the qu
 panels all build their maps with :func:`make_maps` (from token-level maps,
 :func:`olacore.pipeline.token_maps`) or :func:`model_maps` (both steps at once).
 
-The constructor works per text, in this order (DESIGN.md section 2):
+The constructor works per text, in this order (each step names its official counterpart):
 
 1. sinks (``"clean"``): :func:`olacore.sinks.clean_sinks` on the token-level maps, its
    statistics over the whole row (``sink_stats="row"``, what the official similarity scripts

@@ -1,8 +1,8 @@
 """Order-Level Attention (OLA) and Attention Rollout: the mathematics, no models.
 
-Notation follows the paper (Liang et al., NeurIPS 2025, section 3.1) and DESIGN.md section 1.
-``A^(n)`` is the head-averaged, row-stochastic attention of layer ``n`` (layer 1 nearest the
-input). Attention Rollout multiplies the residual-augmented layers,
+Notation follows the paper (Liang et al., NeurIPS 2025, section 3.1) and the chapter "From rollout
+to Order-Level Attention". ``A^(n)`` is the head-averaged, row-stochastic attention of layer ``n``
+(layer 1 nearest the input). Attention Rollout multiplies the residual-augmented layers,
 
     R = (A^(N) + I) ... (A^(1) + I) = sum_k sum_{j_1 < ... < j_k} A^(j_k) ... A^(j_1),
 
@@ -138,7 +138,8 @@ def attention_rollout(attentions: torch.Tensor) -> torch.Tensor:
 
     Returns:
         ``(..., T, T)`` tensor ``(A^(N)/2 + I/2) ... (A^(1)/2 + I/2)``, equal to
-        ``sum_k C(N, k) OLA_k / 2^N`` (DESIGN.md section 1; paper eq. 2).
+        ``sum_k C(N, k) OLA_k / 2^N`` (paper eq. 2; derived in the chapter "From rollout to
+        Order-Level Attention").
 
     Raises:
         TypeError, ValueError: as :func:`order_level_attention`.

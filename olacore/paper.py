@@ -1,8 +1,9 @@
 """The paper's published numbers, in one place: every chapter and the report page read them here.
 
-Liang et al., NeurIPS 2025 (arXiv 2511.05064). Typed in once from the paper's tables (as
-recorded in DESIGN.md section 3); the book puts its own numbers beside these, never instead.
-Model names are the paper's (Q = Qwen2, G = Gemma-2, L = Llama-3.x; BERT, RoBERTa, ELECTRA).
+Liang et al., NeurIPS 2025 (arXiv 2511.05064). Typed in once from the paper's tables (retrieval and
+visual proxy: section 4.1; syntax: 4.3; TOA transfer: 4.4); the book puts its own numbers beside
+these, never instead. Model names are the paper's (Q = Qwen2, G = Gemma-2, L = Llama-3.x; BERT,
+RoBERTa, ELECTRA).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The cached pipeline: texts -> attention -> OLA -> token-level maps of any channel.
 
-DESIGN.md section 7. Each step is cached in a :class:`olacore.store.TensorStore`, one entry per
-(model fingerprint, text, settings), so that a larger text set reuses the entries of a smaller
-one and a warm notebook never loads a model:
+One part of the package's data flow (module map in :mod:`olacore`). Each step is cached in a
+:class:`olacore.store.TensorStore`, one entry per (model fingerprint, text, settings), so that a
+larger text set reuses the entries of a smaller one and a warm notebook never loads a model:
 
 - :func:`cached_attention`: the ``(N, T, T)`` head-averaged attention of
   :func:`olacore.extraction.extract_attention`.
@@ -183,7 +183,7 @@ def cached_per_text(
 
 @dataclass
 class OLAResult:
-    """OLA and rollout of one text (paper section 3.1; DESIGN.md section 1).
+    """OLA and rollout of one text (paper section 3.1, derived in the book's first chapter).
 
     Attributes:
         text, tokens, offsets: as in :class:`~olacore.extraction.Extraction`.
@@ -213,7 +213,7 @@ def cached_ola(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> list[OLAResult]:
-    """OLA orders ``0..max_order`` and rollout of each text, cached (DESIGN.md sections 1 and 7).
+    """OLA orders ``0..max_order`` and rollout of each text, cached (paper section 3.1).
 
     On a miss, the attention comes from :func:`cached_attention` (itself cached), and
     :func:`~olacore.ola.order_level_attention` and :func:`~olacore.ola.attention_rollout` run in

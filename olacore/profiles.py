@@ -1,4 +1,6 @@
-"""Run profiles: one ``profile`` parameter sets every size a chapter uses (DESIGN.md section 6).
+"""Run profiles: one ``profile`` parameter sets every size a chapter uses.
+
+The book's introduction tells readers how to use them ("Re-running a chapter with other parameters").
 
 - ``smoke``: seconds to a few minutes per notebook on real models, tiny sizes; tests and CI.
 - ``default``: the published book on a 2-core CPU (whole book under an hour cold).

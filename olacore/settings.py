@@ -4,9 +4,9 @@ Two settings, both environment variables so that notebooks, tests, the command l
 CI agree without passing paths around:
 
 ``OLACORE_DATA``
-    Folder holding the public data releases (DESIGN.md section 5). Default: ``shared/data``
-    beside the repository (``<repo>/../shared/data``). Read only: nothing is ever written
-    there.
+    Folder holding the public data releases (listed, with their licences, on the book's page "Models
+    and data"). Default: ``shared/data`` beside the repository (``<repo>/../shared/data``). Read
+    only: nothing is ever written there.
 ``OLACORE_CACHE``
     Folder for dequantised model weights, extracted attention and other derived files.
     Default: ``~/.cache/olacore``.

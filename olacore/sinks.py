@@ -1,6 +1,6 @@
 """Attention sinks: removing them as the official preprocessing does (``models/ola_utils.py``), and mirroring causal maps.
 
-DESIGN.md section 2. Causal models park much attention on the first token whatever the text
+Causal models park much attention on the first token whatever the text
 (Xiao et al., 2024). The official code zeroes such entries before comparing maps, by this rule
 (``get_outliers_mask`` and ``cal_maskes`` in the official ``models/ola_utils.py``, applied by
 ``preprocess_ola`` in ``models/ola_model.py``): in each row flag every entry equal to the row
@@ -64,7 +64,7 @@ def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: st
 
 
 def clean_sinks(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: str = "row") -> torch.Tensor:
-    """Remove attention sinks by the official rule (DESIGN.md section 2; module docstring).
+    """Remove attention sinks by the official rule (``models/ola_utils.py``; module docstring).
 
     Every entry :func:`sink_flags` flags is zeroed, entries outside the statistics' support
     (above the diagonal with ``stats="causal"``) are zeroed too, and each row is renormalised.

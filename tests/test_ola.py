@@ -1,4 +1,4 @@
-"""The OLA identities of DESIGN.md section 1, on random row-stochastic maps."""
+"""The OLA identities of paper section 3.1 (chapter 01's derivation), on random row-stochastic maps."""
 
 from __future__ import annotations
 

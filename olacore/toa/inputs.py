@@ -124,7 +124,7 @@ def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = V
 
 
 def toa_channels(orders: torch.Tensor, causal: bool, use_orders: Sequence[int] = (1, 2)) -> torch.Tensor:
-    """The official TOA input from OLA orders (paper section 4.4; DESIGN.md section 2).
+    """The official TOA input from OLA orders (paper section 4.4; the official preprocessing, module docstring).
 
     Args:
         orders: ``(K + 1, T, T)`` output of :func:`olacore.ola.order_level_attention` for one

@@ -1,4 +1,4 @@
-"""Zero-shot prompting of the causal LMs: the paper's only baseline for TOA transfer (DESIGN.md section 3).
+"""Zero-shot prompting of the causal LMs: the paper's only baseline for TOA transfer (paper section 4.4).
 
 The paper compares an adapter trained on one model's OLA and applied unchanged to another
 with zero-shot prompting of the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B /

@@ -1,8 +1,8 @@
 """The fixed zero-shot prompts (RE and NER), and which form each model gets: chat template or plain text.
 
-The paper's only baseline for TOA transfer is zero-shot prompting of the target LM (DESIGN.md
-section 3). Our prompts are written for this book (not taken from the official code) and fixed:
-any change of wording must bump :data:`PROMPT_VERSION` (the answers are cached per rendered
+The paper's only baseline for TOA transfer is zero-shot prompting of the target LM (paper section
+4.4, its RE table). Our prompts are written for this book (not taken from the official code) and
+fixed: any change of wording must bump :data:`PROMPT_VERSION` (the answers are cached per rendered
 prompt anyway, so an unbumped change is still never served stale answers).
 
 Two forms:
