@@ -3,25 +3,56 @@
     python -m olacore ola --model NAME --text "..." --max-order K [--words] [--out FIG.png] [--json]
 
 ``NAME`` is a zoo name (see ``python -m olacore models``), a Hugging Face id or a local
-model folder. ``--words`` pools token maps onto words (olacore.alignment.word_spans: runs of word characters, and each punctuation mark). ``--json``
-prints ``{"model", "tokens", "orders"}`` with orders 0..K as nested lists.
+model folder. ``--words`` pools token maps onto words (runs of word characters, and each
+punctuation mark on its own). ``--json`` prints ``{"model", "tokens", "orders"}`` with orders
+0..K as nested lists. ``--out`` writes a figure; its suffix picks the format.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+
+#: Suffixes ``--out`` accepts (lower or upper case): formats matplotlib writes without LaTeX or
+#: extra libraries. Checked before any work, so a typo costs no model loading.
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
+
+
+def _plain(text: str) -> str:
+    """``text`` (a reST docstring) as plain text for ``--help``, which argparse prints verbatim:
+    double backticks and Sphinx roles (``:func:``, ``:mod:``, ...) are stripped to their content."""
+    text = re.sub(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse bad ``ola`` options before any model is looked up, loaded or run.
+
+    Raises:
+        ValueError: an empty or whitespace-only ``--text``; an ``--out`` path whose suffix is not
+            one of :data:`FIGURE_SUFFIXES` or whose folder does not exist.
+    """
+    from pathlib import Path
+
+    if not args.text.strip():
+        raise ValueError('--text is empty; give the text to analyse, e.g. --text "The cat sat on the mat."')
+    if args.out:
+        out = Path(args.out).expanduser()
+        if out.suffix.lower() not in FIGURE_SUFFIXES:
+            found = f"unsupported suffix {out.suffix!r}" if out.suffix else "no suffix"
+            raise ValueError(f"--out {args.out}: {found}; end the path with .png, .pdf or .svg "
+                             f"(also accepted: {', '.join(FIGURE_SUFFIXES[3:])})")
+        if not out.parent.is_dir():
+            raise ValueError(f"--out {args.out}: folder {out.parent} does not exist; create it first")
 
 
 def _ola_command(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
+    _check_options(args)
     from olacore.alignment import pool_to_words, word_spans
     from olacore.pipeline import cached_ola
 
-    if args.out and not Path(args.out).expanduser().parent.is_dir():
-        raise ValueError(f"--out {args.out}: folder {Path(args.out).expanduser().parent} does not exist; create it first")
     (result,) = cached_ola(args.model, [args.text], args.max_order, device=args.device)
     orders, labels = result.orders, list(result.tokens)
     if args.words:
@@ -54,15 +85,17 @@ def _models_command(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m olacore", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m olacore", description=_plain(__doc__),
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     ola = commands.add_parser("ola", help="compute (and draw) the OLA orders of a text")
     ola.add_argument("--model", required=True, help="zoo name, Hugging Face id or model folder")
-    ola.add_argument("--text", required=True)
-    ola.add_argument("--max-order", type=int, default=3)
-    ola.add_argument("--words", action="store_true", help="pool token maps onto words (olacore.alignment.word_spans)")
-    ola.add_argument("--out", help="write a figure of orders 1..K to this PNG/PDF/SVG path")
+    ola.add_argument("--text", required=True, help="the text to analyse (not empty)")
+    ola.add_argument("--max-order", type=int, default=3, help="highest OLA order K (default 3)")
+    ola.add_argument("--words", action="store_true",
+                     help="pool token maps onto words (runs of word characters, each punctuation mark on its own)")
+    ola.add_argument("--out", help="write a figure of orders 1..K to this path; the suffix picks the format: "
+                                   ".png, .pdf, .svg (also .svgz, .eps, .ps, .jpg, .jpeg, .tif, .tiff, .webp)")
     ola.add_argument("--json", action="store_true", help="print the maps as JSON on stdout")
     ola.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     ola.set_defaults(run=_ola_command)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -71,3 +72,69 @@ def test_words_keep_a_soft_hyphenated_word_whole():
     order1 = payload["orders"][1]
     assert len(order1) == 4 and all(len(row) == 4 for row in order1)
     assert len({tuple(row) for row in order1}) == 4  # no two identical rows
+
+
+# --- rough edges: plain help, options refused before any work -------------------------------
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Any model lookup, loading or extraction fails the test: the CLI must refuse first."""
+    import olacore.loading
+    import olacore.pipeline
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("a model was looked up or loaded before the options were checked")
+
+    for module, name in ((olacore.pipeline, "cached_ola"), (olacore.pipeline, "cached_attention"),
+                         (olacore.loading, "load_model"), (olacore.loading, "model_fingerprint")):
+        monkeypatch.setattr(module, name, forbidden)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["ola", "--help"], ["models", "--help"]])
+def test_help_is_plain_text(argv, capsys):
+    from olacore.cli import main
+
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 0
+    text = capsys.readouterr().out
+    assert "usage:" in text
+    assert "``" not in text and not re.search(r":[a-z]+:`", text)  # no reST markup printed verbatim
+
+
+@pytest.mark.parametrize("name, found", [("ola.txt", "unsupported suffix '.txt'"), ("ola", "no suffix")])
+def test_unsupported_out_suffix_is_refused_before_any_model_loading(no_model, tmp_path, capsys, name, found):
+    from olacore.cli import main
+
+    out = tmp_path / name
+    assert main(["ola", "--model", "minilm-l6", "--text", TEXT, "--out", str(out), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert found in err and ".png" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_out_suffixes_are_formats_matplotlib_writes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from olacore.cli import FIGURE_SUFFIXES, _check_options
+
+    figure = plt.figure()
+    supported = figure.canvas.get_supported_filetypes()
+    plt.close(figure)
+    assert {s.lstrip(".") for s in FIGURE_SUFFIXES} <= set(supported)
+    import argparse
+
+    _check_options(argparse.Namespace(text=TEXT, out="ola.PNG"))  # any case, in the current folder: accepted
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_empty_text_gets_one_line_saying_what_to_do(no_model, capsys, text):
+    from olacore.cli import main
+
+    assert main(["ola", "--model", "minilm-l6", "--text", text, "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --text is empty") and "give the text" in err
+    assert len(err.strip().splitlines()) == 1
