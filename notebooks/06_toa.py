@@ -47,8 +47,8 @@ from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.transfer import (METRICS, all_task_data, data_table, random_init_rows, train_all,
-                                  transfer_rows, transfer_settings)
+from olacore.toa.transfer import (METRICS, all_task_data, data_table, random_init_rows, task_training,
+                                  train_all, transfer_rows, transfer_settings)
 from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, majority_bounds,
                                          paper_comparison, record_transfer,
                                          transfer_heatmaps, verdict_table, zero_shot_rows)
@@ -66,14 +66,16 @@ workers = cpu_workers(device)  # one single-threaded process per core: extractio
 pd.set_option("display.precision", 1)
 a, t = syntax.adapter, syntax.training
 show_table(pd.DataFrame([
-    ("RE: SemEval-2010 Task 8 (train / dev / test)", f"{settings.re.train} / {settings.re.dev} / {settings.re.test}"),
-    ("NER: WNUT-17 (train / dev / test)", f"{settings.ner.train} / {settings.ner.dev} / {settings.ner.test}"),
+    ("RE: SemEval-2010 Task 8 (train / dev / test; epochs)",
+     f"{settings.re.train} / {settings.re.dev} / {settings.re.test}; {task_training('re', settings).epochs}"),
+    ("NER: WNUT-17 (train / dev / test; epochs)",
+     f"{settings.ner.train} / {settings.ner.dev} / {settings.ner.test}; {task_training('ner', settings).epochs}"),
     ("DP, POS: UD English EWT (train / dev / test), as the syntax chapter",
      f"{syntax.num_train} / {syntax.num_dev} / {syntax.num_test}"),
     ("causal models / encoders", f"{', '.join(settings.causal)} / {', '.join(settings.encoders)}"),
     ("adapter input", "OLA orders 1 + 2, raw and sink-cleaned (official: preprocess_ola, models/ola_model.py)"),
     ("adapter: width, depth, heads", f"{a.dim}, {a.depth}, {a.heads} (official 768, 5, 8)"),
-    ("training: epochs, batch, AdamW lr", f"{t.epochs}, {t.batch_size}, {t.lr:g} (checkpoint chosen on dev)"),
+    ("training: epochs (DP, POS), batch, AdamW lr", f"{t.epochs}, {t.batch_size}, {t.lr:g} (checkpoint chosen on dev)"),
     ("length cut (tokens), grid", f"{syntax.max_tokens}, {syntax.grid}"),
     ("seeds", ", ".join(map(str, settings.seeds))),
     ("random-init control: targets, EWT test sentences", f"{', '.join(settings.control_models)}; {settings.control_test}"),
@@ -228,8 +230,9 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 #   sentence-embedding encoders (MiniLM-L6, MPNet-base) where the paper's TOA encoders are
 #   BERT, RoBERTa and ELECTRA.
 # - **Data**: WNUT-17 for OntoNotes NER (licensed), EWT XPOS (the Penn Treebank tags) for
-#   CoNLL-2000 POS; a few hundred training sentences per task, and fixed, evenly spread test
-#   subsets for RE and NER (the paper: full splits). Every size is in the settings table.
+#   CoNLL-2000 POS; 1,500 RE training sentences (the paper: 7,200), a few hundred for the
+#   other tasks, and fixed, evenly spread test subsets for RE and NER (the paper: full
+#   splits). Every size is in the settings table.
 # - **Adapter**: scaled down about 2,800 times (width 32, depth 2 instead of 768 and 5), the
 #   word grid, pair-cell DP scores and a log-length input scaling (measured in the syntax
 #   chapter); a few epochs at a higher learning rate.

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from olacore.toa.transfer import TaskSizes, TransferSettings, transfer_settings
+from olacore.toa.transfer import TaskSizes, TransferSettings, task_training, transfer_settings
 from olacore.toa.transfer_report import (_adjacent_uas, gap_table, paper_comparison, record_transfer,
                                          verdict_table, zero_shot_rows)
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
@@ -43,6 +43,18 @@ def test_profiles_build_and_validate():
         TaskSizes(10, 0, 5)
     with pytest.raises(ValueError, match="seed"):
         TransferSettings(seeds=())
+
+
+def test_task_training_sets_epochs_of_re_and_ner_only():
+    s = TransferSettings(re=TaskSizes(20, 10, 10, epochs=3), ner=TaskSizes(20, 10, 10))
+    base = s.syntax.training
+    assert task_training("re", s) == dataclasses.replace(base, epochs=3)
+    assert task_training("ner", s) is base and task_training("dp", s) is base and task_training("pos", s) is base
+    with pytest.raises(ValueError, match="unknown transfer task"):
+        task_training("srl", s)
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ValueError, match="epochs"):
+            TaskSizes(10, 5, 5, epochs=bad)
 
 
 def test_kind_of_names_the_model():
