@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from olacore.toa.transfer import TaskSizes, TransferSettings, task_training, transfer_settings
+from olacore.toa.transfer_settings import TaskSizes, TransferSettings, task_training, transfer_settings
 from olacore.toa.transfer_report import (_adjacent_uas, gap_table, paper_comparison, record_transfer,
                                          verdict_table, zero_shot_rows)
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer

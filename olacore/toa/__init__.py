@@ -12,8 +12,9 @@ One module per job, data flowing down the list:
 - :mod:`olacore.toa.train`: cached training jobs, trained adapters, evaluation on any model.
 - :mod:`olacore.toa.config`: profile settings; :mod:`olacore.toa.experiments`: chapter-level
   functions (syntax grid, tables, POS, transfer).
-- :mod:`olacore.toa.transfer`: the transfer chapter's settings and matrices (every adapter on
-  every model of its kind, the random-init control); :mod:`olacore.toa.transfer_report`: its
+- :mod:`olacore.toa.transfer_settings`: the transfer chapter's sizes per profile;
+  :mod:`olacore.toa.transfer`: its matrices (every adapter on every model of its kind, the
+  random-init control); :mod:`olacore.toa.transfer_report`: its
   bounds, zero-shot rows, gaps, verdicts and figures; :mod:`olacore.toa.transfer_similarity`:
   similarity vs transfer.
 """

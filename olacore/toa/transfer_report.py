@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from olacore.toa.analysis import MARGIN
-from olacore.toa.transfer import METRICS, TransferSettings, matrix, task_splits
+from olacore.toa.transfer import matrix, task_splits
+from olacore.toa.transfer_settings import METRICS, TransferSettings
 from olacore.verdicts import better
 
 __all__ = ["majority_bounds", "zero_shot_rows", "gap_table", "verdict_table", "learned_table",

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from olacore.toa.transfer import METRICS, TransferSettings
+from olacore.toa.transfer_settings import METRICS, TransferSettings
 
 __all__ = ["similarity_hits", "similarity_vs_transfer"]
 
