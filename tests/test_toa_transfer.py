@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from olacore.toa.augment import Augmentation
 from olacore.toa.transfer_settings import TaskSizes, TransferSettings, task_training, transfer_settings
 from olacore.toa.transfer_report import (_adjacent_uas, gap_table, paper_comparison, record_transfer,
                                          verdict_table, zero_shot_rows)
@@ -46,10 +47,13 @@ def test_profiles_build_and_validate():
 
 
 def test_task_training_sets_epochs_of_re_and_ner_only():
-    s = TransferSettings(re=TaskSizes(20, 10, 10, epochs=3), ner=TaskSizes(20, 10, 10))
+    s = TransferSettings(re=TaskSizes(20, 10, 10, epochs=3), ner=TaskSizes(20, 10, 10), augment=None)
     base = s.syntax.training
     assert task_training("re", s) == dataclasses.replace(base, epochs=3)
     assert task_training("ner", s) is base and task_training("dp", s) is base and task_training("pos", s) is base
+    official = dataclasses.replace(s, augment=Augmentation())
+    assert task_training("re", official) == dataclasses.replace(base, epochs=3, augment=Augmentation())
+    assert task_training("ner", official).augment == Augmentation() and task_training("dp", official) is base
     with pytest.raises(ValueError, match="unknown transfer task"):
         task_training("srl", s)
     for bad in (0, -1, True, 2.0):
