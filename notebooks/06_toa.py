@@ -180,6 +180,9 @@ show_table(comparison, "tbl-toa-paper", "Relation extraction (SemEval-2010 Task 
 # beats the same adapter on the random-init target, beats the majority bound. First, though,
 # whether each task's target-trained adapters learned anything beyond the majority bound:
 # where they did not, the transfer verdicts of that task cannot speak for or against OLAS.
+# The test subsets are small at the default profile (the binomial standard error of RE
+# accuracy is printed below), so one cell's verdict is weak evidence; the count over the
+# pairs is the reading.
 
 # %%
 gaps = gap_table(rows)
@@ -192,6 +195,11 @@ for claim in ("beats zero-shot", "beats random init", "beats majority"):
         tested = group[group[claim] != NOT_TESTED]
         print(f"transfer {claim} ({task}): holds for {(tested[claim] == 'holds').sum()} of {len(tested)} tested pairs"
               f" ({len(group) - len(tested)} not tested: the source adapter did not learn)")
+re_transfer = verdicts.loc[verdicts["task"] == "re", "transfer"] / 100
+if len(re_transfer):
+    p = float(re_transfer.mean())
+    print(f"RE test: {settings.re.test} sentences; binomial standard error of an accuracy near {100 * p:.0f} %: "
+          f"{100 * (p * (1 - p) / settings.re.test) ** 0.5:.1f} points")
 learned = learned_table(rows, bounds)
 show_table(learned, "tbl-toa-learned", "Did the target-trained adapter (the diagonal) beat the majority bound by "
            f"more than {LEARNED_TOL:g} points? Transfer verdicts test OLAS only where it did.")
