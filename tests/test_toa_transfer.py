@@ -316,3 +316,42 @@ def test_verdicts_not_tested_when_source_did_not_learn():
     assert math.isnan(v.loc["b", "recovered above majority"])
     assert v.loc["a", "recovered"] == pytest.approx(100 * 25 / 60)
     assert v.loc["a", "recovered above majority"] == pytest.approx(100 * 6 / 41)
+
+
+# ---------------------------------------------------------------- bad input, empty results, lazy twin
+
+def _smoke_re():
+    return transfer_settings("smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
+                             control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
+
+
+def test_majority_bounds_refuse_an_unknown_task_before_reading_data(monkeypatch):
+    import olacore.toa.transfer_report as report
+
+    def read(*_, **__):
+        raise AssertionError("data read before the tasks were checked")
+
+    monkeypatch.setattr(report, "task_splits", read)
+    with pytest.raises(ValueError, match=r"unknown tasks \['srl'\]; choose from \('re', 'dp', 'pos', 'ner'\)"):
+        report.majority_bounds(_smoke_re(), ["re", "srl"])
+    empty = report.majority_bounds(_smoke_re(), [])
+    assert empty.empty and list(empty.columns) == ["task", "bound", "score"]
+
+
+def test_zero_shot_rows_skip_only_unprompted_tasks_of_the_settings(monkeypatch):
+    import olacore.zeroshot as zeroshot
+    from olacore.toa.transfer_report import PROMPTED, ZERO_SHOT_COLUMNS
+
+    def prompt(*_, **__):
+        raise AssertionError("a model was prompted")
+
+    monkeypatch.setattr(zeroshot, "zero_shot", prompt)
+    assert PROMPTED == ("re", "ner")
+    syntax_only = transfer_settings("smoke", tasks=("dp", "pos"))
+    empty = zero_shot_rows(syntax_only)  # dp / pos have no zero-shot form: passed over by design
+    assert empty.empty and list(empty.columns) == list(ZERO_SHOT_COLUMNS)
+    for asked in (("dp",), ("re", "rel")):  # explicitly asked for: never skipped silently
+        with pytest.raises(ValueError, match="cannot prompt tasks"):
+            zero_shot_rows(transfer_settings("smoke", tasks=("re", "dp")), asked)
+    with pytest.raises(ValueError, match=r"\['ner'\] are not among settings.tasks"):
+        zero_shot_rows(_smoke_re(), ("re", "ner"))
