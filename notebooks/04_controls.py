@@ -40,7 +40,7 @@ device: str | None = None  # None: CUDA when available, else CPU
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from olacore.controls import control_hits_table, control_pair, controls_proxy
+from olacore.controls import control_hits_summary, control_pair, controls_proxy
 from olacore.maps import make_maps, model_maps
 from olacore.profiles import settings
 from olacore.results import ChapterResults
@@ -77,18 +77,14 @@ for kind, (target, source, num_texts, noise) in pairs.items():
                                                      seed=cfg.seed, size=cfg.size, device=device,
                                                      workers=cpu_workers(device))
 
-
-def show(kind):
-    target, source, num_texts, _ = pairs[kind]
-    print(f"target {target} vs trained source {source}: Hits@1 % ({num_texts} texts; "
-          f"chance {100 * chance_hits(num_texts, 1):.1f} %)")
-    return control_hits_table(tables[kind])
-
-
-show("encoder")
+hits, caption = control_hits_summary(tables["encoder"], *pairs["encoder"][:3])
+print(caption)
+hits
 
 # %%
-show("causal")
+hits, caption = control_hits_summary(tables["causal"], *pairs["causal"][:3])
+print(caption)
+hits
 
 # %% [markdown]
 # ## Hits@1 against the noise scale

