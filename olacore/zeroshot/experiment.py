@@ -73,7 +73,7 @@ def _check_examples(task: str, examples: Sequence) -> list:
     return examples
 
 
-def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form: str = "auto", batch_size: int = 8,
+def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form: str = "auto", batch_size: int = 16,
               device: str | torch.device | None = None, progress: bool = True,
               store: TensorStore | None = None) -> pd.DataFrame:
     """Zero-shot prompting of a causal LM on ``examples``: one parsed row per example (the paper's TOA baseline).
@@ -86,7 +86,9 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
         examples: the records, e.g. ``evenly_spread(read_semeval("test").items, 100)``.
         form: ``"auto"`` (chat template where the tokenizer has one, else plain), ``"chat"`` or
             ``"plain"`` (:mod:`olacore.zeroshot.prompts`).
-        batch_size: prompts decoded together on a miss.
+        batch_size: prompts decoded together on a miss. 16 was measured fastest on the 2-core CPU
+            (qwen2.5-0.5b, 32 RE test prompts, cold: 22.3 s at 8, 18.3 s at 16, 20.8 s at 32, the
+            same answers at all three).
         device: where to load the model on a miss (default CUDA if available).
         progress: tqdm bar over the answers generated.
         store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
