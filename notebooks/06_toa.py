@@ -48,9 +48,9 @@ from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.transfer import all_task_data, data_table, random_init_rows, train_all, transfer_rows
-from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, majority_bounds,
-                                         paper_comparison, record_transfer,
-                                         transfer_heatmaps, verdict_table, zero_shot_rows)
+from olacore.toa.transfer_bounds import majority_bounds, zero_shot_rows
+from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, paper_comparison,
+                                         record_transfer, transfer_heatmaps, verdict_table)
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
 from olacore.toa.transfer_settings import METRICS, task_training, transfer_settings
 from olacore.zeroshot import prompt_forms

@@ -13,8 +13,8 @@ import pytest
 
 from olacore.toa.augment import Augmentation
 from olacore.toa.transfer_settings import TaskSizes, TransferSettings, task_training, transfer_settings
-from olacore.toa.transfer_report import (_adjacent_uas, gap_table, paper_comparison, record_transfer,
-                                         verdict_table, zero_shot_rows)
+from olacore.toa.transfer_bounds import _adjacent_uas, zero_shot_rows
+from olacore.toa.transfer_report import gap_table, paper_comparison, record_transfer, verdict_table
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
 
 
@@ -338,7 +338,7 @@ def test_task_data_refuses_an_unknown_task_before_extracting(monkeypatch):
 
 
 def test_majority_bounds_refuse_an_unknown_task_before_reading_data(monkeypatch):
-    import olacore.toa.transfer_report as report
+    import olacore.toa.transfer_bounds as report
 
     def read(*_, **__):
         raise AssertionError("data read before the tasks were checked")
@@ -352,7 +352,7 @@ def test_majority_bounds_refuse_an_unknown_task_before_reading_data(monkeypatch)
 
 def test_zero_shot_rows_skip_only_unprompted_tasks_of_the_settings(monkeypatch):
     import olacore.zeroshot as zeroshot
-    from olacore.toa.transfer_report import PROMPTED, ZERO_SHOT_COLUMNS
+    from olacore.toa.transfer_bounds import PROMPTED, ZERO_SHOT_COLUMNS
 
     def prompt(*_, **__):
         raise AssertionError("a model was prompted")

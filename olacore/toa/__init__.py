@@ -14,9 +14,9 @@ One module per job, data flowing down the list:
   functions (syntax grid, tables, POS, transfer).
 - :mod:`olacore.toa.transfer_settings`: the transfer chapter's sizes per profile;
   :mod:`olacore.toa.transfer`: its matrices (every adapter on every model of its kind, the
-  random-init control); :mod:`olacore.toa.transfer_report`: its
-  bounds, zero-shot rows, gaps, verdicts and figures; :mod:`olacore.toa.transfer_similarity`:
-  similarity vs transfer.
+  random-init control); :mod:`olacore.toa.transfer_bounds`: its lower bounds (majority class,
+  zero-shot prompting); :mod:`olacore.toa.transfer_report`: gaps, verdicts, the paper's table
+  and figures; :mod:`olacore.toa.transfer_similarity`: similarity vs transfer.
 """
 
 from olacore.toa.adapter import AdapterConfig

