@@ -246,12 +246,11 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 # - **Adapter**: scaled down about 2,800 times (width 32, depth 2 instead of 768 and 5), the
 #   word grid, pair-cell DP scores and a log-length input scaling (measured in the syntax
 #   chapter); a higher learning rate and batch, and the epochs of the settings table (the
-#   official configs: 15 epochs for encoders, 5 for causal LMs, AdamW learning rate 1e-5, 3e-5
-#   for DP, batch 2).
-#   The official augmentation (fake sinks
-#   and noise) trains the RE and NER adapters, as in the official code; the DP and POS
-#   adapters are the syntax chapter's, trained without it (the `paper` profile uses it
-#   everywhere). Measured on SemEval dev while sizing the chapter (1,500 sentences, recorded
+#   official `configs/train_*.json`: 15 epochs for encoders, 5 for causal LMs, AdamW learning
+#   rate 1e-5, 3e-5 for DP, batch 2). The official augmentation (fake sinks and noise,
+#   `models/ola_augmentations.py`) trains the RE and NER adapters, as the official training
+#   does; the DP and POS adapters are the syntax chapter's, trained without it (the `paper`
+#   profile uses it everywhere). Measured on SemEval dev while sizing the chapter (1,500 sentences, recorded
 #   in `olacore.toa.transfer_settings`), it took SmolLM2's RE adapter on Gemma from 10 % to 27 %.
 # - **Selection**: checkpoints chosen on a dev split; the official configs
 #   (`configs/train_*_semevalre.json`, `configs/train_*_conll2012en_entity.json`,
