@@ -83,7 +83,7 @@ class TransferSettings:
             30.0 / 28.7 / 24.7; 1,000 x 20 34.0 / 20.0 / 27.3 and 27.3 / 25.3 / 23.3; 1,000 x 15
             26.0 / 20.0 / 23.3 and 22.7 / 22.7 / 24.7. The default, 1,000 x 20, is within a
             standard error (about 3.6 points) of 1,500 x 15 and extracts a third fewer maps,
-            which keeps the chapter within its 20 minutes cold.
+            which keeps the chapter within its 20 minutes cold (measured: 1,169 s in a fresh-clone cold book).
         causal, encoders: the models of each kind; each is a target, and each trains the
             adapter of its own diagonal cell, so each is also a source.
         seeds: training seeds (mean and std where more than one).
