@@ -16,8 +16,9 @@ map and label, configs, seed), its checkpoint chosen on *dev* (the official conf
 the test split). The DP and POS data, adapter and training are exactly those of the syntax
 chapter (:func:`olacore.toa.experiments.syntax_data` on :func:`olacore.toa.experiments.syntax_splits`
 of :func:`olacore.toa.config.toa_settings`, input "order 1+2", seed 0), so that its
-target-trained adapters are store hits here. Bounds, zero-shot prompting and the
-similarity-vs-transfer reading are in :mod:`olacore.toa.transfer_report`; the settings (sizes
+target-trained adapters are store hits here. Bounds and zero-shot prompting are in
+:mod:`olacore.toa.transfer_bounds`, gaps and verdicts in :mod:`olacore.toa.transfer_report`, the
+similarity-vs-transfer reading in :mod:`olacore.toa.transfer_similarity`; the settings (sizes
 per profile) in :mod:`olacore.toa.transfer_settings`, re-exported here.
 """
 
