@@ -48,7 +48,7 @@
 # - *Adapter size.* The official adapter has width 768 and depth 5 (about 450 million
 #   parameters with the DP head); ours has width 32 and depth 2 (about 160 thousand), sized
 #   for a 2-core CPU, with two additions measured to matter at this size
-#   (`olacore.toa.config`): arc and relation scores also read the pair's own cell `(i, j)`,
+#   (`olacore.profiles.SyntaxSettings`): arc and relation scores also read the pair's own cell `(i, j)`,
 #   and maps enter as `log1p(T m)`. The settings table below lists every size.
 # - *Data size.* The official DP configs (`configs/train_*_udewt_dp.json`) train on all 12,544
 #   EWT training sentences for 15 epochs; the `default` profile trains on the first 500 for 6
@@ -68,7 +68,7 @@
 # - *Grid.* The official adapter (`models/adapters.py`, fed by `data_utils/ola_dataset.py`)
 #   reads the full token map (special tokens and every sub-token a row); ours reads the rows and columns of each word's first sub-token (the
 #   word the parser scores, the `begin_mask` of the official `data_utils/dp_utils.py`), which was measured better for the
-#   causal LMs and cheaper (`olacore.toa.config`). Relations are the full EWT ones (subtypes
+#   causal LMs and cheaper (`olacore.profiles.SyntaxSettings`). Relations are the full EWT ones (subtypes
 #   kept), as the official `data_utils/dp_utils.py`; UAS/LAS count punctuation, as the paper.
 
 # %% tags=["parameters"]
@@ -76,27 +76,33 @@ profile = "default"  # smoke, default or paper: sets every size
 device: str | None = None  # None: CUDA when available
 
 # %%
-import dataclasses
+import copy
 
 import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
+import torch
 
 from olacore.loading import model_kind
 from olacore.plots import draw_arcs
+from olacore.profiles import settings as chapter_settings
 from olacore.results import ChapterResults
-from olacore.settings import cpu_workers
+from olacore.settings import cpu_workers, fixed_threads
+from olacore.training import TRAINING_THREADS
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.analysis import (GOAL, MARGIN, baseline_table, best_layer, data_reports, direction_table,
                                   distance_gaps, grid_plan, layer_cells, layer_screen, learning_curve, parse_examples, summary,
                                   syntax_verdicts, wide_table)
-from olacore.toa.config import toa_settings
-from olacore.toa.experiments import pos_table, syntax_data, syntax_datasets, syntax_grid, syntax_splits
+from olacore.toa.batching import LabelVocab, collate, encode_items
+from olacore.toa.evaluate import predict, score
+from olacore.toa.experiments import SCORE_COLUMNS, syntax_data, syntax_datasets, syntax_splits
+from olacore.toa.heads import ToaModel
+from olacore.toa.inputs import input_spec
 from olacore.toa.syntax_report import paper_comparison, record_rows, record_syntax
+from olacore.toa.train import adapter_loss, make_job, optimiser_for, train_adapters, train_epoch
 
-settings = toa_settings(profile)
-settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, device=device))
+settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch()
 results = ChapterResults("05_syntax", profile)
 workers = cpu_workers(device)  # one single-threaded process per core: extraction and training
@@ -115,7 +121,7 @@ show_table(pd.DataFrame([
     ("seeds (repeated cells)", ", ".join(map(str, settings.seeds))),
     ("models (every input on)", f"{', '.join(settings.models)} ({', '.join(settings.full_grid)})"),
 ], columns=["setting", "value"]), "tbl-syntax-settings", f"Settings of the `{profile}` profile "
-           "(`olacore.toa.config.toa_settings`).")
+           "(`olacore.profiles.settings(\"syntax\", profile)`).")
 show_table(grid_plan(settings), "tbl-syntax-plan", "What runs, per data set: its sentences (train / dev / test), "
            "inputs, seeds and adapters. Rows below the zoo models are the cells that ran smaller (the ALTI subset, "
            "the learning curve) or on a control (random init); the best raw layer is added once chosen on dev.",
@@ -141,6 +147,106 @@ reports = data_reports(data)
 show_table(reports[reports["data set"].isin(settings.models)], "tbl-syntax-data",
            "Sentences and words per model and split after alignment and the length cut; words past the cut and "
            "words whose head lies past it are not scored.", decimals=0)
+
+# %% [markdown]
+# ## One adapter, taken apart
+#
+# Before the grid trains dozens of adapters, here is one of them in the open: the DP adapter
+# on first-order OLA of one model, seed 0. First the network. Its input is the sentence's
+# order-1 map twice, raw and sink-cleaned (two channels of a `W x W` image, one row and column
+# per word); the backbone mixes each cell with its row and its column (axial attention) and
+# the biaffine head scores, for every word, each word as its head and each relation on that
+# arc.
+
+# %%
+demo, spec, seed = settings.full_grid[0], input_spec("order 1"), settings.seeds[0]
+train, dev, test = (data[demo][split] for split in ("train", "dev", "test"))
+vocab = LabelVocab.from_labels(train.labels())  # the dependency relations seen in training
+net = ToaModel("dependency", spec.num_channels, len(vocab), settings.adapter)
+print(net)
+print(f"{demo}, input {spec.label!r} ({spec.num_channels} channels: raw and sink-cleaned); "
+      f"{len(vocab)} relations; {sum(p.numel() for p in net.parameters()):,} parameters")
+
+# %% [markdown]
+# **The loss, on one batch.** Four training sentences padded into one `(B, C, W, W)` tensor;
+# the head returns arc scores `(B, W, W)` (row: a word, column: a candidate head) and
+# relation scores `(B, W, W, relations)`. The loss is the cross-entropy of each word's gold
+# head among all words plus the cross-entropy of its gold relation on the gold arc
+# (`olacore.toa.train.adapter_loss`); words whose head lies past the 64-token cut are left
+# out.
+
+# %%
+train_inputs, dev_inputs = train.inputs(spec), dev.inputs(spec)
+train_targets, _ = encode_items(train.items, "dependency", vocab)
+dev_targets, _ = encode_items(dev.items, "dependency", vocab)
+maps, lengths, batch = collate(train_inputs[:4], train_targets[:4], "dependency")
+outputs = net(maps, lengths)
+print(f"maps {tuple(maps.shape)}, arc scores {tuple(outputs['arc'].shape)}, relation scores "
+      f"{tuple(outputs['rel'].shape)}; loss of the untrained adapter {adapter_loss('dependency', outputs, batch):.2f}")
+
+# %% [markdown]
+# **The loop.** AdamW with a linear warm-up and decay, batches of similar length, one pass
+# over the training sentences per epoch (`olacore.toa.train.train_epoch`: forward, the loss
+# above, backward, a clipped step). After each epoch the adapter parses the **dev**
+# sentences, and the epoch with the best dev LAS is kept: the checkpoint is chosen on dev,
+# never on test (the official configs evaluate on test). One thread, seeded, so that the
+# package's cached training below gives the very same adapter.
+
+# %%
+with watch("one adapter by hand"), fixed_threads(TRAINING_THREADS):
+    torch.manual_seed(seed)
+    generator = torch.Generator().manual_seed(seed)
+    net = ToaModel("dependency", spec.num_channels, len(vocab), settings.adapter)
+    training = settings.training
+    steps = training.epochs * -(-len(train_inputs) // training.batch_size)
+    optimiser, schedule = optimiser_for(net, training, steps)
+    history, best = [], None
+    for epoch in range(1, training.epochs + 1):
+        loss = train_epoch(net, train_inputs, train_targets, optimiser, schedule, training, generator)
+        on_dev = score("dp", dev.items, predict(net, dev_inputs, dev_targets, "dependency", training.eval_batch_size),
+                       vocab)
+        history.append({"epoch": epoch, "loss": loss, "dev_uas": on_dev["uas"], "dev_las": on_dev["las"]})
+        if best is None or on_dev["las"] > best["las"]:  # selection on dev LAS
+            best, best_epoch, best_state = on_dev, epoch, copy.deepcopy(net.state_dict())
+    net.load_state_dict(best_state)
+history = pd.DataFrame(history)
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3))
+left.plot(history["epoch"], history["loss"], marker="o")
+left.set(xlabel="epoch", ylabel="training loss", title="Loss")
+right.plot(history["epoch"], history["dev_uas"], marker="o", label="UAS")
+right.plot(history["epoch"], history["dev_las"], marker="o", label="LAS")
+right.axvline(best_epoch, color="grey", linestyle=":", label="kept (best dev LAS)")
+right.set(xlabel="epoch", ylabel="dev score (%)", title="Dev")
+right.legend(fontsize=8)
+fig.suptitle(f"DP adapter, {demo}, order-1 OLA, seed {seed}")
+plt.tight_layout()
+
+# %% [markdown]
+# **Test, once.** The kept checkpoint parses the test sentences a single time. The package
+# trains every adapter of the chapter with this same loop (`AdapterJob.train`, in one
+# single-threaded worker process per core, cached by a key of every map, label, size and seed it
+# was trained on): its adapter for this cell must be ours, epoch by epoch.
+
+# %%
+test_targets, _ = encode_items(test.items, "dependency", vocab)
+on_test = score("dp", test.items, predict(net, test.inputs(spec), test_targets, "dependency"), vocab)
+packaged = train_adapters([make_job(train, dev, spec, settings.adapter, settings.training, seed=seed, model=demo,
+                                    input="order 1")], workers=1, progress=False)[0]
+same = [round(h["dev_las"], 9) for h in packaged.record["history"]] == [round(v, 9) for v in history["dev_las"]]
+print(f"test UAS {on_test['uas']:.1f}, LAS {on_test['las']:.1f} ({on_test['words']} words; kept epoch {best_epoch} "
+      f"of {training.epochs}); the package's adapter: dev LAS per epoch {'identical' if same else 'DIFFERENT'}, "
+      f"test UAS {packaged.evaluate(test)['uas']:.1f}")
+assert same, "the chapter's loop and olacore.toa.train.AdapterJob.train disagree"
+
+# %% [markdown]
+# One test sentence parsed by this adapter: gold heads (green circles) and predicted heads
+# (orange crosses) over the sentence's order-1 map (row: dependent, column: head).
+
+# %%
+example = parse_examples(packaged, test, splits["test"], count=1)[0]
+fig, ax = plt.subplots(figsize=(6, 6))
+draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{demo}, order-1 OLA")
+plt.tight_layout()
 
 # %% [markdown]
 # ## The best single raw attention layer, chosen on dev
@@ -169,13 +275,29 @@ plt.tight_layout()
 # %% [markdown]
 # ## The grid
 #
-# One adapter per cell (data set, input, seed), trained in one single-threaded process per
-# core, its checkpoint chosen on dev LAS, kept in the cache (keyed by every map and label it
-# was trained and selected on, its sizes and its seed), so a re-run reads it back.
+# The same recipe for every cell (data set, input, seed): one job per cell, trained in one
+# single-threaded process per core (or read back from the cache), the checkpoint chosen on
+# dev LAS, then test scored once.
 
 # %%
 with watch("adapters: train or read back, score test"):
-    table, adapters = syntax_grid(data, settings, cells, workers=workers)
+    jobs = [make_job(data[name]["train"], data[name]["dev"], input_spec(input_name), settings.adapter,
+                     settings.training, seed=cell_seed, model=name, input=input_name)
+            for name, input_name, cell_seed in cells]
+    adapters = dict(zip(cells, train_adapters(jobs, workers=workers)))
+    rows = []
+    for (name, input_name, cell_seed), adapter in adapters.items():
+        scores = adapter.evaluate(data[name]["test"])
+        rows.append({"model": name, "kind": "causal" if data[name]["test"].causal else "encoder", "input": input_name,
+                     "seed": cell_seed, "train": len(data[name]["train"]), "epoch": adapter.record["best_epoch"],
+                     "dev_uas": adapter.record["dev"]["uas"], "dev_las": adapter.record["dev"]["las"],
+                     **{k: scores[k] for k in SCORE_COLUMNS}})
+        if len(data[name].get("test_long", ())):  # the paper profile also scores the long sentences
+            long = adapter.evaluate(data[name]["test_long"])
+            rows[-1].update(long_uas=long["uas"], long_las=long["las"])
+        rows[-1].update(train_seconds=adapter.record["train_seconds"],
+                        sentences_per_second=adapter.record["sentences_per_second"], words=scores["words"])
+    table = pd.DataFrame(rows)
 ORDERS = ["order 1", "order 2", "order 3", "rollout", "order 1+2", "distance"]
 show_table(wide_table(table, settings.models, ORDERS), "tbl-syntax-grid",
            "Test UAS and LAS (%, with punctuation) of the DP adapter trained and tested on each model's own maps, "
@@ -262,8 +384,17 @@ for claim, group in overall.groupby("claim", sort=False):
 
 # %%
 with watch("POS adapters"):
+    pos_spec, pos_seed = input_spec("order 1+2"), settings.seeds[0]
     pos_data = {m: syntax_data(m, splits, settings, task="pos") for m in settings.pos_models}
-    pos, _ = pos_table(pos_data, settings, workers=workers)
+    pos_jobs = [make_job(d["train"], d["dev"], pos_spec, settings.adapter, settings.training, seed=pos_seed, model=m)
+                for m, d in pos_data.items()]  # checkpoint chosen on dev accuracy
+    pos_rows = []
+    for (model, d), adapter in zip(pos_data.items(), train_adapters(pos_jobs, workers=workers, progress=False)):
+        on_test = adapter.evaluate(d["test"])
+        pos_rows.append({"model": model, "input": pos_spec.label, "epoch": adapter.record["best_epoch"],
+                         "dev_accuracy": adapter.record["dev"]["accuracy"], "accuracy": on_test["accuracy"],
+                         "subtoken_accuracy": on_test["subtoken_accuracy"], "unknown_labels": on_test["unknown_labels"]})
+    pos = pd.DataFrame(pos_rows)
 show_table(pos[["model", "input", "epoch", "dev_accuracy", "accuracy", "subtoken_accuracy", "unknown_labels"]],
            "tbl-syntax-pos", "XPOS accuracy (%) from OLA orders 1+2 (checkpoint chosen on dev accuracy; "
            "unknown_labels: test words whose tag never occurs in training).")
@@ -340,9 +471,8 @@ show_table(both, "tbl-syntax-order12", "Test UAS (%): order 1 against orders 1+2
 # one causal LM on a short test sentence.
 
 # %%
-kinds = dict(zip(table["model"], table["kind"]))
-shown = [next(m for m in settings.models if kinds.get(m) == kind) for kind in ("encoder", "causal")
-         if kind in (kinds.get(m) for m in settings.models)]
+shown = [next(m for m in settings.models if model_kind(m) == kind) for kind in ("encoder", "causal")
+         if any(model_kind(m) == kind for m in settings.models)]
 fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 6), squeeze=False)
 for ax, model in zip(axes[0], shown):
     example = parse_examples(adapters[model, "order 1", settings.seeds[0]], data[model]["test"], splits["test"],

@@ -37,29 +37,28 @@ profile = "default"  # smoke, default or paper: sets every size
 device: str | None = None  # None: CUDA when available
 
 # %%
-import dataclasses
-
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
+from olacore.profiles import settings as chapter_settings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.transfer import all_task_data, data_table, random_init_rows, train_all, transfer_rows
+from olacore.toa.transfer import ROW_COLUMNS, all_task_data, data_table, random_init_rows, transfer_scores
 from olacore.toa.transfer_bounds import majority_bounds, zero_shot_rows
 from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, paper_comparison,
                                          record_transfer, transfer_heatmaps, verdict_table)
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
-from olacore.toa.transfer_settings import METRICS, task_training, transfer_settings
+from olacore.toa.evaluate import METRICS
+from olacore.toa.inputs import TOA_INPUT, input_spec
+from olacore.toa.train import make_job, train_adapters
 from olacore.zeroshot import prompt_forms
 
 torch.set_num_threads(1)
-settings = transfer_settings(profile)
+settings = chapter_settings("transfer", profile, device=device)
 syntax = settings.syntax
-settings = dataclasses.replace(settings, syntax=dataclasses.replace(
-    syntax, training=dataclasses.replace(syntax.training, device=device)))
 watch = Stopwatch()
 results = ChapterResults("06_toa", profile)
 workers = cpu_workers(device)  # one single-threaded process per core: extraction and training
@@ -67,9 +66,9 @@ pd.set_option("display.precision", 1)
 a, t = syntax.adapter, syntax.training
 show_table(pd.DataFrame([
     ("RE: SemEval-2010 Task 8 (train / dev / test; epochs)",
-     f"{settings.re.train} / {settings.re.dev} / {settings.re.test}; {task_training('re', settings).epochs}"),
+     f"{settings.re.train} / {settings.re.dev} / {settings.re.test}; {settings.training_for('re').epochs}"),
     ("NER: WNUT-17 (train / dev / test; epochs)",
-     f"{settings.ner.train} / {settings.ner.dev} / {settings.ner.test}; {task_training('ner', settings).epochs}"),
+     f"{settings.ner.train} / {settings.ner.dev} / {settings.ner.test}; {settings.training_for('ner').epochs}"),
     ("DP, POS: UD English EWT (train / dev / test), as the syntax chapter",
      f"{syntax.num_train} / {syntax.num_dev} / {syntax.num_test}"),
     ("causal models / encoders", f"{', '.join(settings.causal)} / {', '.join(settings.encoders)}"),
@@ -82,7 +81,7 @@ show_table(pd.DataFrame([
     ("seeds", ", ".join(map(str, settings.seeds))),
     ("random-init control: targets, EWT test sentences", f"{', '.join(settings.control_models)}; {settings.control_test}"),
 ], columns=["setting", "value"]), "tbl-toa-settings", f"Settings of the `{profile}` profile "
-           "(`olacore.toa.transfer.transfer_settings`).")
+           "(`olacore.profiles.settings(\"transfer\", profile)`).")
 
 # %% [markdown]
 # ## Data and maps
@@ -103,24 +102,76 @@ show_table(reports, "tbl-toa-data", "Examples per task, model and split after al
            decimals=0)
 
 # %% [markdown]
-# ## Adapters, and every adapter on every target
+# ## The adapters
 #
-# One adapter per task and model (each model is the source of its row and the target-trained
-# diagonal of its column), trained on that model's OLA only, its checkpoint chosen on dev;
-# then each adapter is applied, unchanged, to the test maps of every model of its kind. The
-# DP and POS adapters are exactly the syntax chapter's ("order 1+2", seed 0, same data and
-# configuration), read back from the store when that chapter ran first.
+# One adapter per task and model, trained on that model's OLA only (the official input:
+# orders 1 and 2, raw and sink-cleaned, `(4, T, T)`), its checkpoint chosen on the task's
+# **dev** split. It is the syntax chapter's network with the head of its task: a per-token
+# linear head for POS and NER, the biaffine scorer for DP, and for RE the mean of the
+# backbone's diagonal features over each entity span, the two means concatenated and mapped
+# to the 19 relations. Each model is the source of its row and the target-trained diagonal of
+# its column. The DP and POS jobs are exactly the syntax chapter's ("order 1+2", seed 0, same
+# data and training), so they are read back from the cache when that chapter ran first.
 
 # %%
+spec = input_spec(TOA_INPUT)
 with watch("adapters (train or read back)"):
-    stored: dict = {}
-    adapters = train_all(data, settings, workers=workers, stored=stored)
+    cells, jobs = [], []
+    for task in settings.tasks:
+        training = settings.training_for(task)  # RE, NER: their own epochs and the official augmentation
+        for model, splits in data[task].items():
+            for seed in settings.seeds:
+                cells.append((task, model, seed))
+                jobs.append(make_job(splits["train"], splits["dev"], spec, syntax.adapter, training, seed=seed,
+                                     model=model, input=TOA_INPUT))
+    adapters = dict(zip(cells, train_adapters(jobs, workers=workers)))
+re_cell = next(cell for cell in cells if cell[0] == "re") if "re" in settings.tasks else cells[0]
+example = adapters[re_cell]
+print(example.model.head)
+print(f"{re_cell[0]} adapter of {re_cell[1]}: {sum(p.numel() for p in example.model.parameters()):,} parameters, "
+      f"checkpoint of epoch {example.record['best_epoch']} of {len(example.record['history'])}, "
+      f"{example.record['selected_on']}")
+
+# %% [markdown]
+# The learning curves of one model's adapters, one line per task: training loss and the dev
+# score each checkpoint is judged by; the marker is the epoch kept.
+
+# %%
+curve_model = re_cell[1]
+fig, axes = plt.subplots(1, 2, figsize=(10, 3))
 for task in settings.tasks:
-    read = [m for (t, m, _), hit in stored.items() if t == task and hit]
-    print(f"{task}: {len(read)} of {sum(t == task for t, _, _ in stored)} adapters read back from the store "
-          f"({', '.join(read) or 'none'}), the rest trained now")
+    record = adapters[task, curve_model, settings.seeds[0]].record
+    history = pd.DataFrame(record["history"])
+    metric = "dev_" + record["selected_on"].split()[-1]
+    axes[0].plot(history["epoch"], history["loss"], marker=".", label=task)
+    line, = axes[1].plot(history["epoch"], history[metric], marker=".", label=f"{task} ({metric[4:]})")
+    kept = history[history["epoch"] == record["best_epoch"]]
+    axes[1].scatter(kept["epoch"], kept[metric], s=80, facecolors="none", edgecolors=line.get_color())
+axes[0].set(xlabel="epoch", ylabel="training loss", title=f"{curve_model}: loss")
+axes[1].set(xlabel="epoch", ylabel="dev score (%)", title="dev score (circle: kept)")
+for ax in axes:
+    ax.legend(fontsize=8)
+plt.tight_layout()
+
+# %% [markdown]
+# ## Every adapter on every target
+#
+# The transfer matrix is a double loop: for each source adapter, for each target model of
+# the same kind (a causal LM's maps are lower-triangular, an encoder's are not), score the
+# adapter, unchanged, on the target's test maps. The target never took part in training or
+# selection; on the diagonal the target is the source.
+
+# %%
 with watch("transfer scores"):
-    rows = transfer_rows(adapters, data)
+    rows = []
+    for (task, source, seed), adapter in adapters.items():
+        for target, splits in data[task].items():
+            if splits["test"].causal != adapter.record["causal"]:
+                continue  # TOA transfers within a kind
+            rows.append({"task": task, "kind": "causal" if splits["test"].causal else "encoder", "source": source,
+                         "target": target, "seed": seed, "diagonal": source == target,
+                         **transfer_scores(adapter, splits["test"])})
+    rows = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(ROW_COLUMNS))
 fig = transfer_heatmaps(rows, list(settings.tasks))
 plt.show()
 wide = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean().unstack("target")
@@ -251,7 +302,7 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 #   `models/ola_augmentations.py`) trains the RE and NER adapters, as the official training
 #   does; the DP and POS adapters are the syntax chapter's, trained without it (the `paper`
 #   profile uses it everywhere). Measured on SemEval dev while sizing the chapter (1,500 sentences, recorded
-#   in `olacore.toa.transfer_settings`), it took SmolLM2's RE adapter on Gemma from 10 % to 27 %.
+#   in `olacore.profiles.TransferSettings`), it took SmolLM2's RE adapter on Gemma from 10 % to 27 %.
 # - **Selection**: checkpoints chosen on a dev split; the official configs
 #   (`configs/train_*_semevalre.json`, `configs/train_*_conll2012en_entity.json`,
 #   `configs/train_*_conll2000pos.json`, `configs/train_*_udewt_dp.json`) evaluate on the

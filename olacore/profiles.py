@@ -7,26 +7,36 @@ The book's introduction tells readers how to use them ("Re-running a chapter wit
 - ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
 
 Each chapter has one settings class, validated when it is made; :func:`settings` returns the
-instance of a chapter and profile, with a notebook's own parameters applied on top.
+instance of a chapter and profile, with a notebook's own parameters applied on top. The
+syntax and transfer chapters' settings (the TOA adapter's sizes and training) live here too,
+so that every size of the book is in this one table.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from olacore.proxy import Augment, ProxyConfig
+from olacore.toa.adapter import AdapterConfig
+from olacore.toa.augment import Augmentation
+from olacore.toa.evaluate import TRANSFER_TASKS
+from olacore.toa.inputs import SYNTAX_GRID
+from olacore.toa.tasks import GRIDS
+from olacore.toa.train import TrainConfig
+from olacore.zoo import ZOO
 
 __all__ = [
     "PROFILES", "CAUSAL_ZOO", "ENCODER_ZOO", "settings", "DerivationSettings", "QualitativeSettings",
-    "QuantitativeSettings", "ControlsSettings",
+    "QuantitativeSettings", "ControlsSettings", "SyntaxSettings", "DataSet", "TaskSizes", "TransferSettings",
 ]
 
 PROFILES = ("smoke", "default", "paper")
 
-CAUSAL_ZOO = ("smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b")
-ENCODER_ZOO = ("minilm-l6", "mpnet-base")
+#: The offline zoo by kind (:data:`olacore.zoo.ZOO`, in its order).
+CAUSAL_ZOO = tuple(name for name, spec in ZOO.items() if spec.kind == "causal")
+ENCODER_ZOO = tuple(name for name, spec in ZOO.items() if spec.kind == "encoder")
 PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/Llama-3.2-3B-Instruct")
 PAPER_ENCODERS = ("bert-base-cased", "roberta-base", "google/electra-base-generator")
 
@@ -131,6 +141,355 @@ class ControlsSettings(_Validated):
     seeds: tuple[int, ...]
 
 
+@dataclass(frozen=True)
+class DataSet:
+    """One data set of the syntax grid: a model's EWT splits at some size, from some map sources.
+
+    Attributes:
+        name: the key of the data set in :func:`olacore.toa.experiments.syntax_datasets`'s
+            result and the ``model`` column of the grid's table (``"minilm-l6"``,
+            ``"minilm-l6 [ALTI subset]"``, ``"minilm-l6 [train 125]"``, ``"minilm-l6 [random init]"``).
+        model: the zoo model (name, id or folder).
+        num_train, num_dev, num_test: sentences of each split (``None``: the chapter's split;
+            a smaller test is spread evenly over the chapter's, see
+            :func:`olacore.toa.experiments.subset_splits`).
+        sources: the channel sources whose records it carries (``"ola"`` always; ``"alti"``,
+            ``"attention"``).
+        random_init: the model's randomly initialised twin instead of the model.
+    """
+
+    name: str
+    model: str
+    num_train: int | None = None
+    num_dev: int | None = None
+    num_test: int | None = None
+    sources: tuple[str, ...] = ("ola",)
+    random_init: bool = False
+
+
+def _positive(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int) and value > 0
+
+
+@dataclass(frozen=True)
+class SyntaxSettings:
+    """Chapter "Syntax in OLA": the EWT data, the TOA adapter and its training, the grid of inputs.
+
+    Sizing notes for ``default`` (measured on the 2-core machine, EWT first 500 train / first 150
+    dev / 300 test sentences, cut at 64 tokens, seed 0, DP, ``torch.set_num_threads(1)``; UAS with
+    punctuation on test):
+
+    - The official-shaped adapter (diagonal features only, maps fed as they are, token grid) on
+      minilm-l6 reached 32.8 UAS at order 1+2 after 10 epochs, no better than its distance-only
+      twin (30.6). Reading arc scores also from the pair cell (``pair_scores``) and feeding
+      ``log1p(T m)`` (``input_transform``) took it to 56.9 (250 sentences x 6 epochs: 32 -> 40
+      -> 49 for none -> pair -> pair + scaling).
+    - The word grid (first sub-tokens only) against the token grid, order 1, 10 epochs:
+      smollm2-135m 46.6 vs 40.1, minilm-l6 55.4 vs 56.6; the distance-only twin gets 34.6 on
+      words (29.9 on tokens, where it cannot tell word-initial tokens); 20 % cheaper.
+    - 3x3 convolutions in the feed-forward (``ffn_kernel=3``, as the official one) instead of a
+      position-wise one, words, 8 epochs: minilm-l6 58.2 vs 55.0, smollm2-135m 47.5 vs 45.0,
+      distance unchanged (34.5), at 5 % more time.
+    - No gain from: a learned offset embedding (smollm2-135m, tokens: 38.8 vs 40.1), leaving
+      CLM maps unmirrored (39.2), a larger adapter (dim 48, depth 3: 42.2, 2.4x the time;
+      words, k=3, depth 3: 48.1 vs 47.5), 20 epochs instead of 10 (41.8), lr 4e-3 (41.5),
+      dim 16 (words, k=3: minilm-l6 54.9 vs 58.2, smollm2-135m 46.2 vs 47.5).
+    - Cost (single thread, no other load): about 85-90 sentences/s training, 47 s per adapter
+      at 8 epochs; the 30 adapters of the default grid took 17 minutes on 2 workers (8 epochs,
+      a shared machine); with attention extraction (about 6.5 minutes for the 1,047 texts and
+      five models) that overran the 20-minute budget, hence 6 epochs (see the report of issue #9).
+
+
+    Attributes:
+        num_train, num_dev, num_test: EWT sentences (:func:`olacore.ud.ewt_splits`;
+            ``None``: the whole split).
+        max_tokens: the length cut (official 64).
+        grid: ``"words"`` (each word's first sub-token: the maps the parser scores) or
+            ``"tokens"`` (official: every token, special ones included); see
+            :mod:`olacore.toa.tasks`.
+        long_sentences: also score the test sentences of more than 30 words (``test_long``
+            of :func:`olacore.ud.ewt_splits`; their maps cost extraction time).
+        adapter, training: the adapter's sizes and its training.
+        seeds: seeds of the cells that are repeated (``seed_inputs`` x ``full_grid``).
+        models: every model of the chapter: ``basic_inputs`` run on each.
+        basic_inputs: inputs run on every model.
+        full_grid: models that also run every other input of :data:`SYNTAX_GRID`.
+        seed_inputs: inputs that run with every seed on the ``full_grid`` models (the
+            order 1 / order 3 / rollout comparison); everything else runs on ``seeds[0]``.
+        alti_models: models whose ALTI maps are computed: ALTI beside order 1 on the
+            ``alti_subset`` sentences.
+        alti_subset: ``(train, dev, test)`` sentences of the ALTI comparison (ALTI costs about
+            one more forward pass per sentence); ``None``: the chapter's splits (ALTI then runs
+            on the main data, as a cell of the grid).
+        layer_models: models of the best-single-layer baseline (a layer chosen on dev by
+            :func:`olacore.toa.analysis.layer_screen`, then an adapter trained on it).
+        random_init: models whose random-initialised twin runs order 1 (a control).
+        pos_models: models of the POS-from-OLA check (order 1+2, XPOS).
+        curve_models, curve_sizes: models that also train order 1 on the first ``curve_sizes``
+            training sentences (a learning curve; dev and test unchanged).
+        workers: training processes (``None``: one per core on a CPU).
+
+    Raises:
+        ValueError: a non-positive size, no seed, an unknown input name, or a model of
+            ``full_grid`` / ``alti_models`` / ``layer_models`` / ``random_init`` /
+            ``pos_models`` / ``curve_models`` missing from ``models``.
+    """
+
+    num_train: int | None = 500
+    num_dev: int | None = 150
+    num_test: int | None = 300
+    max_tokens: int | None = 64
+    grid: str = "words"
+    long_sentences: bool = False
+    adapter: AdapterConfig = field(default_factory=AdapterConfig)
+    training: TrainConfig = field(default_factory=TrainConfig)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    models: tuple[str, ...] = CAUSAL_ZOO + ENCODER_ZOO
+    basic_inputs: tuple[str, ...] = ("order 1", "order 1+2", "distance")
+    full_grid: tuple[str, ...] = ("smollm2-135m", "minilm-l6")
+    seed_inputs: tuple[str, ...] = ("order 1", "order 3", "rollout")
+    alti_models: tuple[str, ...] = CAUSAL_ZOO + ENCODER_ZOO
+    alti_subset: tuple[int, int, int] | None = (250, 100, 150)
+    layer_models: tuple[str, ...] = ("smollm2-135m", "minilm-l6")
+    random_init: tuple[str, ...] = ("minilm-l6",)
+    pos_models: tuple[str, ...] = ("minilm-l6",)
+    curve_models: tuple[str, ...] = ("smollm2-135m", "minilm-l6")
+    curve_sizes: tuple[int, ...] = (125, 250)
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("num_train", "num_dev", "num_test", "max_tokens", "workers"):
+            value = getattr(self, name)
+            if value is not None and not _positive(value):
+                raise ValueError(f"SyntaxSettings.{name} must be a positive int or None; got {value!r}")
+        if self.grid not in GRIDS:
+            raise ValueError(f"SyntaxSettings.grid must be one of {GRIDS}; got {self.grid!r}")
+        if not self.seeds:
+            raise ValueError("SyntaxSettings.seeds needs at least one seed")
+        for name in ("basic_inputs", "seed_inputs"):
+            unknown = [i for i in getattr(self, name) if i not in SYNTAX_GRID]
+            if unknown:
+                raise ValueError(f"SyntaxSettings.{name}: unknown inputs {unknown}; known: {list(SYNTAX_GRID)}")
+        for name in ("full_grid", "alti_models", "layer_models", "random_init", "pos_models", "curve_models"):
+            missing = [m for m in getattr(self, name) if m not in self.models]
+            if missing:
+                raise ValueError(f"SyntaxSettings.{name}: {missing} are not in models {list(self.models)}")
+        sizes = [("alti_subset", v) for v in (self.alti_subset or ())] + [("curve_sizes", v) for v in self.curve_sizes]
+        bad = [(name, v) for name, v in sizes if not _positive(v)]
+        if bad or (self.alti_subset is not None and len(self.alti_subset) != 3):
+            raise ValueError(f"SyntaxSettings.alti_subset must be None or three positive ints (train, dev, test) and "
+                             f"curve_sizes positive ints; got {self.alti_subset!r}, {self.curve_sizes!r}")
+
+    def datasets(self) -> dict[str, DataSet]:
+        """Every data set the grid trains on, by name (see :class:`DataSet`), in a stable order."""
+        out: dict[str, DataSet] = {}
+        for model in self.models:
+            sources = ("ola",)
+            if model in self.alti_models and self.alti_subset is None:
+                sources += ("alti",)
+            if model in self.layer_models:
+                sources += ("attention",)
+            out[model] = DataSet(model, model, sources=sources)
+        for model in self.alti_models:
+            if self.alti_subset is not None:
+                name = f"{model} [ALTI subset]"
+                out[name] = DataSet(name, model, *self.alti_subset, sources=("ola", "alti"))
+        for model in self.curve_models:
+            for size in self.curve_sizes:
+                if self.num_train is None or size < self.num_train:
+                    out[f"{model} [train {size}]"] = DataSet(f"{model} [train {size}]", model, num_train=size)
+        for model in self.random_init:
+            out[f"{model} [random init]"] = DataSet(f"{model} [random init]", model, random_init=True)
+        return out
+
+    def cells(self) -> list[tuple[str, str, int]]:
+        """Every ``(data set, input name, seed)`` of the syntax grid, in a stable order; the
+        best-layer cells are added once the layer is chosen on dev
+        (:func:`olacore.toa.analysis.layer_cells`)."""
+        first = self.seeds[0]
+        out = []
+        for model in self.models:
+            inputs = [i for i in SYNTAX_GRID if i != "ALTI"] if model in self.full_grid else list(self.basic_inputs)
+            if model in self.alti_models and self.alti_subset is None:
+                inputs.append("ALTI")
+            for name in inputs:
+                seeds = self.seeds if model in self.full_grid and name in self.seed_inputs else self.seeds[:1]
+                out += [(model, name, seed) for seed in seeds]
+        for name, dataset in self.datasets().items():
+            if name == dataset.model:
+                continue
+            inputs = ["order 1", "ALTI"] if "alti" in dataset.sources else ["order 1"]
+            out += [(name, i, first) for i in inputs]
+        return out
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able summary (for a notebook's settings table)."""
+        return {"num_train": self.num_train, "num_dev": self.num_dev, "num_test": self.num_test,
+                "max_tokens": self.max_tokens, "grid": self.grid, "adapter": self.adapter.as_dict(),
+                "training": self.training.as_dict(), "seeds": list(self.seeds), "models": list(self.models),
+                "full_grid": list(self.full_grid), "alti_subset": self.alti_subset, "cells": len(self.cells())}
+
+
+@dataclass(frozen=True)
+class TaskSizes:
+    """Examples per split of one corpus task (``re``: SemEval-2010 Task 8; ``ner``: WNUT-17).
+
+    ``train`` and ``dev`` are the first examples of their split (SemEval dev: every 10th TRAIN
+    example, :func:`olacore.corpora.read_semeval`); ``test`` is spread evenly over the test
+    split (:func:`olacore.zeroshot.evenly_spread`): the same fixed subset the zero-shot
+    baseline answers.
+
+    ``epochs`` (``None``: the syntax chapter's, ``settings.syntax.training.epochs``) sets the
+    training passes of this task's adapters; everything else of the training is the syntax
+    chapter's.
+
+    Raises:
+        ValueError: a size that is not a positive int (``epochs``: a positive int or ``None``).
+    """
+
+    train: int
+    dev: int
+    test: int
+    epochs: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("train", "dev", "test", "epochs"):
+            value = getattr(self, name)
+            if name == "epochs" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"TaskSizes.{name} must be a positive int; got {value!r}")
+
+    def training(self, base: TrainConfig) -> TrainConfig:
+        """``base`` with this task's ``epochs`` (``base`` itself when ``epochs`` is ``None``)."""
+        return base if self.epochs is None else replace(base, epochs=self.epochs)
+
+
+@dataclass(frozen=True)
+class TransferSettings:
+    """Chapter "TOA: adapters that move between models" (paper section 4.4): tasks, corpora, models, bounds.
+
+    Attributes:
+        syntax: the syntax chapter's settings (:class:`SyntaxSettings` of the same profile): its EWT splits serve ``dp`` and ``pos``, and its adapter, training,
+            length cut and grid serve every task here, so DP adapters are shared.
+        tasks: tasks to run (subset of :data:`olacore.toa.evaluate.TRANSFER_TASKS`).
+        re, ner: corpus sizes and epochs (:class:`TaskSizes`). RE was sized by measurement
+            (smollm2-135m, SemEval dev 300, seed 0, 19-way accuracy; majority "Other" 17.7 %):
+            300 training sentences x 6 epochs learned nothing (test at the majority bound);
+            1,000 x 12 epochs 24.3 %; 1,500 x 20 epochs 34.3 % (best epoch 14; minilm-l6,
+            1,500 x 12: 29.7 %), about the paper's 30-35 % with 7,200 sentences. Reading the
+            pair cells of the two entities as well (as the DP head does) got there sooner
+            (35.0 % at epoch 5) but is not the official head: not used. With augmentation
+            (SemEval dev 150; source-trained / transferred to the other two causal models,
+            smollm2-135m then qwen2.5-0.5b as source): 1,500 x 15 epochs 33.3 / 26.7 / 24.7 and
+            30.0 / 28.7 / 24.7; 1,000 x 20 34.0 / 20.0 / 27.3 and 27.3 / 25.3 / 23.3; 1,000 x 15
+            26.0 / 20.0 / 23.3 and 22.7 / 22.7 / 24.7. The default, 1,000 x 20, is within a
+            standard error (about 3.6 points) of 1,500 x 15 and extracts a third fewer maps,
+            which keeps the chapter within its 20 minutes cold (measured: 1,169 s in a fresh-clone cold book).
+        causal, encoders: the models of each kind; each is a target, and each trains the
+            adapter of its own diagonal cell, so each is also a source.
+        seeds: training seeds (mean and std where more than one).
+        augment: the augmentation of this chapter's own adapters (``re``, ``ner``): the official
+            fake sinks and noise (:class:`olacore.toa.augment.Augmentation`, made for transfer);
+            ``None``: the syntax chapter's (none at ``default``). ``dp`` / ``pos`` always train
+            as the syntax chapter, whose adapters they share. Measured on SemEval dev (150,
+            seed 0, RE accuracy; source-trained / transferred to gemma-3-270m / qwen2.5-0.5b):
+            smollm2-135m without 38.7 / 10.0 / 24.7, with 33.3 / 26.7 / 24.7; qwen2.5-0.5b
+            (source-trained / to smollm2-135m / to gemma-3-270m) without 34.7 / 22.7 / 19.3,
+            with 30.0 / 28.7 / 24.7: transfer up on 3 of 4 pairs, the source's own score down.
+        control_test: EWT test sentences (spread over the chapter's test) that the random-init
+            twins are scored on for ``dp`` / ``pos`` (``re`` / ``ner``: their whole test).
+        control_models: targets whose random-init twin (seed 0) is scored.
+        zero_shot_models: causal models prompted zero-shot on the ``re`` and ``ner`` test subsets.
+        similarity_texts: official-recipe EWT texts (:func:`olacore.texts.similarity_texts`)
+            for the order-1 SSIM Hits@1 of each pair, when chapter 03's results are absent.
+        workers: extraction and training processes (``None``: one per core).
+
+    Raises:
+        ValueError: an unknown task, no seed, a control or zero-shot model that is not a
+            model of the chapter, a zero-shot model that is not causal, a non-positive size.
+    """
+
+    syntax: SyntaxSettings = field(default_factory=lambda: _SYNTAX["default"])
+    tasks: tuple[str, ...] = TRANSFER_TASKS
+    re: TaskSizes = TaskSizes(1000, 150, 100, epochs=20)
+    ner: TaskSizes = TaskSizes(200, 60, 30)
+    causal: tuple[str, ...] = CAUSAL_ZOO
+    encoders: tuple[str, ...] = ENCODER_ZOO
+    seeds: tuple[int, ...] = (0,)
+    augment: Augmentation | None = Augmentation()
+    control_test: int = 40
+    control_models: tuple[str, ...] = CAUSAL_ZOO + ENCODER_ZOO
+    zero_shot_models: tuple[str, ...] = CAUSAL_ZOO
+    similarity_texts: int = 100
+    workers: int | None = None
+
+    def __post_init__(self) -> None:
+        unknown = [t for t in self.tasks if t not in TRANSFER_TASKS]
+        if unknown or not self.tasks:
+            raise ValueError(f"TransferSettings.tasks: unknown {unknown} (or none); choose from {TRANSFER_TASKS}")
+        if not self.seeds:
+            raise ValueError("TransferSettings.seeds needs at least one seed")
+        for name in ("re", "ner"):
+            if not isinstance(getattr(self, name), TaskSizes):
+                raise ValueError(f"TransferSettings.{name} must be a TaskSizes(train, dev, test); "
+                                 f"got {getattr(self, name)!r}")
+        if not self.causal + self.encoders:
+            raise ValueError("TransferSettings needs at least one model (causal or encoders)")
+        both = [m for m in self.causal if m in self.encoders]
+        if both:
+            raise ValueError(f"TransferSettings: {both} listed both as causal and as encoders; list each once")
+        from olacore.zoo import ZOO
+        for kind, names in (("causal", self.causal), ("encoder", self.encoders)):
+            wrong = [m for m in names if m in ZOO and ZOO[m].kind != kind]
+            if wrong:
+                raise ValueError(f"TransferSettings: zoo models {wrong} are not of kind {kind!r}; move them "
+                                 "to the other list")
+        models = self.causal + self.encoders
+        for name in ("control_models", "zero_shot_models"):
+            missing = [m for m in getattr(self, name) if m not in models]
+            if missing:
+                raise ValueError(f"TransferSettings.{name}: {missing} are not models of the chapter {list(models)}")
+        if any(m not in self.causal for m in self.zero_shot_models):
+            raise ValueError(f"TransferSettings.zero_shot_models must be causal LMs (of {list(self.causal)}); "
+                             "an encoder cannot be prompted")
+        for name in ("control_test", "similarity_texts"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"TransferSettings.{name} must be a positive int; got {value!r}")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.causal + self.encoders
+
+    def kind_of(self, model: str) -> str:
+        """``"causal"`` or ``"encoder"`` (KeyError-free: a model of neither list raises ValueError)."""
+        if model in self.causal:
+            return "causal"
+        if model in self.encoders:
+            return "encoder"
+        raise ValueError(f"{model!r} is not a model of the chapter {list(self.models)}")
+
+    def training_for(self, task: str) -> TrainConfig:
+        """How the adapters of ``task`` train: the syntax chapter's training (``self.syntax.training``),
+        with ``re`` / ``ner`` taking their own :attr:`TaskSizes.epochs` where set and
+        ``self.augment`` where it is not ``None``. ``dp`` and ``pos`` always train as the syntax
+        chapter, so its DP adapters are this chapter's diagonal."""
+        sizes = {"re": self.re, "ner": self.ner}.get(task)
+        if sizes is None:
+            return self.syntax.training
+        training = sizes.training(self.syntax.training)
+        return training if self.augment is None else dataclasses.replace(training, augment=self.augment)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able summary (the chapter's settings table)."""
+        return {"tasks": list(self.tasks), "re": dataclasses.asdict(self.re), "ner": dataclasses.asdict(self.ner),
+                "ewt": [self.syntax.num_train, self.syntax.num_dev, self.syntax.num_test],
+                "causal": list(self.causal), "encoders": list(self.encoders), "seeds": list(self.seeds),
+                "augment": dataclasses.asdict(self.augment) if self.augment else None,
+                "control_test": self.control_test, "similarity_texts": self.similarity_texts}
+
+
 _CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=Augment(), cosine=True)
 _PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=Augment())
 
@@ -172,13 +531,62 @@ _PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-def settings(chapter: str, profile: str, **overrides: Any):
+# Sized for the 20-minute cold budget of the chapter (see the SyntaxSettings notes above and the
+# syntax chapter): every model runs order 1, 1+2 and distance on 500 sentences; the full order grid
+# for one CLM and one encoder; a second seed for the order-1 / order-3 / rollout comparison; ALTI
+# (one more forward pass per sentence) beside order 1 on 150 / 60 / 100 sentences; one CLM's learning curve.
+_SYNTAX_DEFAULT = SyntaxSettings(training=TrainConfig(epochs=6), seeds=(0, 1), alti_subset=(150, 60, 100),
+                       curve_models=("smollm2-135m",))
+
+_SYNTAX: dict[str, SyntaxSettings] = {
+    "smoke": SyntaxSettings(num_train=40, num_dev=20, num_test=20, seeds=(0,),
+                         adapter=AdapterConfig(dim=16, depth=1, heads=2, arc_dim=32, rel_dim=16),
+                         training=TrainConfig(epochs=2), models=("minilm-l6", "smollm2-135m"),
+                         full_grid=("minilm-l6",), alti_models=("minilm-l6", "smollm2-135m"), alti_subset=(20, 10, 10),
+                         layer_models=("minilm-l6",), random_init=("minilm-l6",), pos_models=("minilm-l6",),
+                         curve_models=("smollm2-135m",), curve_sizes=(20,)),
+    "default": _SYNTAX_DEFAULT,
+    # The official adapter and training (models/adapters.py, configs/train_*_udewt_dp.json): token grid,
+    # diagonal features only, maps as they are, the official axial-attention network (backbone "package",
+    # no padding mask; 448 M backbone parameters at 2 input channels, as the official ~450 M).
+    "paper": SyntaxSettings(num_train=None, num_dev=None, num_test=None, grid="tokens", long_sentences=True,
+                         adapter=AdapterConfig(dim=768, depth=5, heads=8, ffn_mult=4, ffn_kernel=3, arc_dim=512,
+                                               rel_dim=128, pair_scores=False, input_transform="none",
+                                               backbone="package", local_mix=False),
+                         training=TrainConfig(epochs=15, lr=3e-5, batch_size=2, warmup=0.0, augment=Augmentation()),
+                         models=PAPER_ENCODERS, full_grid=PAPER_ENCODERS, alti_models=PAPER_ENCODERS, alti_subset=None,
+                         layer_models=PAPER_ENCODERS, random_init=PAPER_ENCODERS, pos_models=PAPER_ENCODERS,
+                         curve_models=(), workers=1),
+}
+
+
+# The transfer chapter's profiles; "syntax" is the syntax chapter's settings of the same profile.
+_TRANSFER: dict[str, dict[str, Any]] = {
+    "smoke": dict(syntax=_SYNTAX["smoke"], re=TaskSizes(40, 20, 12), ner=TaskSizes(40, 20, 8),
+                  causal=("smollm2-135m", "gemma-3-270m"), encoders=("minilm-l6", "mpnet-base"), control_test=10,
+                  control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",), similarity_texts=12),
+    "default": dict(),
+    # The paper's models (a GPU with a model hub) and splits, three seeds.
+    "paper": dict(syntax=_SYNTAX["paper"], re=TaskSizes(7200, 800, 2717), ner=TaskSizes(3394, 1009, 1287),
+                  causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, control_models=PAPER_CAUSAL + PAPER_ENCODERS,
+                  zero_shot_models=PAPER_CAUSAL, seeds=(0, 1, 2), control_test=500, similarity_texts=1000),
+}
+
+
+_PROFILES["syntax"] = _SYNTAX
+_PROFILES["transfer"] = {name: TransferSettings(**fields) for name, fields in _TRANSFER.items()}
+
+
+def settings(chapter: str, profile: str, *, device: str | None = None, **overrides: Any):
     """The validated settings of ``chapter`` under ``profile``, with ``overrides`` applied.
 
     Args:
-        chapter: ``"derivation"``, ``"qualitative"``, ``"quantitative"``, ``"controls"`` (the syntax
-            chapter's sizes are :func:`olacore.toa.config.toa_settings`).
+        chapter: ``"derivation"``, ``"qualitative"``, ``"quantitative"``, ``"controls"``,
+            ``"syntax"`` or ``"transfer"``.
         profile: ``"smoke"``, ``"default"`` or ``"paper"``.
+        device: where the TOA adapters train (``"syntax"``, ``"transfer"``: sets their
+            ``training.device``; ``None``: CUDA when available); the other chapters take the
+            device in their own calls.
         **overrides: fields to replace (a notebook's own parameters, e.g. ``seeds=[0]``);
             ``None`` values are ignored, lists become tuples.
 
@@ -186,8 +594,8 @@ def settings(chapter: str, profile: str, **overrides: Any):
         The chapter's settings dataclass (frozen).
 
     Raises:
-        ValueError: unknown chapter, profile or field (the message lists the known ones), or a
-            value that fails validation.
+        ValueError: unknown chapter, profile or field (the message lists the known ones), a
+            ``device`` for a chapter that trains no adapter, or a value that fails validation.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
@@ -199,4 +607,13 @@ def settings(chapter: str, profile: str, **overrides: Any):
     if unknown:
         raise ValueError(f"{type(base).__name__} has no field {', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
     changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
-    return dataclasses.replace(base, **changes)
+    out = dataclasses.replace(base, **changes)
+    if device is not None:
+        if chapter == "syntax":
+            out = replace(out, training=replace(out.training, device=device))
+        elif chapter == "transfer":
+            syntax = out.syntax
+            out = replace(out, syntax=replace(syntax, training=replace(syntax.training, device=device)))
+        else:
+            raise ValueError(f"settings({chapter!r}, ...) takes no device: pass it to the chapter's own calls")
+    return out

@@ -17,9 +17,9 @@ from olacore.results import ChapterResults
 from olacore.toa.analysis import (GOAL, baseline_table, best_layer, claim_verdict, data_reports, direction_table,
                                   grid_plan, head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
                                   wide_table)
-from olacore.toa.config import SYNTAX_GRID, DataSet, input_spec, toa_settings
+from olacore.profiles import DataSet, settings
 from olacore.toa.experiments import AttentionRecord, subset_splits, syntax_data
-from olacore.toa.inputs import InputSpec
+from olacore.toa.inputs import SYNTAX_GRID, InputSpec, input_spec
 from olacore.toa.syntax_report import main_data_sets, paper_comparison, record_rows, record_syntax, syntax_keys
 from olacore.toa.tasks import build_task_data
 from olacore.ud import UDSentence
@@ -40,22 +40,22 @@ def test_input_names_map_to_specs_and_layers():
 
 
 def test_data_sets_and_cells_of_a_profile():
-    settings = toa_settings("default", alti_subset=(20, 10, 10), curve_sizes=(100, 600))
-    sets = settings.datasets()
+    chosen = settings("syntax", "default", alti_subset=(20, 10, 10), curve_sizes=(100, 600))
+    sets = chosen.datasets()
     assert sets["minilm-l6 [ALTI subset]"] == DataSet("minilm-l6 [ALTI subset]", "minilm-l6", 20, 10, 10, ("ola", "alti"))
     assert "smollm2-135m [train 100]" in sets and "smollm2-135m [train 600]" not in sets  # not above num_train
     assert sets["minilm-l6 [random init]"].random_init and "attention" in sets["minilm-l6"].sources
-    cells = settings.cells()
+    cells = chosen.cells()
     assert len(cells) == len(set(cells)) and all(name in sets for name, _, _ in cells)
     assert ("minilm-l6 [ALTI subset]", "ALTI", 0) in cells and not any(i == "ALTI" for m, i, _ in cells if m in sets
                                                                         and sets[m].model == m)
-    on_main = toa_settings("default", alti_subset=None).cells()
+    on_main = replace(settings("syntax", "default"), alti_subset=None).cells()  # None: ALTI on the main splits
     assert ("qwen2.5-0.5b", "ALTI", 0) in on_main and not any("[ALTI subset]" in m for m, _, _ in on_main)
     assert all(cell[1] in SYNTAX_GRID for cell in cells)
-    plan = grid_plan(settings).set_index("data set")
+    plan = grid_plan(chosen).set_index("data set")
     assert plan["adapters"].sum() == len(cells) and plan.loc["minilm-l6 [ALTI subset]", "train"] == 20
-    assert plan.loc["minilm-l6", "train"] == settings.num_train and plan.loc["minilm-l6", "seeds"] == "0, 1"
-    assert plan.loc["qwen2.5-0.5b", "inputs"] == ", ".join(settings.basic_inputs)
+    assert plan.loc["minilm-l6", "train"] == chosen.num_train and plan.loc["minilm-l6", "seeds"] == "0, 1"
+    assert plan.loc["qwen2.5-0.5b", "inputs"] == ", ".join(chosen.basic_inputs)
 
 
 @pytest.mark.parametrize("override, message", [
@@ -68,7 +68,7 @@ def test_data_sets_and_cells_of_a_profile():
 ])
 def test_bad_settings_are_refused_with_the_field(override, message):
     with pytest.raises(ValueError, match=message):
-        toa_settings("smoke", **override)
+        settings("syntax", "smoke", **override)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def test_subset_splits_cut_train_and_dev_and_spread_test():
 
 def test_unknown_map_sources_are_refused_before_any_extraction():
     with pytest.raises(ValueError, match="unknown map sources"):
-        syntax_data("minilm-l6", {"train": []}, toa_settings("smoke"), sources=("ola", "hidden"))
+        syntax_data("minilm-l6", {"train": []}, settings("syntax", "smoke"), sources=("ola", "hidden"))
 
 
 class _Record:

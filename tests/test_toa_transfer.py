@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from olacore.toa.augment import Augmentation
-from olacore.toa.transfer_settings import TaskSizes, TransferSettings, task_training, transfer_settings
+from olacore.profiles import TaskSizes, TransferSettings, settings
 from olacore.toa.transfer_bounds import _adjacent_uas, zero_shot_rows
 from olacore.toa.transfer_report import gap_table, paper_comparison, record_transfer, verdict_table
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
@@ -30,10 +30,10 @@ CAUSAL = ("smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b")
 
 def test_profiles_build_and_validate():
     for profile in ("smoke", "default", "paper"):
-        s = transfer_settings(profile)
+        s = settings("transfer", profile)
         assert set(s.zero_shot_models) <= set(s.causal)
     with pytest.raises(ValueError, match="unknown profile"):
-        transfer_settings("huge")
+        settings("transfer", "huge")
     with pytest.raises(ValueError, match="tasks"):
         TransferSettings(tasks=("sentiment",))
     with pytest.raises(ValueError, match="encoder cannot be prompted"):
@@ -46,16 +46,14 @@ def test_profiles_build_and_validate():
         TransferSettings(seeds=())
 
 
-def test_task_training_sets_epochs_of_re_and_ner_only():
+def test_training_for_sets_epochs_of_re_and_ner_only():
     s = TransferSettings(re=TaskSizes(20, 10, 10, epochs=3), ner=TaskSizes(20, 10, 10), augment=None)
     base = s.syntax.training
-    assert task_training("re", s) == dataclasses.replace(base, epochs=3)
-    assert task_training("ner", s) is base and task_training("dp", s) is base and task_training("pos", s) is base
+    assert s.training_for("re") == dataclasses.replace(base, epochs=3)
+    assert s.training_for("ner") == base and s.training_for("dp") == base and s.training_for("pos") == base
     official = dataclasses.replace(s, augment=Augmentation())
-    assert task_training("re", official) == dataclasses.replace(base, epochs=3, augment=Augmentation())
-    assert task_training("ner", official).augment == Augmentation() and task_training("dp", official) is base
-    with pytest.raises(ValueError, match="unknown transfer task"):
-        task_training("srl", s)
+    assert official.training_for("re") == dataclasses.replace(base, epochs=3, augment=Augmentation())
+    assert official.training_for("ner").augment == Augmentation() and official.training_for("dp") == base
     for bad in (0, -1, True, 2.0):
         with pytest.raises(ValueError, match="epochs"):
             TaskSizes(10, 5, 5, epochs=bad)
@@ -156,35 +154,46 @@ def test_zero_shot_answers_outside_the_label_set_are_counted(monkeypatch):
         return pd.DataFrame({"model": model, "form": "chat", "gold": gold, "label": labels, "status": status})
 
     monkeypatch.setattr(zeroshot, "zero_shot", fake)
-    settings = transfer_settings("smoke", tasks=("re",))
-    z = zero_shot_rows(settings, ("re",)).iloc[0]
+    chapter = settings("transfer", "smoke", tasks=("re",))
+    z = zero_shot_rows(chapter, ("re",)).iloc[0]
     assert z["unparseable"] == 1 and z["outside_label_set"] == 1
     assert z["score"] == pytest.approx(100 * (z["n"] - 1) / z["n"])  # counted as wrong
 
 
 # ---------------------------------------------------------------- real models, smoke size
 
+def _adapters(data, chapter):
+    """The chapter's adapters: one per (task, model, seed), trained on its train split, chosen on dev."""
+    from olacore.toa.inputs import TOA_INPUT, input_spec
+    from olacore.toa.train import make_job, train_adapters
+
+    cells = [(task, model, seed) for task, by_model in data.items() for model in by_model for seed in chapter.seeds]
+    jobs = [make_job(data[t][m]["train"], data[t][m]["dev"], input_spec(TOA_INPUT), chapter.syntax.adapter,
+                     chapter.training_for(t), seed=seed) for t, m, seed in cells]
+    return dict(zip(cells, train_adapters(jobs, workers=1, progress=False)))
+
+
 @pytest.fixture(scope="module")
 def smoke():
-    from olacore.toa.transfer import all_task_data, train_all
+    from olacore.toa.transfer import all_task_data
 
-    settings = transfer_settings("smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
-                                 control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
-    data = all_task_data(settings, workers=1)
-    return settings, data, train_all(data, settings, workers=1, progress=False)
+    chapter = settings("transfer", "smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
+                       control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
+    data = all_task_data(chapter, workers=1)
+    return chapter, data, _adapters(data, chapter)
 
 
 @pytest.mark.slow
 def test_adapter_of_the_other_kind_is_refused(smoke, one_thread):
-    from olacore.toa.transfer import transfer_rows
+    from olacore.toa.transfer import transfer_scores
 
-    settings, data, adapters = smoke
+    _, data, adapters = smoke
     causal = adapters[("re", "smollm2-135m", 0)]
-    with pytest.raises(ValueError, match="one kind"):
+    with pytest.raises(ValueError, match="kind"):
         causal.evaluate(data["re"]["minilm-l6"]["test"])
-    rows = transfer_rows(adapters, data)
-    assert set(zip(rows["source"], rows["target"])) == {("smollm2-135m", "smollm2-135m"), ("minilm-l6", "minilm-l6")}
-    assert rows["score"].between(0, 100).all()
+    scores = transfer_scores(causal, data["re"]["smollm2-135m"]["test"])
+    assert 0 <= scores["score"] <= 100 and scores["score"] == scores["accuracy"]
+    assert scores["examples"] == len(data["re"]["smollm2-135m"]["test"])
 
 
 @pytest.mark.slow
@@ -192,13 +201,13 @@ def test_unaligned_sentence_is_counted(smoke, one_thread):
     from olacore.corpora import NERSentence, join_words
     from olacore.toa.transfer import data_table, task_data
 
-    settings = smoke[0]
+    chapter = smoke[0]
     words = ("Hello", "\u200b", "world")  # a zero-width space: BERT's tokenizer drops it, no token covers that word
     text, spans = join_words(words)
     good_text, good_spans = join_words(("Hello", "world"))
     good = NERSentence("t-0", good_text, ("Hello", "world"), good_spans, ("O", "O"))
     bad = NERSentence("t-1", text, words, spans, ("O", "B-person", "O"))
-    data = task_data("ner", settings, ["minilm-l6"], splits={"test": [good, bad]}, workers=1)
+    data = task_data("ner", chapter, ["minilm-l6"], splits={"test": [good, bad]}, workers=1)
     table = data_table({"ner": data})
     assert table.loc[0, "not aligned"] == 1 and table.loc[0, "kept"] == 1
 
@@ -207,8 +216,8 @@ def test_unaligned_sentence_is_counted(smoke, one_thread):
 def test_random_init_control_reads_the_twin(smoke, one_thread):
     from olacore.toa.transfer import random_init_rows
 
-    settings, data, adapters = smoke
-    control = random_init_rows(adapters, data, settings)
+    chapter, data, adapters = smoke
+    control = random_init_rows(adapters, data, chapter)
     assert set(control["control"]) == {"random init"} and set(control["target"]) == {"smollm2-135m"}
     assert set(control["source"]) == {"smollm2-135m"}  # only adapters of the twin's kind
     assert np.isfinite(control["score"]).all()
@@ -216,14 +225,14 @@ def test_random_init_control_reads_the_twin(smoke, one_thread):
 
 @pytest.mark.slow
 def test_adapter_trained_on_other_data_is_not_reused(smoke, one_thread):
-    from olacore.toa.config import input_spec
+    from olacore.toa.inputs import input_spec
     from olacore.toa.train import make_job
 
-    settings, data, _ = smoke
+    chapter, data, _ = smoke
     splits = data["re"]["smollm2-135m"]
     train = splits["train"]
     fewer = dataclasses.replace(train, items=train.items[1:], records=train.records[1:])
-    spec, syntax = input_spec("order 1+2"), settings.syntax
+    spec, syntax = input_spec("order 1+2"), chapter.syntax
     same = make_job(train, splits["dev"], spec, syntax.adapter, syntax.training)
     again = make_job(train, splits["dev"], spec, syntax.adapter, syntax.training, model="a label only")
     other = make_job(fewer, splits["dev"], spec, syntax.adapter, syntax.training)
@@ -321,7 +330,7 @@ def test_verdicts_not_tested_when_source_did_not_learn():
 # ---------------------------------------------------------------- bad input, empty results, lazy twin
 
 def _smoke_re():
-    return transfer_settings("smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
+    return settings("transfer", "smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
                              control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
 
 
@@ -359,95 +368,22 @@ def test_zero_shot_rows_skip_only_unprompted_tasks_of_the_settings(monkeypatch):
 
     monkeypatch.setattr(zeroshot, "zero_shot", prompt)
     assert PROMPTED == ("re", "ner")
-    syntax_only = transfer_settings("smoke", tasks=("dp", "pos"))
+    syntax_only = settings("transfer", "smoke", tasks=("dp", "pos"))
     empty = zero_shot_rows(syntax_only)  # dp / pos have no zero-shot form: passed over by design
     assert empty.empty and list(empty.columns) == list(ZERO_SHOT_COLUMNS)
     for asked in (("dp",), ("re", "rel")):  # explicitly asked for: never skipped silently
         with pytest.raises(ValueError, match="cannot prompt tasks"):
-            zero_shot_rows(transfer_settings("smoke", tasks=("re", "dp")), asked)
+            zero_shot_rows(settings("transfer", "smoke", tasks=("re", "dp")), asked)
     with pytest.raises(ValueError, match=r"\['ner'\] are not among settings.tasks"):
         zero_shot_rows(_smoke_re(), ("re", "ner"))
 
 
 def test_no_rows_give_empty_frames_with_their_columns():
-    from olacore.toa.transfer import ROW_COLUMNS, matrix, random_init_rows, transfer_rows
+    from olacore.toa.transfer import ROW_COLUMNS, matrix, random_init_rows
 
-    rows = transfer_rows({}, {})
-    assert rows.empty and list(rows.columns) == list(ROW_COLUMNS)
+    rows = pd.DataFrame(columns=list(ROW_COLUMNS))
     with pytest.raises(ValueError, match="no transfer rows for task 're' and kind 'causal'"):
         matrix(rows, "re", "causal")
     assert gap_table(rows).empty
     control = random_init_rows({}, {"re": {"minilm-l6": None}}, _smoke_re())  # the control model is in no task
     assert control.empty and list(control.columns) == [*ROW_COLUMNS, "control"]
-
-
-def _tiny_causal(name: str, fingerprint: str):
-    """A 4-layer random-weight Llama with a word-level tokenizer of [UNK]s (offsets cover every word)."""
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaModel, PreTrainedTokenizerFast
-
-    from olacore.loading import LoadedModel
-
-    tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0, "[PAD]": 1}, unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]", pad_token="[PAD]")
-    config = LlamaConfig(vocab_size=2, hidden_size=16, num_hidden_layers=4, num_attention_heads=2,
-                         num_key_value_heads=2, intermediate_size=16, max_position_embeddings=512, pad_token_id=1,
-                         bos_token_id=0, eos_token_id=0, attn_implementation="eager")
-    torch.manual_seed(0)
-    backbone = LlamaModel(config).eval()
-    return LoadedModel(name=name, tokenizer=tokenizer, backbone=backbone, is_causal=True, num_layers=4, num_heads=2,
-                       max_length=512, device=torch.device("cpu"), fingerprint=fingerprint)
-
-
-def test_random_init_twin_is_built_only_on_a_cache_miss(monkeypatch, tmp_path, one_thread):
-    import olacore.toa.transfer as transfer
-    from olacore.controls import random_init_identity
-    from olacore.loading import model_fingerprint
-    from olacore.store import TensorStore
-    from olacore.toa.adapter import AdapterConfig
-    from olacore.toa.inputs import InputSpec
-    from olacore.toa.train import TrainConfig, TrainedAdapter, make_job
-
-    settings, store = _smoke_re(), TensorStore(tmp_path / "tensors")
-    splits = transfer.task_splits("re", settings)
-    source = _tiny_causal("tiny source", "test:tiny-source")
-    data = transfer.syntax_data(source, {"train": splits["train"][:8], "dev": splits["dev"][:4]}, settings.syntax,
-                                task="re", max_order=3, store=store)
-    job = make_job(data["train"], data["dev"], InputSpec(("order1",)),
-                   AdapterConfig(dim=16, depth=1, heads=2, arc_dim=16, rel_dim=8, mlp_dropout=0.0),
-                   TrainConfig(epochs=1), seed=0)
-    adapters = {("re", "smollm2-135m", 0): TrainedAdapter.from_stored(*job.train(), key=job.key())}
-    name, fingerprint = random_init_identity("smollm2-135m", model_fingerprint("smollm2-135m"))
-    twin = _tiny_causal(name, fingerprint)  # stands in for the 135M twin: same name and fingerprint
-    built = []
-    monkeypatch.setattr(transfer, "random_init_model", lambda target, seed=0: built.append((target, seed)) or twin)
-    chapter = {"re": {"smollm2-135m": None}}  # only membership is read
-    first = transfer.random_init_rows(adapters, chapter, settings, store=store)
-    assert built == [("smollm2-135m", 0)]  # cold store: built once
-    assert len(first) == 1 and first.loc[0, "examples"] > 0 and set(first["control"]) == {"random init"}
-
-    def refuse(*_, **__):
-        raise AssertionError("the twin was built although every map and score was in the store")
-
-    monkeypatch.setattr(transfer, "random_init_model", refuse)
-    again = transfer.random_init_rows(adapters, chapter, settings, store=store)
-    pd.testing.assert_frame_equal(first, again)  # warm store: the same frame, no model
-
-    other = _tiny_causal("smollm2-135m [random init seed=0]", "zoo:smollm2-135m:changed")
-    monkeypatch.setattr(transfer, "random_init_model", lambda target, seed=0: other)
-    with pytest.raises(RuntimeError, match="looked up under"):  # a miss whose build disagrees with the lookup
-        transfer.random_init_rows(adapters, chapter, settings, store=TensorStore(tmp_path / "cold"))
-
-
-@pytest.mark.slow
-def test_lazy_twin_looks_up_what_the_built_twin_is_keyed_by(one_thread):
-    from olacore.toa.experiments import random_init_model
-    from olacore.toa.transfer import _LazyTwin
-
-    lazy = _LazyTwin("minilm-l6")
-    assert "backbone" not in vars(lazy) and lazy.is_causal is False  # nothing built yet
-    built = random_init_model("minilm-l6")
-    assert (lazy.name, lazy.fingerprint) == (built.name, built.fingerprint)
-    assert lazy.num_layers == built.num_layers and "backbone" in vars(lazy)  # built on first need

@@ -70,7 +70,7 @@ class AdapterConfig:
     the DP head (50 relations), about 2,800x fewer; it trains on the syntax chapter's 500 EWT
     sentences in well under a minute per epoch on one CPU thread (``benchmarks/bench_toa.py``).
     Two additions to the official network were measured to matter at this size (minilm-l6
-    DP, :mod:`olacore.toa.config`): arc and relation scores also read from the pair cell
+    DP, :class:`olacore.profiles.SyntaxSettings`): arc and relation scores also read from the pair cell
     (``pair_scores``) and the ``log1p(T m)`` input (``input_transform``).
 
     Attributes:

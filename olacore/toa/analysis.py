@@ -163,7 +163,7 @@ def baseline_table(table: pd.DataFrame, models: Sequence[str], column: str = "ua
 
 def grid_plan(settings: Any) -> pd.DataFrame:
     """What the grid of a profile runs, per data set: its sentences, inputs and seeds (which
-    cells ran smaller than the main ones), from :meth:`olacore.toa.config.ToaSettings.cells`.
+    cells ran smaller than the main ones), from :meth:`olacore.profiles.SyntaxSettings.cells`.
 
     Returns:
         columns ``data set``, ``model``, ``train``, ``dev``, ``test`` (sentences; the profile's

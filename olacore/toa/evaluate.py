@@ -23,10 +23,14 @@ from olacore.metrics import attachment_scores, entity_f1, semeval_scores, token_
 from olacore.toa.batching import IGNORE, LabelVocab, collate, length_batches
 from olacore.toa.tasks import SPECIAL, TaskItem, task_kind
 
-__all__ = ["predict", "score", "SELECTION"]
+__all__ = ["predict", "score", "SELECTION", "TRANSFER_TASKS", "METRICS"]
 
 #: The dev score each task selects its checkpoint on (higher is better).
 SELECTION = {"pos": "accuracy", "upos": "accuracy", "ner": "f1", "re": "macro_f1", "dp": "las", "dp-universal": "las"}
+#: The transfer tasks in the transfer chapter's order (the paper's table first).
+TRANSFER_TASKS = ("re", "dp", "pos", "ner")
+#: The headline score of each transfer task (percent), as the official evaluation reports it.
+METRICS = {"re": "accuracy", "ner": "f1", "pos": "accuracy", "dp": "uas"}
 
 
 @torch.no_grad()

@@ -32,13 +32,14 @@ no attention at all.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
 
 from olacore.channels import channel as lookup_channel
-from olacore.sinks import sink_flags
+from olacore.sinks import mirror_causal, sink_flags
 
 __all__ = [
     "DISTANCE",
@@ -51,6 +52,9 @@ __all__ = [
     "build_input",
     "distance_input",
     "DISTANCE_CHANNELS",
+    "SYNTAX_GRID",
+    "TOA_INPUT",
+    "input_spec",
 ]
 
 #: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
@@ -87,11 +91,6 @@ def _row_normalise(maps: torch.Tensor) -> torch.Tensor:
     return maps / (maps.sum(-1, keepdim=True) + 1e-10)
 
 
-def _mirror(maps: torch.Tensor) -> torch.Tensor:
-    upper = torch.ones(maps.shape[-2:], dtype=torch.bool, device=maps.device).triu(1)
-    return torch.where(upper, maps.transpose(-1, -2), maps)
-
-
 def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = VARIANTS,
                    mirror: bool = True) -> torch.Tensor:
     """The official preprocessing of a stack of maps: variants, row normalisation, mirroring.
@@ -120,7 +119,7 @@ def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = V
         block = maps if variant == "raw" else maps.masked_fill(official_sink_mask(maps, causal), 0.0)
         blocks.append(block)
     stacked = _row_normalise(torch.cat(blocks, 0))
-    return _mirror(stacked) if causal and mirror else stacked
+    return mirror_causal(stacked) if causal and mirror else stacked
 
 
 def toa_channels(orders: torch.Tensor, causal: bool, use_orders: Sequence[int] = (1, 2)) -> torch.Tensor:
@@ -281,3 +280,37 @@ def distance_input(size: int) -> torch.Tensor:
     channels = [(offset == k).float() for k in _NEAR]
     channels += [(offset > 0).float(), torch.exp(-offset.abs() / 4.0), offset.abs() / size]
     return torch.stack(channels)
+
+
+#: The inputs of the syntax grid by display name: the paper's table (1st, 2nd, 3rd order,
+#: rollout), ALTI (the paper's second baseline, issue #12), 1+2 (the official TOA input) and
+#: the distance-only baseline. A single raw attention layer is ``"layer <n>"`` (:func:`input_spec`).
+SYNTAX_GRID: dict[str, InputSpec] = {
+    "order 1": InputSpec(("order1",)),
+    "order 2": InputSpec(("order2",)),
+    "order 3": InputSpec(("order3",)),
+    "rollout": InputSpec(("rollout",)),
+    "ALTI": InputSpec(("alti",)),
+    "order 1+2": InputSpec(("order1", "order2")),
+    "distance": InputSpec(("distance",)),
+}
+_LAYER = re.compile(r"^layer (\d+)$")
+
+
+def input_spec(name: str) -> InputSpec:
+    """The :class:`InputSpec` of an input name: a key of :data:`SYNTAX_GRID` or ``"layer <n>"``
+    (the head-averaged raw attention of layer ``n``, 1 nearest the input: channel ``layer<n>``).
+
+    Raises:
+        KeyError: an unknown name (lists the known ones).
+    """
+    if name in SYNTAX_GRID:
+        return SYNTAX_GRID[name]
+    match = _LAYER.match(str(name))
+    if match and int(match.group(1)) > 0:
+        return InputSpec((f"layer{int(match.group(1))}",))
+    raise KeyError(f"unknown input {name!r}; known: {list(SYNTAX_GRID)} and 'layer <n>'")
+
+
+#: The input of every transfer adapter: the official one (orders 1 and 2, raw and clean).
+TOA_INPUT = "order 1+2"

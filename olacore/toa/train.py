@@ -41,7 +41,8 @@ from olacore.toa.inputs import InputSpec, distance_input, stack_channels
 from olacore.toa.tasks import TaskData, TaskItem, task_kind
 from olacore.training import run_cached
 
-__all__ = ["TOA_VERSION", "TrainConfig", "AdapterJob", "TrainedAdapter", "make_job", "train_adapters"]
+__all__ = ["TOA_VERSION", "TrainConfig", "adapter_loss", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter",
+           "make_job", "train_adapters"]
 
 # Bump when training gives other results for the same inputs: every stored adapter is then ignored.
 TOA_VERSION = 1
@@ -101,8 +102,21 @@ def _inputs(raw: torch.Tensor, spec: InputSpec, causal: bool) -> torch.Tensor:
     return distance_input(raw.shape[-1]) if spec.is_distance else stack_channels(raw, causal, spec.variants, spec.mirror)
 
 
-def _loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
-          class_weight: torch.Tensor | None) -> torch.Tensor:
+def adapter_loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
+                 class_weight: torch.Tensor | None = None) -> torch.Tensor:
+    """The training loss of a TOA head (official ``models/adapters.py``): cross-entropy.
+
+    Args:
+        kind: ``"tokens"`` (POS, NER), ``"relation"`` (RE) or ``"dependency"`` (DP).
+        outputs: the :class:`~olacore.toa.heads.ToaModel` outputs of a batch.
+        targets: the batch's targets from :func:`olacore.toa.batching.collate`.
+        class_weight: ``(classes,)`` weights of the token classes (NER: ``O`` at 0.5, official).
+
+    Returns:
+        A scalar: tokens, the (weighted) mean CE over labelled tokens; relation, the CE of the
+        19-way label; dependency, CE(arc) over every word's candidate heads plus CE(relation)
+        of the label on the *gold* arc (words whose head is past the cut are ignored).
+    """
     if kind == "tokens":
         logits, labels = outputs["logits"].flatten(0, 1), targets["labels"].flatten()
         losses = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="none")
@@ -120,6 +134,48 @@ def _loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str, torch.
     if bool((rels != IGNORE).any()):
         return arc_loss + F.cross_entropy(rel.flatten(0, 1), rels.flatten(), ignore_index=IGNORE)
     return arc_loss
+
+
+def optimiser_for(model: torch.nn.Module, config: TrainConfig, steps: int
+                  ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
+    """AdamW (the official Trainer's optimiser) with a linear warm-up over ``config.warmup`` of
+    the ``steps`` and a linear decay to 0 after it."""
+    warm = max(1, int(config.warmup * steps))
+    optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+    return optimiser, schedule
+
+
+def train_epoch(model: torch.nn.Module, inputs: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]],
+                optimiser: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LambdaLR, config: TrainConfig,
+                generator: torch.Generator, class_weight: torch.Tensor | None = None) -> float:
+    """One pass over the training sentences in batches of similar length; returns the mean loss.
+
+    Args:
+        model: the adapter (:class:`~olacore.toa.heads.ToaModel`), put in train mode.
+        inputs: ``(C, T_i, T_i)`` adapter inputs; ``targets``: their encoded labels.
+        optimiser, schedule: from :func:`optimiser_for`; stepped once per batch.
+        config: batch size and gradient clipping.
+        generator: the batch order (seeded: the same seed gives the same batches).
+        class_weight: as :func:`adapter_loss`.
+    """
+    device = next(model.parameters()).device
+    model.train()
+    total, batches = 0.0, 0
+    for index in length_batches([m.shape[-1] for m in inputs], config.batch_size, generator):
+        maps, size, batch = collate([inputs[i] for i in index], [targets[i] for i in index], model.task)
+        batch = {k: v.to(device) for k, v in batch.items()}
+        extra = {"spans": batch["spans"]} if model.task == "relation" else {}
+        loss = adapter_loss(model.task, model(maps.to(device), size.to(device), **extra), batch, class_weight)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        if config.clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
+        optimiser.step()
+        schedule.step()
+        total, batches = total + float(loss.detach()), batches + 1
+    return total / max(1, batches)
 
 
 def _digest(arrays: Sequence[np.ndarray]) -> str:
@@ -185,36 +241,19 @@ class AdapterJob:
             class_weight = torch.ones(len(vocab), device=device)
             class_weight[vocab.index("O")] = config.ner_o_weight
         steps = config.epochs * -(-len(train_raw) // config.batch_size)
-        warm = max(1, int(config.warmup * steps))
-        optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        schedule = torch.optim.lr_scheduler.LambdaLR(
-            optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
+        optimiser, schedule = optimiser_for(model, config, steps)
         metric = SELECTION[self.task]
         history, best, best_state, train_seconds = [], None, None, 0.0
         start = time.perf_counter()
-        lengths = [m.shape[-1] for m in train_raw]
         for epoch in range(1, config.epochs + 1):
             tick = time.perf_counter()
             inputs = fixed if fixed is not None else [
                 _inputs(augment(m, self.causal, config.augment, generator), self.spec, self.causal) for m in train_raw]
-            model.train()
-            total, batches = 0.0, 0
-            for index in length_batches(lengths, config.batch_size, generator):
-                maps, size, targets = collate([inputs[i] for i in index], [self.train_targets[i] for i in index], kind)
-                targets = {k: v.to(device) for k, v in targets.items()}
-                extra = {"spans": targets["spans"]} if kind == "relation" else {}
-                loss = _loss(kind, model(maps.to(device), size.to(device), **extra), targets, class_weight)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                if config.clip:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-                optimiser.step()
-                schedule.step()
-                total, batches = total + float(loss.detach()), batches + 1
+            loss = train_epoch(model, inputs, self.train_targets, optimiser, schedule, config, generator, class_weight)
             train_seconds += time.perf_counter() - tick
             dev = score(self.task, self.dev_items,
                         predict(model, dev_inputs, self.dev_targets, kind, config.eval_batch_size), vocab)
-            history.append({"epoch": epoch, "loss": total / max(1, batches), **{f"dev_{k}": v for k, v in dev.items()}})
+            history.append({"epoch": epoch, "loss": loss, **{f"dev_{k}": v for k, v in dev.items()}})
             if best is None or dev[metric] > best[metric]:
                 best, best_epoch = dev, epoch
                 best_state = copy.deepcopy(model.state_dict())

@@ -1,12 +1,9 @@
 """TOA transfer (paper section 4.4): an adapter trained on one model's OLA, scored unchanged on every model of its kind.
 
-A notebook cell calls, per task (``re``, ``ner``, ``pos``, ``dp``)::
-
-    settings = transfer_settings("default")
-    data = {t: task_data(t, settings, workers=cpu_workers()) for t in settings.tasks}
-    adapters = train_all(data, settings)                        # one per (task, model, seed), cached
-    matrix = transfer_rows(adapters, data)                      # source x target, within kind
-    control = random_init_rows(adapters, data, settings)        # the same adapters on random-init twins
+The transfer chapter trains one adapter per (task, model, seed) with
+:func:`olacore.toa.train.make_job` / :func:`olacore.toa.train.train_adapters` in a visible loop
+and scores each on every model of its kind with :func:`transfer_scores`; this module gives it
+the task data (:func:`all_task_data`) and the random-init control (:func:`random_init_rows`).
 
 Rows are source models (the adapter's training model), columns target models of the same
 kind (CLM to CLM, encoder to encoder, as the official code); the diagonal is the
@@ -15,11 +12,11 @@ trained by :func:`olacore.toa.train.train_adapters` (stored, key = every trainin
 map and label, configs, seed), its checkpoint chosen on *dev* (the official configs select on
 the test split). The DP and POS data, adapter and training are exactly those of the syntax
 chapter (:func:`olacore.toa.experiments.syntax_data` on :func:`olacore.toa.experiments.syntax_splits`
-of :func:`olacore.toa.config.toa_settings`, input "order 1+2", seed 0), so that its
+of the syntax settings, input "order 1+2", seed 0), so that its
 target-trained adapters are store hits here. Bounds and zero-shot prompting are in
 :mod:`olacore.toa.transfer_bounds`, gaps and verdicts in :mod:`olacore.toa.transfer_report`, the
 similarity-vs-transfer reading in :mod:`olacore.toa.transfer_similarity`; the settings (sizes
-per profile) in :mod:`olacore.toa.transfer_settings`, re-exported here.
+per profile) are :class:`olacore.profiles.TransferSettings`.
 """
 
 from __future__ import annotations
@@ -28,28 +25,25 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from olacore.loading import LoadedModel, model_fingerprint, model_kind
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.config import input_spec
-from olacore.toa.experiments import evaluate_cached, random_init_model, subset_splits, syntax_data, syntax_splits
+from olacore.toa.experiments import subset_splits, syntax_data, syntax_splits
 from olacore.toa.tasks import TaskData
-from olacore.toa.train import TrainedAdapter, make_job, train_adapters
-from olacore.toa.transfer_settings import (INPUT, METRICS, TASKS, TaskSizes, TransferSettings, task_training,
-                                           transfer_settings)
+from olacore.toa.train import TrainedAdapter
+from olacore.profiles import TransferSettings
+from olacore.toa.evaluate import METRICS, TRANSFER_TASKS
 
-__all__ = ["TASKS", "METRICS", "TaskSizes", "TransferSettings", "transfer_settings", "task_splits", "task_data",
-           "all_task_data", "task_training", "train_all", "transfer_rows", "ROW_COLUMNS", "random_init_rows", "matrix",
-           "data_table", "INPUT"]
+__all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
+           "matrix", "data_table"]
 
-#: The columns every :func:`transfer_rows` frame has, whatever the task (an empty one included).
+#: The columns of a transfer frame (the chapter's matrix, :func:`random_init_rows`), an empty one included.
 ROW_COLUMNS = ("task", "kind", "source", "target", "seed", "diagonal", "score", "examples", "unaligned")
 
 
 def _check_task(task: str) -> None:
-    """Raise ValueError naming :data:`TASKS` for a task that is none of them."""
-    if task not in TASKS:
-        raise ValueError(f"unknown transfer task {task!r}; choose from {TASKS}")
+    """Raise ValueError naming :data:`TRANSFER_TASKS` for a task that is none of them."""
+    if task not in TRANSFER_TASKS:
+        raise ValueError(f"unknown transfer task {task!r}; choose from {TRANSFER_TASKS}")
 
 
 def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
@@ -79,7 +73,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     """``{model: {split: TaskData}}`` of one task for every model (paper section 4.4; maps extracted once, cached).
 
     Args:
-        task: a key of :data:`TASKS` (``re``, ``dp``, ``pos``, ``ner``).
+        task: a key of :data:`TRANSFER_TASKS` (``re``, ``dp``, ``pos``, ``ner``).
         settings: sizes, models, the length cut and grid (``settings.syntax``).
         models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models``).
         splits: word-level examples (default :func:`task_splits`).
@@ -93,7 +87,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
 
     Raises:
         ValueError: an unknown task (checked first, before any map is extracted: the message
-            names :data:`TASKS`), an unknown model
+            names :data:`TRANSFER_TASKS`), an unknown model
             (the message lists the zoo names), or a text longer than a model's
             context (from :func:`olacore.pipeline.cached_ola`).
         FileNotFoundError: a data file of the task is missing (EWT, SemEval-2010 Task 8 or
@@ -121,7 +115,7 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
     texts of the similarity-vs-transfer reading are extracted in the same pass (paper section 4.4).
 
     Args:
-        settings: tasks, models and sizes (:func:`transfer_settings`); ``settings.similarity_texts``
+        settings: tasks, models and sizes (:class:`olacore.profiles.TransferSettings`); ``settings.similarity_texts``
             texts are added with ``similarity``.
         workers: extraction processes on a miss (default ``settings.workers``, else one per core).
         store: the tensor store (default ``$OLACORE_CACHE/tensors``).
@@ -157,119 +151,31 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
             for task in settings.tasks}
 
 
-def train_all(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
-              workers: int | None = None, store: TensorStore | None = None, progress: bool = True,
-              stored: dict[tuple[str, str, int], bool] | None = None) -> dict[tuple[str, str, int], TrainedAdapter]:
-    """One adapter per (task, model, seed) on the model's train split, checkpoint chosen on dev.
-
-    All missing adapters of every task train side by side (one single-threaded process per
-    worker); stored ones are read back. The DP / POS jobs equal the syntax chapter's
-    ("order 1+2", same data, adapter, training and seed), so its adapters are reused.
-
-    Args:
-        data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`).
-        settings: adapter and training (``settings.syntax``), seeds.
-        workers, store, progress: as :func:`olacore.toa.train.train_adapters`.
-        stored: if given, filled with whether each cell's adapter was already in the store
-            (``True``: read back, e.g. trained by the syntax chapter) or is trained now.
+def transfer_scores(adapter: TrainedAdapter, test: TaskData) -> dict[str, Any]:
+    """One cell of a transfer matrix: ``adapter`` (trained on its source) scored on a target's test data.
 
     Returns:
-        ``{(task, model, seed): TrainedAdapter}``.
+        ``score`` (the task's :data:`METRICS` value, percent), every other numeric score of the
+        task in sorted order, ``examples`` (scored sentences) and ``unaligned`` (target sentences
+        its tokenizer could not align, left out and counted).
 
     Raises:
-        ValueError: a model's train or dev split is empty (from :func:`make_job`).
+        ValueError: the target is of the other kind (CLM vs encoder) or for another task or grid
+            (:meth:`olacore.toa.train.TrainedAdapter.evaluate`).
     """
-    spec = input_spec(INPUT)
-    cells, jobs = [], []
-    for task, by_model in data.items():
-        training = task_training(task, settings)
-        for model, splits in by_model.items():
-            for seed in settings.seeds:
-                cells.append((task, model, seed))
-                jobs.append(make_job(splits["train"], splits["dev"], spec, settings.syntax.adapter,
-                                     training, seed=seed, model=model, input=INPUT))
-    if stored is not None:
-        found = store if store is not None else TensorStore()
-        stored.update({cell: job.key() in found for cell, job in zip(cells, jobs)})
-    workers = workers or settings.workers or cpu_workers(settings.syntax.training.device)
-    adapters = train_adapters(jobs, workers=workers, store=store, progress=progress)
-    return dict(zip(cells, adapters))
+    scores = adapter.evaluate(test)
+    numbers = {k: scores[k] for k in sorted(scores) if isinstance(scores[k], (int, float))}
+    return {"score": numbers[METRICS[adapter.task]], **numbers, "examples": len(test),
+            "unaligned": len(test.report.unaligned)}
 
 
-def _scores(adapter: TrainedAdapter, data: TaskData, store: TensorStore | None) -> dict[str, Any]:
-    scores = evaluate_cached(adapter, data, store)
-    # Sorted: a score read back from the store comes in sorted key order, a fresh one in the
-    # scorer's, and the columns of a frame must not depend on whether its cells were cached.
-    return {k: scores[k] for k in sorted(scores) if isinstance(scores[k], (int, float))}
-
-
-def transfer_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
-                  data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], *, split: str = "test",
-                  store: TensorStore | None = None) -> pd.DataFrame:
-    """Every adapter scored on the ``split`` of every target of its own kind (paper section 4.4; scores cached).
-
-    Args:
-        adapters: :func:`train_all`'s result, ``{(task, source, seed): TrainedAdapter}``.
-        data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`); a target of the other
-            kind (CLM vs encoder) than the adapter's source is skipped, not scored.
-        split: the split scored.
-        store: where scores are kept (:func:`olacore.toa.experiments.evaluate_cached`).
-
-    Returns:
-        One row per (task, source, target, seed): ``task, kind, source, target, seed,
-        diagonal, score`` (the task's :data:`METRICS` value, percent), every other numeric
-        score of the task, ``examples`` (scored sentences) and ``unaligned`` (target
-        sentences its tokenizer could not align, left out and counted). With no row (no
-        adapter, or no target of an adapter's kind), an empty frame with the columns
-        :data:`ROW_COLUMNS`, so that :func:`matrix` says which task and kind is missing.
-
-    Raises:
-        KeyError: an adapter's task is not in ``data``, or a target lacks ``split``.
-        ValueError: a target's data is for another task or grid than the adapter's, or an
-            item's map does not match its labels (:meth:`olacore.toa.train.TrainedAdapter.evaluate`).
-    """
-    rows = []
-    for (task, source, seed), adapter in adapters.items():
-        for target, splits in data[task].items():
-            test = splits[split]
-            if bool(test.causal) != bool(adapter.record["causal"]):
-                continue  # TOA transfers within a kind only (TrainedAdapter.evaluate refuses the rest)
-            scores = _scores(adapter, test, store)
-            rows.append({"task": task, "kind": "causal" if test.causal else "encoder", "source": source,
-                         "target": target, "seed": seed, "diagonal": source == target,
-                         "score": scores[METRICS[task]], **scores, "examples": len(test),
-                         "unaligned": len(test.report.unaligned)})
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(ROW_COLUMNS))
-
-
-class _LazyTwin(LoadedModel):
-    """The random-init twin of ``target`` (:func:`random_init_model`, seed 0), built on first need.
-
-    Its ``name``, ``fingerprint`` and ``is_causal`` are known without weights, which is all a
-    store lookup reads (:func:`olacore.pipeline.cached_ola`); any other attribute (tokenizer,
-    backbone: a cache miss) builds the twin once and checks it has that name and fingerprint.
-    """
-
-    def __init__(self, target: str, seed: int = 0) -> None:  # the other fields arrive with the load
-        from olacore.controls import random_init_identity
-
-        self._target, self._seed = target, seed
-        self.name, self.fingerprint = random_init_identity(target, model_fingerprint(target), seed)
-        self.is_causal = model_kind(target) == "causal"
-
-    def __getattr__(self, attribute: str) -> Any:  # only called for attributes not set yet
-        if attribute.startswith("__") or attribute in ("_target", "_seed"):
-            raise AttributeError(attribute)
-        twin = random_init_model(self._target, seed=self._seed)
-        if (twin.name, twin.fingerprint) != (self.name, self.fingerprint):
-            raise RuntimeError(f"the random-init twin of {self._target} is {twin.name!r} ({twin.fingerprint}), not the "
-                               f"{self.name!r} ({self.fingerprint}) its maps were looked up under; make "
-                               "olacore.controls.random_init_identity match random_init")
-        self.__dict__.update(vars(twin))
-        return getattr(twin, attribute)
-
-    def __repr__(self) -> str:
-        return f"<random-init twin {self.name!r}, {'built' if 'backbone' in self.__dict__ else 'not built'}>"
+def _rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter], task: str, target: str, test: TaskData
+          ) -> list[dict[str, Any]]:
+    kind = "causal" if test.causal else "encoder"
+    return [{"task": task, "kind": kind, "source": source, "target": target, "seed": seed, "diagonal": False,
+             **transfer_scores(adapter, test)}
+            for (cell_task, source, seed), adapter in adapters.items()
+            if cell_task == task and bool(adapter.record["causal"]) == bool(test.causal)]
 
 
 def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
@@ -277,55 +183,47 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                      store: TensorStore | None = None) -> pd.DataFrame:
     """The control: every adapter scored on the test OLA of each target's random-init twin.
 
-    The twin is :func:`olacore.toa.experiments.random_init_model` (seed 0, Hugging Face's own
-    initialiser): same architecture and tokenizer, no learned knowledge. Its maps are
-    extracted in this process (cached by the twin's fingerprint). The twin is built only when
-    one of its maps is missing from the store: its name and fingerprint are known without it
-    (:func:`olacore.controls.random_init_identity`), so a warm chapter loads no model here.
-    ``dp`` / ``pos`` are scored on ``settings.control_test`` EWT test sentences spread over the
-    chapter's test, ``re`` / ``ner`` on their whole test subset. The transfer of paper section 4.4, read against the
-    random-initialisation control of the official code (:mod:`olacore.controls`).
+    The twin is :func:`olacore.controls.random_init` of the target (seed 0, Hugging Face's own
+    initialiser): same architecture and tokenizer, no learned knowledge; its maps are
+    extracted in this process and cached by the twin's fingerprint. ``dp`` / ``pos`` are
+    scored on ``settings.control_test`` EWT test sentences spread over the chapter's test,
+    ``re`` / ``ner`` on their whole test subset. The transfer of paper section 4.4, read
+    against the random-initialisation control of the official code (:mod:`olacore.controls`).
 
     Args:
-        adapters: :func:`train_all`'s result, ``{(task, source, seed): TrainedAdapter}``.
+        adapters: ``{(task, source, seed): TrainedAdapter}``, the chapter's adapters.
         data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`): which tasks each
             control model takes part in (a model absent from a task's data is skipped there).
         settings: ``control_models`` (the targets given a twin), ``control_test`` and the task sizes.
-        store: the tensor store for the twin's maps and the scores (default ``$OLACORE_CACHE/tensors``).
+        store: the tensor store for the twin's maps (default ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        The rows of :func:`transfer_rows` for ``target`` = the twin's zoo name, plus
-        ``control = "random init"``; with no row (no control model in ``data``), an empty
-        frame with the columns :data:`ROW_COLUMNS` and ``control``.
+        One row per (task, source adapter of the target's kind, target): ``task, kind, source,
+        target`` (the target's zoo name), ``seed, diagonal`` (False), the
+        :func:`transfer_scores` and ``control = "random init"``; with no row, an empty frame
+        with the columns :data:`ROW_COLUMNS` and ``control``.
 
     Raises:
         FileNotFoundError: a data file of a task is missing (the message names ``OLACORE_DATA``).
-        ValueError: an unknown control model (the message lists the zoo names), one whose
-            fresh backbone cannot be re-initialised (:func:`olacore.controls.random_init`), and
-            the errors of :func:`transfer_rows`.
-        ModuleNotFoundError / ImportError: a zoo model's package is missing (only on a cache
-            miss: the twin is loaded then only).
-        RuntimeError: the twin built on a miss has another name or fingerprint than the one its
-            maps were looked up under (a change to :func:`olacore.controls.random_init`).
+        ValueError: an unknown control model (the message lists the zoo names) or one whose
+            fresh backbone cannot be re-initialised (:func:`olacore.controls.random_init`).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing.
     """
+    from olacore.controls import random_init
+    from olacore.loading import load_model
+
     rows = []
     for target in settings.control_models:
-        twin = None
-        for task, by_model in data.items():
-            if target not in by_model:
-                continue
+        tasks = [task for task, by_model in data.items() if target in by_model]
+        if not tasks:
+            continue
+        twin = random_init(load_model(target), seed=0)  # built even when its maps are cached (seconds)
+        for task in tasks:
             splits = task_splits(task, settings)
-            test = {"test": splits["test"]}
-            if task in ("dp", "pos"):
-                test = {"test": subset_splits(splits, num_test=settings.control_test)["test"]}
-            twin = twin if twin is not None else _LazyTwin(target)
-            twin_data = {task: {target: task_data(task, settings, [twin], splits=test, workers=1,
-                                                  store=store)[twin.name]}}
-            chosen = {cell: a for cell, a in adapters.items() if cell[0] == task}
-            frame = transfer_rows(chosen, twin_data, store=store)
-            if len(frame):
-                rows.append(frame.assign(target=target, control="random init"))
-    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control"])
+            test = splits["test"] if task in ("re", "ner") else subset_splits(splits, num_test=settings.control_test)["test"]
+            twin_test = task_data(task, settings, [twin], splits={"test": test}, workers=1, store=store)[twin.name]["test"]
+            rows += [{**row, "target": target, "control": "random init"} for row in _rows(adapters, task, target, twin_test)]
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control"])
 
 
 def matrix(rows: pd.DataFrame, task: str, kind: str, value: str = "score") -> pd.DataFrame:

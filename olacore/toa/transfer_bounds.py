@@ -14,13 +14,14 @@ import numpy as np
 import pandas as pd
 
 from olacore.toa.transfer import task_splits
-from olacore.toa.transfer_settings import TASKS, TransferSettings
+from olacore.profiles import TransferSettings
+from olacore.toa.evaluate import TRANSFER_TASKS
 from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["majority_bounds", "zero_shot_rows", "PROMPTED", "ZERO_SHOT_COLUMNS"]
 
 #: The transfer tasks :func:`zero_shot_rows` prompts (those of :mod:`olacore.zeroshot.prompts`); why: there.
-PROMPTED = tuple(t for t in TASKS if t in ZERO_SHOT_TASKS)
+PROMPTED = tuple(t for t in TRANSFER_TASKS if t in ZERO_SHOT_TASKS)
 #: The columns of :func:`zero_shot_rows`.
 ZERO_SHOT_COLUMNS = ("task", "model", "form", "n", "unparseable", "score", "macro_f1", "outside_label_set", "majority")
 
@@ -51,20 +52,20 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
     Args:
         settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
         tasks: the tasks to bound (default ``settings.tasks``), each one of
-            :data:`olacore.toa.transfer.TASKS`.
+            :data:`olacore.toa.transfer.TRANSFER_TASKS`.
 
     Returns:
         ``task, bound, score`` (percent), one row per task.
 
     Raises:
-        ValueError: an unknown task (the message names :data:`olacore.toa.transfer.TASKS`),
+        ValueError: an unknown task (the message names :data:`olacore.toa.transfer.TRANSFER_TASKS`),
             checked for every task before any data is read.
         FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
     """
     tasks = list(settings.tasks if tasks is None else tasks)
-    unknown = [t for t in tasks if t not in TASKS]
+    unknown = [t for t in tasks if t not in TRANSFER_TASKS]
     if unknown:
-        raise ValueError(f"no majority bound for unknown tasks {unknown}; choose from {TASKS}")
+        raise ValueError(f"no majority bound for unknown tasks {unknown}; choose from {TRANSFER_TASKS}")
     rows = []
     for task in tasks:
         splits = task_splits(task, settings)
@@ -86,9 +87,9 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
             hit, total = _adjacent_uas(test, direction)
             rows.append({"task": task, "bound": f"head = {side} neighbour (chosen on train)",
                          "score": 100 * hit / total})
-        else:  # a task added to TASKS without a bound here
+        else:  # a task added to TRANSFER_TASKS without a bound here
             raise ValueError(f"no majority bound is defined for task {task!r}; bounds exist for re, pos, ner, dp "
-                             f"(TASKS = {TASKS})")
+                             f"(TRANSFER_TASKS = {TRANSFER_TASKS})")
     return pd.DataFrame(rows, columns=["task", "bound", "score"])
 
 
@@ -135,7 +136,7 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
         unprompted = [t for t in tasks if t not in PROMPTED]
         if unprompted:
             raise ValueError(f"cannot prompt tasks {unprompted}: zero-shot prompting covers {PROMPTED} only "
-                             f"(of the transfer tasks {TASKS}); leave the others out")
+                             f"(of the transfer tasks {TRANSFER_TASKS}); leave the others out")
         absent = [t for t in tasks if t not in settings.tasks]
         if absent:
             raise ValueError(f"tasks {absent} are not among settings.tasks {settings.tasks}: no transfer is scored "

@@ -18,7 +18,7 @@ import pandas as pd
 
 from olacore.toa.analysis import MARGIN
 from olacore.toa.transfer import matrix
-from olacore.toa.transfer_settings import METRICS
+from olacore.toa.evaluate import METRICS
 from olacore.verdicts import better
 
 __all__ = ["gap_table", "verdict_table", "learned_table", "paper_comparison", "PAPER_NAMES", "transfer_heatmaps",

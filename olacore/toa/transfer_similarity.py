@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from olacore.toa.transfer_settings import METRICS, TransferSettings
+from olacore.profiles import TransferSettings
+from olacore.toa.evaluate import METRICS
 
 __all__ = ["similarity_hits", "similarity_vs_transfer"]
 
