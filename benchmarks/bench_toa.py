@@ -4,7 +4,7 @@ Usage::
 
     python benchmarks/bench_toa.py [--sentences 160] [--threads 1 2] [--batch 8]
 
-Trains the default adapter (:class:`olacore.toa.adapter.AdapterConfig`, 4 input channels:
+Trains the default adapter (:class:`olacore.toa.model.AdapterConfig`, 4 input channels:
 the official order 1+2 raw + clean stack) for one pass over random row-stochastic maps whose
 token counts follow those of the default syntax chapter (minilm-l6 on the first 500 EWT
 train sentences: mean 29 tokens, cut at 64), in length-bucketed batches, once per task head
@@ -20,9 +20,8 @@ import time
 import numpy as np
 import torch
 
-from olacore.toa.adapter import AdapterConfig
-from olacore.toa.batching import collate, length_batches
-from olacore.toa.heads import ToaModel
+from olacore.toa.data import collate, length_batches
+from olacore.toa.model import AdapterConfig, ToaModel
 
 
 def _targets(kind: str, size: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

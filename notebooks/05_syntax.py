@@ -88,19 +88,31 @@ from olacore.plots import draw_arcs
 from olacore.profiles import settings as chapter_settings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers, fixed_threads
-from olacore.training import TRAINING_THREADS
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.analysis import (GOAL, MARGIN, baseline_table, best_layer, data_reports, direction_table,
-                                  distance_gaps, grid_plan, layer_cells, layer_screen, learning_curve, parse_examples, summary,
-                                  syntax_verdicts, wide_table)
-from olacore.toa.batching import LabelVocab, collate, encode_items
-from olacore.toa.evaluate import predict, score
+from olacore.toa.analysis import (
+    GOAL,
+    MARGIN,
+    baseline_table,
+    best_layer,
+    data_reports,
+    direction_table,
+    distance_gaps,
+    grid_plan,
+    layer_cells,
+    layer_screen,
+    learning_curve,
+    parse_examples,
+    summary,
+    syntax_verdicts,
+    wide_table,
+)
+from olacore.toa.data import LabelVocab, collate, encode_items, input_spec
 from olacore.toa.experiments import SCORE_COLUMNS, syntax_data, syntax_datasets, syntax_splits
-from olacore.toa.heads import ToaModel
-from olacore.toa.inputs import input_spec
+from olacore.toa.model import ToaModel
 from olacore.toa.syntax_report import paper_comparison, record_rows, record_syntax
-from olacore.toa.train import adapter_loss, make_job, optimiser_for, train_adapters, train_epoch
+from olacore.toa.train import adapter_loss, make_job, optimiser_for, predict, score, train_adapters, train_epoch
+from olacore.training import TRAINING_THREADS
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch()

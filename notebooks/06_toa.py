@@ -46,14 +46,21 @@ from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
+from olacore.toa.data import TOA_INPUT, input_spec
+from olacore.toa.train import METRICS, make_job, train_adapters
 from olacore.toa.transfer import ROW_COLUMNS, all_task_data, data_table, random_init_rows, transfer_scores
 from olacore.toa.transfer_bounds import majority_bounds, zero_shot_rows
-from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, paper_comparison,
-                                         record_transfer, transfer_heatmaps, verdict_table)
+from olacore.toa.transfer_report import (
+    LEARNED_TOL,
+    NOT_TESTED,
+    gap_table,
+    learned_table,
+    paper_comparison,
+    record_transfer,
+    transfer_heatmaps,
+    verdict_table,
+)
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
-from olacore.toa.evaluate import METRICS
-from olacore.toa.inputs import TOA_INPUT, input_spec
-from olacore.toa.train import make_job, train_adapters
 from olacore.zeroshot import prompt_forms
 
 torch.set_num_threads(1)
@@ -87,7 +94,7 @@ show_table(pd.DataFrame([
 # ## Data and maps
 #
 # Each task's word-level gold is brought to every model's own tokens through the tokenizer's
-# character offsets (`olacore.toa.tasks`), so one annotation serves all models. The EWT
+# character offsets (`olacore.toa.data`), so one annotation serves all models. The EWT
 # sentences (DP, POS) are the syntax chapter's, so their maps are read back from its cache;
 # SemEval and WNUT sentences are extracted once per model (one process per core) and cached.
 # The RE and NER test sets are fixed subsets spread evenly over the official test files: the

@@ -3,7 +3,7 @@
 Both are read word by word from the data folder (:func:`olacore.settings.data_file`, read
 only) into word-level records that carry the text given to the models and each word's
 character span in it, so that any tokenizer's offsets can be aligned to the words later
-(:mod:`olacore.toa.tasks`). Nothing is silently dropped: malformed lines or examples are
+(:mod:`olacore.toa.data`). Nothing is silently dropped: malformed lines or examples are
 named and counted in the corpus's ``skipped`` list (and its :meth:`report`).
 
 - WNUT-17 (CC BY 4.0): CoNLL-style ``word<TAB>tag`` lines, sentences separated by lines that

@@ -19,12 +19,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from olacore.proxy import Augment, ProxyConfig
-from olacore.toa.adapter import AdapterConfig
 from olacore.toa.augment import Augmentation
-from olacore.toa.evaluate import TRANSFER_TASKS
-from olacore.toa.inputs import SYNTAX_GRID
-from olacore.toa.tasks import GRIDS
-from olacore.toa.train import TrainConfig
+from olacore.toa.data import GRIDS, SYNTAX_GRID
+from olacore.toa.model import AdapterConfig
+from olacore.toa.train import TRANSFER_TASKS, TrainConfig
 from olacore.zoo import ZOO
 
 __all__ = [
@@ -206,7 +204,7 @@ class SyntaxSettings:
         max_tokens: the length cut (official 64).
         grid: ``"words"`` (each word's first sub-token: the maps the parser scores) or
             ``"tokens"`` (official: every token, special ones included); see
-            :mod:`olacore.toa.tasks`.
+            :mod:`olacore.toa.data`.
         long_sentences: also score the test sentences of more than 30 words (``test_long``
             of :func:`olacore.ud.ewt_splits`; their maps cost extraction time).
         adapter, training: the adapter's sizes and its training.
@@ -372,7 +370,7 @@ class TransferSettings:
     Attributes:
         syntax: the syntax chapter's settings (:class:`SyntaxSettings` of the same profile): its EWT splits serve ``dp`` and ``pos``, and its adapter, training,
             length cut and grid serve every task here, so DP adapters are shared.
-        tasks: tasks to run (subset of :data:`olacore.toa.evaluate.TRANSFER_TASKS`).
+        tasks: tasks to run (subset of :data:`olacore.toa.train.TRANSFER_TASKS`).
         re, ner: corpus sizes and epochs (:class:`TaskSizes`). RE was sized by measurement
             (smollm2-135m, SemEval dev 300, seed 0, 19-way accuracy; majority "Other" 17.7 %):
             300 training sentences x 6 epochs learned nothing (test at the majority bound);

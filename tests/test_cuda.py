@@ -51,7 +51,7 @@ def test_extraction_on_cuda_equals_cpu():
 def test_one_adapter_training_epoch_runs_on_cuda():
     from test_toa import SMALL, _toy_parsing
 
-    from olacore.toa.inputs import InputSpec
+    from olacore.toa.data import InputSpec
     from olacore.toa.train import TrainConfig, TrainedAdapter, make_job
 
     train, dev = _toy_parsing(16, 0), _toy_parsing(8, 1)

@@ -10,16 +10,27 @@ import pytest
 import torch
 
 from olacore.corpora import NERSentence, RelationExample, join_words
-from olacore.ud import UDSentence
 from olacore.store import TensorStore
-from olacore.toa.adapter import AdapterConfig
 from olacore.toa.augment import Augmentation, add_noise, augment, fake_sinks
-from olacore.toa.batching import IGNORE, LabelVocab, encode_items
-from olacore.toa.heads import ToaModel
-from olacore.toa.inputs import (DISTANCE_CHANNELS, InputSpec, build_input, distance_input, official_sink_mask,
-                                stack_channels, toa_channels)
-from olacore.toa.tasks import SPECIAL, TaskData, TaskItem, build_task_data
+from olacore.toa.data import (
+    DISTANCE_CHANNELS,
+    IGNORE,
+    SPECIAL,
+    InputSpec,
+    LabelVocab,
+    TaskData,
+    TaskItem,
+    build_input,
+    build_task_data,
+    distance_input,
+    encode_items,
+    official_sink_mask,
+    stack_channels,
+    toa_channels,
+)
+from olacore.toa.model import AdapterConfig, ToaModel
 from olacore.toa.train import TrainConfig, TrainedAdapter, make_job, train_adapters
+from olacore.ud import UDSentence
 
 
 @dataclass
@@ -411,7 +422,7 @@ def test_bad_input_is_refused_or_counted():
 
 def test_settings_are_validated_and_list_the_grid():
     from olacore.profiles import settings
-    from olacore.toa.inputs import SYNTAX_GRID
+    from olacore.toa.data import SYNTAX_GRID
 
     default = settings("syntax", "default")
     cells = default.cells()

@@ -13,15 +13,26 @@ import pytest
 import torch
 
 from olacore.corpora import join_words
-from olacore.results import ChapterResults
-from olacore.toa.analysis import (GOAL, baseline_table, best_layer, claim_verdict, data_reports, direction_table,
-                                  grid_plan, head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
-                                  wide_table)
 from olacore.profiles import DataSet, settings
+from olacore.results import ChapterResults
+from olacore.toa.analysis import (
+    GOAL,
+    baseline_table,
+    best_layer,
+    claim_verdict,
+    data_reports,
+    direction_table,
+    grid_plan,
+    head_directions,
+    layer_cells,
+    layer_screen,
+    learning_curve,
+    syntax_verdicts,
+    wide_table,
+)
+from olacore.toa.data import SYNTAX_GRID, InputSpec, build_task_data, input_spec
 from olacore.toa.experiments import AttentionRecord, subset_splits, syntax_data
-from olacore.toa.inputs import SYNTAX_GRID, InputSpec, input_spec
 from olacore.toa.syntax_report import main_data_sets, paper_comparison, record_rows, record_syntax, syntax_keys
-from olacore.toa.tasks import build_task_data
 from olacore.ud import UDSentence
 from olacore.verdicts import FAILS, HOLDS, WEAK
 

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from olacore.toa.augment import Augmentation
 from olacore.profiles import TaskSizes, TransferSettings, settings
+from olacore.toa.augment import Augmentation
 from olacore.toa.transfer_bounds import _adjacent_uas, zero_shot_rows
 from olacore.toa.transfer_report import gap_table, paper_comparison, record_transfer, verdict_table
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
@@ -164,7 +164,7 @@ def test_zero_shot_answers_outside_the_label_set_are_counted(monkeypatch):
 
 def _adapters(data, chapter):
     """The chapter's adapters: one per (task, model, seed), trained on its train split, chosen on dev."""
-    from olacore.toa.inputs import TOA_INPUT, input_spec
+    from olacore.toa.data import TOA_INPUT, input_spec
     from olacore.toa.train import make_job, train_adapters
 
     cells = [(task, model, seed) for task, by_model in data.items() for model in by_model for seed in chapter.seeds]
@@ -225,7 +225,7 @@ def test_random_init_control_reads_the_twin(smoke, one_thread):
 
 @pytest.mark.slow
 def test_adapter_trained_on_other_data_is_not_reused(smoke, one_thread):
-    from olacore.toa.inputs import input_spec
+    from olacore.toa.data import input_spec
     from olacore.toa.train import make_job
 
     chapter, data, _ = smoke

@@ -2,14 +2,14 @@
 
 One module per job, data flowing down the list (the chapters import from each directly):
 
-- :mod:`olacore.toa.inputs`: the adapter input (official: orders 1 and 2, raw and sink-cleaned,
+- :mod:`olacore.toa.data`: the adapter input (official: orders 1 and 2, raw and sink-cleaned,
   row-normalised, CLM maps mirrored), any channel of the vocabulary, the distance-only input,
   the syntax grid's named inputs.
 - :mod:`olacore.toa.augment`: the official training augmentations (fake sinks, noise).
-- :mod:`olacore.toa.tasks`: POS / NER / RE / DP data in each model's own tokenisation.
-- :mod:`olacore.toa.adapter`: the axial-attention backbone (padding-masked) and its config.
-- :mod:`olacore.toa.heads`: token, relation and biaffine dependency heads.
-- :mod:`olacore.toa.batching`, :mod:`olacore.toa.evaluate`: batches, predictions, scores.
+- :mod:`olacore.toa.data`: POS / NER / RE / DP data in each model's own tokenisation.
+- :mod:`olacore.toa.model`: the axial-attention backbone (padding-masked) and its config.
+- :mod:`olacore.toa.model`: token, relation and biaffine dependency heads.
+- :mod:`olacore.toa.data`, :mod:`olacore.toa.train`: batches, predictions, scores.
 - :mod:`olacore.toa.train`: the loss, one epoch, cached training jobs, trained adapters.
 - :mod:`olacore.toa.experiments`: the syntax chapter's data; :mod:`olacore.toa.analysis`: its readings.
 - :mod:`olacore.toa.transfer`: the transfer chapter's data, scores and random-init control;

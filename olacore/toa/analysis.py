@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.toa.inputs import InputSpec, official_sink_mask
+from olacore.toa.data import InputSpec, official_sink_mask
 from olacore.verdicts import FAILS, HOLDS, WEAK
 
 if TYPE_CHECKING:
-    from olacore.toa.tasks import TaskData
+    from olacore.toa.data import TaskData
 
 __all__ = ["summary", "distance_gaps", "order_comparison", "layer_screen", "layer_cells", "best_layer", "MARGIN",
            "GOAL", "claim_verdict", "syntax_verdicts", "learning_curve", "head_directions", "direction_table",
@@ -80,7 +80,7 @@ def layer_screen(data: TaskData) -> pd.DataFrame:
     """Score every raw attention layer as a parser on its own, with no training (to choose one on dev).
 
     For each layer: the head-averaged attention on the data's grid, sink entries removed
-    (:func:`olacore.toa.inputs.official_sink_mask`), made symmetric (``A + A^T``: attention
+    (:func:`olacore.toa.data.official_sink_mask`), made symmetric (``A + A^T``: attention
     either way between two words), the diagonal left out; a word's predicted head is the word it
     shares most attention with. The score is the share of words (root words and heads beyond the
     cut left out) whose predicted head is the gold one: the "attention attaches to the head"
@@ -185,7 +185,7 @@ def grid_plan(settings: Any) -> pd.DataFrame:
 
 
 def data_reports(data: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """What alignment and the length cut did, per data set and split (:class:`olacore.toa.tasks.TaskReport`).
+    """What alignment and the length cut did, per data set and split (:class:`olacore.toa.data.TaskReport`).
 
     Returns:
         columns ``data set``, ``split``, ``sentences``, ``kept``, ``not aligned``, ``cut``
@@ -291,13 +291,13 @@ def head_directions(adapter: Any, data: Any) -> pd.DataFrame:
 
     A scored word's gold head is to its *left* (an earlier word), to its *right* (a later one),
     or the word is the *root* (the official convention: it points to itself). A causal LM's row
-    of a word holds only its left context; the mirrored map (:mod:`olacore.toa.inputs`) puts the
+    of a word holds only its left context; the mirrored map (:mod:`olacore.toa.data`) puts the
     later words' attention *to* it in the upper triangle, so a right head is seen only through
     what the head attends to.
 
     Args:
         adapter: a trained DP adapter (:class:`olacore.toa.train.TrainedAdapter`).
-        data: DP task data of its kind (:class:`olacore.toa.tasks.TaskData`).
+        data: DP task data of its kind (:class:`olacore.toa.data.TaskData`).
 
     Returns:
         one row per direction (``left``, ``right``, ``root``): ``words``, ``share`` (percent of

@@ -3,7 +3,7 @@
 Read from ``models/ola_augmentations.py`` and their defaults in ``utils/arguments.py``
 (``sp_aug='none'``): ``RandomHightlightColumns`` (p 0.3, 1 to 3 columns, reference ranks 0
 and 1) then ``AddGuassianNoise`` (p 0.3, ``std_ratio`` 0.2). Both act on the raw OLA maps
-*before* the sink cleaning of :mod:`olacore.toa.inputs`, which is recomputed afterwards
+*before* the sink cleaning of :mod:`olacore.toa.data`, which is recomputed afterwards
 (``models/ola_model.py`` recomputes the masks after each augmentation), so a fake sink is
 partly removed again by the cleaning, as in the official pipeline.
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from olacore.toa.inputs import official_sink_mask
+from olacore.toa.data import official_sink_mask
 
 __all__ = ["Augmentation", "fake_sinks", "add_noise", "augment"]
 

@@ -18,10 +18,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import torch
 
+from olacore.profiles import SyntaxSettings
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.profiles import SyntaxSettings
-from olacore.toa.tasks import TaskData, build_task_data
+from olacore.toa.data import TaskData, build_task_data
 
 __all__ = ["syntax_splits", "subset_splits", "syntax_data", "syntax_datasets", "SCORE_COLUMNS", "SOURCES"]
 

@@ -1,11 +1,12 @@
-"""Training TOA adapters: one cached, seeded job per adapter, the checkpoint chosen on dev.
+"""Training and scoring TOA adapters: the loss, one epoch, a cached seeded job per adapter (the
+checkpoint chosen on dev), greedy prediction and the task metrics.
 
 Official training (``configs/train_*_{conll2000pos,conll2012en_entity,semevalre,udewt_dp}.json``):
 AdamW (the Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2,
 15 epochs, sentences cut at 64 tokens, augmentation on, checkpoints evaluated on the *test*
 split. Here: AdamW with a higher rate for the much smaller adapter (:class:`TrainConfig`,
 default 2e-3, linear warm-up and decay), batches of similar length, the checkpoint with the
-best *dev* score (:data:`olacore.toa.evaluate.SELECTION`) kept, test scored once afterwards
+best *dev* score (:data:`olacore.toa.train.SELECTION`) kept, test scored once afterwards
 by the caller, several seeds. The official augmentations are an option (:class:`Augmentation`).
 
 An :class:`AdapterJob` is a :class:`olacore.training.TrainingJob`: its key holds the sha256 of
@@ -15,6 +16,17 @@ only for exactly the same training; :func:`train_adapters` trains the missing on
 processes (:func:`olacore.training.run_cached`). A trained adapter (:class:`TrainedAdapter`)
 is scored on any model's task data of the same kind (:meth:`TrainedAdapter.evaluate`): this
 is what transfer calls, the target never having been seen in training.
+
+**Prediction and scores.** Decoding is greedy, as officially: the arg-max class per token / example, and for DP the
+arg-max head of each word (no tree constraint) and then the arg-max relation on that arc.
+Scores (:mod:`olacore.metrics`), all in percent:
+
+- ``pos`` / ``upos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy``
+  (every sub-token of a word, the official unit; special tokens left out).
+- ``ner``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words.
+- ``re``: ``accuracy`` (19-way) and ``macro_f1`` (the official SemEval-2010 Task 8 score).
+- ``dp``: ``uas``, ``las`` with punctuation (as the paper) and ``uas_nopunct``, ``las_nopunct``;
+  words whose head lies beyond the length cut are not scored (official).
 """
 
 from __future__ import annotations
@@ -30,19 +42,117 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from olacore.metrics import attachment_scores, entity_f1, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
 from olacore.store import TensorStore
-from olacore.toa.adapter import AdapterConfig
 from olacore.toa.augment import Augmentation, augment
-from olacore.toa.batching import IGNORE, LabelVocab, collate, encode_items, length_batches
-from olacore.toa.evaluate import SELECTION, predict, score
-from olacore.toa.heads import ToaModel
-from olacore.toa.inputs import InputSpec, distance_input, stack_channels
-from olacore.toa.tasks import TaskData, TaskItem, task_kind
+from olacore.toa.data import (
+    IGNORE,
+    SPECIAL,
+    InputSpec,
+    LabelVocab,
+    TaskData,
+    TaskItem,
+    collate,
+    distance_input,
+    encode_items,
+    length_batches,
+    stack_channels,
+    task_kind,
+)
+from olacore.toa.model import AdapterConfig, ToaModel
 from olacore.training import run_cached
 
-__all__ = ["TOA_VERSION", "TrainConfig", "adapter_loss", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter",
-           "make_job", "train_adapters"]
+__all__ = ["predict", "score", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
+           "adapter_loss", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter", "make_job",
+           "train_adapters"]
+
+#: The dev score each task selects its checkpoint on (higher is better).
+SELECTION = {"pos": "accuracy", "upos": "accuracy", "ner": "f1", "re": "macro_f1", "dp": "las", "dp-universal": "las"}
+#: The transfer tasks in the transfer chapter's order (the paper's table first).
+TRANSFER_TASKS = ("re", "dp", "pos", "ner")
+#: The headline score of each transfer task (percent), as the official evaluation reports it.
+METRICS = {"re": "accuracy", "ner": "f1", "pos": "accuracy", "dp": "uas"}
+
+
+@torch.no_grad()
+def predict(model: torch.nn.Module, maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]],
+            kind: str, batch_size: int = 16) -> list[dict[str, np.ndarray]]:
+    """Greedy predictions of ``model`` (a :class:`~olacore.toa.model.ToaModel`) for every item.
+
+    Args:
+        maps: ``(C, T_i, T_i)`` inputs.
+        targets: the encoded items (:func:`olacore.toa.data.encode_items`); the relation
+            head reads the entity spans and the DP head the word positions from them.
+        kind: ``"tokens"``, ``"relation"`` or ``"dependency"``.
+        batch_size: sentences per forward pass.
+
+    Returns:
+        per item: ``tokens``: ``{"labels": (T,)}``; ``relation``: ``{"label": (1,)}``;
+        ``dependency``: ``{"heads": (W,), "rels": (W,)}`` (head token and relation class of
+        each scored word). Class ids index the adapter's vocabulary.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    out: list[dict[str, np.ndarray] | None] = [None] * len(maps)
+    for index in length_batches([m.shape[-1] for m in maps], batch_size):
+        batch, lengths, extra = collate([maps[i] for i in index], [targets[i] for i in index], kind)
+        inputs = {"spans": extra["spans"].to(device)} if kind == "relation" else {}
+        result = model(batch.to(device), lengths.to(device), **inputs)
+        for b, i in enumerate(index):
+            size = int(lengths[b])
+            if kind == "tokens":
+                out[i] = {"labels": result["logits"][b, :size].argmax(-1).cpu().numpy()}
+            elif kind == "relation":
+                out[i] = {"label": result["logits"][b : b + 1].argmax(-1).cpu().numpy()}
+            else:
+                words = torch.from_numpy(targets[i]["words"]).to(device)
+                heads = result["arc"][b, words, :size].argmax(-1)
+                rels = result["rel"][b, words, heads].argmax(-1)
+                out[i] = {"heads": heads.cpu().numpy(), "rels": rels.cpu().numpy()}
+    model.train(was_training)
+    return out  # type: ignore[return-value]
+
+
+def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]],
+          vocab: LabelVocab) -> dict[str, float]:
+    """The task's metrics (percent) of ``predictions`` against the items' gold labels.
+
+    Gold labels the vocabulary does not know count as errors (they cannot be predicted).
+
+    Raises:
+        ValueError: unknown task, or items and predictions differ in number.
+    """
+    kind = task_kind(task)
+    if len(items) != len(predictions):
+        raise ValueError(f"{len(items)} items but {len(predictions)} predictions")
+    names = vocab.labels
+    if kind == "tokens":
+        gold_words = [list(item.word_labels) for item in items]
+        pred_words = [[names[int(p["labels"][t])] for t in item.word_tokens] for item, p in zip(items, predictions)]
+        if task == "ner":
+            return entity_f1(gold_words, pred_words)
+        gold_tokens, pred_tokens = [], []
+        for item, p in zip(items, predictions):
+            keep = [t for t, label in enumerate(item.token_labels) if label is not None and label != SPECIAL]
+            gold_tokens.append([item.token_labels[t] for t in keep])
+            pred_tokens.append([names[int(p["labels"][t])] for t in keep])
+        return {"accuracy": token_accuracy(gold_words, pred_words),
+                "subtoken_accuracy": token_accuracy(gold_tokens, pred_tokens),
+                "words": sum(len(g) for g in gold_words)}
+    if kind == "relation":
+        return semeval_scores([item.label for item in items], [names[int(p["label"][0])] for p in predictions])
+    gold_heads, gold_rels, pred_heads, pred_rels, punct = [], [], [], [], []
+    for item, p in zip(items, predictions):
+        scored = [w for w, head in enumerate(item.heads) if head != -1 and head != IGNORE]
+        gold_heads.append([item.heads[w] for w in scored])
+        gold_rels.append([item.word_labels[w] for w in scored])
+        pred_heads.append([int(p["heads"][w]) for w in scored])
+        pred_rels.append([names[int(p["rels"][w])] for w in scored])
+        punct.append([item.punct[w] for w in scored])
+    return attachment_scores(gold_heads, gold_rels, pred_heads, pred_rels, punct)
+
 
 # Bump when training gives other results for the same inputs: every stored adapter is then ignored.
 TOA_VERSION = 1
@@ -108,8 +218,8 @@ def adapter_loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str,
 
     Args:
         kind: ``"tokens"`` (POS, NER), ``"relation"`` (RE) or ``"dependency"`` (DP).
-        outputs: the :class:`~olacore.toa.heads.ToaModel` outputs of a batch.
-        targets: the batch's targets from :func:`olacore.toa.batching.collate`.
+        outputs: the :class:`~olacore.toa.model.ToaModel` outputs of a batch.
+        targets: the batch's targets from :func:`olacore.toa.data.collate`.
         class_weight: ``(classes,)`` weights of the token classes (NER: ``O`` at 0.5, official).
 
     Returns:
@@ -153,7 +263,7 @@ def train_epoch(model: torch.nn.Module, inputs: Sequence[torch.Tensor], targets:
     """One pass over the training sentences in batches of similar length; returns the mean loss.
 
     Args:
-        model: the adapter (:class:`~olacore.toa.heads.ToaModel`), put in train mode.
+        model: the adapter (:class:`~olacore.toa.model.ToaModel`), put in train mode.
         inputs: ``(C, T_i, T_i)`` adapter inputs; ``targets``: their encoded labels.
         optimiser, schedule: from :func:`optimiser_for`; stepped once per batch.
         config: batch size and gradient clipping.
@@ -301,7 +411,7 @@ class TrainedAdapter:
         return InputSpec(tuple(spec["channels"]), tuple(spec["variants"]), spec["mirror"])
 
     def predict(self, data: TaskData, batch_size: int = 32) -> list[dict[str, np.ndarray]]:
-        """Greedy predictions on any model's task data of this adapter's task (see :func:`olacore.toa.evaluate.predict`)."""
+        """Greedy predictions on any model's task data of this adapter's task (see :func:`olacore.toa.train.predict`)."""
         self._check(data)
         targets, _ = encode_items(data.items, data.kind, self.vocab)
         return predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)

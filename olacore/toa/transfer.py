@@ -25,13 +25,12 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from olacore.profiles import TransferSettings
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
+from olacore.toa.data import TaskData
 from olacore.toa.experiments import subset_splits, syntax_data, syntax_splits
-from olacore.toa.tasks import TaskData
-from olacore.toa.train import TrainedAdapter
-from olacore.profiles import TransferSettings
-from olacore.toa.evaluate import METRICS, TRANSFER_TASKS
+from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
            "matrix", "data_table"]
@@ -81,7 +80,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
         store: the tensor store (default ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        Each model's :class:`olacore.toa.tasks.TaskData` per split; its ``report`` counts
+        Each model's :class:`olacore.toa.data.TaskData` per split; its ``report`` counts
         sentences the tokenizer could not align (:meth:`TaskReport.summary`) and cut losses.
         Each item's maps are ``T x T`` OLA orders (``T`` tokens, at most ``settings.syntax.max_tokens``).
 

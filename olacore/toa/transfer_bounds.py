@@ -13,9 +13,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.toa.transfer import task_splits
 from olacore.profiles import TransferSettings
-from olacore.toa.evaluate import TRANSFER_TASKS
+from olacore.toa.train import TRANSFER_TASKS
+from olacore.toa.transfer import task_splits
 from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["majority_bounds", "zero_shot_rows", "PROMPTED", "ZERO_SHOT_COLUMNS"]

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 
 from olacore.toa.analysis import MARGIN
+from olacore.toa.train import METRICS
 from olacore.toa.transfer import matrix
-from olacore.toa.evaluate import METRICS
 from olacore.verdicts import better
 
 __all__ = ["gap_table", "verdict_table", "learned_table", "paper_comparison", "PAPER_NAMES", "transfer_heatmaps",

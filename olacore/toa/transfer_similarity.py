@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from olacore.profiles import TransferSettings
-from olacore.toa.evaluate import METRICS
+from olacore.toa.train import METRICS
 
 __all__ = ["similarity_hits", "similarity_vs_transfer"]
 

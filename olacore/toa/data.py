@@ -1,0 +1,852 @@
+"""What a TOA adapter reads and predicts (paper section 4.4): its input maps, the task labels in
+each model's own tokens, and padded batches.
+
+**Input.** Paper section 4.4 (TOA) feeds an adapter nothing but OLA. The official preprocessing, read
+from its code, for the default input ``use_orders=[1, 2]`` with ``remove_outliers=True``
+(``utils/arguments.py``: ``remove_outliers`` defaults to True, the TOA configs
+``configs/train_*_udewt_dp.json`` etc. set ``use_orders`` ``[1, 2]``):
+
+1. **Sink mask** (``models/ola_utils.py``, ``cal_maskes`` / ``get_outliers_mask``): per row,
+   over the *interested* entries (the unpadded ones and, for a causal LM, ``j <= i`` only),
+   mean and **sample** standard deviation (divisor ``n - 1``, floored at ``1e-10``) are
+   taken, the entries outside the interested part being set to zero first; an entry is
+   flagged when it exceeds ``mean + 3 std``, and **every** entry equal to the row maximum is
+   flagged too (ties included). The first row of a causal map has one entry (``n - 1 = 0``):
+   its only entry is the maximum and is flagged.
+2. **Stack** (``models/ola_model.py``, ``preprocess_ola``, ``result_type='cat'``): the raw
+   orders, then the same orders with the flagged entries zeroed: ``[raw 1, raw 2, clean 1,
+   clean 2]``.
+3. **Row normalisation**: every row of every channel divided by ``row sum + 1e-10`` (an
+   all-zero row stays zero).
+4. **Mirror** (causal LMs only): the strictly upper triangle receives the transposed lower
+   one, ``M[i, j] = M[j, i]`` for ``j > i``, after the normalisation.
+
+The flags are :func:`olacore.sinks.sink_flags` with statistics over the causal part (the
+similarity chapters take them over the whole row, as the official similarity scripts do).
+
+Beyond the official input, :func:`build_input` builds the same kind of stack from any channels
+of :mod:`olacore.channels` (``"order3"``, ``"rollout"``, later ``"alti"``), raw and/or clean, so
+the syntax grid feeds every kind of map through one adapter; and :func:`distance_input`
+gives the *distance-only* baseline: the same adapter given relative positions ``j - i`` and
+no attention at all.
+
+**Task data.** A task example is a sentence's OLA (one :class:`~olacore.pipeline.OLAResult`, token level) and
+its labels brought to that model's tokens through the tokenizer's character offsets
+(:func:`olacore.alignment.word_assignment`), so the same word-level gold serves every model. What
+the official code does (``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``), and here:
+
+- **POS** (``pos``: EWT XPOS, the Penn Treebank tags of the paper's CoNLL-2000 task; ``upos``:
+  the 17 UD tags, a variant): every sub-token takes its word's tag, special tokens
+  (BOS/[CLS]/[SEP]) an extra class :data:`SPECIAL`. Scored per word (at its first sub-token)
+  and per sub-token (the official unit; special tokens left out here).
+- **NER** (``ner``: WNUT-17, 6 types, BIO; the paper used licensed OntoNotes): every sub-token
+  takes its word's tag (a ``B-`` tag repeats on a word's later sub-tokens, as officially),
+  special tokens ``O``. Scored at entity level on each word's first sub-token. The official
+  entity data keeps only sentences with an entity; here every sentence is kept.
+- **RE** (``re``: SemEval-2010 Task 8, 19 directed labels): each entity is the token span
+  ``[first token of its first word, last token of its last word]``.
+- **DP** (``dp``: EWT, full relations with subtypes, as the official ``rels`` of the corpus;
+  ``dp-universal``: subtypes stripped): a word is its first sub-token; a head word is its
+  first sub-token; the root word's head is its own first sub-token (official convention).
+
+**Grid.** ``grid="tokens"`` (official) keeps every token of the model, special tokens
+included: the adapter reads the full ``T x T`` map and every token is a candidate head.
+``grid="words"`` keeps only the rows and columns of each word's first sub-token (the maps
+the syntax chapter's parser reads, :func:`olacore.alignment.first_subtoken_maps`): a ``W x W``
+image, labels indexed by word, every *word* a candidate head; smaller (cheaper) and without
+the special-token sinks. Words of one multi-word token (EWT "don't" = do + n't) share their
+first sub-token, so their rows are equal.
+
+**Length cut** (official ``cutoff_len`` 64): only the first ``max_tokens`` tokens are kept.
+Words whose first sub-token falls beyond the cut are not scored, heads beyond it are not
+scored (official ``-100``), NER entities starting beyond it are lost, RE examples with an
+entity beyond it are dropped; every such loss is counted in :class:`TaskReport`. Sentences
+whose words cannot be aligned to the tokens (a tokenizer that drops characters) are named
+and counted there too, never silently lost.
+
+**Batches.** Targets travel as numpy arrays (picklable into worker processes,
+:func:`olacore.training.by_value`); ``IGNORE = -100`` marks what the loss and the scores skip
+(a token without a word, a label the vocabulary does not know, a head beyond the length cut).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+
+from olacore.alignment import word_assignment
+from olacore.channels import channel as lookup_channel
+from olacore.sinks import mirror_causal, sink_flags
+
+__all__ = ["DISTANCE", "VARIANTS", "InputSpec", "official_sink_mask", "stack_channels", "toa_channels",
+           "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
+           "input_spec", "SPECIAL", "TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
+           "build_task_data", "universal", "IGNORE", "LabelVocab", "encode_items", "collate",
+           "length_batches"]
+
+#: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
+DISTANCE = "distance"
+#: The two variants of a channel in the stack: as extracted, and sink-cleaned.
+VARIANTS = ("raw", "clean")
+#: Offsets ``j - i`` that get an indicator channel in :func:`distance_input`.
+_NEAR = (-2, -1, 0, 1, 2)
+DISTANCE_CHANNELS = len(_NEAR) + 3
+
+
+def official_sink_mask(maps: torch.Tensor, causal: bool, num_std: float = 3.0) -> torch.Tensor:
+    """The official TOA sink flags: the official rule with statistics over the causal part.
+
+    :func:`olacore.sinks.sink_flags` with ``stats="causal"``: the official TOA path
+    (``OLAModel.forward`` in ``models/ola_model.py``) passes the causal flag to ``cal_maskes``
+    (``models/ola_utils.py``), unlike the official similarity scripts.
+
+    Args:
+        maps: ``(..., T, T)`` float maps (rows: queries), one sentence each, unpadded.
+        causal: a causal LM's maps: only ``j <= i`` is looked at.
+        num_std: the threshold in sample standard deviations (official: 3).
+
+    Returns:
+        ``(..., T, T)`` bool tensor, ``True`` where an entry is flagged as a sink.
+
+    Raises:
+        ValueError: the maps are not square.
+    """
+    return sink_flags(maps, causal, num_std, stats="causal")
+
+
+def _row_normalise(maps: torch.Tensor) -> torch.Tensor:
+    return maps / (maps.sum(-1, keepdim=True) + 1e-10)
+
+
+def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = VARIANTS,
+                   mirror: bool = True) -> torch.Tensor:
+    """The official preprocessing of a stack of maps: variants, row normalisation, mirroring.
+
+    Args:
+        maps: ``(K, T, T)`` maps of one sentence (``K`` channels, e.g. OLA orders 1 and 2).
+        causal: the maps come from a causal LM (sink statistics over ``j <= i``; mirrored).
+        variants: which of ``"raw"`` and ``"clean"`` to stack, in that order of blocks.
+        mirror: mirror causal maps into their upper triangle (official: yes).
+
+    Returns:
+        ``(len(variants) * K, T, T)`` float32: all channels raw, then all channels clean
+        (for the default variants), each row summing to 1 (or all zero), CLM maps mirrored.
+
+    Raises:
+        ValueError: not ``(K, T, T)``, or an unknown / repeated / missing variant.
+    """
+    if maps.ndim != 3 or maps.shape[-1] != maps.shape[-2]:
+        raise ValueError(f"maps must be (K, T, T); got shape {tuple(maps.shape)}")
+    variants = tuple(variants)
+    if not variants or len(set(variants)) != len(variants) or any(v not in VARIANTS for v in variants):
+        raise ValueError(f"variants must be a non-empty selection of {VARIANTS} without repeats; got {variants}")
+    maps = maps.float()
+    blocks = []
+    for variant in variants:
+        block = maps if variant == "raw" else maps.masked_fill(official_sink_mask(maps, causal), 0.0)
+        blocks.append(block)
+    stacked = _row_normalise(torch.cat(blocks, 0))
+    return mirror_causal(stacked) if causal and mirror else stacked
+
+
+def toa_channels(orders: torch.Tensor, causal: bool, use_orders: Sequence[int] = (1, 2)) -> torch.Tensor:
+    """The official TOA input from OLA orders (paper section 4.4; the official preprocessing, module docstring).
+
+    Args:
+        orders: ``(K + 1, T, T)`` output of :func:`olacore.ola.order_level_attention` for one
+            sentence (``orders[k]`` = order ``k``), or an :class:`~olacore.pipeline.OLAResult`'s
+            ``orders``.
+        causal: the model is a causal LM.
+        use_orders: the orders to stack (official: 1 and 2).
+
+    Returns:
+        ``(2 * len(use_orders), T, T)`` float32: ``[raw o_1, raw o_2, clean o_1, clean o_2]``,
+        each row normalised, mirrored for a causal LM.
+
+    Raises:
+        ValueError: an order outside ``1..K``, or maps not ``(K + 1, T, T)``.
+    """
+    if orders.ndim != 3:
+        raise ValueError(f"orders must be (K + 1, T, T); got shape {tuple(orders.shape)}")
+    available = orders.shape[0] - 1
+    for k in use_orders:
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= available:
+            raise ValueError(f"use_orders must be ints in 1..{available} (orders computed); got {list(use_orders)}")
+    return stack_channels(orders[list(use_orders)], causal)
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """What the adapter reads: channels by vocabulary name, their variants, the grid.
+
+    Attributes:
+        channels: names from :mod:`olacore.channels` (``"order1"``, ``"rollout"``, ...), or
+            ``("distance",)`` alone for the distance-only baseline.
+        variants: ``("raw", "clean")`` (official), ``("raw",)`` or ``("clean",)``; ignored
+            for the distance input.
+        mirror: mirror causal maps (official: yes).
+
+    The length cut is not part of the spec: it belongs to the task data (labels and maps
+    must be cut alike, :mod:`olacore.toa.data`), which passes each sentence's kept length.
+    """
+
+    channels: tuple[str, ...] = ("order1", "order2")
+    variants: tuple[str, ...] = VARIANTS
+    mirror: bool = True
+
+    def __post_init__(self) -> None:
+        channels = (self.channels,) if isinstance(self.channels, str) else tuple(self.channels)
+        object.__setattr__(self, "channels", channels)
+        object.__setattr__(self, "variants", tuple(self.variants))
+        if not channels:
+            raise ValueError("InputSpec needs at least one channel, e.g. ('order1',) or ('distance',)")
+        if DISTANCE in channels and len(channels) > 1:
+            raise ValueError(f"the {DISTANCE!r} input stands alone (it is the no-attention baseline); got {channels}")
+        if DISTANCE not in channels:
+            for name in channels:
+                lookup_channel(name)  # raises on an unknown name, listing the vocabulary
+            if len(set(channels)) != len(channels):
+                raise ValueError(f"channels repeated: {channels}")
+        if not self.variants or any(v not in VARIANTS for v in self.variants) or len(set(self.variants)) != len(self.variants):
+            raise ValueError(f"variants must be a non-empty selection of {VARIANTS}; got {self.variants}")
+
+    @property
+    def is_distance(self) -> bool:
+        """Whether this is the distance-only baseline."""
+        return self.channels == (DISTANCE,)
+
+    @property
+    def num_channels(self) -> int:
+        """``C``, the adapter's input channels."""
+        return DISTANCE_CHANNELS if self.is_distance else len(self.channels) * len(self.variants)
+
+    @property
+    def max_order(self) -> int:
+        """The highest OLA order the channels need (1 for the rollout or distance)."""
+        orders = [lookup_channel(n).order or 0 for n in self.channels] if not self.is_distance else []
+        return max([1, *orders])
+
+    @property
+    def label(self) -> str:
+        """A short display label: ``"order 1+2"``, ``"rollout"``, ``"distance"``."""
+        if self.is_distance:
+            return DISTANCE
+        orders = [lookup_channel(n).order for n in self.channels]
+        if all(k is not None for k in orders):
+            text = "order " + "+".join(str(k) for k in orders)
+        else:
+            text = "+".join(lookup_channel(n).label for n in self.channels)
+        return text if self.variants == VARIANTS else f"{text} ({'/'.join(self.variants)})"
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able form (for cache keys and records)."""
+        return {"channels": list(self.channels), "variants": list(self.variants), "mirror": self.mirror}
+
+
+def raw_maps(record: Any, spec: InputSpec, size: int | None = None) -> torch.Tensor:
+    """The spec's channels of one OLA record, before preprocessing: ``(K, T', T')`` float32.
+
+    ``T' = min(T, size)`` (``size=None``: every token, ``T = len(record.offsets)``): the length
+    cut keeps the top-left block, the first tokens. ``record`` is the record of the channels'
+    source (:mod:`olacore.channels`): an OLA record for orders and the rollout, an ALTI record
+    for ``"alti"``, an attention record for ``"layer<n>"``. For a causal LM this block is
+    exactly what the model gives a cut input; for an encoder, whose tokens also attend to later
+    ones, the block misses that mass (rows are renormalised by :func:`stack_channels`); the
+    official code instead runs the model on the cut input. The distance input has no raw maps: ``(0, T', T')``.
+    """
+    full = len(record.offsets)
+    keep = full if size is None else min(full, size)
+    if spec.is_distance:
+        return torch.zeros(0, keep, keep)
+    maps = torch.stack([lookup_channel(name).take(record) for name in spec.channels]).float()
+    return maps[:, :keep, :keep]
+
+
+def build_input(record: Any, spec: InputSpec, size: int | None = None, raw: torch.Tensor | None = None) -> torch.Tensor:
+    """The adapter input of one sentence for any channels of the vocabulary.
+
+    Args:
+        record: an :class:`~olacore.pipeline.OLAResult` (``orders``, ``rollout``, ``is_causal``)
+            or any record the channels' ``take`` accepts, with ``is_causal``.
+        spec: the channels and variants.
+        size: the length cut (tokens kept; ``None``: all).
+        raw: ``(K, T', T')`` maps to use instead of the record's (e.g. augmented ones, see
+            :mod:`olacore.toa.augment`); default :func:`raw_maps`.
+
+    Returns:
+        ``(spec.num_channels, T', T')`` float32: for OLA channels, :func:`stack_channels` of the
+        spec's maps (all channels raw, then all clean); for the distance spec, :func:`distance_input`.
+    """
+    maps = raw_maps(record, spec, size) if raw is None else raw
+    if spec.is_distance:
+        return distance_input(maps.shape[-1])
+    return stack_channels(maps, bool(record.is_causal), spec.variants, spec.mirror)
+
+
+def distance_input(size: int) -> torch.Tensor:
+    """The distance-only baseline's input: relative positions ``j - i`` and nothing else.
+
+    Channels (``DISTANCE_CHANNELS = 8``), all in ``[0, 1]`` like attention: indicators of
+    ``j - i`` equal to -2, -1, 0, 1, 2; ``j > i``; ``exp(-|j - i| / 4)``; ``|j - i| / T``. Like
+    the OLA input it carries no token identity, so the adapter given it can only learn
+    length- and offset-based attachment rules (e.g. "attach to the next word").
+
+    Args:
+        size: ``T``, the number of tokens.
+
+    Returns:
+        ``(8, T, T)`` float32.
+
+    Raises:
+        ValueError: ``size`` < 1.
+    """
+    if size < 1:
+        raise ValueError(f"size must be at least 1; got {size}")
+    positions = torch.arange(size, dtype=torch.float32)
+    offset = positions[None, :] - positions[:, None]
+    channels = [(offset == k).float() for k in _NEAR]
+    channels += [(offset > 0).float(), torch.exp(-offset.abs() / 4.0), offset.abs() / size]
+    return torch.stack(channels)
+
+
+#: The inputs of the syntax grid by display name: the paper's table (1st, 2nd, 3rd order,
+#: rollout), ALTI (the paper's second baseline, issue #12), 1+2 (the official TOA input) and
+#: the distance-only baseline. A single raw attention layer is ``"layer <n>"`` (:func:`input_spec`).
+SYNTAX_GRID: dict[str, InputSpec] = {
+    "order 1": InputSpec(("order1",)),
+    "order 2": InputSpec(("order2",)),
+    "order 3": InputSpec(("order3",)),
+    "rollout": InputSpec(("rollout",)),
+    "ALTI": InputSpec(("alti",)),
+    "order 1+2": InputSpec(("order1", "order2")),
+    "distance": InputSpec(("distance",)),
+}
+_LAYER = re.compile(r"^layer (\d+)$")
+
+
+def input_spec(name: str) -> InputSpec:
+    """The :class:`InputSpec` of an input name: a key of :data:`SYNTAX_GRID` or ``"layer <n>"``
+    (the head-averaged raw attention of layer ``n``, 1 nearest the input: channel ``layer<n>``).
+
+    Raises:
+        KeyError: an unknown name (lists the known ones).
+    """
+    if name in SYNTAX_GRID:
+        return SYNTAX_GRID[name]
+    match = _LAYER.match(str(name))
+    if match and int(match.group(1)) > 0:
+        return InputSpec((f"layer{int(match.group(1))}",))
+    raise KeyError(f"unknown input {name!r}; known: {list(SYNTAX_GRID)} and 'layer <n>'")
+
+
+#: The input of every transfer adapter: the official one (orders 1 and 2, raw and clean).
+TOA_INPUT = "order 1+2"
+
+
+#: The class of special tokens in the POS task (official: one extra class).
+SPECIAL = "<special>"
+#: task name -> (kind of head, what the labels are).
+TASKS: dict[str, tuple[str, str]] = {
+    "pos": ("tokens", "xpos"),
+    "upos": ("tokens", "upos"),
+    "ner": ("tokens", "bio"),
+    "re": ("relation", "semeval"),
+    "dp": ("dependency", "full"),
+    "dp-universal": ("dependency", "universal"),
+}
+
+
+#: What the adapter's image holds: every token (official) or each word's first sub-token.
+GRIDS = ("tokens", "words")
+
+
+def task_kind(task: str) -> str:
+    """The head a task needs: ``"tokens"``, ``"relation"`` or ``"dependency"``.
+
+    Raises:
+        ValueError: unknown task (lists the known ones).
+    """
+    if task not in TASKS:
+        raise ValueError(f"unknown TOA task {task!r}; choose one of {', '.join(TASKS)}")
+    return TASKS[task][0]
+
+
+def universal(deprel: str) -> str:
+    """The universal part of a UD relation: ``"nmod:poss" -> "nmod"``."""
+    return deprel.split(":", 1)[0]
+
+
+@dataclass(frozen=True)
+class TaskItem:
+    """One example of a task in one model's tokenisation (after the length cut).
+
+    Attributes:
+        sent_id, text: the source sentence.
+        num_tokens: tokens kept (``min(T, max_tokens)``).
+        token_labels: ``tokens`` tasks: one label per kept token (``None``: not trained on,
+            e.g. a whitespace-only token); empty otherwise.
+        word_tokens: ``tokens`` and ``dependency``: the first sub-token of each scored word.
+        word_labels: gold label of each scored word (tag, or dependency relation).
+        heads: ``dependency``: gold head token of each scored word (``-1``: beyond the cut,
+            not scored).
+        gold_heads: ``dependency``: gold head word of each scored word (1-based, 0 = root).
+        punct: ``dependency``: whether each scored word is punctuation (UPOS ``PUNCT``).
+        spans: ``relation``: ``(e1_start, e1_end, e2_start, e2_end)`` token indices, end exclusive.
+        label: ``relation``: the directed relation.
+        positions: ``grid="words"``: the token index of each row / column of the image (each
+            kept word's first sub-token); empty for the token grid. All other indices of the
+            item then count rows of that image (words), not tokens.
+    """
+
+    sent_id: str
+    text: str
+    num_tokens: int
+    token_labels: tuple = ()
+    word_tokens: tuple[int, ...] = ()
+    word_labels: tuple[str, ...] = ()
+    heads: tuple[int, ...] = ()
+    gold_heads: tuple[int, ...] = ()
+    punct: tuple[bool, ...] = ()
+    spans: tuple[int, int, int, int] | None = None
+    label: str | None = None
+    positions: tuple[int, ...] = ()
+
+
+@dataclass
+class TaskReport:
+    """What the alignment and the length cut did to one task split (all counts, nothing hidden).
+
+    Attributes:
+        sentences: source sentences offered.
+        kept: examples kept.
+        unaligned: ``(sent_id, reason)`` of sentences whose words overlap no token.
+        cut_sentences: kept sentences longer than the cut.
+        words, words_beyond_cut: scored-unit counts (words; tokens-task words or DP words).
+        heads_beyond_cut: DP words whose head lies beyond the cut (not scored).
+        entities, entities_beyond_cut: NER gold entities and those starting beyond the cut.
+        dropped_beyond_cut: RE examples dropped because an entity ends beyond the cut.
+    """
+
+    sentences: int = 0
+    kept: int = 0
+    unaligned: list[tuple[str, str]] = field(default_factory=list)
+    cut_sentences: int = 0
+    words: int = 0
+    words_beyond_cut: int = 0
+    heads_beyond_cut: int = 0
+    entities: int = 0
+    entities_beyond_cut: int = 0
+    dropped_beyond_cut: int = 0
+
+    def summary(self) -> str:
+        """One line with every count that is not zero (and the first unaligned ids)."""
+        parts = [f"{self.kept}/{self.sentences} kept"]
+        if self.unaligned:
+            shown = ", ".join(sid for sid, _ in self.unaligned[:3])
+            parts.append(f"{len(self.unaligned)} not aligned ({shown}{', ...' if len(self.unaligned) > 3 else ''})")
+        for name in ("cut_sentences", "words_beyond_cut", "heads_beyond_cut", "entities_beyond_cut", "dropped_beyond_cut"):
+            value = getattr(self, name)
+            if value:
+                parts.append(f"{name.replace('_', ' ')}: {value}")
+        if self.words:
+            parts.append(f"{self.words} words")
+        if self.entities:
+            parts.append(f"{self.entities} entities")
+        return "; ".join(parts)
+
+
+@dataclass
+class TaskData:
+    """The examples of one task split for one model: items, their OLA records, the report.
+
+    Attributes:
+        task: a key of :data:`TASKS`.
+        model: the model's display name.
+        split: ``"train"``, ``"dev"``, ``"test"``...
+        items: :class:`TaskItem` per kept example.
+        records: the OLA record of each item (same order).
+        causal: the model is a causal LM.
+        max_tokens: the length cut (``None``: none).
+        report: counts of what was lost.
+        grid: ``"tokens"`` or ``"words"`` (see the module docstring).
+        sources: records of other channel sources for the same items, by source name
+            (:mod:`olacore.channels`: ``"alti"`` records for the ``"alti"`` channel,
+            ``"attention"`` records for ``"layer<n>"``); ``records`` serve the ``"ola"``
+            source. An input spec reads the records of its channels' one source.
+    """
+
+    task: str
+    model: str
+    split: str
+    items: list[TaskItem]
+    records: list[Any]
+    causal: bool
+    max_tokens: int | None
+    report: TaskReport
+    grid: str = "tokens"
+    sources: dict[str, list[Any]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def source_records(self, spec: InputSpec) -> list[Any]:
+        """The records ``spec`` reads: ``records`` for OLA channels and the distance input, else
+        ``sources[name]`` of the channels' source.
+
+        Raises:
+            ValueError: the spec mixes channels of several sources, or its source's records
+                are missing or not one per item (build the data with that source).
+        """
+        if spec.is_distance:
+            return self.records
+        names = sorted({lookup_channel(name).source for name in spec.channels})
+        if len(names) > 1:
+            raise ValueError(f"the input {spec.label!r} mixes channels of the sources {names}; one input reads one source")
+        if names[0] == "ola":
+            return self.records
+        records = self.sources.get(names[0])
+        if records is None or len(records) != len(self.items):
+            raise ValueError(f"{self.model} {self.split}: no {names[0]!r} records for the input {spec.label!r} "
+                             f"(have: {['ola', *self.sources]}); build the data with that source "
+                             f"(olacore.toa.experiments.syntax_data(..., sources=('ola', {names[0]!r})))")
+        return records
+
+    @property
+    def kind(self) -> str:
+        """``"tokens"``, ``"relation"`` or ``"dependency"``."""
+        return task_kind(self.task)
+
+    def raw(self, spec: InputSpec) -> list[torch.Tensor]:
+        """The spec's raw (unprocessed) maps of every item, cut (and reduced to the word grid):
+        ``(K, T_i, T_i)``; the adapter input is their :func:`~olacore.toa.data.stack_channels`."""
+        out = []
+        for record, item in zip(self.source_records(spec), self.items):
+            if not item.positions:
+                out.append(raw_maps(record, spec, item.num_tokens))
+                continue
+            full = raw_maps(record, spec, max(item.positions) + 1)
+            index = torch.tensor(item.positions)
+            out.append(full.index_select(-2, index).index_select(-1, index))
+        return out
+
+    def inputs(self, spec: InputSpec) -> list[torch.Tensor]:
+        """The adapter input of every item: ``(spec.num_channels, T_i, T_i)`` float32 (cut)."""
+        records = self.source_records(spec)
+        if self.grid == "tokens":
+            return [build_input(r, spec, item.num_tokens) for r, item in zip(records, self.items)]
+        return [build_input(r, spec, raw=m) for r, m in zip(records, self.raw(spec))]
+
+    def labels(self) -> list[str]:
+        """Every gold label string the items carry (to build a label vocabulary)."""
+        if self.kind == "relation":
+            return [item.label for item in self.items]
+        if self.kind == "tokens":
+            return [label for item in self.items for label in item.token_labels if label is not None]
+        return [label for item in self.items for label in item.word_labels]
+
+    def digest(self) -> str:
+        """sha256 of the items (texts, cut lengths, labels): a cache-key part."""
+        payload = json.dumps([dataclasses.astuple(item) for item in self.items], ensure_ascii=False)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def _token_words(share: torch.Tensor) -> list[int | None]:
+    """The word of each token (most characters; ``None`` for tokens in no word)."""
+    owner = share.argmax(0).tolist()
+    covered = (share.sum(0) > 0).tolist()
+    return [w if c else None for w, c in zip(owner, covered)]
+
+
+def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
+    tags = {"pos": getattr(source, "xpos", ()), "upos": getattr(source, "upos", ()), "ner": getattr(source, "tags", ())}[task]
+    if len(tags) != len(source.words):
+        raise ValueError(f"{source.sent_id}: {len(tags)} tags for {len(source.words)} words (no {TASKS[task][1]} tags?)")
+    special = SPECIAL if task in ("pos", "upos") else "O"
+    owners = _token_words(share)
+    token_labels = []
+    for t in range(keep):
+        start, end = offsets[t]
+        if owners[t] is not None:
+            token_labels.append(tags[owners[t]])
+        else:
+            token_labels.append(special if end <= start else None)
+    first = [int(torch.nonzero(row > 0)[0]) for row in share]
+    scored = [w for w, t in enumerate(first) if t < keep]
+    report.words += len(first)
+    report.words_beyond_cut += len(first) - len(scored)
+    if task == "ner":
+        from seqeval.metrics.sequence_labeling import get_entities
+
+        entities = get_entities(list(tags))
+        report.entities += len(entities)
+        report.entities_beyond_cut += sum(1 for _, start, _ in entities if first[start] >= keep)
+    return TaskItem(source.sent_id, source.text, keep, token_labels=tuple(token_labels),
+                    word_tokens=tuple(first[w] for w in scored), word_labels=tuple(tags[w] for w in scored))
+
+
+def _dependency_item(source, share, keep, task, report) -> TaskItem:
+    first = [int(torch.nonzero(row > 0)[0]) for row in share]
+    words, heads, gold_heads, labels, punct = [], [], [], [], []
+    for w, t in enumerate(first):
+        report.words += 1
+        if t >= keep:
+            report.words_beyond_cut += 1
+            continue
+        head_word = source.heads[w]
+        head_token = t if head_word == 0 else first[head_word - 1]
+        if head_token >= keep:
+            report.heads_beyond_cut += 1
+            head_token = -1
+        words.append(t)
+        heads.append(head_token)
+        gold_heads.append(head_word)
+        labels.append(source.deprels[w] if task == "dp" else universal(source.deprels[w]))
+        punct.append(source.upos[w] == "PUNCT")
+    return TaskItem(source.sent_id, source.text, keep, word_tokens=tuple(words), word_labels=tuple(labels),
+                    heads=tuple(heads), gold_heads=tuple(gold_heads), punct=tuple(punct))
+
+
+def _relation_item(source, share, keep, report) -> TaskItem | None:
+    members = [torch.nonzero(row > 0).flatten().tolist() for row in share]
+    spans = []
+    for start_word, end_word in (source.e1, source.e2):
+        tokens = [t for w in range(start_word, end_word) for t in members[w]]
+        spans += [min(tokens), max(tokens) + 1]
+    if max(spans[1], spans[3]) > keep:
+        report.dropped_beyond_cut += 1
+        return None
+    return TaskItem(source.sent_id, source.text, keep, spans=tuple(spans), label=source.label)
+
+
+def _to_words(item: TaskItem, first: list[int], kind: str) -> TaskItem:
+    """The same item on the word grid: rows are the kept words' first sub-tokens."""
+    kept = [t for t in first if t < item.num_tokens]
+    where = {}
+    for w, t in enumerate(kept):
+        where.setdefault(t, w)
+    count = len(kept)
+    if kind == "relation":
+        e1s, e1e, e2s, e2e = item.spans
+        starts = [where[t] for t in kept if e1s <= t < e1e][:1] + [where[t] for t in kept if e2s <= t < e2e][:1]
+        spans = (starts[0], max(w for w, t in enumerate(kept) if t < e1e) + 1,
+                 starts[1], max(w for w, t in enumerate(kept) if t < e2e) + 1)
+        return dataclasses.replace(item, num_tokens=count, spans=spans, positions=tuple(kept))
+    if kind == "tokens":
+        return dataclasses.replace(item, num_tokens=count, token_labels=item.word_labels,
+                                   word_tokens=tuple(range(count)), positions=tuple(kept))
+    heads = tuple(-1 if h < 0 else (w if h0 == 0 else h0 - 1) for w, (h, h0) in enumerate(zip(item.heads, item.gold_heads)))
+    return dataclasses.replace(item, num_tokens=count, word_tokens=tuple(range(count)), heads=heads, positions=tuple(kept))
+
+
+def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = "train", *,
+                    max_tokens: int | None = 64, grid: str = "tokens", max_order: int = 2,
+                    records: Sequence[Any] | None = None,
+                    workers: int = 1, device: str | torch.device | None = None, progress: bool = False,
+                    store=None) -> TaskData:
+    """A task split in one model's tokenisation, its OLA cached (:func:`olacore.pipeline.cached_ola`).
+
+    Args:
+        task: a key of :data:`TASKS`.
+        model: zoo name, Hugging Face id / folder, or a :class:`olacore.loading.LoadedModel`.
+        sources: word-level examples: :class:`olacore.ud.UDSentence` (``pos``, ``upos``,
+            ``dp``, ``dp-universal``), :class:`olacore.corpora.NERSentence` (``ner``),
+            :class:`olacore.corpora.RelationExample` (``re``); each needs ``sent_id``,
+            ``text``, ``words`` and ``spans``.
+        split: a label for the report.
+        max_tokens: the length cut (official 64; ``None``: none), in tokens for both grids.
+        grid: ``"tokens"`` (official) or ``"words"`` (see the module docstring).
+        max_order: OLA orders to compute (2 for the official input, 3 for the syntax grid).
+        records: OLA records of ``sources`` already at hand (then ``model`` only names them).
+        workers, device, progress, store: passed to :func:`olacore.pipeline.cached_ola`.
+
+    Returns:
+        :class:`TaskData`; ``report`` counts unaligned sentences and what the cut lost.
+
+    Raises:
+        ValueError: unknown task, ``max_tokens`` < 2, records not matching the sources, or
+            sources without the labels the task needs.
+    """
+    kind = task_kind(task)
+    if grid not in GRIDS:
+        raise ValueError(f"grid must be one of {GRIDS}; got {grid!r}")
+    if max_tokens is not None and (isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 2):
+        raise ValueError(f"max_tokens must be an int >= 2 or None; got {max_tokens!r}")
+    sources = list(sources)
+    if records is None:
+        from olacore.pipeline import cached_ola
+
+        records = cached_ola(model, [s.text for s in sources], max_order, workers=workers, device=device,
+                             progress=progress, store=store) if sources else []
+    if len(records) != len(sources):
+        raise ValueError(f"{len(records)} OLA records for {len(sources)} examples")
+    name = getattr(model, "name", model)
+    report = TaskReport(sentences=len(sources))
+    items, kept_records = [], []
+    for source, record in zip(sources, records):
+        if record.text != source.text:
+            raise ValueError(f"the OLA record of {source.sent_id} is for another text")
+        try:
+            share = word_assignment(record.offsets, source.spans)
+        except ValueError as error:
+            report.unaligned.append((source.sent_id, str(error).split(":")[0]))
+            continue
+        size = len(record.offsets)
+        keep = size if max_tokens is None else min(size, max_tokens)
+        report.cut_sentences += keep < size
+        if kind == "tokens":
+            item = _tokens_item(source, share, record.offsets, keep, task, report)
+        elif kind == "dependency":
+            item = _dependency_item(source, share, keep, task, report)
+        else:
+            item = _relation_item(source, share, keep, report)
+        if item is None:
+            continue
+        if grid == "words":
+            item = _to_words(item, [int(torch.nonzero(row > 0)[0]) for row in share], kind)
+        items.append(item)
+        kept_records.append(record)
+    report.kept = len(items)
+    causal = bool(kept_records[0].is_causal) if kept_records else False
+    return TaskData(task, str(name), split, items, kept_records, causal, max_tokens, report, grid)
+
+
+IGNORE = -100
+
+
+@dataclass(frozen=True)
+class LabelVocab:
+    """The label classes of a trained adapter, in order (index = class id).
+
+    Built from the *training* labels (:meth:`from_labels`); labels met later that it does not
+    know (a test label never seen in training) are counted by :func:`encode_items` and
+    scored as errors, never a crash.
+    """
+
+    labels: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.labels:
+            raise ValueError("a label vocabulary needs at least one label (was the training data empty?)")
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError("labels repeated in the vocabulary")
+
+    @classmethod
+    def from_labels(cls, labels: Sequence[str]) -> "LabelVocab":
+        """The sorted distinct labels."""
+        return cls(tuple(sorted(set(labels))))
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def index(self, label: str | None) -> int:
+        """Class id of ``label``; :data:`IGNORE` for ``None`` or an unknown label."""
+        if label is None:
+            return IGNORE
+        return self._lookup().get(label, IGNORE)
+
+    def _lookup(self) -> dict[str, int]:
+        cache = self.__dict__.get("_index")
+        if cache is None:
+            cache = {label: i for i, label in enumerate(self.labels)}
+            object.__setattr__(self, "_index", cache)
+        return cache
+
+
+def encode_items(items: Sequence[TaskItem], kind: str, vocab: LabelVocab) -> tuple[list[dict[str, np.ndarray]], int]:
+    """Numeric targets of every item, and how many gold labels the vocabulary did not know.
+
+    Args:
+        items: task items (:mod:`olacore.toa.data`).
+        kind: ``"tokens"``, ``"relation"`` or ``"dependency"``.
+        vocab: the label classes.
+
+    Returns:
+        ``(targets, unknown)``: per item a dict of int64 arrays, ``tokens``: ``labels`` (T,);
+        ``relation``: ``spans`` (4,), ``label`` (1,); ``dependency``: ``words`` (W,) first
+        sub-tokens, ``heads`` (W,) head tokens, ``rels`` (W,). Unknown labels and heads beyond
+        the cut are :data:`IGNORE`.
+    """
+    targets, unknown = [], 0
+    for item in items:
+        if kind == "tokens":
+            labels = np.array([vocab.index(label) for label in item.token_labels], dtype=np.int64)
+            unknown += sum(1 for label in item.token_labels if label is not None and vocab.index(label) == IGNORE)
+            targets.append({"labels": labels})
+        elif kind == "relation":
+            label = vocab.index(item.label)
+            unknown += label == IGNORE
+            targets.append({"spans": np.array(item.spans, dtype=np.int64), "label": np.array([label], dtype=np.int64)})
+        elif kind == "dependency":
+            rels = np.array([vocab.index(label) for label in item.word_labels], dtype=np.int64)
+            unknown += int((rels == IGNORE).sum())
+            heads = np.array([h if h >= 0 else IGNORE for h in item.heads], dtype=np.int64)
+            targets.append({"words": np.array(item.word_tokens, dtype=np.int64), "heads": heads, "rels": rels})
+        else:
+            raise ValueError(f"unknown kind {kind!r}")
+    return targets, unknown
+
+
+def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]] | None, kind: str
+            ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
+    """Pad a batch: maps into the top-left corner of ``(B, C, T, T)``, targets with :data:`IGNORE`.
+
+    Returns:
+        ``(maps, lengths, batch_targets)``; ``batch_targets`` for ``tokens``: ``labels`` (B, T);
+        ``relation``: ``spans`` (B, 4), ``label`` (B,); ``dependency``: ``words``, ``heads``,
+        ``rels`` (B, W) (``words`` padded with 0, ``heads`` / ``rels`` with IGNORE).
+    """
+    lengths = torch.tensor([m.shape[-1] for m in maps])
+    size, channels = int(lengths.max()), maps[0].shape[0]
+    batch = torch.zeros(len(maps), channels, size, size)
+    for b, m in enumerate(maps):
+        batch[b, :, : m.shape[-1], : m.shape[-1]] = m
+    out: dict[str, torch.Tensor] = {}
+    if targets is None:
+        return batch, lengths, out
+    if kind == "tokens":
+        labels = torch.full((len(maps), size), IGNORE, dtype=torch.long)
+        for b, t in enumerate(targets):
+            labels[b, : len(t["labels"])] = torch.from_numpy(t["labels"])
+        out["labels"] = labels
+    elif kind == "relation":
+        out["spans"] = torch.from_numpy(np.stack([t["spans"] for t in targets]))
+        out["label"] = torch.from_numpy(np.concatenate([t["label"] for t in targets]))
+    else:
+        words = max(1, max(len(t["words"]) for t in targets))
+        for name, fill in (("words", 0), ("heads", IGNORE), ("rels", IGNORE)):
+            padded = torch.full((len(maps), words), fill, dtype=torch.long)
+            for b, t in enumerate(targets):
+                padded[b, : len(t[name])] = torch.from_numpy(t[name])
+            out[name] = padded
+    return batch, lengths, out
+
+
+def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None,
+                   pool: int = 20) -> Iterator[list[int]]:
+    """Indices in batches of similar length (less padding), in a random order when a generator is given.
+
+    Items are shuffled, cut into pools of ``pool * batch_size``, sorted by length within each
+    pool and cut into batches; the batches are shuffled again. Without a generator: sorted
+    by length, in order (evaluation).
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1; got {batch_size}")
+    count = len(lengths)
+    if generator is None:
+        order = sorted(range(count), key=lambda i: lengths[i])
+        yield from (order[i : i + batch_size] for i in range(0, count, batch_size))
+        return
+    order = torch.randperm(count, generator=generator).tolist()
+    batches = []
+    for start in range(0, count, pool * batch_size):
+        chunk = sorted(order[start : start + pool * batch_size], key=lambda i: lengths[i])
+        batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
+    for index in torch.randperm(len(batches), generator=generator).tolist():
+        yield batches[index]
