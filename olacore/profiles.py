@@ -16,7 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from olacore.proxy import Augment, ProxyConfig
+from olacore.augment import BatchAugmentation
+from olacore.proxy import ProxyConfig
 
 __all__ = [
     "PROFILES", "CAUSAL_ZOO", "ENCODER_ZOO", "settings", "DerivationSettings", "QualitativeSettings",
@@ -131,8 +132,8 @@ class ControlsSettings(_Validated):
     seeds: tuple[int, ...]
 
 
-_CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=Augment(), cosine=True)
-_PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=Augment())
+_CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=BatchAugmentation(), cosine=True)
+_PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=BatchAugmentation())
 
 _PROFILES: dict[str, dict[str, Any]] = {
     "derivation": {

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from olacore.toa.augment import Augmentation
+from olacore.augment import Augmentation
 from olacore.toa.transfer_settings import TaskSizes, TransferSettings, task_training, transfer_settings
 from olacore.toa.transfer_bounds import _adjacent_uas, zero_shot_rows
 from olacore.toa.transfer_report import gap_table, paper_comparison, record_transfer, verdict_table

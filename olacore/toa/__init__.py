@@ -4,7 +4,7 @@ One module per job, data flowing down the list:
 
 - :mod:`olacore.toa.inputs`: the adapter input (official: orders 1 and 2, raw and sink-cleaned,
   row-normalised, CLM maps mirrored), any channel of the vocabulary, the distance-only input.
-- :mod:`olacore.toa.augment`: the official training augmentations (fake sinks, noise).
+- :mod:`olacore.augment` (outside this package): the official training augmentations (fake sinks, noise).
 - :mod:`olacore.toa.tasks`: POS / NER / RE / DP data in each model's own tokenisation.
 - :mod:`olacore.toa.adapter`: the axial-attention backbone (padding-masked) and its config.
 - :mod:`olacore.toa.heads`: token, relation and biaffine dependency heads.
@@ -20,7 +20,7 @@ One module per job, data flowing down the list:
 """
 
 from olacore.toa.adapter import AdapterConfig
-from olacore.toa.augment import Augmentation
+from olacore.augment import Augmentation
 from olacore.toa.config import SYNTAX_GRID, ToaSettings, toa_settings
 from olacore.toa.inputs import InputSpec, build_input, distance_input, official_sink_mask, toa_channels
 from olacore.toa.tasks import TaskData, build_task_data

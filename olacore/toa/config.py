@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from olacore.toa.adapter import AdapterConfig
-from olacore.toa.augment import Augmentation
+from olacore.augment import Augmentation
 from olacore.toa.inputs import InputSpec
 from olacore.toa.tasks import GRIDS
 from olacore.toa.train import TrainConfig

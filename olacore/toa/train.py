@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from olacore.settings import resolve_device
 from olacore.store import TensorStore
 from olacore.toa.adapter import AdapterConfig
-from olacore.toa.augment import Augmentation, augment
+from olacore.augment import Augmentation, augment
 from olacore.toa.batching import IGNORE, LabelVocab, collate, encode_items, length_batches
 from olacore.toa.evaluate import SELECTION, predict, score
 from olacore.toa.heads import ToaModel

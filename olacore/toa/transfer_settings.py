@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from olacore.toa.augment import Augmentation
+from olacore.augment import Augmentation
 from olacore.toa.config import CAUSAL_ZOO, ENCODER_ZOO, PAPER_ENCODERS, ToaSettings, toa_settings
 from olacore.toa.train import TrainConfig
 
@@ -88,7 +88,7 @@ class TransferSettings:
             adapter of its own diagonal cell, so each is also a source.
         seeds: training seeds (mean and std where more than one).
         augment: the augmentation of this chapter's own adapters (``re``, ``ner``): the official
-            fake sinks and noise (:class:`olacore.toa.augment.Augmentation`, made for transfer);
+            fake sinks and noise (:class:`olacore.augment.Augmentation`, made for transfer);
             ``None``: the syntax chapter's (none at ``default``). ``dp`` / ``pos`` always train
             as the syntax chapter, whose adapters they share. Measured on SemEval dev (150,
             seed 0, RE accuracy; source-trained / transferred to gemma-3-270m / qwen2.5-0.5b):
