@@ -100,7 +100,7 @@ def test_reported_number_is_the_maximum_or_the_last_of_the_chosen_evaluations():
         reported_accuracy([], quirks)
 
 
-# --- where the augmentations are applied (their rules: tests/test_augment.py) -------------------------------------------------
+# --- where the augmentations are applied (their rules: tests/test_augment.py) ------------------------
 
 
 def test_the_switch_puts_the_augmentation_before_or_after_cleaning_and_resizing():
