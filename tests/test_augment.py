@@ -10,6 +10,7 @@ import dataclasses
 
 import pytest
 import torch
+from conftest import random_attention, sink_map
 from hypothesis import given, settings, strategies as st
 
 from olacore.augment import (
@@ -28,27 +29,11 @@ SINKS_ONLY = dataclasses.replace(VISUAL_PROXY, sink_p=1.0, noise_p=0.0)
 NOISE_ONLY = dataclasses.replace(VISUAL_PROXY, sink_p=0.0, noise_p=1.0)
 
 
-def _causal_map(size: int, seed: int) -> torch.Tensor:
-    """A causal map with a sink on the first token, ``(1, size, size)``."""
-    gen = torch.Generator().manual_seed(seed)
-    maps = torch.rand(size, size, generator=gen).tril() + 0.05 * torch.eye(size)
-    maps[:, 0] += 3.0
-    maps = maps.tril()
-    return (maps / maps.sum(-1, keepdim=True))[None]
-
-
-def _stochastic(generator, size, causal=False, channels=1):
-    logits = torch.randn(channels, size, size, generator=generator) * 2
-    if causal:
-        logits = logits.masked_fill(~torch.ones(size, size, dtype=torch.bool).tril(), float("-inf"))
-    return logits.softmax(-1)
-
-
 # --- the official rules ------------------------------------------------------------------------
 
 
 def test_fake_sink_columns_follow_the_stored_official_rule():
-    maps = _causal_map(12, 0)
+    maps = sink_map(12, 0)
     out = augment(maps, True, SINKS_ONLY, torch.Generator().manual_seed(3), stats="row", column_draw="multinomial")
     torch.testing.assert_close(out.sum(-1), torch.ones(1, 12))
     raised = (out * maps.sum(-1, keepdim=True) > maps + 1e-6).all(1)[0]  # columns raised in every row
@@ -70,7 +55,7 @@ def test_fake_sink_columns_follow_the_stored_official_rule():
 
 
 def test_noise_is_scaled_by_the_row_std_and_stays_where_the_statistics_look():
-    maps = _causal_map(16, 1)
+    maps = sink_map(16, 1)
     out = augment(maps, True, NOISE_ONLY, torch.Generator().manual_seed(0), stats="causal")
     assert (out >= 0).all() and out[0].triu(1).sum() == 0 and not torch.allclose(out, maps)
     torch.testing.assert_close(out.sum(-1), torch.ones(1, 16))
@@ -82,7 +67,7 @@ def test_noise_is_scaled_by_the_row_std_and_stays_where_the_statistics_look():
 def test_both_column_draws_pick_distinct_columns_uniformly():
     """The two draws differ only in the random stream: over many draws each column is picked
     about equally often, and never twice at once."""
-    maps = _stochastic(torch.Generator().manual_seed(0), 6)
+    maps = random_attention(torch.Generator().manual_seed(0), 1, 1, 6, False, torch.float32)[0]
     for draw in COLUMN_DRAWS:
         counts = torch.zeros(6)
         gen = torch.Generator().manual_seed(1)
@@ -114,7 +99,7 @@ def test_augmented_maps_stay_row_stochastic_and_keep_causal_zeros(size, channels
     only), and with causal-part statistics a causal map stays zero above the diagonal."""
     sink_p, noise_p, ratio = strengths
     gen = torch.Generator().manual_seed(seed)
-    maps = _stochastic(gen, size, causal=causal, channels=channels)
+    maps = random_attention(gen, 1, channels, size, causal, torch.float32)[0]
     settings_ = Augmentation(sink_p=sink_p, sink_min=1, sink_max=3, noise_p=noise_p, noise_std_ratio=ratio)
     pieces = [augment(maps, causal, settings_, gen, stats=stats, column_draw=draw),
               fake_sinks(maps, causal, 3, gen, stats=stats, column_draw=draw),

@@ -11,6 +11,7 @@ import dataclasses
 import pandas as pd
 import pytest
 import torch
+from conftest import sink_map
 
 from olacore.augment import VISUAL_PROXY, augment
 from olacore.pipeline import TokenMaps
@@ -35,15 +36,6 @@ OFF = dataclasses.replace(VISUAL_PROXY, sink_p=0.0, noise_p=0.0)
 def official_augment(maps, causal, settings, generator, stats="row"):
     """The official proxy's augmentation of one text (whole-row statistics, its column draw)."""
     return augment(maps, causal, settings, generator, stats=stats, column_draw="multinomial")
-
-
-def _causal_map(size: int, seed: int) -> torch.Tensor:
-    """A causal map with a sink on the first token, ``(1, size, size)``."""
-    gen = torch.Generator().manual_seed(seed)
-    maps = torch.rand(size, size, generator=gen).tril() + 0.05 * torch.eye(size)
-    maps[:, 0] += 3.0
-    maps = maps.tril()
-    return (maps / maps.sum(-1, keepdim=True))[None]
 
 
 def _class_maps(num_classes: int, size: int, seed: int) -> list[torch.Tensor]:
@@ -107,7 +99,7 @@ def test_the_switch_puts_the_augmentation_before_or_after_cleaning_and_resizing(
     """Official order: augment the raw token-level maps, then clean sinks, then resize; switched
     off: clean and resize, then augment the resized maps."""
     for seed in range(3):
-        maps = _causal_map(20, seed)
+        maps = sink_map(20, seed)
         plain = official_view(maps, True, 16, None, None)
         torch.testing.assert_close(plain, resize_maps(clean_sinks(maps, True, stats="row"), 16))
         settings = dataclasses.replace(VISUAL_PROXY, sink_p=1.0, noise_p=1.0)
