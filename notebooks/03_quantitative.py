@@ -45,6 +45,7 @@ device: str | None = None  # None: CUDA when available, else CPU
 # %%
 import dataclasses
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
@@ -59,6 +60,7 @@ from olacore.proxy import (
     channel_set_label,
     family_splits,
     leave_one_out,
+    make_resnet18,
     official_proxy_experiment,
     proxy_experiment,
     proxy_summary,
@@ -68,7 +70,7 @@ from olacore.report import proxy_keys, published_value, retrieval_keys
 from olacore.results import ChapterResults
 from olacore.retrieval import mean_hits, retrieval_grid
 from olacore.settings import cpu_workers
-from olacore.similarity import chance_hits
+from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
 from olacore.tables import show_table
 from olacore.texts import similarity_texts, text_counts
 from olacore.timing import Stopwatch
@@ -79,6 +81,8 @@ cfg = settings("quantitative", profile, seeds=seeds)
 results = ChapterResults("03_quantitative", profile)
 workers = cpu_workers(device)
 pd.set_option("display.precision", 3)
+
+# %% tags=["remove-input"]
 cfg
 
 # %% [markdown]
@@ -162,6 +166,40 @@ with watch("SSIM retrieval"):
                                        for label, stats in STATS.items()}, words=stream)
 chance1, chance5 = chance_hits(len(texts), 1), chance_hits(len(texts), 5)
 print(f"Chance level with {len(texts)} texts: Hits@1 = {100 * chance1:.1f} %, Hits@5 = {100 * chance5:.1f} %")
+
+# %% [markdown]
+# ### One pair by hand: the SSIM matrix, then Hits@k
+#
+# `retrieval_grid` above does two steps for every (source, target) pair, channel and way of
+# making the maps. Here they are for one pair: the first causal model is the source (its maps
+# are the gallery), the second the target (its maps are the queries), first-order OLA, maps
+# made as the official protocol makes them (resized, sinks cleaned with whole-row statistics).
+# Step 1: `pairwise_ssim` compares every query map with every gallery map, a texts x texts
+# matrix whose diagonal holds the pairs of the same text. Step 2: `hits_at_k` counts the
+# queries whose own text (the diagonal entry) ranks first, or among the first five, in its row.
+
+# %%
+source, target = cfg.causal[0], cfg.causal[1]
+pair_maps = {name: make_maps(tokens[name], words=texts, align="resize", sinks="clean", size=cfg.size, sink_stats="row")
+             for name in (source, target)}
+order1 = pair_maps[source].channels.index("order1")
+gallery = pair_maps[source].stack()[:, order1]  # (texts, size, size): one map per text
+queries = pair_maps[target].stack()[:, order1]
+ssim = pairwise_ssim(queries, gallery, None)  # (queries, gallery); data_range per pair, as olas_retrieval.py
+same_text = torch.eye(len(ssim), dtype=torch.bool)
+print(f"SSIM matrix {tuple(ssim.shape)} (rows: {target}'s maps, columns: {source}'s); mean SSIM of the same text "
+      f"{ssim[same_text].mean():.3f}, of different texts {ssim[~same_text].mean():.3f}")
+fig, ax = plt.subplots(figsize=(4.5, 3.8))
+image = ax.imshow(ssim, cmap="viridis")
+ax.set(xlabel=f"gallery: {source}, text", ylabel=f"query: {target}, text", title="SSIM, order 1")
+fig.colorbar(image, ax=ax)
+plt.show()
+hits = hits_at_k(ssim, (1, 5))
+grid_row = retrieval[(retrieval["variant"] == "resize, clean") & (retrieval["source"] == source)
+                & (retrieval["target"] == target) & (retrieval["channel"] == "order1")].iloc[0]
+print(f"by hand: Hits@1 {100 * hits[1]:.1f} %, Hits@5 {100 * hits[5]:.1f} %; "
+      f"retrieval_grid's row for this pair: Hits@1 {100 * grid_row['hits@1']:.1f} %, Hits@5 {100 * grid_row['hits@5']:.1f} %")
+assert (hits[1], hits[5]) == (grid_row["hits@1"], grid_row["hits@5"])  # the grid is exactly these two steps
 
 # %% [markdown]
 # ### The official protocol (official texts, resize to 50 x 50, whole-row sink statistics)
@@ -265,6 +303,15 @@ comparison.round(1)
 # On a CPU the runs are spread over one worker process per core (one thread each), and every
 # finished run is kept in the cache, keyed by its maps, settings and seed: a re-executed
 # chapter reads its runs back.
+#
+# The network every run trains, built here once to be looked at (each run builds its own,
+# seeded): one input channel (one order), one output per text.
+
+# %%
+network = make_resnet18(in_channels=1, num_classes=cfg.proxy_num_texts, width=cfg.proxy.width)
+print(network)
+print(f"{sum(p.numel() for p in network.parameters()):,} parameters (width {cfg.proxy.width}, "
+      f"{cfg.proxy_num_texts} classes; the paper's ResNet-18, width 64: 11.2 M for 1000 classes)")
 
 # %%
 channel_sets = [("rollout",), ("alti",), ("order1",), ("order2",)]  # the paper's rows (its table has no order 3)
@@ -280,13 +327,22 @@ with watch("proxy training (or cache)"):
                                        workers=workers)
 
 # %% [markdown]
-# Training curve of one run (first split, order 1, first seed): training loss and accuracy on
-# the batches, and the held-out source accuracy that picks the checkpoint.
+# Training curve of one honest run (first split, order 1, first seed): training loss and
+# accuracy on the (augmented) batches, and the accuracy on the **held-out source maps**, the
+# split the checkpoint is chosen on: the kept checkpoint is the step where that accuracy is
+# highest (dashed line). The target model's maps play no part in training or in this choice;
+# they are scored once, with the kept checkpoint.
 
 # %%
 target, seed = splits[0][1], cfg.seeds[0]
 fig = training_curve(histories[("order 1", target, seed)], title=f"order 1, target {target}, seed {seed}",
                      chance=1 / cfg.proxy_num_texts)
+chosen = runs[runs["channels"].eq("order 1") & runs["target"].eq(target) & runs["seed"].eq(seed)].iloc[0]
+fig.axes[1].axvline(chosen["best_step"], color="black", ls="--", lw=1, label="checkpoint kept")
+fig.axes[1].legend()
+plt.show()
+print(f"checkpoint kept at step {int(chosen['best_step'])} of {cfg.proxy.iterations}: held-out source accuracy "
+      f"{100 * chosen['val_acc']:.1f} %; target {target}, tested once: {100 * chosen['test_acc']:.1f} %")
 
 # %% [markdown]
 # Target accuracy (%), mean ± std over seeds. The paper's column is the mean of its six
@@ -422,7 +478,7 @@ print(f"evaluations per run: {int(official['evaluations'].iloc[0])}; mean over a
 # **does not hold here**. Retrieval is run only as the official code runs it (it selects
 # nothing on the targets); the proxy under both protocols.
 
-# %%
+# %% tags=["remove-input"]
 kind_of = {n: k for k, names_ in groups.items() for n in names_}
 for kind in groups:
     for channel in ("order1", "order2", "rollout", "alti"):
@@ -495,6 +551,6 @@ show_table(pd.DataFrame([{"claim": r.claim, "protocol": r.protocol or "-", "ours
 # on what the maps allow, not a replication of the paper's training). The report page
 # ({doc}`07_report`) sets every published number beside ours under both protocols.
 
-# %%
+# %% tags=["remove-input"]
 results.save()
 print(watch.report())

@@ -11,7 +11,7 @@ a control with the trained model):
 - :func:`shuffle_layers`: the trained layers in a random order (the official
   ``load_method="layer_disorder"``, same file: it shuffles the weights of the transformer
   layers); embeddings and final norm stay in place.
-- :func:`add_noise`: Gaussian noise added to every parameter tensor, with standard deviation
+- :func:`perturb_weights`: Gaussian noise added to every parameter tensor, with standard deviation
   ``scale`` times that tensor's own standard deviation (the paper's "parameter
   perturbation"; ``scale = 0`` is the trained model, ``scale = 1`` drowns each tensor in
   noise as large as its own spread).
@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from olacore.proxy import ProxyConfig
 
 __all__ = [
-    "random_init", "shuffle_layers", "add_noise", "layer_stack", "control_variants", "controls_retrieval",
+    "random_init", "shuffle_layers", "perturb_weights", "layer_stack", "control_variants", "controls_retrieval",
     "controls_proxy", "control_pair", "control_hits_table", "control_hits_summary", "random_init_identity",
 ]
 
@@ -139,7 +139,7 @@ def shuffle_layers(model: LoadedModel, seed: int = 0) -> tuple[LoadedModel, list
     return _variant(model, backbone, f"shuffled layers seed={seed}"), permutation
 
 
-def add_noise(model: LoadedModel, scale: float, seed: int = 0) -> LoadedModel:
+def perturb_weights(model: LoadedModel, scale: float, seed: int = 0) -> LoadedModel:
     """Add Gaussian noise to every parameter, ``scale`` x that tensor's own standard deviation.
 
     A tensor whose entries are all equal (std 0) or that has a single entry is left as it is.
@@ -184,7 +184,7 @@ def control_variants(
         yield "shuffled layers", float("nan"), shuffle_layers(model, seed)[0]
     for scale in noise_scales:
         if scale > 0:
-            yield "noise", float(scale), add_noise(model, scale, seed)
+            yield "noise", float(scale), perturb_weights(model, scale, seed)
 
 
 def controls_retrieval(

@@ -18,8 +18,8 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from olacore.proxy import Augment, ProxyConfig
-from olacore.toa.augment import Augmentation
+from olacore.augment import Augmentation, BatchAugmentation
+from olacore.proxy import ProxyConfig
 from olacore.toa.data import GRIDS, SYNTAX_GRID
 from olacore.toa.model import AdapterConfig
 from olacore.toa.train import TRANSFER_TASKS, TrainConfig
@@ -388,7 +388,7 @@ class TransferSettings:
             adapter of its own diagonal cell, so each is also a source.
         seeds: training seeds (mean and std where more than one).
         augment: the augmentation of this chapter's own adapters (``re``, ``ner``): the official
-            fake sinks and noise (:class:`olacore.toa.augment.Augmentation`, made for transfer);
+            fake sinks and noise (:class:`olacore.augment.Augmentation`, made for transfer);
             ``None``: the syntax chapter's (none at ``default``). ``dp`` / ``pos`` always train
             as the syntax chapter, whose adapters they share. Measured on SemEval dev (150,
             seed 0, RE accuracy; source-trained / transferred to gemma-3-270m / qwen2.5-0.5b):
@@ -488,8 +488,8 @@ class TransferSettings:
                 "control_test": self.control_test, "similarity_texts": self.similarity_texts}
 
 
-_CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=Augment(), cosine=True)
-_PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=Augment())
+_CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=BatchAugmentation(), cosine=True)
+_PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=BatchAugmentation())
 
 _PROFILES: dict[str, dict[str, Any]] = {
     "derivation": {

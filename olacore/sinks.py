@@ -22,12 +22,19 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["SINK_STATS", "clean_sinks", "sink_flags", "mirror_causal"]
+__all__ = ["SINK_STATS", "stats_mask", "clean_sinks", "sink_flags", "mirror_causal"]
 
 SINK_STATS = ("row", "causal")
 
 
-def _valid(size: int, causal: bool, stats: str, device: torch.device) -> torch.Tensor:
+def stats_mask(size: int, causal: bool, stats: str = "row", device: torch.device | str | None = None) -> torch.Tensor:
+    """The entries a row's statistics cover: ``(T, T)`` bool, ``j <= i`` for a causal map with
+    ``stats="causal"``, every entry otherwise (module docstring; also where the official
+    augmentations of :mod:`olacore.augment` act).
+
+    Raises:
+        ValueError: an unknown ``stats`` (the message lists both).
+    """
     if stats not in SINK_STATS:
         raise ValueError(f"stats must be one of {SINK_STATS} ('row': the official similarity scripts, 'causal': "
                          f"the official TOA path); got {stats!r}")
@@ -53,7 +60,7 @@ def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: st
     """
     if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
         raise ValueError(f"maps must be square (..., T, T); got shape {tuple(maps.shape)}")
-    valid = _valid(maps.shape[-1], causal, stats, maps.device)
+    valid = stats_mask(maps.shape[-1], causal, stats, maps.device)
     count = valid.sum(-1, keepdim=True).to(maps.dtype)
     values = maps * valid
     mean = values.sum(-1, keepdim=True) / count
@@ -84,7 +91,7 @@ def clean_sinks(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: s
         ValueError: maps are not square, or ``stats`` is unknown.
     """
     flagged = sink_flags(maps, causal, num_std, stats)
-    valid = _valid(maps.shape[-1], causal, stats, maps.device)
+    valid = stats_mask(maps.shape[-1], causal, stats, maps.device)
     kept = (maps * valid).masked_fill(flagged, 0.0)
     mass = kept.sum(-1, keepdim=True)
     return kept / torch.where(mass > 0, mass, torch.ones_like(mass))

@@ -37,6 +37,15 @@ def random_attention(generator: torch.Generator, batch: int, layers: int, size: 
     return logits.softmax(-1)
 
 
+def sink_map(size: int, seed: int) -> torch.Tensor:
+    """A row-stochastic causal map with a sink on the first token, ``(1, size, size)``."""
+    gen = torch.Generator().manual_seed(seed)
+    maps = torch.rand(size, size, generator=gen).tril() + 0.05 * torch.eye(size)
+    maps[:, 0] += 3.0
+    maps = maps.tril()
+    return (maps / maps.sum(-1, keepdim=True))[None]
+
+
 def load_runner():
     """``scripts/execute_notebooks.py`` as a module (it is a script, not part of the package)."""
     spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")

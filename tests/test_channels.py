@@ -13,7 +13,8 @@ from olacore.alignment import WordText
 from olacore.channels import Channel, channel, known, label, order_channels, register
 from olacore.maps import make_maps
 from olacore.pipeline import token_maps
-from olacore.proxy import Augment, ProxyConfig, leave_one_out, proxy_experiment
+from olacore.augment import BatchAugmentation
+from olacore.proxy import ProxyConfig, leave_one_out, proxy_experiment
 from olacore.retrieval import retrieval_table
 from olacore.store import TensorStore
 
@@ -138,7 +139,7 @@ def test_a_new_channel_needs_one_entry_and_one_producer(vocabulary, tmp_path, on
     assert set(table["channel"]) == {"wordlength"} and len(table) == 6
     assert (table["hits@1"] == 1.0).all()  # the toy models agree on every text
     # proxy_experiment
-    config = ProxyConfig(iterations=4, batch_size=4, lr=0.05, width=4, eval_every=2, augment=Augment.none())
+    config = ProxyConfig(iterations=4, batch_size=4, lr=0.05, width=4, eval_every=2, augment=BatchAugmentation.none())
     runs, histories = proxy_experiment(resized, leave_one_out(["toy-a", "toy-b"]), [("wordlength",)], config, [0],
                                        device="cpu", progress=False, store=TensorStore(tmp_path / "proxy"))
     assert runs["channels"].tolist() == ["word length", "word length"] and runs["test_acc"].notna().all()

@@ -8,7 +8,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from olacore.controls import (  # noqa: E402
-    add_noise,
+    perturb_weights,
     control_pair,
     control_variants,
     controls_proxy,
@@ -80,7 +80,7 @@ def test_shuffle_is_a_permutation_of_layers(tiny_model):
 
 @pytest.mark.parametrize("scale", [0.0, 0.1, 1.0])
 def test_noise_has_the_asked_relative_scale(tiny_model, scale):
-    control = add_noise(tiny_model, scale, seed=0)
+    control = perturb_weights(tiny_model, scale, seed=0)
     assert control.fingerprint != tiny_model.fingerprint
     before, after = _params(tiny_model), _params(control)
     for name, old in before.items():
@@ -93,7 +93,7 @@ def test_noise_has_the_asked_relative_scale(tiny_model, scale):
 
 def test_noise_rejects_negative_scale(tiny_model):
     with pytest.raises(ValueError, match="scale"):
-        add_noise(tiny_model, -0.1)
+        perturb_weights(tiny_model, -0.1)
 
 
 def test_control_variants_come_one_at_a_time_in_order(tiny_model):
@@ -108,7 +108,8 @@ def test_control_variants_come_one_at_a_time_in_order(tiny_model):
 
 def test_controls_proxy_evaluates_one_source_trained_proxy_on_every_control(tmp_path, monkeypatch, one_thread):
     from olacore.maps import Maps
-    from olacore.proxy import Augment, ProxyConfig
+    from olacore.augment import BatchAugmentation
+    from olacore.proxy import ProxyConfig
     from olacore.store import TensorStore
 
     monkeypatch.setattr("olacore.training.TensorStore", lambda root=None: TensorStore(root or tmp_path))
@@ -124,7 +125,7 @@ def test_controls_proxy_evaluates_one_source_trained_proxy_on_every_control(tmp_
     source = maps(classes + 0.02 * torch.rand(classes.shape, generator=generator), "source")
     controls = {("trained", 0.0): maps(classes + 0.02 * torch.rand(classes.shape, generator=generator), "target"),
                 ("random init", float("nan")): maps(torch.rand(classes.shape, generator=generator), "target")}
-    config = ProxyConfig(iterations=30, batch_size=6, lr=0.05, width=4, eval_every=10, augment=Augment.none())
+    config = ProxyConfig(iterations=30, batch_size=6, lr=0.05, width=4, eval_every=10, augment=BatchAugmentation.none())
     table = controls_proxy(source, controls, config, seeds=[0, 1], device="cpu", progress=False)
     assert table[["control", "seed"]].values.tolist() == [["trained", 0], ["random init", 0], ["trained", 1],
                                                          ["random init", 1]]

@@ -6,17 +6,19 @@ What each switch must do is read from the official ``olas_visual_model.py``,
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 import pytest
 import torch
+from conftest import sink_map
 
+from olacore.augment import VISUAL_PROXY, augment
 from olacore.pipeline import TokenMaps
 from olacore.proxy import (
-    OfficialAugment,
     OfficialQuirks,
     ProxyConfig,
     family_splits,
-    official_augment,
     official_proxy_experiment,
     official_view,
     train_official,
@@ -28,17 +30,12 @@ from olacore.alignment import resize_maps
 from olacore.sinks import clean_sinks
 from olacore.store import TensorStore
 
-SINKS_ONLY = OfficialAugment(sink_p=1.0, noise_p=0.0)
-NOISE_ONLY = OfficialAugment(sink_p=0.0, noise_p=1.0)
+OFF = dataclasses.replace(VISUAL_PROXY, sink_p=0.0, noise_p=0.0)
 
 
-def _causal_map(size: int, seed: int) -> torch.Tensor:
-    """A causal map with a sink on the first token, ``(1, size, size)``."""
-    gen = torch.Generator().manual_seed(seed)
-    maps = torch.rand(size, size, generator=gen).tril() + 0.05 * torch.eye(size)
-    maps[:, 0] += 3.0
-    maps = maps.tril()
-    return (maps / maps.sum(-1, keepdim=True))[None]
+def official_augment(maps, causal, settings, generator, stats="row"):
+    """The official proxy's augmentation of one text (whole-row statistics, its column draw)."""
+    return augment(maps, causal, settings, generator, stats=stats, column_draw="multinomial")
 
 
 def _class_maps(num_classes: int, size: int, seed: int) -> list[torch.Tensor]:
@@ -95,54 +92,22 @@ def test_reported_number_is_the_maximum_or_the_last_of_the_chosen_evaluations():
         reported_accuracy([], quirks)
 
 
-# --- the augmentations and where they are applied -------------------------------------------------
-
-
-def test_fake_sink_columns_follow_the_stored_official_rule():
-    maps = _causal_map(12, 0)
-    out = official_augment(maps, True, SINKS_ONLY, torch.Generator().manual_seed(3), stats="row")
-    torch.testing.assert_close(out.sum(-1), torch.ones(1, 12))
-    raised = (out * maps.sum(-1, keepdim=True) > maps + 1e-6).all(1)[0]  # columns raised in every row
-    assert 1 <= int(raised.sum()) <= 3
-    # with whole-row statistics (the official similarity scripts) the upper triangle is covered too
-    assert out[0].triu(1).sum() > 0
-    causal = official_augment(maps, True, SINKS_ONLY, torch.Generator().manual_seed(3), stats="causal")
-    assert causal[0].triu(1).sum() == 0
-    # before renormalisation each raised entry gained m1 + (u - 0.5)(m1 - m2): within half a gap of
-    # its row's maximum m1 (m2: the second largest); the row's total gain is undone by the renormalisation
-    top = maps[0].topk(2, dim=-1).values
-    m1, m2 = top[:, 0], top[:, 1]
-    for column in raised.nonzero().flatten().tolist():
-        scale = 1 / out[0][:, [c for c in range(12) if not raised[c]]].sum(-1) * maps[0][:, ~raised].sum(-1)
-        gained = out[0][:, column] * scale - maps[0][:, column]
-        assert (gained >= m1 - (m1 - m2) / 2 - 1e-5).all() and (gained <= m1 + (m1 - m2) / 2 + 1e-5).all()
-    assert torch.equal(official_augment(maps, True, OfficialAugment(sink_p=0.0, noise_p=0.0),
-                                        torch.Generator().manual_seed(0)), maps)
-
-
-def test_noise_is_scaled_by_the_row_std_and_stays_where_the_statistics_look():
-    maps = _causal_map(16, 1)
-    out = official_augment(maps, True, NOISE_ONLY, torch.Generator().manual_seed(0), stats="causal")
-    assert (out >= 0).all() and out[0].triu(1).sum() == 0 and not torch.allclose(out, maps)
-    torch.testing.assert_close(out.sum(-1), torch.ones(1, 16))
-    small = official_augment(maps, True, OfficialAugment(sink_p=0.0, noise_p=1.0, noise_std_ratio=1e-4),
-                             torch.Generator().manual_seed(0), stats="causal")
-    torch.testing.assert_close(small, maps, atol=1e-4, rtol=0)
+# --- where the augmentations are applied (their rules: tests/test_augment.py) ------------------------
 
 
 def test_the_switch_puts_the_augmentation_before_or_after_cleaning_and_resizing():
     """Official order: augment the raw token-level maps, then clean sinks, then resize; switched
     off: clean and resize, then augment the resized maps."""
     for seed in range(3):
-        maps = _causal_map(20, seed)
+        maps = sink_map(20, seed)
         plain = official_view(maps, True, 16, None, None)
         torch.testing.assert_close(plain, resize_maps(clean_sinks(maps, True, stats="row"), 16))
-        augment = OfficialAugment(sink_p=1.0, noise_p=1.0)
-        before = official_view(maps, True, 16, torch.Generator().manual_seed(seed), augment, before_cleaning=True)
-        after = official_view(maps, True, 16, torch.Generator().manual_seed(seed), augment, before_cleaning=False)
-        expected_before = resize_maps(clean_sinks(official_augment(maps, True, augment, torch.Generator().manual_seed(seed)),
+        settings = dataclasses.replace(VISUAL_PROXY, sink_p=1.0, noise_p=1.0)
+        before = official_view(maps, True, 16, torch.Generator().manual_seed(seed), settings, before_cleaning=True)
+        after = official_view(maps, True, 16, torch.Generator().manual_seed(seed), settings, before_cleaning=False)
+        expected_before = resize_maps(clean_sinks(official_augment(maps, True, settings, torch.Generator().manual_seed(seed)),
                                                   True, stats="row"), 16)
-        expected_after = official_augment(plain, False, augment, torch.Generator().manual_seed(seed))
+        expected_after = official_augment(plain, False, settings, torch.Generator().manual_seed(seed))
         torch.testing.assert_close(before, expected_before)
         torch.testing.assert_close(after, expected_after)
         assert not torch.allclose(before, after)
@@ -190,7 +155,7 @@ def test_batchnorm_stays_in_eval_mode_after_the_first_evaluation_only_with_the_q
 def test_inputs_are_raw_maps_or_standardised_with_the_quirk_switched_off(recorder, raw, one_thread):
     sources, target = [_class_maps(4, 14, 0), _class_maps(4, 12, 1)], [_class_maps(4, 13, 2)]
     quirks = OfficialQuirks() if raw else OfficialQuirks().without("raw_inputs")
-    train_official(sources, target, True, CONFIG, quirks, size=16, augment=OfficialAugment(0.0, noise_p=0.0),
+    train_official(sources, target, True, CONFIG, quirks, size=16, augment=OFF,
                    seed=0, device="cpu", progress=False)
     means = [mean for _, mean, _ in recorder]
     if raw:  # rows of cleaned maps sum to one: the mean entry of a 16 x 16 resized map is about 1/16
@@ -202,11 +167,11 @@ def test_inputs_are_raw_maps_or_standardised_with_the_quirk_switched_off(recorde
 
 def test_evaluations_never_change_training_and_the_reaugmented_ones_vary(one_thread):
     sources, target = [_class_maps(6, 14, 0), _class_maps(6, 12, 1)], [_class_maps(6, 13, 2)]
-    augment = OfficialAugment(sink_p=1.0, noise_p=1.0, noise_std_ratio=2.0)
-    a = train_official(sources, target, True, CONFIG, OfficialQuirks(), size=16, augment=augment, seed=1,
+    strong = dataclasses.replace(VISUAL_PROXY, sink_p=1.0, noise_p=1.0, noise_std_ratio=2.0)
+    a = train_official(sources, target, True, CONFIG, OfficialQuirks(), size=16, augment=strong, seed=1,
                        device="cpu", progress=False)
     b = train_official(sources, target, True, CONFIG, OfficialQuirks().without("reaugment_targets"), size=16,
-                       augment=augment, seed=1, device="cpu", progress=False)
+                       augment=strong, seed=1, device="cpu", progress=False)
     assert [h["train_loss"] for h in a.history] == [h["train_loss"] for h in b.history]
     assert a.history == b.history  # both evaluations are recorded by every run
     assert b.reported == max(h["test_acc_clean"] for h in b.history)

@@ -8,11 +8,10 @@ import pytest
 import torch
 import torchvision
 
+from olacore.augment import BatchAugmentation
 from olacore.maps import Maps
 from olacore.proxy import (
-    Augment,
     ProxyConfig,
-    augment_maps,
     channel_set_label,
     leave_one_out,
     make_resnet18,
@@ -34,16 +33,6 @@ def test_resnet18_is_cifar_style():
     narrow = make_resnet18(in_channels=2, num_classes=7, width=8)
     assert narrow(torch.rand(4, 2, 24, 24)).shape == (4, 7)
     assert narrow.layer4[0].conv1.out_channels == 64
-
-
-def test_augment_keeps_row_mass_and_shape():
-    maps = torch.rand(5, 2, 12, 12).softmax(-1)
-    gen = torch.Generator().manual_seed(0)
-    out = augment_maps(maps, Augment(noise_p=1.0, sink_p=1.0, temperature=(0.5, 2.0)), gen)
-    assert out.shape == maps.shape and (out >= 0).all()
-    torch.testing.assert_close(out.sum(-1), maps.sum(-1))
-    assert not torch.allclose(out, maps)
-    torch.testing.assert_close(augment_maps(maps, Augment.none()), maps)
 
 
 def test_split_never_uses_one_text_twice_from_one_source():
@@ -70,7 +59,7 @@ def _toy_maps(num_classes: int, copies: int, seed: int) -> list[torch.Tensor]:
 def test_proxy_learns_a_separable_toy_set(one_thread):
     sources = _toy_maps(8, copies=2, seed=0)
     target = _toy_maps(8, copies=1, seed=1)[0]
-    config = ProxyConfig(iterations=60, batch_size=8, lr=0.05, width=8, eval_every=20, augment=Augment.none())
+    config = ProxyConfig(iterations=60, batch_size=8, lr=0.05, width=8, eval_every=20, augment=BatchAugmentation.none())
     run = train_proxy(sources, target, config, seed=0, device="cpu", progress=False)
     assert run.test_acc is not None and run.test_acc > 0.9
     assert run.val_acc > 0.9
@@ -88,7 +77,7 @@ def test_cached_run_is_read_back_with_its_network(tmp_path, one_thread):
 
     store = TensorStore(tmp_path)
     sources, target = _toy_maps(8, copies=2, seed=0), _toy_maps(8, copies=1, seed=1)[0]
-    config = ProxyConfig(iterations=20, batch_size=8, lr=0.05, width=8, eval_every=10, augment=Augment.none())
+    config = ProxyConfig(iterations=20, batch_size=8, lr=0.05, width=8, eval_every=10, augment=BatchAugmentation.none())
     first = cached_train_proxy(sources, target, config, seed=0, device="cpu", progress=False, store=store)
     assert len(list(tmp_path.rglob("*.safetensors"))) == 1
     again = cached_train_proxy(sources, target, config, seed=0, device="cpu", progress=False, store=store)
@@ -113,7 +102,7 @@ def test_experiment_in_two_workers_matches_one(tmp_path):
     from olacore.proxy import proxy_experiment
 
     maps = {name: _resized(name, m) for name, m in zip("abc", _toy_maps(8, copies=3, seed=0))}
-    config = ProxyConfig(iterations=10, batch_size=8, lr=0.05, width=4, eval_every=5, augment=Augment())
+    config = ProxyConfig(iterations=10, batch_size=8, lr=0.05, width=4, eval_every=5, augment=BatchAugmentation())
     splits = [(["a", "b"], "c"), (["c"], "a")]
     kwargs = dict(splits=splits, channel_sets=[("order1",)], config=config, seeds=[0, 1], device="cpu", progress=False)
     parallel, parallel_hist = proxy_experiment(maps, workers=2, store=TensorStore(tmp_path / "two"), **kwargs)
@@ -128,7 +117,7 @@ def test_experiment_rows_follow_splits_channel_sets_and_seeds(tmp_path, one_thre
     from olacore.proxy import proxy_experiment
 
     maps = {name: _resized(name, m) for name, m in zip("ab", _toy_maps(8, copies=2, seed=0))}
-    config = ProxyConfig(iterations=4, batch_size=8, lr=0.05, width=4, eval_every=2, augment=Augment.none())
+    config = ProxyConfig(iterations=4, batch_size=8, lr=0.05, width=4, eval_every=2, augment=BatchAugmentation.none())
     store = TensorStore(tmp_path)
     runs, histories = proxy_experiment(maps, leave_one_out(["a", "b"]), [("order1",), ("order2", "order1")], config,
                                        [0], device="cpu", progress=False, store=store)

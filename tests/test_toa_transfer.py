@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from olacore.profiles import TaskSizes, TransferSettings, settings
-from olacore.toa.augment import Augmentation
+from olacore.augment import Augmentation
 from olacore.toa.transfer_bounds import _adjacent_uas, zero_shot_rows
 from olacore.toa.transfer_report import gap_table, paper_comparison, record_transfer, verdict_table
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer

@@ -31,7 +31,6 @@ so a re-executed chapter reads its runs back instead of training again;
 :func:`proxy_experiment` spreads the runs it still has to train over worker processes.
 """
 
-from olacore.proxy.augment import Augment, augment_maps
 from olacore.proxy.experiment import (
     ProxyJob,
     cached_train_proxy,
@@ -42,11 +41,9 @@ from olacore.proxy.experiment import (
 )
 from olacore.proxy.network import make_resnet18
 from olacore.proxy.official import (
-    OfficialAugment,
     OfficialQuirks,
     OfficialRun,
     family_splits,
-    official_augment,
     official_view,
     train_official,
 )
@@ -54,8 +51,8 @@ from olacore.proxy.official_runs import OfficialProxyJob, official_proxy_experim
 from olacore.proxy.train import ProxyConfig, ProxyRun, accuracy, split_sources, train_proxy
 
 __all__ = [
-    "Augment", "augment_maps", "make_resnet18", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy",
+    "make_resnet18", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy",
     "ProxyJob", "cached_train_proxy", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
-    "OfficialQuirks", "OfficialAugment", "OfficialRun", "official_augment", "official_view", "family_splits",
+    "OfficialQuirks", "OfficialRun", "official_view", "family_splits",
     "train_official", "OfficialProxyJob", "official_proxy_experiment",
 ]

@@ -43,13 +43,14 @@ import torch
 import torch.nn.functional as F
 
 from olacore.alignment import resize_maps
+from olacore.augment import VISUAL_PROXY, Augmentation, augment
 from olacore.proxy.network import make_resnet18
 from olacore.proxy.train import ProxyConfig, accuracy
 from olacore.settings import resolve_device
-from olacore.sinks import clean_sinks, sink_flags
+from olacore.sinks import clean_sinks
 from olacore.timing import progress as progress_bar
 
-__all__ = ["OfficialQuirks", "OfficialAugment", "official_augment", "official_view", "family_splits",
+__all__ = ["OfficialQuirks", "official_view", "family_splits",
            "OfficialRun", "train_official", "reported_accuracy"]
 
 
@@ -92,74 +93,8 @@ class OfficialQuirks:
         return dataclasses.replace(self, reaugment_targets=True, max_over_evaluations=True)
 
 
-@dataclass(frozen=True)
-class OfficialAugment:
-    """The augmentations the official proxy script configures (``olas_visual_model.py``), per map."""
-
-    sink_p: float = 0.3
-    min_columns: int = 1
-    max_columns: int = 3
-    noise_p: float = 0.15
-    noise_std_ratio: float = 0.13
-
-
-def _interest(size: int, causal: bool, stats: str) -> torch.Tensor:
-    ones = torch.ones(size, size)
-    return ones.tril() if causal and stats == "causal" else ones
-
-
-def official_augment(maps: torch.Tensor, causal: bool, augment: OfficialAugment, generator: torch.Generator,
-                     stats: str = "row") -> torch.Tensor:
-    """One map's augmentation as ``models/ola_augmentations.py`` computes it (stored version).
-
-    Fake sinks (with probability ``sink_p``): ``k`` columns (uniform in ``min..max_columns``,
-    drawn among the columns the statistics cover) get, in every row, ``m1 + (u - 0.5)(m1 - m2)``
-    added (``m1``, ``m2`` the row's two largest entries, ``u`` uniform per column and channel),
-    then rows are renormalised. Noise (with probability ``noise_p``, after the sink flags are
-    recomputed): Gaussian with standard deviation ``noise_std_ratio`` x the row's population std
-    over its non-sink entries, on the entries the statistics cover, clipped at zero,
-    renormalised. With ``stats="row"`` (the official ``olas_visual_model.py``) a causal map's upper
-    triangle is covered too, so both can land there.
-
-    Args:
-        maps: ``(C, T, T)`` non-negative maps of one text (``T >= 2``).
-        causal: the maps come from a causal model.
-        augment: probabilities and strengths.
-        generator: CPU random source.
-        stats: ``"row"`` or ``"causal"``, as :func:`olacore.sinks.clean_sinks`.
-
-    Returns:
-        ``(C, T, T)`` augmented maps, rows summing to 1 (or 0 where nothing remains).
-    """
-    maps = maps.clone()
-    channels, size = maps.shape[0], maps.shape[-1]
-    interest = _interest(size, causal, stats).to(maps)
-    if torch.rand(1, generator=generator).item() <= augment.sink_p:
-        count = int(torch.randint(augment.min_columns, augment.max_columns + 1, (1,), generator=generator))
-        eligible = (interest.sum(0) > 0).float()
-        count = min(count, int(eligible.sum()))
-        if count > 0:
-            columns = torch.multinomial(eligible / eligible.sum(), count, replacement=False, generator=generator)
-            top2 = maps.topk(2, dim=-1).values  # (C, T, 2)
-            m1, m2 = top2[..., :1], top2[..., 1:]
-            u = torch.rand(channels, 1, count, generator=generator, dtype=maps.dtype)
-            bias = torch.zeros_like(maps)
-            bias[:, :, columns] = m1 + (u - 0.5) * (m1 - m2)
-            maps = maps + bias * interest
-            maps = maps / (maps.sum(-1, keepdim=True) + 1e-10)
-    if torch.rand(1, generator=generator).item() <= augment.noise_p:
-        keep = interest * ~sink_flags(maps, causal, stats=stats)
-        count = keep.sum(-1, keepdim=True) + 1e-10
-        mean = (maps * keep).sum(-1, keepdim=True) / count
-        std = (((maps - mean) ** 2 * keep).sum(-1, keepdim=True) / count).sqrt() * augment.noise_std_ratio
-        noise = std * torch.randn(maps.shape, generator=generator, dtype=maps.dtype) * interest
-        maps = F.relu(maps + noise) * interest
-        maps = maps / (maps.sum(-1, keepdim=True) + 1e-10)
-    return maps
-
-
 def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.Generator | None,
-                  augment: OfficialAugment | None, before_cleaning: bool = True, stats: str = "row") -> torch.Tensor:
+                  settings: Augmentation | None, before_cleaning: bool = True, stats: str = "row") -> torch.Tensor:
     """One sample as the official ``ClassifyDataset.__getitem__`` makes it: augment, clean sinks, resize.
 
     Args:
@@ -167,7 +102,7 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
         causal: the maps come from a causal model.
         size: side of the resized maps (official: 50).
         generator: random source of the augmentation (unused without one).
-        augment: the augmentation, or ``None`` for none.
+        settings: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`), or ``None`` for none.
         before_cleaning: augment the raw token-level maps before cleaning (official) or the
             cleaned, resized ones after.
         stats: sink statistics (the official ``olas_visual_model.py``: ``"row"``).
@@ -176,11 +111,11 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
         ``(C, size, size)`` float32 maps.
     """
     maps = maps.float()
-    if augment is not None and before_cleaning:
-        maps = official_augment(maps, causal, augment, generator, stats)
+    if settings is not None and before_cleaning:
+        maps = augment(maps, causal, settings, generator, stats=stats, column_draw="multinomial")
     maps = resize_maps(clean_sinks(maps, causal, stats=stats), size)
-    if augment is not None and not before_cleaning:
-        maps = official_augment(maps, False, augment, generator, "row")
+    if settings is not None and not before_cleaning:
+        maps = augment(maps, False, settings, generator, stats="row", column_draw="multinomial")
     return maps
 
 
@@ -257,8 +192,8 @@ def reported_accuracy(history: Sequence[Mapping[str, float]], quirks: OfficialQu
 
 
 def _views(texts: Sequence[torch.Tensor], causal: bool, size: int, generator: torch.Generator | None,
-           augment: OfficialAugment | None, before: bool) -> torch.Tensor:
-    return torch.stack([official_view(t, causal, size, generator, augment, before) for t in texts])
+           settings: Augmentation | None, before: bool) -> torch.Tensor:
+    return torch.stack([official_view(t, causal, size, generator, settings, before) for t in texts])
 
 
 def train_official(
@@ -269,7 +204,7 @@ def train_official(
     quirks: OfficialQuirks = OfficialQuirks(),
     *,
     size: int = 50,
-    augment: OfficialAugment = OfficialAugment(),
+    augment: Augmentation = VISUAL_PROXY,
     seed: int = 0,
     device: str | torch.device | None = None,
     progress: bool = True,
@@ -291,7 +226,7 @@ def train_official(
         config: :class:`olacore.proxy.ProxyConfig` (steps, batch, SGD, width, evaluation interval).
         quirks: :class:`OfficialQuirks`.
         size: side of the resized maps.
-        augment: :class:`OfficialAugment`.
+        augment: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`; :mod:`olacore.augment`).
         seed: seeds the network, the batches and every augmentation.
         device: where to train (default: CUDA if available, else CPU).
         progress: a tqdm bar.

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from olacore.augment import VISUAL_PROXY, Augmentation
 from olacore.proxy.experiment import channel_set_label
 from olacore.proxy.official import (
-    OfficialAugment,
     OfficialQuirks,
     OfficialRun,
     family_splits,
@@ -53,7 +53,7 @@ class OfficialProxyJob:
     config: ProxyConfig
     quirks: OfficialQuirks
     size: int
-    augment: OfficialAugment
+    augment: Augmentation
     seed: int
     device: str
 
@@ -96,7 +96,7 @@ def official_proxy_experiment(
     *,
     size: int = 50,
     families: Mapping[str, str] | None = None,
-    augment: OfficialAugment = OfficialAugment(),
+    augment: Augmentation = VISUAL_PROXY,
     device: str | torch.device | None = None,
     workers: int = 1,
     progress: bool = True,
@@ -113,7 +113,7 @@ def official_proxy_experiment(
         variants: label -> :class:`OfficialQuirks` (e.g. ``{"official": OfficialQuirks(), ...}``).
         size: side of the resized maps.
         families: model name -> family for the official split (default: each model its own).
-        augment: :class:`OfficialAugment`.
+        augment: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`).
         device: training device.
         workers: processes training at once.
         progress: a tqdm bar over the runs being trained.

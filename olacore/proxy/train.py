@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from olacore.proxy.augment import Augment, augment_maps
+from olacore.augment import BatchAugmentation, augment_batch
 from olacore.proxy.network import make_resnet18
 from olacore.settings import resolve_device
 from olacore.timing import progress as progress_bar
@@ -20,14 +20,14 @@ __all__ = ["ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy"
 
 
 def split_sources(
-    source_maps: Sequence[torch.Tensor], augment: Augment | None = None, seed: int = 0
+    source_maps: Sequence[torch.Tensor], augment: BatchAugmentation | None = None, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]:
     """Split source models' maps into training and validation sets (never the target).
 
     Args:
         source_maps: one ``(N, C, S, S)`` tensor per source model, text ``i`` at index ``i``.
         augment: used only with one source, for the fixed augmented validation view
-            (default: :class:`Augment` with noise on every map).
+            (default: :class:`olacore.augment.BatchAugmentation` with noise on every map).
         seed: seed of that augmented view.
 
     Returns:
@@ -44,9 +44,9 @@ def split_sources(
     labels = torch.arange(n)
     if len(source_maps) == 1:
         maps = source_maps[0]
-        view = augment or Augment(noise_p=1.0, noise_std_ratio=0.3, sink_p=0.5, sink_columns=3)
+        view = augment or BatchAugmentation(noise_p=1.0, noise_std_ratio=0.3, sink_p=0.5, sink_columns=3)
         gen = torch.Generator(device=maps.device).manual_seed(10_000 + seed)
-        val = augment_maps(maps, view, gen)
+        val = augment_batch(maps, view, gen)
         return maps, labels, val, labels.clone(), "one source model: validation is a fixed augmented view of its maps"
     num_sources = len(source_maps)
     held = labels % num_sources  # text i validated on source i mod S
@@ -71,7 +71,7 @@ class ProxyConfig:
         lr, momentum, weight_decay: SGD settings.
         width: ResNet width (64 = ResNet-18).
         eval_every: steps between validation checks (the checkpoint is chosen on them).
-        augment: augmentation of training batches (:class:`Augment`).
+        augment: augmentation of training batches (:class:`olacore.augment.BatchAugmentation`).
         cosine: cosine learning-rate decay to zero over ``iterations`` (the paper: constant).
 
     Raises:
@@ -86,7 +86,7 @@ class ProxyConfig:
     weight_decay: float = 5e-4
     width: int = 64
     eval_every: int = 100
-    augment: Augment = field(default_factory=Augment)
+    augment: BatchAugmentation = field(default_factory=BatchAugmentation)
     cosine: bool = False
 
     def __post_init__(self) -> None:
@@ -209,7 +209,7 @@ def train_proxy(
             order, cursor = torch.randperm(train_x.shape[0], generator=gen), 0
         index = order[cursor : cursor + config.batch_size].to(device)
         cursor += config.batch_size
-        batch = augment_maps(train_x_dev[index], config.augment, _device_generator(gen, device))
+        batch = augment_batch(train_x_dev[index], config.augment, _device_generator(gen, device))
         batch = _standardise(batch, mean.to(device), std.to(device))
         labels = train_y_dev[index]
         logits = model(batch)

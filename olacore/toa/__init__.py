@@ -5,7 +5,6 @@ One module per job, data flowing down the list (the chapters import from each di
 - :mod:`olacore.toa.data`: the adapter input (official: orders 1 and 2, raw and sink-cleaned,
   row-normalised, CLM maps mirrored), any channel of the vocabulary, the distance-only input,
   the syntax grid's named inputs.
-- :mod:`olacore.toa.augment`: the official training augmentations (fake sinks, noise).
 - :mod:`olacore.toa.data`: POS / NER / RE / DP data in each model's own tokenisation.
 - :mod:`olacore.toa.model`: the axial-attention backbone (padding-masked) and its config.
 - :mod:`olacore.toa.model`: token, relation and biaffine dependency heads.

@@ -278,7 +278,7 @@ def build_input(record: Any, spec: InputSpec, size: int | None = None, raw: torc
         spec: the channels and variants.
         size: the length cut (tokens kept; ``None``: all).
         raw: ``(K, T', T')`` maps to use instead of the record's (e.g. augmented ones, see
-            :mod:`olacore.toa.augment`); default :func:`raw_maps`.
+            :mod:`olacore.augment`); default :func:`raw_maps`.
 
     Returns:
         ``(spec.num_channels, T', T')`` float32: for OLA channels, :func:`stack_channels` of the

@@ -45,7 +45,7 @@ import torch.nn.functional as F
 from olacore.metrics import attachment_scores, entity_f1, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
 from olacore.store import TensorStore
-from olacore.toa.augment import Augmentation, augment
+from olacore.augment import Augmentation, augment
 from olacore.toa.data import (
     IGNORE,
     SPECIAL,

@@ -1,0 +1,254 @@
+"""OLA augmentations for training: the official fake sinks and map noise, and the honest proxy's batch variant.
+
+**The official augmentations** (``models/ola_augmentations.py`` of the official code,
+``RandomHightlightColumns`` then ``AddGuassianNoise``), one text's ``(C, T, T)`` maps at a time:
+
+- **Fake sinks** (:func:`fake_sinks`): with probability ``sink_p``, ``k`` columns (``k``
+  uniform in ``[sink_min, sink_max]``) are drawn uniformly among the tokens; in every row each
+  drawn column gets ``m1 + (u - 0.5)(m1 - m2)`` added, where ``m1``, ``m2`` are the row's two
+  largest entries and ``u ~ U(0, 1)`` is drawn once per column and channel; rows are
+  renormalised.
+- **Map noise** (:func:`map_noise`): with probability ``noise_p``, Gaussian noise of standard
+  deviation ``noise_std_ratio`` x the row's population std (over its covered entries that are
+  not sinks, :func:`olacore.sinks.sink_flags` recomputed on the current maps) is added, negatives
+  are clipped to zero, rows renormalised.
+
+Both change only the entries the sink statistics cover (:func:`olacore.sinks.stats_mask`), so
+with ``stats="causal"`` a causal map keeps its zeros above the diagonal. Two trainings use
+them, as two settings and two parameters of :func:`augment`:
+
+- the TOA adapters (:data:`TOA`, the defaults of ``utils/arguments.py``: p 0.3 and 0.3, noise
+  0.2 x the row std; ``stats="causal"``, as ``models/ola_model.py`` passes the causal flag),
+  on the raw maps before the adapter's sink cleaning;
+- the official visual-proxy protocol (:data:`VISUAL_PROXY`, the settings of
+  ``olas_visual_model.py``: p 0.3 and 0.15, noise 0.13 x the row std; ``stats="row"``: its
+  dataset is built without the causal flag, so a causal map's upper triangle is covered too),
+  :mod:`olacore.proxy.official`.
+
+``column_draw`` says how the ``k`` distinct columns are drawn: ``"permutation"`` (the first
+``k`` of a random permutation; the TOA runs) or ``"multinomial"`` (``torch.multinomial`` over
+uniform weights without replacement; the official-proxy runs). Both draw the same distribution;
+they differ only in the random stream, kept so that every seeded run gives its numbers again.
+The coins are drawn once per text (the official TOA code draws them once per batch of 2), and
+not at all where a probability is 0.
+
+**The honest proxy's augmentations** (:class:`BatchAugmentation`, :func:`augment_batch`): the
+same kinds and the strengths of ``olas_visual_model.py`` plus an optional temperature, on a
+batch of cleaned, resized maps on the training device, with simpler rules: a fake sink column is
+raised to the row maximum, the noise scale is the std of the whole row, and rows keep their mass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from olacore.sinks import sink_flags, stats_mask
+
+__all__ = ["Augmentation", "TOA", "VISUAL_PROXY", "COLUMN_DRAWS", "fake_sinks", "map_noise", "augment",
+           "BatchAugmentation", "augment_batch"]
+
+#: How :func:`fake_sinks` draws its columns (module docstring).
+COLUMN_DRAWS = ("permutation", "multinomial")
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """Settings of the official augmentations (module docstring); the defaults are the TOA's (:data:`TOA`).
+
+    Attributes:
+        sink_p: probability of fake sinks per text (0 switches them off).
+        sink_min, sink_max: columns per fake-sink draw (official 1 and 3).
+        noise_p: probability of map noise per text (0 switches it off).
+        noise_std_ratio: noise std as a share of the row std.
+
+    Raises:
+        ValueError: a probability outside ``[0, 1]``, ``sink_min > sink_max`` or below 1, a
+            negative ``noise_std_ratio``.
+    """
+
+    sink_p: float = 0.3
+    sink_min: int = 1
+    sink_max: int = 3
+    noise_p: float = 0.3
+    noise_std_ratio: float = 0.2
+
+    def __post_init__(self) -> None:
+        for name in ("sink_p", "noise_p"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} is a probability in [0, 1]; got {value}")
+        if not 1 <= self.sink_min <= self.sink_max:
+            raise ValueError(f"need 1 <= sink_min <= sink_max; got {self.sink_min}, {self.sink_max}")
+        if self.noise_std_ratio < 0:
+            raise ValueError(f"noise_std_ratio must be >= 0; got {self.noise_std_ratio}")
+
+    @property
+    def active(self) -> bool:
+        """Whether any augmentation can fire."""
+        return self.sink_p > 0 or self.noise_p > 0
+
+
+#: The official TOA training (``utils/arguments.py``, ``sp_aug='none'``).
+TOA = Augmentation()
+#: The official visual proxy (``olas_visual_model.py``).
+VISUAL_PROXY = Augmentation(sink_p=0.3, sink_min=1, sink_max=3, noise_p=0.15, noise_std_ratio=0.13)
+
+
+def _renormalise(maps: torch.Tensor) -> torch.Tensor:
+    return maps / (maps.sum(-1, keepdim=True) + 1e-10)
+
+
+def fake_sinks(maps: torch.Tensor, causal: bool, columns: int, generator: torch.Generator, *,
+               stats: str = "causal", column_draw: str = "permutation") -> torch.Tensor:
+    """Add ``columns`` fake sink columns to one text's maps (module docstring).
+
+    Args:
+        maps: ``(C, T, T)`` non-negative float maps on the CPU (rows: queries).
+        causal: the maps come from a causal model.
+        columns: how many columns (at most ``T`` are used).
+        generator: CPU random source.
+        stats: ``"row"`` or ``"causal"``: which entries change (:func:`olacore.sinks.stats_mask`).
+        column_draw: one of :data:`COLUMN_DRAWS`.
+
+    Returns:
+        ``(C, T, T)`` row-renormalised maps; ``maps`` itself when ``T < 2``.
+
+    Raises:
+        ValueError: an unknown ``stats`` or ``column_draw``.
+    """
+    if column_draw not in COLUMN_DRAWS:
+        raise ValueError(f"column_draw must be one of {COLUMN_DRAWS}; got {column_draw!r}")
+    channels, size = maps.shape[0], maps.shape[-1]
+    if size < 2:
+        return maps
+    covered = stats_mask(size, causal, stats).to(maps.dtype)
+    columns = min(columns, size)
+    if column_draw == "permutation":
+        chosen = torch.randperm(size, generator=generator)[:columns]
+    else:
+        weights = torch.ones(size)
+        chosen = torch.multinomial(weights / weights.sum(), columns, replacement=False, generator=generator)
+    top = maps.topk(2, dim=-1).values  # (C, T, 2)
+    m1, m2 = top[..., :1], top[..., 1:]
+    u = torch.rand(channels, 1, columns, generator=generator, dtype=maps.dtype)
+    bias = torch.zeros_like(maps)
+    bias[:, :, chosen] = m1 + (u - 0.5) * (m1 - m2)
+    return _renormalise(maps + bias * covered)
+
+
+def map_noise(maps: torch.Tensor, causal: bool, std_ratio: float, generator: torch.Generator, *,
+              stats: str = "causal") -> torch.Tensor:
+    """Add row-scaled Gaussian noise to one text's maps (module docstring).
+
+    Args:
+        maps: ``(C, T, T)`` non-negative float maps on the CPU.
+        causal: the maps come from a causal model.
+        std_ratio: noise std as a share of each row's std over its covered non-sink entries.
+        generator: CPU random source.
+        stats: ``"row"`` or ``"causal"``: where the row std is taken and which entries change.
+
+    Returns:
+        ``(C, T, T)`` non-negative, row-renormalised maps, zero outside the covered entries.
+    """
+    covered = stats_mask(maps.shape[-1], causal, stats).to(maps.dtype)
+    calm = covered * ~sink_flags(maps, causal, stats=stats)
+    count = calm.sum(-1, keepdim=True) + 1e-10
+    mean = (maps * calm).sum(-1, keepdim=True) / count
+    std = (((maps - mean) ** 2 * calm).sum(-1, keepdim=True) / count).sqrt()
+    noise = std * std_ratio * torch.randn(maps.shape, generator=generator, dtype=maps.dtype) * covered
+    return _renormalise(torch.relu(maps + noise) * covered)
+
+
+def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator: torch.Generator, *,
+            stats: str = "causal", column_draw: str = "permutation") -> torch.Tensor:
+    """The official augmentations of one text, in order (fake sinks, then map noise), each with its probability.
+
+    Args:
+        maps: ``(C, T, T)`` maps of one text (raw for the TOA adapters and the official proxy).
+        causal: the maps come from a causal model.
+        settings: probabilities and sizes (:data:`TOA`, :data:`VISUAL_PROXY`).
+        generator: CPU random source (seeded by the training run).
+        stats: where statistics are taken, which entries change (TOA ``"causal"``, the official
+            proxy ``"row"``).
+        column_draw: how fake-sink columns are drawn (TOA ``"permutation"``, the official proxy
+            ``"multinomial"``).
+
+    Returns:
+        ``(C, T, T)`` maps (``maps`` itself when nothing fired, and for a ``(0, T, T)`` stack).
+    """
+    if maps.shape[0] == 0:
+        return maps
+    if settings.sink_p > 0 and torch.rand(1, generator=generator).item() < settings.sink_p:
+        columns = int(torch.randint(settings.sink_min, settings.sink_max + 1, (1,), generator=generator))
+        maps = fake_sinks(maps, causal, columns, generator, stats=stats, column_draw=column_draw)
+    if settings.noise_p > 0 and torch.rand(1, generator=generator).item() < settings.noise_p:
+        maps = map_noise(maps, causal, settings.noise_std_ratio, generator, stats=stats)
+    return maps
+
+
+@dataclass(frozen=True)
+class BatchAugmentation:
+    """The honest proxy's augmentations (module docstring), each optional.
+
+    Attributes:
+        noise_p: probability per map of adding Gaussian noise ...
+        noise_std_ratio: ... of standard deviation ``ratio x`` the row's std (the official
+            ``olas_visual_model.py`` sets 0.15 and 0.13).
+        sink_p: probability per map of highlighting fake sink columns ...
+        sink_columns: ... up to this many random key columns raised to the row maximum
+            (the official ``olas_visual_model.py`` sets p 0.3, 1 to 3 columns).
+        temperature: ``(low, high)``: rows are re-sharpened as ``p^(1/tau)`` (renormalised)
+            with ``tau`` uniform in the range; ``None`` turns it off.
+    """
+
+    noise_p: float = 0.15
+    noise_std_ratio: float = 0.13
+    sink_p: float = 0.3
+    sink_columns: int = 3
+    temperature: tuple[float, float] | None = None
+
+    @classmethod
+    def none(cls) -> "BatchAugmentation":
+        """No augmentation at all."""
+        return cls(noise_p=0.0, sink_p=0.0, temperature=None)
+
+
+def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Apply :class:`BatchAugmentation` to a batch of cleaned, resized OLA images.
+
+    Args:
+        maps: ``(B, C, S, S)`` non-negative maps (rows: queries).
+        settings: which augmentations, with which strength.
+        generator: random source (on the maps' device) for reproducibility.
+
+    Returns:
+        ``(B, C, S, S)`` augmented copy; rows are renormalised to their original mass.
+    """
+    out = maps.clone()
+    b, c, s, _ = out.shape
+    dev = out.device
+
+    def draw(*shape):
+        return torch.rand(*shape, generator=generator, device=dev)
+
+    mass = out.sum(-1, keepdim=True)
+    if settings.sink_p > 0:
+        chosen = draw(b, 1, 1, 1) < settings.sink_p
+        count = 1 + (draw(b, 1, 1, 1) * settings.sink_columns).long()  # 1..sink_columns
+        rank = draw(b, 1, 1, s).argsort(-1).argsort(-1)  # random rank of each column
+        columns = (rank < count) & chosen
+        row_max = out.amax(-1, keepdim=True)
+        out = torch.where(columns.expand_as(out), torch.maximum(out, row_max), out)
+    if settings.temperature is not None:
+        low, high = settings.temperature
+        tau = low + (high - low) * draw(b, 1, 1, 1)
+        out = out.clamp_min(0) ** (1.0 / tau)
+    if settings.noise_p > 0:
+        chosen = (draw(b, 1, 1, 1) < settings.noise_p).to(out.dtype)
+        row_std = out.std(-1, keepdim=True)
+        noise = torch.randn(out.shape, generator=generator, device=dev, dtype=out.dtype)
+        out = (out + chosen * settings.noise_std_ratio * row_std * noise).clamp_min(0)
+    new_mass = out.sum(-1, keepdim=True)
+    return out * torch.where(new_mass > 0, mass / new_mass.clamp_min(1e-12), torch.zeros_like(mass))
