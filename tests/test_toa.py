@@ -473,3 +473,33 @@ def test_an_adapter_refuses_data_on_another_grid(tmp_path):
     words = build_task_data("dp", "toy", [_ud()], records=[_record()], grid="words")
     with pytest.raises(ValueError, match="grid"):
         adapter.evaluate(words)
+
+
+def test_adapter_key_changes_with_everything_that_changes_the_weights(monkeypatch):
+    import olacore.toa.model as model
+
+    train, dev = _toy_parsing(8, 1), _toy_parsing(4, 2)
+    spec = InputSpec(("order1",))
+
+    def key(**change):
+        options = {"train": train, "dev": dev, "spec": spec, "adapter": SMALL, "training": TrainConfig(epochs=1),
+                   "seed": 0, **change}
+        return make_job(options.pop("train"), options.pop("dev"), options.pop("spec"), **options).key()
+
+    base = key()
+    assert key() == base and make_job(train, dev, spec, SMALL, TrainConfig(epochs=1), model="a label").key() == base
+    changed = {
+        "seed": key(seed=1),
+        "data": key(train=_toy_parsing(8, 3)),
+        "dev data": key(dev=_toy_parsing(4, 4)),
+        "input": key(spec=InputSpec(("order1", "order2"))),
+        "adapter config": key(adapter=replace(SMALL, mlp_dropout=0.5)),
+        "training": key(training=TrainConfig(epochs=2)),
+    }
+    monkeypatch.setitem(model.NETWORK_VERSIONS, "BiaffineHead", model.NETWORK_VERSIONS["BiaffineHead"] + 1)
+    changed["head code version"] = key()
+    monkeypatch.undo()
+    monkeypatch.setitem(model.NETWORK_VERSIONS, "AxialBackbone", model.NETWORK_VERSIONS["AxialBackbone"] + 1)
+    changed["backbone code version"] = key()
+    keys = [base, *changed.values()]
+    assert len(set(keys)) == len(keys), changed

@@ -57,7 +57,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 __all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "make_backbone", "BACKBONES",
-           "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel"]
+           "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel",
+           "NETWORK_VERSIONS", "network_identity"]
 
 BACKBONES = ("masked", "package")
 INPUT_TRANSFORMS = ("log-length", "length", "none")
@@ -447,3 +448,27 @@ class ToaModel(nn.Module):
         features, grid = self.backbone(maps, lengths)
         valid = torch.arange(maps.shape[-1], device=maps.device)[None, :] < lengths.to(maps.device)[:, None]
         return self.head(features, valid, grid=grid, **task_inputs)
+
+
+#: The version of each part of the network's code. Bump a part's number when a change to its code
+#: changes what it computes for the same weights or how it is initialised: every stored adapter
+#: built with that part is then trained anew (its key, :meth:`olacore.toa.train.AdapterJob.key`,
+#: holds :func:`network_identity`).
+NETWORK_VERSIONS = {"AxialBackbone": 1, "PackageBackbone": 1, "TokenHead": 1, "RelationHead": 1, "BiaffineHead": 1}
+_HEADS = {"tokens": "TokenHead", "relation": "RelationHead", "dependency": "BiaffineHead"}
+
+
+def network_identity(kind: str, config: AdapterConfig) -> dict[str, Any]:
+    """What a stored adapter's network is: its backbone and head classes with their code versions.
+
+    Args:
+        kind: the head kind (:data:`HEAD_KINDS`).
+        config: the sizes (its ``backbone`` chooses the backbone class).
+
+    Returns:
+        ``{"backbone": name, "head": name, "versions": {name: version}}`` (JSON-able).
+    """
+    backbone = "AxialBackbone" if config.backbone == "masked" else "PackageBackbone"
+    head = _HEADS[kind]
+    return {"backbone": backbone, "head": head, "versions": {backbone: NETWORK_VERSIONS[backbone],
+                                                             head: NETWORK_VERSIONS[head]}}

@@ -11,7 +11,8 @@ by the caller, several seeds. The official augmentations are an option (:class:`
 
 An :class:`AdapterJob` is a :class:`olacore.training.TrainingJob`: its key holds the sha256 of
 every training and dev map and target, the label vocabulary, the task, the input spec, both
-configs, the seed, the device type and :data:`TOA_VERSION`, so a stored adapter is reused
+configs, the network's classes and code versions (:func:`olacore.toa.model.network_identity`),
+the seed, the device type and :data:`TOA_VERSION`, so a stored adapter is reused
 only for exactly the same training; :func:`train_adapters` trains the missing ones in worker
 processes (:func:`olacore.training.run_cached`). A trained adapter (:class:`TrainedAdapter`)
 is scored on any model's task data of the same kind (:meth:`TrainedAdapter.evaluate`): this
@@ -60,7 +61,7 @@ from olacore.toa.data import (
     stack_channels,
     task_kind,
 )
-from olacore.toa.model import AdapterConfig, ToaModel
+from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
 __all__ = ["predict", "score", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
@@ -330,6 +331,7 @@ class AdapterJob:
 
         return TensorStore.key(
             kind="toa-adapter", toa_version=TOA_VERSION, task=self.task, spec=self.spec.as_dict(),
+            network=network_identity(task_kind(self.task), self.adapter),
             adapter=self.adapter.as_dict(), training=self.training.as_dict(), vocab=list(self.vocab),
             causal=self.causal, seed=self.seed, device=resolve_device(self.training.device).type,
             train=data_digest(self.train_raw, self.train_targets), dev=data_digest(self.dev_raw, self.dev_targets),
