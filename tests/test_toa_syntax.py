@@ -13,12 +13,13 @@ import pytest
 import torch
 
 from olacore.corpora import join_words
+from olacore.extraction import Extraction
 from olacore.results import ChapterResults
 from olacore.toa.analysis import (GOAL, baseline_table, best_layer, claim_verdict, data_reports, direction_table,
                                   grid_plan, head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
                                   wide_table)
 from olacore.toa.config import SYNTAX_GRID, DataSet, input_spec, toa_settings
-from olacore.toa.experiments import AttentionRecord, subset_splits, syntax_data
+from olacore.toa.experiments import subset_splits, syntax_data
 from olacore.toa.inputs import InputSpec
 from olacore.toa.syntax_report import main_data_sets, paper_comparison, record_rows, record_syntax, syntax_keys
 from olacore.toa.tasks import build_task_data
@@ -121,7 +122,7 @@ def _planted(count, seed, layers=3, planted_layer=2):
         maps = torch.tensor(maps / maps.sum(-1, keepdims=True), dtype=torch.float32)
         orders = torch.stack([torch.eye(size), maps.mean(0), maps.mean(0) @ maps.mean(0)])
         records.append(_Record(text, list(spans), orders))
-        attention.append(AttentionRecord(text, records[-1].tokens, list(spans), False, maps))
+        attention.append(Extraction(text, records[-1].tokens, list(spans), False, maps))
         sources.append(UDSentence(f"p{index}", text, words, spans, tuple(heads), ("dep",) * size, ("X",) * size))
     data = build_task_data("dp", "toy", sources, "dev", records=records, max_tokens=None)
     data.sources = {"attention": attention}

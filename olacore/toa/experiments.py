@@ -21,7 +21,6 @@ Readings of the grid (verdicts, the causal-map analysis, the paper's table besid
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -96,18 +95,6 @@ def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = N
     return out
 
 
-@dataclass
-class AttentionRecord:
-    """A text's head-averaged attention per layer as a channel-source record (``layer<n>``
-    channels read ``attentions``; :class:`olacore.extraction.Extraction` plus the model's kind)."""
-
-    text: str
-    tokens: list[str]
-    offsets: list[tuple[int, int]]
-    is_causal: bool
-    attentions: torch.Tensor
-
-
 def _source_records(model: Any, texts: list[str], source: str, causal: bool, **settings: Any) -> list[Any]:
     if source == "alti":
         from olacore.alti import cached_alti
@@ -115,8 +102,7 @@ def _source_records(model: Any, texts: list[str], source: str, causal: bool, **s
         return cached_alti(model, texts, **settings)
     from olacore.pipeline import cached_attention
 
-    return [AttentionRecord(e.text, e.tokens, e.offsets, causal, e.attentions)
-            for e in cached_attention(model, texts, **settings)]
+    return cached_attention(model, texts, **settings)  # Extractions: the "attention" source records
 
 
 def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: ToaSettings, *, task: str = "dp",
