@@ -68,20 +68,19 @@ from typing import Callable, Sequence
 import torch
 
 from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
-from olacore.alti_math import alti_rollout, contributions_from_vectors, layer_contributions, layer_factors
-from olacore.store import TensorStore
-from olacore.extraction import tokenize
+from olacore.alti_math import alti_rollout, layer_contributions, layer_factors
+from olacore.extraction import per_text, tokenize
 from olacore.loading import LoadedModel
+from olacore.pipeline import cached_per_text
 from olacore.settings import fixed_threads
+from olacore.store import TensorStore
 from olacore.timing import progress as progress_bar
 
 __all__ = [
     "ALTIResult",
     "LayerDecomposition",
     "alti",
-    "alti_rollout",
     "cached_alti",
-    "contributions_from_vectors",
     "layer_decomposition",
     "ALTI_SETTINGS",
 ]
@@ -308,12 +307,11 @@ def cached_alti(
     Raises:
         As :func:`alti`, and :func:`~olacore.loading.load_model` for a name.
     """
-    from olacore.pipeline import cached_per_text
-
     return cached_per_text(
-        model, texts, kind="alti", settings=ALTI_SETTINGS, compute=alti,
+        model, texts, kind="alti", parts={"settings": ALTI_SETTINGS},
+        compute=lambda missing: per_text(alti, model, missing, device=device, workers=workers, progress=progress),
         tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
         rebuild=lambda text, tensors, meta: ALTIResult(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],
                                                        bool(meta["is_causal"]), tensors["contributions"],
                                                        tensors["rollout"]),
-        workers=workers, device=device, progress=progress, store=store)
+        store=store)

@@ -23,7 +23,7 @@ from olacore.loading import LoadedModel
 from olacore.settings import fixed_threads
 from olacore.timing import progress as progress_bar
 
-__all__ = ["Extraction", "tokenize", "extract_attention", "per_text", "ATTENTION_BUDGET_ENV"]
+__all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "per_text", "ATTENTION_BUDGET_ENV"]
 
 
 @dataclass
@@ -36,6 +36,7 @@ class Extraction:
         offsets: ``T`` character spans ``(start, end)`` into ``text``, trimmed of surrounding
             whitespace (so ``text[start:end]`` is the token's visible characters); ``(0, 0)`` for
             special tokens; a whitespace-only token gets an empty span ``(start, start)``.
+        is_causal: the model is a decoder-only LM (:attr:`LoadedModel.is_causal`).
         attentions: ``(N, T, T)`` float32 CPU tensor, head-averaged, layer 1 first; each row is a
             probability distribution over keys (sums to 1); lower-triangular for causal models.
     """
@@ -43,9 +44,26 @@ class Extraction:
     text: str
     tokens: list[str]
     offsets: list[tuple[int, int]]
+    is_causal: bool
     attentions: torch.Tensor
 
 
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """``texts`` as a list, checked: a sequence of non-empty strings.
+
+    Raises:
+        TypeError: ``texts`` is a single string, or holds a non-string.
+        ValueError: a text is empty or whitespace only (names its index).
+    """
+    if isinstance(texts, str):
+        raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
+    texts = list(texts)
+    for index, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
+        if not text.strip():
+            raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
+    return texts
 
 
 def _trim(text: str, start: int, end: int) -> tuple[int, int]:
@@ -67,18 +85,11 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
         One ``(ids, tokens, offsets)`` per text; offsets as in :class:`Extraction`.
 
     Raises:
-        TypeError: ``texts`` is a single string, or holds a non-string.
-        ValueError: a text is empty or whitespace only (names its index), or longer than the
-            model's context (says the limit and the text's length in tokens).
+        TypeError / ValueError: as :func:`check_texts`; and a text longer than the model's
+            context (says the limit and the text's length in tokens).
     """
-    if isinstance(texts, str):
-        raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
     result = []
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
-        if not text.strip():
-            raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
+    for index, text in enumerate(check_texts(texts)):
         encoding = model.tokenizer(
             text,
             add_special_tokens=True,
@@ -187,7 +198,7 @@ def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool =
             maps = torch.stack([layer[0].float().mean(dim=0) for layer in attentions]).to("cpu")
             # clone outside inference mode: callers get ordinary tensors they may edit in place
             results.append((text, tokens, offsets, maps))
-    return [Extraction(text=text, tokens=tokens, offsets=offsets, attentions=maps.clone())
+    return [Extraction(text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal, attentions=maps.clone())
             for text, tokens, offsets, maps in results]
 
 

@@ -370,17 +370,15 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
             shutil.rmtree(folder.parent, ignore_errors=True)
             folder = zoo_folder(name)
             tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
-        is_causal = spec.kind == "causal"
         path = str(folder)
     elif kind == "folder":
         folder = Path(name).expanduser().resolve()
         tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)  # our checks say what matters
-        is_causal = _kind_from_config(config, name) == "causal"
         path = str(folder)
     else:
         tokenizer, backbone, config, text_config = _from_folder(name, hub=True)
-        is_causal = _kind_from_config(config, name) == "causal"
         path = None
+    is_causal = (spec.kind if spec is not None else _kind_from_config(config, name)) == "causal"
     backbone.to(device)  # outside the damaged-folder handling: a device error is not a damaged model
     num_layers, num_heads = _counts(text_config)
     return LoadedModel(

@@ -2,28 +2,34 @@
 
 One part of the package's data flow (module map in :mod:`olacore`). Each step is cached in a
 :class:`olacore.store.TensorStore`, one entry per (model fingerprint, text, settings), so that a
-larger text set reuses the entries of a smaller one and a warm notebook never loads a model:
+larger text set reuses the entries of a smaller one and a warm notebook never loads a model.
+:func:`cached_per_text` is the one caching loop; each product names its key, computation and
+entry:
 
 - :func:`cached_attention`: the ``(N, T, T)`` head-averaged attention of
   :func:`olacore.extraction.extract_attention`.
 - :func:`cached_ola`: OLA orders ``0..K`` and the rollout, computed in float64 from the attention
   and stored in float32 (small: a warm run reads no attention at all).
+- :func:`olacore.alti.cached_alti`: ALTI's contributions and their rollout.
 - :func:`token_maps`: the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`) per
-  text, each taken from the cached *source* that computes it (``"ola"``: :func:`cached_ola`;
-  ``"attention"``: :func:`cached_attention`; ``"alti"``: :func:`olacore.alti.cached_alti`;
-  further sources are added with :func:`register_source`).
+  text, each taken from the cached *source* record that computes it (``"ola"``:
+  :class:`OLAResult`; ``"attention"``: :class:`~olacore.extraction.Extraction`; ``"alti"``:
+  :class:`~olacore.alti.ALTIResult`; further sources are added with :func:`register_source`).
+  Every record says whether its model is causal (``is_causal``, from
+  :attr:`olacore.loading.LoadedModel.is_causal` when it was computed).
 """
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import torch
 
 from olacore import channels as vocabulary
-from olacore.extraction import Extraction, extract_attention, per_text
-from olacore.loading import LoadedModel, model_fingerprint, model_kind
+from olacore.extraction import Extraction, check_texts, extract_attention, per_text
+from olacore.loading import LoadedModel, model_fingerprint
 from olacore.ola import attention_rollout, order_level_attention
 from olacore.settings import fixed_threads
 from olacore.store import TensorStore
@@ -54,20 +60,70 @@ EXTRACTION_SETTINGS = {
 OLA_SETTINGS = {"compute_dtype": "float64", "store_dtype": "float32", "rollout": "prod(A/2 + I/2)"}
 
 
-def _check_texts(texts: Sequence[str]) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
-    texts = list(texts)
-    for index, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
-        if not text.strip():
-            raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
-    return texts
+def cached_per_text(
+    model: str | LoadedModel,
+    texts: Sequence[str],
+    *,
+    kind: str,
+    parts: dict[str, Any],
+    compute: Callable[[list[str]], list[Any]],
+    tensors_of: Callable[[Any], dict[str, torch.Tensor]],
+    rebuild: Callable[[str, dict[str, torch.Tensor], dict[str, Any]], Any],
+    meta_fields: tuple[str, ...] = (),
+    store: TensorStore | None = None,
+) -> list[Any]:
+    """The one caching rule of the pipeline: a per-text product, one store entry per text.
 
+    Serves attention (:func:`cached_attention`), OLA (:func:`cached_ola`) and ALTI
+    (:func:`olacore.alti.cached_alti`). Each text's entry is looked up under the key
+    ``(kind, model fingerprint, text, **parts)``; the texts the store lacks (or whose entry
+    ``rebuild`` refuses) are computed by one ``compute`` call and stored, atomically, with
+    their tokens, offsets, the model's kind and ``meta_fields``; a text given twice is
+    computed once. A read-back result is identical to a computed one.
 
-def _fingerprint(model: str | LoadedModel) -> str:
-    return model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
+    Args:
+        model: model name or :class:`LoadedModel` (its ``fingerprint`` keys the store).
+        texts: non-empty strings.
+        kind: the entry kind in the key (``"attention"``, ``"ola"``, ``"alti"``).
+        parts: everything else that changes the result (settings dicts), in the key.
+        compute: ``missing texts -> results`` (one per text, in order), each result with
+            ``text``, ``tokens``, ``offsets`` and ``is_causal``.
+        tensors_of: a result's tensors to store.
+        rebuild: ``(text, tensors, meta) -> result`` from a stored entry, or ``None`` when the
+            entry does not hold what is asked for (it is then recomputed and replaced).
+        meta_fields: further result attributes stored in the entry's description.
+        store: the store; default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
+
+    Returns:
+        One result per text, in order (a repeated text gets its own copy).
+    """
+    texts = check_texts(texts)
+    store = store if store is not None else TensorStore()
+    fingerprint = model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
+    keys = [store.key(kind=kind, model=fingerprint, text=text, **parts) for text in texts]
+    found: dict[str, Any] = {}
+    missing: dict[str, str] = {}  # key -> text, each distinct text once
+    for text, key in zip(texts, keys):
+        if key in found or key in missing:
+            continue
+        entry = store.get(key)
+        result = None if entry is None else rebuild(text, *entry)
+        if result is None:
+            missing[key] = text
+        else:
+            found[key] = result
+    if missing:
+        for key, result in zip(missing, compute(list(missing.values()))):
+            meta = {"model": fingerprint, "text": result.text, "tokens": result.tokens,
+                    "offsets": [list(span) for span in result.offsets], "is_causal": result.is_causal,
+                    **{name: getattr(result, name) for name in meta_fields}}
+            store.put_or_warn(key, tensors_of(result), meta)
+            found[key] = result
+    results, given = [], set()
+    for key in keys:  # a repeated text gets a copy of its result
+        results.append(copy.deepcopy(found[key]) if key in given else found[key])
+        given.add(key)
+    return results
 
 
 def cached_attention(
@@ -97,7 +153,8 @@ def cached_attention(
 
     Returns:
         One :class:`Extraction` per text, in order; ``attentions`` ``(N, T, T)`` float32 CPU,
-        identical whether read from the cache or computed.
+        identical whether read from the cache or computed. An :class:`Extraction` is also the
+        ``"attention"`` source record of :func:`token_maps` (``layer<n>`` channels).
 
     Raises:
         ValueError: unknown model (lists the zoo names), empty text (names its index), text
@@ -105,80 +162,13 @@ def cached_attention(
         ModuleNotFoundError / ImportError: a zoo model's package is missing (pip line given).
     """
     return cached_per_text(
-        model, texts, kind="attention", settings=EXTRACTION_SETTINGS, compute=extract_attention,
+        model, texts, kind="attention", parts={"settings": EXTRACTION_SETTINGS},
+        compute=lambda missing: per_text(extract_attention, model, missing, device=device, workers=workers,
+                                         progress=progress),
         tensors_of=lambda e: {"attentions": e.attentions},
-        rebuild=lambda text, tensors, meta: Extraction(text, list(meta["tokens"]),
-                                                       [tuple(span) for span in meta["offsets"]], tensors["attentions"]),
-        workers=workers, device=device, progress=progress, store=store)
-
-
-def cached_per_text(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    kind: str,
-    settings: dict[str, Any],
-    compute: Callable[..., list[Any]],
-    tensors_of: Callable[[Any], dict[str, torch.Tensor]],
-    rebuild: Callable[[str, dict[str, torch.Tensor], dict[str, Any]], Any],
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[Any]:
-    """A per-text computation on a model, cached per (model fingerprint, text, ``settings``).
-
-    The one caching rule of every forward-pass product (attention, ALTI): each text's entry is
-    looked up; the texts the store lacks are computed by ``compute`` (one text per pass, in
-    ``workers`` processes: :func:`olacore.extraction.per_text`) and stored with their tokens,
-    offsets and the model's kind; a text given twice is computed once. A read-back result is
-    identical to a computed one.
-
-    Args:
-        model: model name or :class:`LoadedModel` (its ``fingerprint`` keys the store).
-        texts: non-empty strings.
-        kind: the entry kind in the key (``"attention"``, ``"alti"``).
-        settings: everything about the computation that changes its result (in the key).
-        compute: ``(LoadedModel, texts, progress=...) -> results``, top level (it may run in a
-            worker process); each result has ``text``, ``tokens`` and ``offsets``.
-        tensors_of: a result's tensors to store.
-        rebuild: ``(text, tensors, meta) -> result`` from a stored entry.
-        workers, device, progress, store: as for :func:`cached_attention`.
-
-    Returns:
-        One result per text, in order (a repeated text gets its own copy).
-    """
-    texts = _check_texts(texts)
-    store = store if store is not None else TensorStore()
-    fingerprint = _fingerprint(model)
-    keys = [store.key(kind=kind, model=fingerprint, text=text, settings=settings) for text in texts]
-    found: dict[str, Any] = {}
-    missing: dict[str, str] = {}  # key -> text, each distinct text once
-    for text, key in zip(texts, keys):
-        if key in found or key in missing:
-            continue
-        entry = store.get(key)
-        if entry is None:
-            missing[key] = text
-        else:
-            found[key] = rebuild(text, *entry)
-    if missing:
-        causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
-        computed = per_text(compute, model, list(missing.values()), device=device, workers=workers, progress=progress)
-        for key, result in zip(missing, computed):
-            meta = {"model": fingerprint, "text": result.text, "tokens": result.tokens,
-                    "offsets": [list(span) for span in result.offsets], "is_causal": causal}
-            store.put_or_warn(key, tensors_of(result), meta)
-            found[key] = result
-    results, given = [], set()
-    for text, key in zip(texts, keys):  # a repeated text gets a copy of its result
-        first = found[key]
-        if key in given:
-            meta = {"tokens": first.tokens, "offsets": first.offsets, "is_causal": getattr(first, "is_causal", None)}
-            first = rebuild(text, {name: t.clone() for name, t in tensors_of(first).items()}, meta)
-        results.append(first)
-        given.add(key)
-    return results
+        rebuild=lambda text, tensors, meta: Extraction(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],
+                                                       bool(meta["is_causal"]), tensors["attentions"]),
+        store=store)
 
 
 @dataclass
@@ -201,6 +191,31 @@ class OLAResult:
     num_layers: int
     orders: torch.Tensor
     rollout: torch.Tensor
+
+
+def _check_order(max_order: int, num_layers: int) -> None:
+    if max_order > num_layers:
+        raise ValueError(f"max_order must be between 0 and the number of layers N={num_layers}; got {max_order}")
+
+
+def _ola_of(extraction: Extraction, max_order: int) -> OLAResult:
+    """OLA orders ``0..max_order`` and rollout of one extraction, in float64, stored in float32."""
+    attentions = extraction.attentions.double()
+    _check_order(max_order, attentions.shape[0])
+    with fixed_threads():  # cached: the same bits whatever the caller's threads
+        orders = order_level_attention(attentions, max_order).float()
+        rollout = attention_rollout(attentions).float()
+    return OLAResult(extraction.text, list(extraction.tokens), list(extraction.offsets), extraction.is_causal,
+                     attentions.shape[0], orders, rollout)
+
+
+def _ola_entry(text: str, tensors: dict[str, torch.Tensor], meta: dict[str, Any], max_order: int) -> OLAResult | None:
+    """The OLA of a stored entry, or ``None`` when it holds fewer orders than asked for."""
+    _check_order(max_order, meta["num_layers"])
+    if tensors["orders"].shape[0] <= max_order:
+        return None
+    return OLAResult(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]], bool(meta["is_causal"]),
+                     int(meta["num_layers"]), tensors["orders"][: max_order + 1].clone(), tensors["rollout"])
 
 
 def cached_ola(
@@ -239,69 +254,14 @@ def cached_ola(
         raise TypeError(f"max_order must be an int, got {type(max_order).__name__}")
     if max_order < 0:
         raise ValueError(f"max_order must be >= 0, got {max_order}")
-    texts = _check_texts(texts)
     store = store if store is not None else TensorStore()
-    fingerprint = _fingerprint(model)
-    keys = [store.key(kind="ola", model=fingerprint, text=text, settings=OLA_SETTINGS, extraction=EXTRACTION_SETTINGS)
-            for text in texts]
-    results: list[OLAResult | None] = [None] * len(texts)
-    missing: list[int] = []
-    for index, (text, key) in enumerate(zip(texts, keys)):
-        entry = store.get(key)
-        if entry is not None:
-            tensors, meta = entry
-            if max_order > meta["num_layers"]:
-                raise ValueError(
-                    f"max_order must be between 0 and the number of layers N={meta['num_layers']}; got {max_order}"
-                )
-            if tensors["orders"].shape[0] > max_order:
-                results[index] = OLAResult(
-                    text=text,
-                    tokens=list(meta["tokens"]),
-                    offsets=[tuple(span) for span in meta["offsets"]],
-                    is_causal=bool(meta["is_causal"]),
-                    num_layers=int(meta["num_layers"]),
-                    orders=tensors["orders"][: max_order + 1].clone(),
-                    rollout=tensors["rollout"],
-                )
-                continue
-        missing.append(index)
-    if missing:
-        extractions = cached_attention(
-            model, [texts[i] for i in missing], workers=workers, device=device, progress=progress, store=store
-        )
-        causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
-        for index, extraction in zip(missing, extractions):
-            attentions = extraction.attentions.double()
-            num_layers = attentions.shape[0]
-            if max_order > num_layers:
-                raise ValueError(f"max_order must be between 0 and the number of layers N={num_layers}; got {max_order}")
-            with fixed_threads():  # cached: the same bits whatever the caller's threads
-                orders = order_level_attention(attentions, max_order).float()
-                rollout = attention_rollout(attentions).float()
-            store.put_or_warn(
-                keys[index],
-                {"orders": orders, "rollout": rollout},
-                {
-                    "model": fingerprint,
-                    "text": extraction.text,
-                    "tokens": extraction.tokens,
-                    "offsets": [list(span) for span in extraction.offsets],
-                    "is_causal": causal,
-                    "num_layers": num_layers,
-                },
-            )
-            results[index] = OLAResult(
-                text=extraction.text,
-                tokens=list(extraction.tokens),
-                offsets=list(extraction.offsets),
-                is_causal=causal,
-                num_layers=num_layers,
-                orders=orders,
-                rollout=rollout,
-            )
-    return results
-
+    return cached_per_text(
+        model, texts, kind="ola", parts={"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS},
+        compute=lambda missing: [_ola_of(e, max_order) for e in cached_attention(
+            model, missing, workers=workers, device=device, progress=progress, store=store)],
+        tensors_of=lambda r: {"orders": r.orders, "rollout": r.rollout},
+        rebuild=lambda text, tensors, meta: _ola_entry(text, tensors, meta, max_order),
+        meta_fields=("num_layers",), store=store)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -335,20 +295,8 @@ def _ola_source(model, texts, wanted, **settings) -> list[OLAResult]:
     return cached_ola(model, texts, max_order, **settings)
 
 
-@dataclass
-class _LayerRecord:
-    """An :class:`Extraction` with the model's kind, as a channel source record."""
-
-    text: str
-    tokens: list[str]
-    offsets: list[tuple[int, int]]
-    is_causal: bool
-    attentions: torch.Tensor
-
-
-def _attention_source(model, texts, wanted, **settings) -> list[_LayerRecord]:
-    causal = model.is_causal if isinstance(model, LoadedModel) else model_kind(model) == "causal"
-    return [_LayerRecord(e.text, e.tokens, e.offsets, causal, e.attentions) for e in cached_attention(model, texts, **settings)]
+def _attention_source(model, texts, wanted, **settings) -> list[Extraction]:
+    return cached_attention(model, texts, **settings)
 
 
 def _alti_source(model, texts, wanted, **settings) -> list[Any]:
@@ -399,7 +347,7 @@ def token_maps(
             channel whose source is not registered, and the errors of the sources.
     """
     wanted = vocabulary.channels(channels)
-    texts = _check_texts(texts)
+    texts = check_texts(texts)
     settings = dict(workers=workers, device=device, progress=progress, store=store)
     records: dict[str, list[Any]] = {}
     for source in dict.fromkeys(c.source for c in wanted):

@@ -29,7 +29,7 @@ import torch
 
 from olacore.settings import CacheWriteError, cache_dir, cache_write_error
 
-__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheNotKeptWarning", "CacheWriteError", "TensorStore", "tensor_digest"]
+__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheNotKeptWarning", "TensorStore", "tensor_digest"]
 
 # Bump when what an entry holds, or how it is computed, changes: every old entry is then ignored.
 CACHE_VERSION = 1

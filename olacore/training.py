@@ -26,8 +26,8 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 import torch
 
-from olacore.settings import COMPUTE_THREADS, fixed_threads
-from olacore.store import CacheNotKeptWarning, CacheWriteError, TensorStore
+from olacore.settings import COMPUTE_THREADS, CacheWriteError, fixed_threads
+from olacore.store import CacheNotKeptWarning, TensorStore
 from olacore.timing import progress as progress_bar
 
 __all__ = ["TrainingJob", "Stored", "run_cached", "run_in_processes", "by_value", "TRAINING_THREADS"]

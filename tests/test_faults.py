@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from olacore.store import CacheNotKeptWarning, CacheWriteError, TensorStore
+from olacore.settings import CacheWriteError
+from olacore.store import CacheNotKeptWarning, TensorStore
 
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = ROOT / "tests" / "fault_child.py"
@@ -268,7 +269,7 @@ def test_entry_write_on_a_full_disk_raises_names_the_setting_and_leaves_nothing(
         wrap, how = ["prlimit", f"--fsize={2**20}"], "a 1 MB file-size limit (EFBIG)"
     script = (
         "import signal, os, warnings, torch; signal.signal(signal.SIGXFSZ, signal.SIG_IGN);"
-        "from olacore.store import TensorStore, CacheWriteError; warnings.simplefilter('ignore');"
+        "from olacore.settings import CacheWriteError; from olacore.store import TensorStore; warnings.simplefilter('ignore');"
         f"store = TensorStore({str(root)!r}); big = {{'x': torch.zeros(2**19)}}\n"  # 2 MB
         "try:\n    store.put(store.key(test='full'), big)\nexcept CacheWriteError as e:\n    print('ERROR', e)\n"
         "print('KEPT', store.put_or_warn(store.key(test='full'), big));"

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from olacore.store import CacheCorruptionWarning, CacheWriteError, TensorStore, tensor_digest
+from olacore.settings import CacheWriteError
+from olacore.store import CacheCorruptionWarning, TensorStore, tensor_digest
 
 
 def _entry():

@@ -13,25 +13,14 @@ import pytest
 import torch
 
 from olacore.corpora import join_words
+from olacore.extraction import Extraction
 from olacore.profiles import DataSet, settings
 from olacore.results import ChapterResults
-from olacore.toa.analysis import (
-    GOAL,
-    baseline_table,
-    best_layer,
-    claim_verdict,
-    data_reports,
-    direction_table,
-    grid_plan,
-    head_directions,
-    layer_cells,
-    layer_screen,
-    learning_curve,
-    syntax_verdicts,
-    wide_table,
-)
+from olacore.toa.analysis import (GOAL, baseline_table, best_layer, claim_verdict, data_reports, direction_table,
+                                  grid_plan, head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
+                                  wide_table)
 from olacore.toa.data import SYNTAX_GRID, InputSpec, build_task_data, input_spec
-from olacore.toa.experiments import AttentionRecord, subset_splits, syntax_data
+from olacore.toa.experiments import subset_splits, syntax_data
 from olacore.toa.syntax_report import main_data_sets, paper_comparison, record_rows, record_syntax, syntax_keys
 from olacore.ud import UDSentence
 from olacore.verdicts import FAILS, HOLDS, WEAK
@@ -132,7 +121,7 @@ def _planted(count, seed, layers=3, planted_layer=2):
         maps = torch.tensor(maps / maps.sum(-1, keepdims=True), dtype=torch.float32)
         orders = torch.stack([torch.eye(size), maps.mean(0), maps.mean(0) @ maps.mean(0)])
         records.append(_Record(text, list(spans), orders))
-        attention.append(AttentionRecord(text, records[-1].tokens, list(spans), False, maps))
+        attention.append(Extraction(text, records[-1].tokens, list(spans), False, maps))
         sources.append(UDSentence(f"p{index}", text, words, spans, tuple(heads), ("dep",) * size, ("X",) * size))
     data = build_task_data("dp", "toy", sources, "dev", records=records, max_tokens=None)
     data.sources = {"attention": attention}

@@ -12,11 +12,9 @@ grid (verdicts, the causal-map analysis) are in :mod:`olacore.toa.analysis`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-import torch
 
 from olacore.profiles import SyntaxSettings
 from olacore.settings import cpu_workers
@@ -66,27 +64,14 @@ def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = N
     return out
 
 
-@dataclass
-class AttentionRecord:
-    """A text's head-averaged attention per layer as a channel-source record (``layer<n>``
-    channels read ``attentions``; :class:`olacore.extraction.Extraction` plus the model's kind)."""
-
-    text: str
-    tokens: list[str]
-    offsets: list[tuple[int, int]]
-    is_causal: bool
-    attentions: torch.Tensor
-
-
-def _source_records(model: Any, texts: list[str], source: str, causal: bool, **settings: Any) -> list[Any]:
+def _source_records(model: Any, texts: list[str], source: str, **settings: Any) -> list[Any]:
     if source == "alti":
         from olacore.alti import cached_alti
 
         return cached_alti(model, texts, **settings)
     from olacore.pipeline import cached_attention
 
-    return [AttentionRecord(e.text, e.tokens, e.offsets, causal, e.attentions)
-            for e in cached_attention(model, texts, **settings)]
+    return cached_attention(model, texts, **settings)  # Extractions: the "attention" source records
 
 
 def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: SyntaxSettings, *, task: str = "dp",
@@ -126,8 +111,7 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Synta
     options = dict(workers=workers, device=device, progress=progress, store=store)
     records = cached_ola(model, texts, max_order, **options)
     by_text = dict(zip(texts, records))
-    causal = bool(records[0].is_causal) if records else False
-    extra = {source: dict(zip(texts, _source_records(model, texts, source, causal, **options)))
+    extra = {source: dict(zip(texts, _source_records(model, texts, source, **options)))
              for source in dict.fromkeys(sources) if source != "ola"}
     out = {}
     for name, split in splits.items():
