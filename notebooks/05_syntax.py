@@ -90,23 +90,9 @@ from olacore.results import ChapterResults
 from olacore.settings import cpu_workers, fixed_threads
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.analysis import (
-    GOAL,
-    MARGIN,
-    baseline_table,
-    best_layer,
-    data_reports,
-    direction_table,
-    distance_gaps,
-    grid_plan,
-    layer_cells,
-    layer_screen,
-    learning_curve,
-    parse_examples,
-    summary,
-    syntax_verdicts,
-    wide_table,
-)
+from olacore.toa.analysis import (GOAL, MARGIN, baseline_table, best_layer, data_reports, direction_table,
+                                  distance_gaps, grid_plan, layer_cells, layer_screen, learning_curve, parse_examples,
+                                  summary, syntax_verdicts, wide_table)
 from olacore.toa.data import LabelVocab, collate, encode_items, input_spec
 from olacore.toa.experiments import SCORE_COLUMNS, syntax_data, syntax_datasets, syntax_splits
 from olacore.toa.model import ToaModel

@@ -50,16 +50,8 @@ from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import METRICS, make_job, train_adapters
 from olacore.toa.transfer import ROW_COLUMNS, all_task_data, data_table, random_init_rows, transfer_scores
 from olacore.toa.transfer_bounds import majority_bounds, zero_shot_rows
-from olacore.toa.transfer_report import (
-    LEARNED_TOL,
-    NOT_TESTED,
-    gap_table,
-    learned_table,
-    paper_comparison,
-    record_transfer,
-    transfer_heatmaps,
-    verdict_table,
-)
+from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, paper_comparison,
+                                         record_transfer, transfer_heatmaps, verdict_table)
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
 from olacore.zeroshot import prompt_forms
 

@@ -12,22 +12,9 @@ import torch
 from olacore.corpora import NERSentence, RelationExample, join_words
 from olacore.store import TensorStore
 from olacore.augment import Augmentation, augment, fake_sinks, map_noise
-from olacore.toa.data import (
-    DISTANCE_CHANNELS,
-    IGNORE,
-    SPECIAL,
-    InputSpec,
-    LabelVocab,
-    TaskData,
-    TaskItem,
-    build_input,
-    build_task_data,
-    distance_input,
-    encode_items,
-    official_sink_mask,
-    stack_channels,
-    toa_channels,
-)
+from olacore.toa.data import (DISTANCE_CHANNELS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem,
+                              build_input, build_task_data, distance_input, encode_items, official_sink_mask,
+                              stack_channels, toa_channels)
 from olacore.toa.model import AdapterConfig, ToaModel
 from olacore.toa.train import TrainConfig, TrainedAdapter, make_job, train_adapters
 from olacore.ud import UDSentence

@@ -43,24 +43,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from olacore.augment import Augmentation, augment
 from olacore.metrics import attachment_scores, entity_f1, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
 from olacore.store import TensorStore
-from olacore.augment import Augmentation, augment
-from olacore.toa.data import (
-    IGNORE,
-    SPECIAL,
-    InputSpec,
-    LabelVocab,
-    TaskData,
-    TaskItem,
-    collate,
-    distance_input,
-    encode_items,
-    length_batches,
-    stack_channels,
-    task_kind,
-)
+from olacore.toa.data import (IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, collate, distance_input,
+                              encode_items, length_batches, stack_channels, task_kind)
 from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
