@@ -84,16 +84,18 @@ import seaborn as sns
 
 from olacore.loading import model_kind
 from olacore.plots import draw_arcs
+from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.analysis import (GOAL, MARGIN, baseline_table, best_layer, data_reports, direction_table,
-                                  distance_gaps, grid_plan, layer_cells, layer_screen, learning_curve, parse_examples, summary,
-                                  syntax_verdicts, wide_table)
+from olacore.toa.analysis import (baseline_table, best_layer, data_reports, direction_table, distance_gaps, grid_plan,
+                                  layer_cells, layer_screen, learning_curve, parse_examples, summary, syntax_verdicts,
+                                  wide_table)
 from olacore.toa.config import toa_settings
 from olacore.toa.experiments import pos_table, syntax_data, syntax_datasets, syntax_grid, syntax_splits
-from olacore.toa.syntax_report import paper_comparison, record_rows, record_syntax
+from olacore.toa.syntax_report import record_rows, record_syntax, syntax_paper_numbers
+from olacore.verdicts import GOAL, MARGIN
 
 settings = toa_settings(profile)
 settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, device=device))
@@ -196,7 +198,7 @@ show_table(seeded, "tbl-syntax-seeds", f"Spread over seeds {', '.join(map(str, s
 # the training sentences, other models.
 
 # %%
-show_table(paper_comparison(table, settings.models), "tbl-syntax-paper",
+show_table(paper_comparison("syntax", syntax_paper_numbers(table)), "tbl-syntax-paper",
            "Dependency parsing from OLA alone, UAS / LAS (%): the paper's encoders (full EWT, official adapter, "
            "checkpoints chosen on test) and ours (this profile's sentences, CPU-sized adapter, chosen on dev).")
 
