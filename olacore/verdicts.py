@@ -137,14 +137,15 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
     - no number of ours: ``"not measured yet"``;
     - a qualitative claim (``paper`` is ``None``): the chapter's own verdict ``claim`` decides
       (``"yes"`` or ``"holds"``: reproduced; anything else: not reproduced);
+    - the chapter's own verdict ``claim`` contradicts the paper's claim (``"does not hold here"``)
+      or could not test it (:data:`NOT_TESTED`): ``"not reproduced here"``;
     - a number the paper claims is beaten (``reference``: our number of what beats it, e.g. our
       order 1 beside our rollout): ours at or above the reference contradicts the claim (``"not
       reproduced here"``, however close to the paper's number); ahead by :data:`MARGIN` points or
       less, ``"holds weakly here"``; further ahead, the tolerance below decides;
     - a lower bound the paper's method is claimed to beat (``bound``, e.g. zero-shot prompting):
-      no chance test (a bound may sit at chance); the chapter's verdict ``claim`` on "ours beats
-      the bound" (``"does not hold here"``) contradicts it; else ``"reproduced"`` within
-      :data:`TOLERANCE` points of the paper's either way, ``"not reproduced here"`` further off;
+      no chance test (a bound may sit at chance): ``"reproduced"`` within :data:`TOLERANCE` points
+      of the paper's either way, ``"not reproduced here"`` further off;
     - ours does not hold even weakly against chance (:func:`verdict`, with ``chance``; without a
       chance level, the chapter's verdict ``claim``): ``"not reproduced here"``, however close
       to the paper's number (a number at chance reproduces nothing);
@@ -162,9 +163,9 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
         raise ValueError("a reproduction verdict needs defined numbers; got NaN")
     if paper is None:
         return REPRODUCED if claim in ("yes", HOLDS) else NOT_REPRODUCED
+    if claim in (FAILS, NOT_TESTED):
+        return NOT_REPRODUCED
     if bound:
-        if claim == FAILS:
-            return NOT_REPRODUCED
         return REPRODUCED if abs(ours - paper) <= TOLERANCE else NOT_REPRODUCED
     if reference is not None:
         if reference <= ours:

@@ -24,7 +24,7 @@ from olacore.report import (
     retrieval_keys,
 )
 from olacore.results import ChapterResults
-from olacore.verdicts import BELOW, NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, WEAKLY, reproduction
+from olacore.verdicts import BELOW, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import notebook_manifest  # noqa: E402
@@ -79,6 +79,10 @@ def test_a_verdict_follows_the_papers_claim_not_only_its_number():
     assert reproduction(7.0, 7.69, 100 / 19, bound=True) == REPRODUCED
     assert reproduction(30.0, 7.69, 100 / 19, bound=True) == NOT_REPRODUCED  # a much stronger bound than the paper's
     assert reproduction(7.0, 7.69, 100 / 19, "does not hold here", bound=True) == NOT_REPRODUCED
+    # the chapter's verdict on the claim decides even where the number clears chance (transfer vs zero-shot)
+    assert reproduction(31.0, 30.49, 100 / 19, "holds") == REPRODUCED
+    assert reproduction(31.0, 30.49, 100 / 19, "does not hold here") == NOT_REPRODUCED
+    assert reproduction(31.0, 30.49, 100 / 19, NOT_TESTED) == NOT_REPRODUCED
     with pytest.raises(ValueError, match="NaN"):
         reproduction(50.0, 46.2, None, "holds", reference=float("nan"))
 

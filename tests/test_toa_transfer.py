@@ -143,6 +143,8 @@ def test_paper_keys_exist_in_the_report():
     known = {p.key for p in published()}
     keys = [k for r in results.records for k in r.paper_keys]
     assert len(keys) == 6 + 3 and set(keys) <= known  # 2 published sources x 3 targets + zero-shot x 3
+    cells = [r for r in results.records if r.paper_keys and "->" in r.subject]
+    assert {r.verdict for r in cells if r.subject.split(" -> ")[0] != r.subject.split(" -> ")[1]} == {"holds"}  # 30 > 5
     comparison = paper_comparison("TOA relation extraction", re_paper_numbers(rows, zs))
     assert len(comparison) == 9 and comparison["paper %"].notna().all()
     numbers = re_paper_numbers(rows, zs)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from olacore.toa.transfer import matrix
 from olacore.toa.transfer_settings import METRICS
-from olacore.verdicts import beats_bound, learned
+from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
 
 __all__ = ["gap_table", "verdict_table", "learned_table", "re_keys", "zero_shot_keys", "re_paper_numbers", "PAPER_NAMES",
            "transfer_heatmaps", "record_transfer"]
@@ -234,7 +234,9 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
 
     Causal RE cells and zero-shot RE scores carry the report's keys
     (``toa-re/<paper source>/<paper target>``, :func:`olacore.report.published`), subject
-    ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19.
+    ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19
+    and, for a transferred cell, the verdict on the paper's claim that it beats zero-shot prompting
+    (``beats zero-shot`` of :func:`verdict_table`, where measured).
 
     Args:
         results: the chapter's :class:`olacore.results.ChapterResults` (written to in place).
@@ -251,14 +253,18 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
             (:meth:`olacore.results.ChapterResults.add`).
         KeyError: a frame lacks a column read here (``rows``: ``task, kind, source, target,
             score``; ``verdicts``: ``task, source, target, random init, beats random init,
-            recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
+            beats zero-shot, recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
             ``task, bound, score``), or a task outside :data:`olacore.toa.transfer.METRICS`.
     """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
+    # the paper's claim on its RE table: transfer beats zero-shot prompting (:func:`beats_bound`)
+    beats = {(v["task"], v["source"], v["target"]): v["beats zero-shot"] for _, v in verdicts.iterrows()
+             if v["beats zero-shot"] != NOT_MEASURED_HERE}
     for (task, kind, source, target), value in means.items():
         keys, extra = [], {}
         if task == "re" and kind == "causal":
             keys, extra = re_keys(source, target), dict(chance=100 / 19, protocol="honest")
+            extra["verdict"] = beats.get((task, source, target), "")
         results.add(f"toa/{task}/{source}->{target}/{METRICS[task]}",
                     f"TOA {task.upper()} {METRICS[task]}, adapter trained on {source}, applied to {target}", value,
                     paper_keys=keys, subject=f"{source} -> {target}", anchor="tbl-toa-matrices", note=note, **extra)
