@@ -58,7 +58,6 @@ profile = "default"  # smoke, default or paper: the profile every chapter ran wi
 # olacore: reads the results of the other chapters
 from pathlib import Path
 
-
 from olacore.report import load_chapters, report_chapters, report_summary, report_table
 from olacore.results import ChapterResults
 from olacore.tables import show_table
