@@ -86,19 +86,21 @@ import torch
 from olacore.loading import model_kind
 from olacore.plots import draw_arcs
 from olacore.profiles import settings as chapter_settings
+from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers, fixed_threads
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.analysis import (GOAL, MARGIN, baseline_table, best_layer, data_reports, direction_table,
-                                  distance_gaps, grid_plan, layer_cells, layer_screen, learning_curve, parse_examples,
-                                  summary, syntax_verdicts, wide_table)
+from olacore.toa.analysis import (baseline_table, best_layer, data_reports, direction_table, distance_gaps, grid_plan,
+                                  layer_cells, layer_screen, learning_curve, parse_examples, summary, syntax_verdicts,
+                                  wide_table)
 from olacore.toa.data import LabelVocab, collate, encode_items, input_spec
 from olacore.toa.experiments import SCORE_COLUMNS, syntax_data, syntax_datasets, syntax_splits
 from olacore.toa.model import ToaModel
-from olacore.toa.syntax_report import paper_comparison, record_rows, record_syntax
+from olacore.toa.syntax_report import record_rows, record_syntax, syntax_paper_numbers
 from olacore.toa.train import adapter_loss, make_job, optimiser_for, predict, score, train_adapters, train_epoch
 from olacore.training import TRAINING_THREADS
+from olacore.verdicts import GOAL, MARGIN
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch()
@@ -316,7 +318,7 @@ show_table(seeded, "tbl-syntax-seeds", f"Spread over seeds {', '.join(map(str, s
 # the training sentences, other models.
 
 # %%
-show_table(paper_comparison(table, settings.models), "tbl-syntax-paper",
+show_table(paper_comparison("syntax", syntax_paper_numbers(table)), "tbl-syntax-paper",
            "Dependency parsing from OLA alone, UAS / LAS (%): the paper's encoders (full EWT, official adapter, "
            "checkpoints chosen on test) and ours (this profile's sentences, CPU-sized adapter, chosen on dev).")
 
@@ -357,7 +359,7 @@ show_table(alti, "tbl-syntax-alti", "Test UAS and LAS (%) of order-1 OLA and ALT
 # ## Verdicts
 #
 # Each claim pairs two inputs of one model over the seeds both ran. The rule, fixed before
-# the runs (`olacore.toa.analysis.claim_verdict`): *holds* when the mean UAS difference
+# the runs (`olacore.verdicts.claim_verdict`): *holds* when the mean UAS difference
 # exceeds `MARGIN` points and the reference is ahead on every seed; *holds weakly* when the
 # mean difference is positive; otherwise *does not hold here*. A claim holds for a model only
 # if it holds against every input it names (`overall`). `goal_met`: order 1 at least `GOAL`

@@ -42,6 +42,7 @@ import pandas as pd
 import torch
 
 from olacore.profiles import settings as chapter_settings
+from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.tables import show_table
@@ -50,9 +51,10 @@ from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import METRICS, make_job, train_adapters
 from olacore.toa.transfer import ROW_COLUMNS, all_task_data, data_table, random_init_rows, transfer_scores
 from olacore.toa.transfer_bounds import majority_bounds, zero_shot_rows
-from olacore.toa.transfer_report import (LEARNED_TOL, NOT_TESTED, gap_table, learned_table, paper_comparison,
-                                         record_transfer, transfer_heatmaps, verdict_table)
+from olacore.toa.transfer_report import (gap_table, learned_table, re_paper_numbers, record_transfer, transfer_heatmaps,
+                                         verdict_table)
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
+from olacore.verdicts import LEARNED_TOL, NOT_TESTED
 from olacore.zeroshot import prompt_forms
 
 torch.set_num_threads(1)
@@ -217,7 +219,7 @@ if len(control):
 # task and metric (19-way accuracy), on a fixed test subset, not the whole test file.
 
 # %%
-comparison = paper_comparison(rows, zero_shot)
+comparison = paper_comparison("TOA relation extraction", re_paper_numbers(rows, zero_shot))
 show_table(comparison, "tbl-toa-paper", "Relation extraction (SemEval-2010 Task 8, accuracy %): the paper's "
            "table (sources Llama-3.2-3B and Qwen2-1.5B, and zero-shot prompting) beside ours.")
 

@@ -32,14 +32,24 @@
 # are 3 to 60 times smaller, run on dequantised 4-bit weights, and the CPU profiles use fewer
 # texts and far fewer training steps (each chapter states its departures).
 #
-# **The verdict** (`olacore.verdicts.reproduction`), on the official-protocol number where
-# there is one (the paper's numbers come from that protocol), else on the honest one:
-# *reproduced* when ours is at most `TOLERANCE` points below the paper's and the claim holds at
-# least weakly against chance by the chapters' rule; *holds here, below the paper* when it
-# holds but falls short of the paper by more; *not reproduced here* when ours does not hold
-# against chance (however close to the paper's number); *not measured yet* where no chapter
-# records the number (the syntax chapter's models are not the paper's, and the TOA
-# chapter does not exist yet).
+# **The verdict** (`olacore.verdicts.reproduction`) compares ours with the paper's *claim*, not
+# only with its number; it reads the official-protocol number where there is one (the paper's
+# numbers come from that protocol), else the honest one:
+#
+# - *reproduced*: ours is at most `TOLERANCE` points below the paper's and the claim holds at
+#   least weakly against chance by the chapters' rule;
+# - *holds here, below the paper*: the claim holds, but ours falls short of the paper by more;
+# - a number the paper claims is *beaten* (its rollout, higher orders and ALTI beside its first
+#   order): our first order for the same model must beat ours by more than `MARGIN` points; ahead
+#   by less, *holds weakly here*; level or behind, *not reproduced here*, however close ours is to
+#   the paper's number (our rollout above the paper's does not reproduce "order 1 beats rollout"
+#   when our order 1 is barely ahead of it);
+# - a *lower bound* the paper's method is claimed to beat (zero-shot prompting): reproduced when
+#   ours is within `TOLERANCE` points of the paper's either way (a bound near chance is what it
+#   should be), not reproduced when further off;
+# - *not reproduced here*: ours does not hold against chance (however close to the paper's
+#   number), or the chapter's own verdict contradicts the claim;
+# - *not measured yet*: no chapter records the number (a model or pair this profile does not run).
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: the profile every chapter ran with
@@ -48,12 +58,10 @@ profile = "default"  # smoke, default or paper: the profile every chapter ran wi
 # olacore: reads the results of the other chapters
 from pathlib import Path
 
-import pandas as pd
-
 from olacore.report import load_chapters, report_chapters, report_summary, report_table
 from olacore.results import ChapterResults
 from olacore.tables import show_table
-from olacore.verdicts import TOLERANCE
+from olacore.verdicts import MARGIN, TOLERANCE
 
 chapters = report_chapters(Path("notebooks"), "07_report")
 saved = load_chapters(chapters)  # a missing results file fails here, naming it
@@ -63,7 +71,8 @@ if other_profiles:
                      f"(python scripts/execute_notebooks.py --profile {profile})")
 table = report_table(saved)
 results = ChapterResults("07_report", profile)
-print(f"read the results of {', '.join(chapters)} (profile {profile}); tolerance {TOLERANCE:g} points")
+print(f"read the results of {', '.join(chapters)} (profile {profile}); tolerance {TOLERANCE:g} points, "
+      f"margin {MARGIN:g} points")
 
 # %% [markdown]
 # ## Summary
@@ -104,4 +113,4 @@ measured = table.dropna(subset=["ours: official protocol %", "ours: honest proto
 if not measured.empty:
     results.add("report/official-minus-honest", "mean gap between the official and the honest protocol where both "
                 "were measured", float(measured["official - honest"].mean()), unit="points")
-results.save()
+saved_to = results.save()  # the file's path, not shown: it is this machine's

@@ -20,9 +20,11 @@ The data flows one way, one module per step:
   :mod:`olacore.controls`, :mod:`olacore.toa` (the Transferable OLA Adapter: syntax and
   transfer), :mod:`olacore.zeroshot` (the prompting baseline), :mod:`olacore.metrics`; trained
   networks are cached by :mod:`olacore.training`;
-- reading results: :mod:`olacore.verdicts` (fixed rules), :mod:`olacore.paper` (the published
-  numbers), :mod:`olacore.results` (each chapter's numbers), :mod:`olacore.report` (the paper,
-  claim by claim), :mod:`olacore.plots`, :mod:`olacore.interactive`, :mod:`olacore.tables`;
+- reading results: :mod:`olacore.verdicts` (every fixed rule, margin and goal),
+  :mod:`olacore.paper` (the published numbers), :mod:`olacore.results` (each chapter's numbers),
+  :mod:`olacore.report` (the paper's numbers beside ours: a chapter's ``paper_comparison`` and
+  the report page, claim by claim), :mod:`olacore.plots`, :mod:`olacore.interactive`,
+  :mod:`olacore.tables`;
   :mod:`olacore.profiles` sizes every chapter; :mod:`olacore.settings` says where data, caches
   and devices are.
 

@@ -31,7 +31,7 @@ from olacore.results import ChapterResults, load_results
 from olacore.verdicts import reproduction
 
 __all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
-           "published_value", "load_chapters", "report_chapters", "report_table", "report_summary"]
+           "published_value", "load_chapters", "report_chapters", "report_table", "report_summary", "paper_comparison"]
 
 #: This book's causal models and the paper's model family each stands in for.
 ZOO_FAMILIES = {"qwen2.5-0.5b": "Q", "gemma-3-270m": "G", "smollm2-135m": "L"}
@@ -48,6 +48,11 @@ class Published:
         claim: what is measured, in words, with the paper's model names.
         paper: the published value (percent), or ``None`` for a qualitative claim.
         chapter: the chapter (notebook stem) that measures it.
+        reference: the key of the published number the paper claims beats this one (its order 1
+            beside its rollout), or ``""``: our number of that key, for the same model, must beat
+            ours here for the claim to hold (:func:`olacore.verdicts.reproduction`).
+        bound: a lower bound the paper's method is claimed to beat (zero-shot prompting), judged
+            by closeness, not against chance.
     """
 
     key: str
@@ -55,6 +60,8 @@ class Published:
     claim: str
     paper: float | None
     chapter: str
+    reference: str = ""
+    bound: bool = False
 
 
 def published_value(key: str) -> float | None:
@@ -98,7 +105,8 @@ def published() -> list[Published]:
         for target in paper.CAUSAL_PROXY_TARGETS:
             rows.append(Published(f"proxy/{channel}/{target}", "visual proxy",
                                   f"accuracy on target {target}, {vocabulary.label(channel)}",
-                                  float(proxy.loc[channel, target]), "03_quantitative"))
+                                  float(proxy.loc[channel, target]), "03_quantitative",
+                                  reference=f"proxy/order1/{target}" if channel in ("rollout", "alti") else ""))
     for control, claim in (("random init", "OLAS vanishes with randomly initialised parameters"),
                            ("shuffled layers", "OLAS vanishes with the layers in a random order"),
                            ("noise", "OLAS vanishes under strong parameter noise")):
@@ -107,14 +115,15 @@ def published() -> list[Published]:
         for metric in ("uas", "las"):
             rows.append(Published(f"syntax/{r['model']}/{r['channel']}/{metric}", "syntax",
                                   f"{metric.upper()}, {r['model']}, {vocabulary.label(r['channel'])}",
-                                  float(r[metric]), "05_syntax"))
+                                  float(r[metric]), "05_syntax",
+                                  reference=f"syntax/{r['model']}/order1/{metric}" if r["channel"] != "order1" else ""))
     toa = paper.toa_relation_extraction()
     for source in toa.index:
         for target in toa.columns:
             rows.append(Published(f"toa-re/{source}/{target}", "TOA relation extraction",
                                   f"accuracy on {target}, adapter trained on {source}" if source != "zero-shot prompting"
                                   else f"accuracy on {target}, zero-shot prompting", float(toa.loc[source, target]),
-                                  "06_toa"))
+                                  "06_toa", bound=source == "zero-shot prompting"))
     return rows
 
 
@@ -173,15 +182,51 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
         for subject, entry in subjects.items():
             official, honest = entry.get("official"), entry.get("honest")
             chosen = official or honest
+            slot = "official" if official is not None else "honest"
+            beside = found.get(item.reference, {}).get(subject, {}).get(slot) if item.reference else None
             value = lambda r: np.nan if r is None else r.value  # noqa: E731
             verdict = reproduction(None if chosen is None else chosen.value, item.paper,
-                                   None if chosen is None else chosen.chance, "" if chosen is None else chosen.verdict)
+                                   None if chosen is None else chosen.chance, "" if chosen is None else chosen.verdict,
+                                   reference=None if beside is None else beside.value, bound=item.bound)
             rows.append({"section": item.section, "published number": item.claim,
                          "paper %": np.nan if item.paper is None else item.paper, "ours: model": subject or "-",
                          "ours: official protocol %": value(official), "ours: honest protocol %": value(honest),
                          "official - honest": value(official) - value(honest), "verdict": verdict,
                          "chapter": entry["chapter"]})
     return pd.DataFrame(rows)
+
+
+def paper_comparison(section: str, ours: pd.DataFrame) -> pd.DataFrame:
+    """One experiment's published numbers (a :func:`published` ``section``: ``"syntax"``, ``"TOA
+    relation extraction"``, ...) beside the numbers of ours that stand for them, as a chapter shows it
+    before its results are saved (the report page, :func:`report_table`, pairs the saved records the
+    same way, by their ``paper_keys``).
+
+    Args:
+        section: the experiment, as :class:`Published` names it.
+        ours: one row per number of ours: ``subject`` (our model or pair), ``value`` (percent)
+            and ``paper_keys`` (the :func:`published` keys it stands beside, a list).
+
+    Returns:
+        columns ``published number``, ``paper %``, ``ours: model``, ``ours %``: one row per
+        published number and our number beside it, in :func:`published` order; published numbers
+        with none of ours beside them are left out.
+
+    Raises:
+        ValueError: no published number has that section.
+        KeyError: ``ours`` lacks one of the columns above.
+    """
+    items = [item for item in published() if item.section == section]
+    if not items:
+        sections = sorted({item.section for item in published()})
+        raise ValueError(f"no published numbers in section {section!r}; sections: {sections}")
+    beside: dict[str, list[tuple[str, float]]] = {}
+    for subject, value, keys in zip(ours["subject"], ours["value"], ours["paper_keys"]):
+        for key in keys:
+            beside.setdefault(key, []).append((subject, float(value)))
+    rows = [{"published number": item.claim, "paper %": item.paper, "ours: model": subject, "ours %": value}
+            for item in items for subject, value in beside.get(item.key, [])]
+    return pd.DataFrame(rows, columns=["published number", "paper %", "ours: model", "ours %"])
 
 
 def report_summary(table: pd.DataFrame) -> pd.DataFrame:

@@ -1,29 +1,58 @@
-"""Verdict rules: fixed before the runs, so a chapter's conclusions are computed, never typed.
+"""Verdict rules, all in one place: fixed before the runs, so a chapter's conclusions are computed, never typed.
+
+Each rule names the sentence it prints (the constants below) and the margin or goal it reads.
 
 - :func:`verdict`: a claim measured as a rate against its chance level.
 - :func:`better`: a claim that one measured value exceeds another.
 - :func:`vanishes`: a control's verdict on "OLAS vanishes without learned knowledge".
-- :func:`reproduction`: the report page's verdict on one published number.
+- :func:`claim_verdict`: "A beats B" from paired differences over seeds (syntax chapter, :data:`MARGIN`, :data:`GOAL`).
+- :func:`learned`, :func:`beats_bound`: a TOA adapter learned its task (:data:`LEARNED_TOL`); a
+  transferred cell beats a bound (or :data:`NOT_TESTED`).
+- :func:`reproduction`: the report page's verdict on one published number, against the paper's claim.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-__all__ = ["HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE", "REPRODUCED", "BELOW",
-           "NOT_REPRODUCED", "NOT_MEASURED", "TOLERANCE", "reproduction"]
+import numpy as np
 
+__all__ = ["HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE", "MARGIN", "GOAL",
+           "claim_verdict", "LEARNED_TOL", "NOT_TESTED", "NOT_MEASURED_HERE", "learned", "beats_bound",
+           "REPRODUCED", "BELOW", "WEAKLY", "NOT_REPRODUCED", "NOT_MEASURED", "TOLERANCE", "reproduction"]
+
+#: A claim holds / holds weakly / does not hold (:func:`verdict`, :func:`better`, :func:`claim_verdict`).
 HOLDS, WEAK, FAILS = "holds", "holds weakly", "does not hold here"
 
-REPRODUCED, BELOW, NOT_REPRODUCED, NOT_MEASURED = (
-    "reproduced", "holds here, below the paper", "not reproduced here", "not measured yet")
+#: The report page's verdicts (:func:`reproduction`).
+REPRODUCED, BELOW, WEAKLY, NOT_REPRODUCED, NOT_MEASURED = (
+    "reproduced", "holds here, below the paper", "holds weakly here", "not reproduced here", "not measured yet")
 
-#: Points (percent) by which our number may fall short of the paper's and still reproduce it.
+#: Points (percent) by which our number may miss the paper's and still reproduce it.
 TOLERANCE = 10.0
 
 #: Noise scales (x each tensor's own std) at and above which a control is expected to remove
 #: OLAS; milder noise is a dose-response point, not a test of the claim.
 STRONG_NOISE = 0.3
+
+#: Points by which one input must beat another, on the mean over seeds, for a claim to hold
+#: (fixed before the runs: about three times the seed standard deviation of order-1 UAS that the
+#: adapter's engineer measured, 1 point); a smaller positive difference holds weakly. The report
+#: page reads the paper's orderings ("order 1 beats rollout") with the same margin.
+MARGIN = 3.0
+#: The syntax goal (issue #9): order-1 UAS at least this many points above the distance-only baseline.
+GOAL = 20.0
+
+#: Points by which a target-trained TOA score must beat its task's majority bound to count as
+#: learned: the claim margin (:data:`MARGIN`). A smaller edge is within sampling noise at these
+#: test sizes (the binomial standard error of a 19 % majority class on 100 RE examples is 3.9
+#: points); it was 1e-6 until a 20 % vs 19 % RE adapter counted as learned at the default profile.
+LEARNED_TOL = MARGIN
+#: A transfer verdict where the source adapter did not learn its own task (:func:`learned`).
+NOT_TESTED = "not tested: source did not learn"
+#: A transfer verdict whose bound was not measured (no random-init twin, no zero-shot prompting).
+NOT_MEASURED_HERE = "-"
 
 
 def verdict(observed: float, chance: float) -> str:
@@ -64,12 +93,59 @@ def vanishes(control: str, scale: float, observed: float, chance: float) -> str:
     return "yes" if verdict(observed, chance) == FAILS else "no"
 
 
-def reproduction(ours: float | None, paper: float | None, chance: float | None = None, claim: str = "") -> str:
-    """The report page's verdict on one published number (percent values; fixed before the runs).
+def claim_verdict(differences: Sequence[float], margin: float = MARGIN) -> str:
+    """The verdict on "A beats B" from the paired differences ``A - B`` (one per seed, points).
+
+    ``"holds"`` when the mean difference exceeds ``margin`` and A is ahead on every seed;
+    ``"holds weakly"`` when the mean difference is positive; otherwise ``"does not hold here"``.
+
+    Raises:
+        ValueError: no difference, or a NaN one.
+    """
+    values = np.asarray(list(differences), dtype=float)
+    if values.size == 0 or np.isnan(values).any():
+        raise ValueError(f"a verdict needs measured differences; got {values.tolist()}")
+    if values.mean() > margin and (values > 0).all():
+        return HOLDS
+    return WEAK if values.mean() > 0 else FAILS
+
+
+def learned(score: float, majority: float) -> bool:
+    """Did a target-trained TOA adapter learn its task: ``score > majority + LEARNED_TOL`` (percent)?
+
+    A transfer verdict tests OLAS only where it did (False where either value is NaN)."""
+    return bool(score > majority + LEARNED_TOL)
+
+
+def beats_bound(transfer: float, bound: float, source_learned: bool = True) -> str:
+    """A transferred TOA cell against one bound (zero-shot, random init, majority; percent).
+
+    :data:`NOT_TESTED` where the source adapter did not learn (:func:`learned`); ``"-"`` where
+    the bound was not measured (NaN); else ``"holds"`` when strictly above the bound (equal up to
+    rounding, 1e-6, does not beat it) and ``"does not hold here"`` otherwise.
+    """
+    if not source_learned:
+        return NOT_TESTED
+    return NOT_MEASURED_HERE if math.isnan(bound) else better(transfer, bound, margin=1e-6)
+
+
+def reproduction(ours: float | None, paper: float | None, chance: float | None = None, claim: str = "",
+                 reference: float | None = None, bound: bool = False) -> str:
+    """The report page's verdict on one published number, judged against the paper's *claim*
+    (percent values; fixed before the runs).
 
     - no number of ours: ``"not measured yet"``;
     - a qualitative claim (``paper`` is ``None``): the chapter's own verdict ``claim`` decides
       (``"yes"`` or ``"holds"``: reproduced; anything else: not reproduced);
+    - the chapter's own verdict ``claim`` contradicts the paper's claim (``"does not hold here"``)
+      or could not test it (:data:`NOT_TESTED`): ``"not reproduced here"``;
+    - a number the paper claims is beaten (``reference``: our number of what beats it, e.g. our
+      order 1 beside our rollout): ours at or above the reference contradicts the claim (``"not
+      reproduced here"``, however close to the paper's number); ahead by :data:`MARGIN` points or
+      less, ``"holds weakly here"``; further ahead, the tolerance below decides;
+    - a lower bound the paper's method is claimed to beat (``bound``, e.g. zero-shot prompting):
+      no chance test (a bound may sit at chance): ``"reproduced"`` within :data:`TOLERANCE` points
+      of the paper's either way, ``"not reproduced here"`` further off;
     - ours does not hold even weakly against chance (:func:`verdict`, with ``chance``; without a
       chance level, the chapter's verdict ``claim``): ``"not reproduced here"``, however close
       to the paper's number (a number at chance reproduces nothing);
@@ -79,14 +155,23 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
       (reproduced, or not reproduced here).
 
     Raises:
-        ValueError: ``ours``, ``paper`` or ``chance`` is NaN.
+        ValueError: ``ours``, ``paper``, ``chance`` or ``reference`` is NaN.
     """
     if ours is None:
         return NOT_MEASURED
-    if any(x is not None and math.isnan(x) for x in (ours, paper, chance)):
+    if any(x is not None and math.isnan(x) for x in (ours, paper, chance, reference)):
         raise ValueError("a reproduction verdict needs defined numbers; got NaN")
     if paper is None:
         return REPRODUCED if claim in ("yes", HOLDS) else NOT_REPRODUCED
+    if claim in (FAILS, NOT_TESTED):
+        return NOT_REPRODUCED
+    if bound:
+        return REPRODUCED if abs(ours - paper) <= TOLERANCE else NOT_REPRODUCED
+    if reference is not None:
+        if reference <= ours:
+            return NOT_REPRODUCED
+        if reference - ours <= MARGIN:
+            return WEAKLY
     close = ours >= paper - TOLERANCE
     holds = verdict(ours / 100, chance / 100) if chance is not None else claim
     if not holds:

@@ -7,12 +7,14 @@ import json
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import ROOT, load_runner
 
 from olacore import paper
 from olacore.report import (
     load_chapters,
+    paper_comparison,
     paper_family,
     proxy_keys,
     published,
@@ -22,7 +24,7 @@ from olacore.report import (
     retrieval_keys,
 )
 from olacore.results import ChapterResults
-from olacore.verdicts import BELOW, NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, reproduction
+from olacore.verdicts import BELOW, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import notebook_manifest  # noqa: E402
@@ -65,6 +67,50 @@ def test_the_reproduction_verdict_rule():
     assert reproduction(25.0, None, 25.0, "yes") == REPRODUCED and reproduction(90.0, None, 25.0, "no") == NOT_REPRODUCED
     with pytest.raises(ValueError, match="NaN"):
         reproduction(float("nan"), 80.0)
+
+
+def test_a_verdict_follows_the_papers_claim_not_only_its_number():
+    # "order 1 beats rollout": our rollout above the paper's, but our order 1 barely ahead of it
+    assert reproduction(55.6, 46.2, None, "holds", reference=57.4) == WEAKLY
+    assert reproduction(55.6, 46.2, None, "holds", reference=55.0) == NOT_REPRODUCED  # the claim is contradicted
+    assert reproduction(40.0, 46.2, None, "holds", reference=60.0) == REPRODUCED  # ordering holds, close to the paper
+    assert reproduction(20.0, 46.2, None, "holds", reference=60.0) == BELOW
+    # a lower bound (zero-shot prompting) is judged by closeness, not against chance
+    assert reproduction(7.0, 7.69, 100 / 19, bound=True) == REPRODUCED
+    assert reproduction(30.0, 7.69, 100 / 19, bound=True) == NOT_REPRODUCED  # a much stronger bound than the paper's
+    assert reproduction(7.0, 7.69, 100 / 19, "does not hold here", bound=True) == NOT_REPRODUCED
+    # the chapter's verdict on the claim decides even where the number clears chance (transfer vs zero-shot)
+    assert reproduction(31.0, 30.49, 100 / 19, "holds") == REPRODUCED
+    assert reproduction(31.0, 30.49, 100 / 19, "does not hold here") == NOT_REPRODUCED
+    assert reproduction(31.0, 30.49, 100 / 19, NOT_TESTED) == NOT_REPRODUCED
+    with pytest.raises(ValueError, match="NaN"):
+        reproduction(50.0, 46.2, None, "holds", reference=float("nan"))
+
+
+def test_the_report_reads_the_papers_orderings_and_bounds():
+    by_key = {p.key: p for p in published()}
+    assert by_key["syntax/BERT-base/rollout/uas"].reference == "syntax/BERT-base/order1/uas"
+    assert by_key["proxy/alti/G-2b"].reference == "proxy/order1/G-2b" and not by_key["proxy/order2/G-2b"].reference
+    assert by_key["toa-re/zero-shot prompting/Qwen2-1.5B"].bound and not by_key["toa-re/Qwen2-1.5B/Qwen2-1.5B"].bound
+    results = ChapterResults("05_syntax", "smoke")
+    for channel, value in (("order1", 57.4), ("rollout", 55.6), ("order2", 58.0)):
+        results.add(f"syntax/enc/{channel}/uas", "UAS", value, protocol="honest", verdict="holds", subject="enc",
+                    paper_keys=[f"syntax/BERT-base/{channel}/uas"])
+    table = report_table({"05_syntax": results}).set_index("published number")
+    assert table.loc["UAS, BERT-base, order 1", "verdict"] == BELOW  # 57.4 vs 81.3
+    assert table.loc["UAS, BERT-base, rollout", "verdict"] == WEAKLY  # above the paper's 46.2, 1.8 behind order 1
+    assert table.loc["UAS, BERT-base, order 2", "verdict"] == NOT_REPRODUCED  # ahead of our order 1
+
+
+def test_a_chapter_shows_the_papers_numbers_beside_its_own():
+    ours = pd.DataFrame({"subject": ["a -> b", "zero-shot, b"], "value": [31.0, 7.0],
+                         "paper_keys": [["toa-re/Llama-3.2-3B/Qwen2-1.5B"], ["toa-re/zero-shot prompting/Qwen2-1.5B"]]})
+    beside = paper_comparison("TOA relation extraction", ours)
+    assert beside["ours: model"].tolist() == ["a -> b", "zero-shot, b"]
+    assert beside["paper %"].tolist() == [30.49, 7.69] and beside["ours %"].tolist() == [31.0, 7.0]
+    assert paper_comparison("syntax", ours).empty
+    with pytest.raises(ValueError, match="section"):
+        paper_comparison("no such experiment", ours)
 
 
 def _quantitative() -> ChapterResults:

@@ -14,7 +14,8 @@ import pytest
 from olacore.profiles import TaskSizes, TransferSettings, settings
 from olacore.augment import Augmentation
 from olacore.toa.transfer_bounds import _adjacent_uas, zero_shot_rows
-from olacore.toa.transfer_report import gap_table, paper_comparison, record_transfer, verdict_table
+from olacore.report import paper_comparison
+from olacore.toa.transfer_report import gap_table, re_paper_numbers, record_transfer, verdict_table
 from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
 
 
@@ -140,8 +141,12 @@ def test_paper_keys_exist_in_the_report():
     known = {p.key for p in published()}
     keys = [k for r in results.records for k in r.paper_keys]
     assert len(keys) == 6 + 3 and set(keys) <= known  # 2 published sources x 3 targets + zero-shot x 3
-    comparison = paper_comparison(rows, zs)
+    cells = [r for r in results.records if r.paper_keys and "->" in r.subject]
+    assert {r.verdict for r in cells if r.subject.split(" -> ")[0] != r.subject.split(" -> ")[1]} == {"holds"}  # 30 > 5
+    comparison = paper_comparison("TOA relation extraction", re_paper_numbers(rows, zs))
     assert len(comparison) == 9 and comparison["paper %"].notna().all()
+    numbers = re_paper_numbers(rows, zs)
+    assert sorted(k for ks in numbers["paper_keys"] for k in ks) == sorted(keys)  # the chapter and the report pair alike
 
 
 def test_zero_shot_answers_outside_the_label_set_are_counted(monkeypatch):
@@ -314,7 +319,7 @@ def test_heatmap_text_colour_follows_cell_brightness():
 
 
 def test_verdicts_not_tested_when_source_did_not_learn():
-    from olacore.toa.transfer_report import NOT_TESTED
+    from olacore.verdicts import NOT_TESTED
     rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
                          for s, t, v in [("a", "a", 19.0), ("a", "b", 25.0), ("b", "a", 30.0), ("b", "b", 60.0)]])
     bounds = pd.DataFrame([{"task": "re", "bound": "majority class (x)", "score": 19.0}])

@@ -4,7 +4,21 @@ from __future__ import annotations
 
 import pytest
 
-from olacore.verdicts import FAILS, HOLDS, STRONG_NOISE, WEAK, better, vanishes, verdict
+from olacore.verdicts import (
+    FAILS,
+    HOLDS,
+    LEARNED_TOL,
+    MARGIN,
+    NOT_TESTED,
+    STRONG_NOISE,
+    WEAK,
+    beats_bound,
+    better,
+    claim_verdict,
+    learned,
+    vanishes,
+    verdict,
+)
 
 NAN = float("nan")
 
@@ -49,3 +63,26 @@ def test_vanishes_applies_only_to_structural_controls_and_strong_noise():
     assert vanishes("shuffled layers", NAN, 0.6, 0.02) == "no"
     with pytest.raises(ValueError, match="NaN"):
         vanishes("shuffled layers", NAN, NAN, 0.02)
+
+
+def test_claim_verdict_rule():
+    assert claim_verdict([5.0, 4.0]) == HOLDS
+    assert claim_verdict([8.0, -1.0]) == WEAK  # large mean, but behind on one seed
+    assert claim_verdict([1.0]) == WEAK
+    assert claim_verdict([MARGIN, MARGIN]) == WEAK  # the margin itself is not beyond it
+    assert claim_verdict([-2.0, 1.0]) == FAILS
+    for bad in ([], [NAN]):
+        with pytest.raises(ValueError, match="differences"):
+            claim_verdict(bad)
+
+
+def test_a_toa_adapter_learned_only_beyond_the_tolerance():
+    assert learned(19.0 + LEARNED_TOL + 0.1, 19.0) and not learned(19.0 + LEARNED_TOL, 19.0)
+    assert not learned(NAN, 19.0) and not learned(60.0, NAN)
+
+
+def test_a_transferred_cell_against_a_bound():
+    assert beats_bound(25.0, 19.0) == HOLDS
+    assert beats_bound(19.0 + 1e-9, 19.0) == FAILS  # equal up to rounding does not beat
+    assert beats_bound(25.0, NAN) == "-"  # bound not measured
+    assert beats_bound(25.0, 19.0, source_learned=False) == NOT_TESTED

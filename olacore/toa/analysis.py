@@ -2,7 +2,8 @@
 
 The grid itself (data, adapters, test scores) comes from :mod:`olacore.toa.experiments`; the
 functions here turn its table into what the syntax chapter states. Verdicts follow one rule fixed
-before the runs (:func:`claim_verdict`); the paper's table and our results records are in
+before the runs (:func:`olacore.verdicts.claim_verdict`, with :data:`olacore.verdicts.MARGIN` and
+:data:`olacore.verdicts.GOAL`); the paper's table and our results records are in
 :mod:`olacore.toa.syntax_report`.
 """
 
@@ -14,22 +15,14 @@ import numpy as np
 import pandas as pd
 
 from olacore.toa.data import InputSpec, official_sink_mask
-from olacore.verdicts import FAILS, HOLDS, WEAK
+from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, claim_verdict
 
 if TYPE_CHECKING:
     from olacore.toa.data import TaskData
 
-__all__ = ["summary", "distance_gaps", "order_comparison", "layer_screen", "layer_cells", "best_layer", "MARGIN",
-           "GOAL", "claim_verdict", "syntax_verdicts", "learning_curve", "head_directions", "direction_table",
+__all__ = ["summary", "distance_gaps", "order_comparison", "layer_screen", "layer_cells", "best_layer",
+           "syntax_verdicts", "learning_curve", "head_directions", "direction_table",
            "wide_table", "parse_examples", "baseline_table", "data_reports", "grid_plan"]
-
-#: Points by which one input must beat another, on the mean over seeds, for a claim to hold
-#: (fixed before the runs: about three times the seed standard deviation of order-1 UAS that the
-#: adapter's engineer measured, 1 point); a smaller positive difference holds weakly.
-MARGIN = 3.0
-#: The issue's goal (#9): order-1 UAS at least this many points above the distance-only baseline.
-GOAL = 20.0
-
 
 def summary(table: pd.DataFrame, columns: Sequence[str] = ("uas", "las")) -> pd.DataFrame:
     """Mean, standard deviation (n - 1) and number of seeds of ``columns`` per model and input."""
@@ -211,23 +204,6 @@ def best_layer(table: pd.DataFrame) -> pd.DataFrame:
     return chosen.reset_index(drop=True)
 
 
-def claim_verdict(differences: Sequence[float], margin: float = MARGIN) -> str:
-    """The verdict on "A beats B" from the paired differences ``A - B`` (one per seed, points).
-
-    ``"holds"`` when the mean difference exceeds ``margin`` and A is ahead on every seed;
-    ``"holds weakly"`` when the mean difference is positive; otherwise ``"does not hold here"``.
-
-    Raises:
-        ValueError: no difference, or a NaN one.
-    """
-    values = np.asarray(list(differences), dtype=float)
-    if values.size == 0 or np.isnan(values).any():
-        raise ValueError(f"a verdict needs measured differences; got {values.tolist()}")
-    if values.mean() > margin and (values > 0).all():
-        return HOLDS
-    return WEAK if values.mean() > 0 else FAILS
-
-
 #: The chapter's claims: (claim, reference input, other inputs, which data sets).
 CLAIMS = (
     ("first order beats higher orders and rollout", "order 1", ("order 2", "order 3", "rollout")),
@@ -241,7 +217,7 @@ def syntax_verdicts(table: pd.DataFrame, column: str = "uas", margin: float = MA
     """Every claim's verdict, per model (data set) and compared input, from the grid's table.
 
     Each row pairs the reference with one other input over the seeds both ran
-    (:func:`order_comparison`) and judges it with :func:`claim_verdict`; ``overall`` is the
+    (:func:`order_comparison`) and judges it with :func:`olacore.verdicts.claim_verdict`; ``overall`` is the
     claim's worst verdict for that model (the first claim holds only if order 1 beats every
     higher order and the rollout). For the distance claim, ``goal_met`` says whether order 1 is at
     least ``goal`` points above the distance-only baseline (issue #9).

@@ -15,12 +15,11 @@ from typing import Any, Sequence
 import pandas as pd
 
 from olacore import paper
-from olacore.channels import label as channel_label
 from olacore.results import ChapterResults
 from olacore.toa.analysis import summary
 from olacore.verdicts import better
 
-__all__ = ["PAPER_INPUTS", "paper_comparison", "syntax_keys", "main_data_sets", "record_syntax", "record_rows"]
+__all__ = ["PAPER_INPUTS", "syntax_paper_numbers", "syntax_keys", "main_data_sets", "record_syntax", "record_rows"]
 
 #: Our input names of the paper's table rows (its channels).
 PAPER_INPUTS = {"order 1": "order1", "order 2": "order2", "order 3": "order3", "rollout": "rollout"}
@@ -35,27 +34,24 @@ def syntax_keys(input_name: str, metric: str, kind: str) -> list[str]:
     return [f"syntax/{model}/{PAPER_INPUTS[input_name]}/{metric}" for model in paper.syntax()["model"].unique()]
 
 
-def paper_comparison(table: pd.DataFrame, models: Sequence[str],
-                     inputs: Sequence[str] = ("order 1", "order 2", "order 3", "rollout")) -> pd.DataFrame:
-    """The paper's UAS / LAS beside ours (mean over seeds) for the paper's inputs.
+def syntax_paper_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """Our numbers that stand beside the paper's syntax table, for :func:`olacore.report.paper_comparison`
+    (section ``"syntax"``): UAS / LAS (mean over seeds) of each main encoder data set
+    (:func:`main_data_sets`) on each of the paper's inputs, with the keys of :func:`syntax_keys`.
 
     Args:
         table: the grid (:func:`olacore.toa.experiments.syntax_grid`).
-        models: our data sets to show (the chapter's main ones).
-        inputs: columns, in order.
 
     Returns:
-        index ``model`` (``"BERT-base (paper)"``, ``"minilm-l6 (ours)"``), columns
-        ``(metric, input)``; NaN where a model did not run an input.
+        columns ``subject`` (data set), ``input``, ``metric``, ``value`` (percent), ``paper_keys``.
     """
-    published = paper.syntax()
-    rows = [{"model": f"{r['model']} (paper)", "input": channel_label(r["channel"]), "uas": r["uas"], "las": r["las"]}
-            for _, r in published.iterrows()]
-    ours = summary(table[table["model"].isin(models) & table["input"].isin(inputs)])
-    rows += [{"model": f"{r['model']} (ours)", "input": r["input"], "uas": r["uas_mean"], "las": r["las_mean"]}
-             for _, r in ours.iterrows()]
-    wide = pd.DataFrame(rows).pivot_table(index="model", columns="input", values=["uas", "las"], sort=False)
-    return wide.reindex(columns=[(m, i) for m in ("uas", "las") for i in inputs if (m, i) in wide.columns])
+    kinds = dict(zip(table["model"], table["kind"]))
+    main = main_data_sets(table["model"])
+    means = summary(table[table["model"].isin(main) & table["input"].isin(list(PAPER_INPUTS))])
+    rows = [{"subject": r["model"], "input": r["input"], "metric": metric, "value": r[f"{metric}_mean"],
+             "paper_keys": syntax_keys(r["input"], metric, kinds[r["model"]])}
+            for _, r in means.iterrows() for metric in ("uas", "las")]
+    return pd.DataFrame(rows, columns=["subject", "input", "metric", "value", "paper_keys"])
 
 
 def main_data_sets(names: Sequence[str]) -> list[str]:

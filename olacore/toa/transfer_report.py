@@ -1,11 +1,13 @@
-"""Readings of the TOA transfer matrices: gaps, verdicts, the paper's table, figures.
+"""Readings of the TOA transfer matrices: gaps, verdicts, our numbers beside the paper's table, figures.
 
 The lower bounds (majority class, zero-shot prompting) are in :mod:`olacore.toa.transfer_bounds`;
 similarity vs transfer is read in :mod:`olacore.toa.transfer_similarity`.
 
 Everything here reads the rows of :mod:`olacore.toa.transfer` (scores in percent) and fixes
-its rules before the runs: a transfer *beats* a bound when it is strictly above it
-(:func:`olacore.verdicts.better`); the share *recovered* is transfer / target-trained.
+its rules before the runs in :mod:`olacore.verdicts`: a target-trained adapter *learned* its task
+when it beats the majority bound by more than :data:`olacore.verdicts.LEARNED_TOL` points
+(:func:`olacore.verdicts.learned`); a transfer *beats* a bound when it is strictly above it
+(:func:`olacore.verdicts.beats_bound`); the share *recovered* is transfer / target-trained.
 """
 
 from __future__ import annotations
@@ -16,26 +18,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.toa.analysis import MARGIN
 from olacore.toa.train import METRICS
 from olacore.toa.transfer import matrix
-from olacore.verdicts import better
+from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
 
-__all__ = ["gap_table", "verdict_table", "learned_table", "paper_comparison", "PAPER_NAMES", "transfer_heatmaps",
-           "record_transfer", "LEARNED_TOL", "NOT_TESTED"]
+__all__ = ["gap_table", "verdict_table", "learned_table", "re_keys", "zero_shot_keys", "re_paper_numbers", "PAPER_NAMES",
+           "transfer_heatmaps", "record_transfer"]
 
 #: The paper's model each of our causal models stands in for (by family, as :data:`olacore.report.ZOO_FAMILIES`).
 PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "gemma-3-270m": "Gemma-2-2B"}
 _FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
 
-
-#: Points by which a target-trained score must beat its task's majority bound to count as learned:
-#: the syntax chapter's claim margin (:data:`olacore.toa.analysis.MARGIN`, 3 points). A smaller
-#: edge is within sampling noise at these test sizes (the binomial standard error of a 19 %
-#: majority class on 100 RE examples is 3.9 points); it was 1e-6 until a 20 % vs 19 % RE
-#: adapter counted as learned at the default profile.
-LEARNED_TOL = MARGIN
-NOT_TESTED = "not tested: source did not learn"
 
 
 def _paper_name(model: str) -> str | None:
@@ -112,28 +105,23 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     out["random init"] = [ri.get((t, s, g), np.nan) for t, s, g in zip(out["task"], out["source"], out["target"])]
     out["majority"] = [majority.get(t, np.nan) for t in out["task"]]
     out["zero-shot"] = [zs.get((t, g), np.nan) if len(zs) else np.nan for t, g in zip(out["task"], out["target"])]
-
-    def rule(a: float, b: float) -> str:
-        return "-" if math.isnan(b) else better(a, b, margin=1e-6)  # equal (up to rounding) does not beat
-
     # A cell is tested only when its source adapter learned its task on its own model (diagonal
-    # above the majority bound, same tolerance as learned_table); a share of a target-trained
+    # above the majority bound, same rule as learned_table); a share of a target-trained
     # score that does not beat the majority bound is a ratio to a constant predictor: NaN.
-    source_learned = out["source-trained"] > out["majority"] + LEARNED_TOL
-    target_learned = out["target-trained"] > out["majority"] + LEARNED_TOL
+    source_learned = [learned(s, m) for s, m in zip(out["source-trained"], out["majority"])]
+    target_learned = pd.Series([learned(t, m) for t, m in zip(out["target-trained"], out["majority"])], index=out.index)
     out["recovered"] = out["recovered"].where(target_learned)
     out["recovered above majority"] = (100 * (out["transfer"] - out["majority"])
                                        / (out["target-trained"] - out["majority"])).where(target_learned)
     for column, bound in (("beats zero-shot", "zero-shot"), ("beats random init", "random init"),
                           ("beats majority", "majority")):
-        out[column] = [rule(a, b) if ok else NOT_TESTED
-                       for a, b, ok in zip(out["transfer"], out[bound], source_learned)]
+        out[column] = [beats_bound(a, b, ok) for a, b, ok in zip(out["transfer"], out[bound], source_learned)]
     return out
 
 
 def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     """Did the target-trained adapter (the matrix diagonal) beat the majority bound by more than
-    :data:`LEARNED_TOL` points?
+    :data:`olacore.verdicts.LEARNED_TOL` points (:func:`olacore.verdicts.learned`)?
 
     A transfer verdict tests OLAS only where the adapter learned the task on its own model: if
     the diagonal does not beat the model-free bound, transferred cells at or below it say
@@ -154,47 +142,52 @@ def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     for (task, kind), group in diagonal.groupby(["task", "kind"], sort=False):
         bound = float(majority.get(task, np.nan))
         out.append({"task": task, "kind": kind, "models": len(group),
-                    "above majority": int((group["score"] > bound + LEARNED_TOL).sum()),
+                    "above majority": sum(learned(score, bound) for score in group["score"]),
                     "best target-trained": float(group["score"].max()), "majority": bound})
     return pd.DataFrame(out)
 
 
-def paper_comparison(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The paper's RE table (:func:`olacore.paper.toa_relation_extraction`) beside ours.
+def re_keys(source: str, target: str) -> list[str]:
+    """The report keys (:func:`olacore.report.published`) of our causal RE cell ``source -> target``:
+    ``toa-re/<paper source>/<paper target>`` of the same families, where the paper ran that pair."""
+    from olacore import paper
 
-    Our causal models stand in for the paper's by family (:data:`PAPER_NAMES`). Rows: each
-    (source or "zero-shot prompting", target) of ours whose paper counterpart exists, with
-    ``paper %`` and ``ours %`` (accuracy on the same test subset for every row). Paper section
-    4.4, its RE transfer table.
+    src, tgt = _paper_name(source), _paper_name(target)
+    published = paper.toa_relation_extraction()
+    return [f"toa-re/{src}/{tgt}"] if src in published.index and tgt in published.columns else []
+
+
+def zero_shot_keys(task: str, model: str) -> list[str]:
+    """The report key of our zero-shot prompting score of ``model`` on ``task`` (RE only)."""
+    tgt = _paper_name(model)
+    return [f"toa-re/zero-shot prompting/{tgt}"] if task == "re" and tgt else []
+
+
+def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Our numbers that stand beside the paper's RE table, for :func:`olacore.report.paper_comparison`
+    (section ``"TOA relation extraction"``; paper section 4.4): each causal RE cell (mean over
+    seeds, accuracy on the same test subset for every row) and each zero-shot RE score whose paper
+    counterpart exists (our models stand in for the paper's by family, :data:`PAPER_NAMES`).
 
     Args:
         rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, score``, %).
         zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
 
     Returns:
-        ``paper source -> target, ours, paper %, ours %``; empty when no pair has a paper counterpart.
+        columns ``subject`` (``"<source> -> <target>"`` or ``"zero-shot, <model>"``), ``value``
+        (percent), ``paper_keys`` (:func:`re_keys`, :func:`zero_shot_keys`).
 
     Raises:
-        KeyError: ``rows`` lacks a column ``task``, ``kind``, ``source``, ``target`` or
-            ``score``, or a non-empty ``zero_shot`` lacks ``task``, ``model`` or ``score``.
+        KeyError: ``rows`` lacks a column above, or a non-empty ``zero_shot`` lacks ``task``,
+            ``model`` or ``score``.
     """
-    from olacore import paper
-
-    published = paper.toa_relation_extraction()
     re_rows = rows[(rows["task"] == "re") & (rows["kind"] == "causal")]
-    ours = re_rows.groupby(["source", "target"])["score"].mean()
-    out = []
-    for (source, target), value in ours.items():
-        src, tgt = _paper_name(source), _paper_name(target)
-        if src in published.index and tgt in published.columns:
-            out.append({"paper source -> target": f"{src} -> {tgt}", "ours": f"{source} -> {target}",
-                        "paper %": float(published.loc[src, tgt]), "ours %": float(value)})
-    for _, z in (zero_shot[zero_shot["task"] == "re"].iterrows() if zero_shot is not None and len(zero_shot) else []):
-        tgt = _paper_name(z["model"])
-        if tgt in published.columns:
-            out.append({"paper source -> target": f"zero-shot prompting of {tgt}", "ours": f"zero-shot, {z['model']}",
-                        "paper %": float(published.loc["zero-shot prompting", tgt]), "ours %": float(z["score"])})
-    return pd.DataFrame(out)
+    out = [{"subject": f"{source} -> {target}", "value": float(value), "paper_keys": re_keys(source, target)}
+           for (source, target), value in re_rows.groupby(["source", "target"])["score"].mean().items()]
+    for _, z in (zero_shot.iterrows() if zero_shot is not None and len(zero_shot) else []):
+        out.append({"subject": f"zero-shot, {z['model']}", "value": float(z["score"]),
+                    "paper_keys": zero_shot_keys(z["task"], z["model"])})
+    return pd.DataFrame(out, columns=["subject", "value", "paper_keys"])
 
 
 def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[str] = ("causal", "encoder")):
@@ -241,7 +234,9 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
 
     Causal RE cells and zero-shot RE scores carry the report's keys
     (``toa-re/<paper source>/<paper target>``, :func:`olacore.report.published`), subject
-    ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19.
+    ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19
+    and, for a transferred cell, the verdict on the paper's claim that it beats zero-shot prompting
+    (``beats zero-shot`` of :func:`verdict_table`, where measured).
 
     Args:
         results: the chapter's :class:`olacore.results.ChapterResults` (written to in place).
@@ -258,24 +253,23 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
             (:meth:`olacore.results.ChapterResults.add`).
         KeyError: a frame lacks a column read here (``rows``: ``task, kind, source, target,
             score``; ``verdicts``: ``task, source, target, random init, beats random init,
-            recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
+            beats zero-shot, recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
             ``task, bound, score``), or a task outside :data:`olacore.toa.transfer.METRICS`.
     """
-    published = {"Llama-3.2-3B", "Qwen2-1.5B"}
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
+    # the paper's claim on its RE table: transfer beats zero-shot prompting (:func:`beats_bound`)
+    beats = {(v["task"], v["source"], v["target"]): v["beats zero-shot"] for _, v in verdicts.iterrows()
+             if v["beats zero-shot"] != NOT_MEASURED_HERE}
     for (task, kind, source, target), value in means.items():
         keys, extra = [], {}
         if task == "re" and kind == "causal":
-            src, tgt = _paper_name(source), _paper_name(target)
-            if src in published and tgt:
-                keys = [f"toa-re/{src}/{tgt}"]
-            extra = dict(chance=100 / 19, protocol="honest")
+            keys, extra = re_keys(source, target), dict(chance=100 / 19, protocol="honest")
+            extra["verdict"] = beats.get((task, source, target), "")
         results.add(f"toa/{task}/{source}->{target}/{METRICS[task]}",
                     f"TOA {task.upper()} {METRICS[task]}, adapter trained on {source}, applied to {target}", value,
                     paper_keys=keys, subject=f"{source} -> {target}", anchor="tbl-toa-matrices", note=note, **extra)
     for _, z in zero_shot.iterrows():
-        tgt = _paper_name(z["model"])
-        keys = [f"toa-re/zero-shot prompting/{tgt}"] if z["task"] == "re" and tgt else []
+        keys = zero_shot_keys(z["task"], z["model"])
         results.add(f"toa/{z['task']}/zero-shot/{z['model']}", f"zero-shot prompting of {z['model']}, {z['task'].upper()}",
                     z["score"], paper_keys=keys, subject=f"zero-shot, {z['model']}", anchor="tbl-toa-zero-shot",
                     note=f"{z['n']} test examples, {z['unparseable']} unparseable answers counted wrong",
