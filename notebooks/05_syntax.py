@@ -91,13 +91,12 @@ from olacore.results import ChapterResults
 from olacore.settings import cpu_workers, fixed_threads
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
-from olacore.toa.analysis import (baseline_table, best_layer, data_reports, direction_table, distance_gaps, grid_plan,
-                                  layer_cells, layer_screen, learning_curve, parse_examples, summary, syntax_verdicts,
-                                  wide_table)
-from olacore.toa.data import LabelVocab, collate, encode_items, input_spec
-from olacore.toa.experiments import SCORE_COLUMNS, syntax_data, syntax_datasets, syntax_splits
+from olacore.toa.data import LabelVocab, collate, encode_items, input_spec, syntax_data
 from olacore.toa.model import ToaModel
-from olacore.toa.syntax_report import record_rows, record_syntax, syntax_paper_numbers
+from olacore.toa.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, distance_gaps,
+                                grid_plan, layer_cells, layer_screen, learning_curve, parse_examples, record_rows,
+                                record_syntax, summary, syntax_datasets, syntax_paper_numbers, syntax_splits,
+                                syntax_verdicts, wide_table)
 from olacore.toa.train import adapter_loss, make_job, optimiser_for, predict, score, train_adapters, train_epoch
 from olacore.training import TRAINING_THREADS
 from olacore.verdicts import GOAL, MARGIN
@@ -254,7 +253,7 @@ plt.tight_layout()
 # Since `OLA_1 = (1/N) sum_i A^(i)`, the plain average of the layers *is* first-order OLA; the
 # raw-attention question is whether one layer alone does as well. Training an adapter per
 # layer is beyond this budget, so each layer is first scored as a parser with no training
-# (`olacore.toa.analysis.layer_screen`): on the *dev* sentences, a word's guessed head is the
+# (`olacore.toa.syntax.layer_screen`): on the *dev* sentences, a word's guessed head is the
 # word it shares most attention with either way (sink entries removed), and the score is the
 # share of right guesses (in the spirit of {cite}`clark2019bert`, who scored BERT's attention
 # heads by whether a word attends most to its syntactic head). The best layer on dev then

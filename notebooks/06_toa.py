@@ -49,11 +49,10 @@ from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import METRICS, make_job, train_adapters
-from olacore.toa.transfer import ROW_COLUMNS, all_task_data, data_table, random_init_rows, transfer_scores
-from olacore.toa.transfer_bounds import majority_bounds, zero_shot_rows
-from olacore.toa.transfer_report import (gap_table, learned_table, re_paper_numbers, record_transfer, transfer_heatmaps,
-                                         verdict_table)
-from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
+from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, data_table, gap_table, learned_table, majority_bounds,
+                                  random_init_rows, re_paper_numbers, record_transfer, similarity_hits,
+                                  similarity_vs_transfer, transfer_heatmaps, transfer_scores, verdict_table,
+                                  zero_shot_rows)
 from olacore.verdicts import LEARNED_TOL, NOT_TESTED
 from olacore.zeroshot import prompt_forms
 

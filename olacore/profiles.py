@@ -144,13 +144,13 @@ class DataSet:
     """One data set of the syntax grid: a model's EWT splits at some size, from some map sources.
 
     Attributes:
-        name: the key of the data set in :func:`olacore.toa.experiments.syntax_datasets`'s
+        name: the key of the data set in :func:`olacore.toa.data.syntax_datasets`'s
             result and the ``model`` column of the grid's table (``"minilm-l6"``,
             ``"minilm-l6 [ALTI subset]"``, ``"minilm-l6 [train 125]"``, ``"minilm-l6 [random init]"``).
         model: the zoo model (name, id or folder).
         num_train, num_dev, num_test: sentences of each split (``None``: the chapter's split;
             a smaller test is spread evenly over the chapter's, see
-            :func:`olacore.toa.experiments.subset_splits`).
+            :func:`olacore.toa.data.subset_splits`).
         sources: the channel sources whose records it carries (``"ola"`` always; ``"alti"``,
             ``"attention"``).
         random_init: the model's randomly initialised twin instead of the model.
@@ -220,7 +220,7 @@ class SyntaxSettings:
             one more forward pass per sentence); ``None``: the chapter's splits (ALTI then runs
             on the main data, as a cell of the grid).
         layer_models: models of the best-single-layer baseline (a layer chosen on dev by
-            :func:`olacore.toa.analysis.layer_screen`, then an adapter trained on it).
+            :func:`olacore.toa.syntax.layer_screen`, then an adapter trained on it).
         random_init: models whose random-initialised twin runs order 1 (a control).
         pos_models: models of the POS-from-OLA check (order 1+2, XPOS).
         curve_models, curve_sizes: models that also train order 1 on the first ``curve_sizes``
@@ -303,7 +303,7 @@ class SyntaxSettings:
     def cells(self) -> list[tuple[str, str, int]]:
         """Every ``(data set, input name, seed)`` of the syntax grid, in a stable order; the
         best-layer cells are added once the layer is chosen on dev
-        (:func:`olacore.toa.analysis.layer_cells`)."""
+        (:func:`olacore.toa.syntax.layer_cells`)."""
         first = self.seeds[0]
         out = []
         for model in self.models:

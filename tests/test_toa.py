@@ -432,7 +432,7 @@ def test_settings_are_validated_and_list_the_grid():
 def test_gap_and_order_tables_from_a_hand_made_grid():
     import pandas as pd
 
-    from olacore.toa.analysis import distance_gaps, order_comparison, summary
+    from olacore.toa.syntax import distance_gaps, order_comparison, summary
 
     rows = []
     for seed, (o1, o3, roll) in enumerate([(60, 50, 40), (62, 55, 45), (58, 59, 41)]):

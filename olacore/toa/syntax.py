@@ -1,28 +1,86 @@
-"""Readings of the syntax grid: seed summaries, the claims' verdicts, the raw-layer baseline, causal maps.
+"""The syntax chapter (paper section 4.3): its EWT data sets, and the readings of its grid of DP adapters.
 
-The grid itself (data, adapters, test scores) comes from :mod:`olacore.toa.experiments`; the
-functions here turn its table into what the syntax chapter states. Verdicts follow one rule fixed
-before the runs (:func:`olacore.verdicts.claim_verdict`, with :data:`olacore.verdicts.MARGIN` and
-:data:`olacore.verdicts.GOAL`); the paper's table and our results records are in
-:mod:`olacore.toa.syntax_report`.
+The chapter trains one adapter per (data set, input, seed) in a visible loop
+(:func:`olacore.toa.train.make_job`, :func:`olacore.toa.train.train_adapters`) on the data of
+:func:`syntax_datasets`; the functions here turn its table into what the chapter states:
+seed summaries, the raw-layer baseline (a layer screen on dev), the causal-map analysis, the
+claims' verdicts (one rule fixed before the runs: :func:`olacore.verdicts.claim_verdict`, with
+:data:`olacore.verdicts.MARGIN` and :data:`olacore.verdicts.GOAL`), and the numbers recorded for
+the report page.
+
+**The paper's table** (:func:`olacore.paper.syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per
+OLA order and rollout) has no model of ours; our encoders stand beside all three of its
+encoders, and the report page (:mod:`olacore.report`) puts each of our encoder numbers in the
+rows of the same channel and metric for every paper encoder (keys ``syntax/<paper model>/
+<channel>/<metric>``), under the honest protocol (checkpoint chosen on dev; the official
+configs select on test). The causal LMs have no published syntax number.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from olacore.toa.data import InputSpec, official_sink_mask
-from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, claim_verdict
+from olacore import paper
+from olacore.profiles import SyntaxSettings
+from olacore.results import ChapterResults
+from olacore.settings import cpu_workers
+from olacore.store import TensorStore
+from olacore.toa.data import InputSpec, TaskData, official_sink_mask, subset_splits, syntax_data
+from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
-if TYPE_CHECKING:
-    from olacore.toa.data import TaskData
+__all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "summary", "distance_gaps",
+           "order_comparison", "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
+           "learning_curve", "head_directions", "direction_table", "wide_table", "parse_examples",
+           "baseline_table", "data_reports", "grid_plan", "PAPER_INPUTS", "syntax_paper_numbers",
+           "syntax_keys", "main_data_sets", "record_syntax", "record_rows"]
 
-__all__ = ["summary", "distance_gaps", "order_comparison", "layer_screen", "layer_cells", "best_layer",
-           "syntax_verdicts", "learning_curve", "head_directions", "direction_table",
-           "wide_table", "parse_examples", "baseline_table", "data_reports", "grid_plan"]
+SCORE_COLUMNS = ("uas", "las", "uas_nopunct", "las_nopunct")
+
+
+def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
+    """The EWT sentences of the syntax chapter (:func:`olacore.ud.ewt_splits`): ``train``,
+    ``dev``, ``test`` and, with ``settings.long_sentences``, ``test_long`` (> 30 words)."""
+    from olacore.ud import ewt_splits
+
+    splits = ewt_splits(settings.num_train, settings.num_dev, settings.num_test)
+    if not settings.long_sentences:
+        splits.pop("test_long", None)
+    return splits
+
+
+def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]], *, workers: int | None = None,
+                    device: str | None = None, progress: bool = False, store: TensorStore | None = None,
+                    ) -> dict[str, dict[str, TaskData]]:
+    """Every data set of ``settings.datasets()``: ``{name: {split: TaskData}}`` (maps cached).
+
+    A data set's splits are :func:`subset_splits` of ``splits`` at its sizes; its model is the
+    zoo model or, for a random-init data set, its twin (:func:`olacore.controls.random_init`, seed 0,
+    extracted in this process). Texts shared between data sets are extracted once.
+
+    Args:
+        settings: the profile's settings.
+        splits: the chapter's splits (:func:`syntax_splits`).
+        workers: extraction processes (default one per core on a CPU).
+        device, progress, store: as for :func:`syntax_data`.
+    """
+    from olacore.controls import random_init
+    from olacore.loading import load_model
+
+    workers = workers or cpu_workers(device)
+    out = {}
+    twins: dict[str, Any] = {}
+    for name, dataset in settings.datasets().items():
+        model: Any = dataset.model
+        if dataset.random_init:
+            model = twins.setdefault(dataset.model, random_init(load_model(dataset.model, device=device), seed=0))
+        chosen = subset_splits(splits, dataset.num_train, dataset.num_dev, dataset.num_test)
+        out[name] = syntax_data(model, chosen, settings, sources=dataset.sources, workers=workers, device=device,
+                                progress=progress, store=store)
+    return out
+
 
 def summary(table: pd.DataFrame, columns: Sequence[str] = ("uas", "las")) -> pd.DataFrame:
     """Mean, standard deviation (n - 1) and number of seeds of ``columns`` per model and input."""
@@ -350,3 +408,98 @@ def parse_examples(adapter: Any, data: Any, sentences: Sequence[Any], count: int
         out.append({"sentence": by_id[data.items[i].sent_id], "map": maps[i][0],
                     "predicted": [0 if h == w else h + 1 for w, h in enumerate(heads)]})
     return out
+
+
+#: Our input names of the paper's table rows (its channels).
+PAPER_INPUTS = {"order 1": "order1", "order 2": "order2", "order 3": "order3", "rollout": "rollout"}
+
+
+def syntax_keys(input_name: str, metric: str, kind: str) -> list[str]:
+    """The report keys (:func:`olacore.report.published`) one of our numbers stands beside:
+    every paper encoder's ``input_name`` and ``metric`` (``"uas"``/``"las"``) for an encoder of
+    ours, none for a causal LM or an input the paper did not run."""
+    if kind != "encoder" or input_name not in PAPER_INPUTS or metric not in ("uas", "las"):
+        return []
+    return [f"syntax/{model}/{PAPER_INPUTS[input_name]}/{metric}" for model in paper.syntax()["model"].unique()]
+
+
+def syntax_paper_numbers(table: pd.DataFrame) -> pd.DataFrame:
+    """Our numbers that stand beside the paper's syntax table, for :func:`olacore.report.paper_comparison`
+    (section ``"syntax"``): UAS / LAS (mean over seeds) of each main encoder data set
+    (:func:`main_data_sets`) on each of the paper's inputs, with the keys of :func:`syntax_keys`.
+
+    Args:
+        table: the grid (the syntax chapter's table of test scores per cell).
+
+    Returns:
+        columns ``subject`` (data set), ``input``, ``metric``, ``value`` (percent), ``paper_keys``.
+    """
+    kinds = dict(zip(table["model"], table["kind"]))
+    main = main_data_sets(table["model"])
+    means = summary(table[table["model"].isin(main) & table["input"].isin(list(PAPER_INPUTS))])
+    rows = [{"subject": r["model"], "input": r["input"], "metric": metric, "value": r[f"{metric}_mean"],
+             "paper_keys": syntax_keys(r["input"], metric, kinds[r["model"]])}
+            for _, r in means.iterrows() for metric in ("uas", "las")]
+    return pd.DataFrame(rows, columns=["subject", "input", "metric", "value", "paper_keys"])
+
+
+def main_data_sets(names: Sequence[str]) -> list[str]:
+    """The data sets that are a zoo model's main run (``"minilm-l6"``), not a smaller or control
+    one (``"minilm-l6 [ALTI subset]"``, ``"... [train 125]"``, ``"... [random init]"``)."""
+    return [name for name in dict.fromkeys(names) if " [" not in str(name)]
+
+
+def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.DataFrame, *, anchor: str = "",
+                  note: str = "") -> None:
+    """Record every cell of the grid (mean over seeds) and every verdict in ``results``.
+
+    Keys: ``syntax/<data set>/<input>/<metric>`` (percent; ``uas``, ``las``, ``uas_nopunct``,
+    ``las_nopunct``) and ``verdict/<claim>/<data set>/<other input>`` (the mean paired
+    difference, points). An encoder's number of a paper input carries the report keys of
+    :func:`syntax_keys`, the protocol ``"honest"`` and, as its verdict, whether it beats the same
+    model's distance-only baseline (a number at the distance baseline reproduces nothing); only
+    a main data set (:func:`main_data_sets`) stands beside the paper, never a smaller, a
+    learning-curve or a random-init one.
+
+    Raises:
+        ValueError: a number is NaN or a key repeats (:meth:`ChapterResults.add`).
+    """
+    metrics = ("uas", "las", "uas_nopunct", "las_nopunct")
+    means = summary(table, metrics)
+    kinds = dict(zip(table["model"], table["kind"]))
+    main = set(main_data_sets(table["model"]))
+    for _, r in means.iterrows():
+        model, name = r["model"], r["input"]
+        distance = means[(means["model"] == model) & (means["input"] == "distance")]
+        for metric in metrics:
+            details: dict[str, Any] = {"anchor": anchor, "subject": model,
+                                       "note": f"mean of {int(r[metric + '_count'])} seed(s); {note}".strip("; ")}
+            keys = syntax_keys(name, metric, kinds[model]) if model in main else []
+            if keys:
+                details.update(paper_keys=keys, protocol="honest")
+                if not distance.empty:
+                    details["verdict"] = better(r[metric + "_mean"], distance[metric + "_mean"].iloc[0])
+            results.add(f"syntax/{model}/{name}/{metric}", f"test {metric.upper().replace('_NOPUNCT', ' without punct.')}"
+                        f", DP adapter on {name}, {model}", r[metric + "_mean"], **details)
+    for _, v in verdicts.iterrows():
+        results.add(f"verdict/{v['claim']}/{v['model']}/{v['other']}", f"{v['claim']}: order 1 - {v['other']}, "
+                    f"{v['model']} (UAS points, {v['seeds']} seed(s))", v["mean_diff"], unit="points",
+                    verdict=v["verdict"], anchor=anchor, subject=v["model"])
+
+
+def record_rows(results: ChapterResults, frame: pd.DataFrame, prefix: str, keys: Sequence[str], values: Sequence[str],
+                claim: str, unit: str = "%", anchor: str = "") -> None:
+    """Record ``values`` of every row of ``frame`` as ``<prefix>/<key values>/<value column>``
+    (NaN cells are skipped: a cell that did not run is not a number).
+
+    Raises:
+        ValueError: a key repeats (:meth:`ChapterResults.add`).
+    """
+    for _, row in frame.iterrows():
+        where = "/".join(str(row[k]) for k in keys)
+        for column in values:
+            value = row[column]
+            if value is None or pd.isna(value):
+                continue
+            results.add(f"{prefix}/{where}/{column}", f"{claim}: {column}, {where.replace('/', ', ')}", float(value),
+                        unit=unit, anchor=anchor, subject=str(row[keys[0]]))
