@@ -17,16 +17,18 @@ The data flows one way, one module per step:
   sub-token);
 - experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.retrieval`,
   :mod:`olacore.proxy` (the visual proxy, honest and official protocols),
-  :mod:`olacore.controls`, :mod:`olacore.toa` (the Transferable OLA Adapter: syntax and
-  transfer), :mod:`olacore.zeroshot` (the prompting baseline), :mod:`olacore.metrics`; trained
-  networks are cached by :mod:`olacore.training`;
+  :mod:`olacore.controls`, :mod:`olacore.toa` (the Transferable OLA Adapter: ``data``, ``model``,
+  ``train``, and the ``syntax`` and ``transfer`` chapters' own readings), :mod:`olacore.zeroshot`
+  (the prompting baseline), :mod:`olacore.metrics`; :mod:`olacore.augment` holds the official
+  augmentations once; trained networks are cached by :mod:`olacore.training`;
 - reading results: :mod:`olacore.verdicts` (every fixed rule, margin and goal),
   :mod:`olacore.paper` (the published numbers), :mod:`olacore.results` (each chapter's numbers),
   :mod:`olacore.report` (the paper's numbers beside ours: a chapter's ``paper_comparison`` and
   the report page, claim by claim), :mod:`olacore.plots`, :mod:`olacore.interactive`,
   :mod:`olacore.tables`;
-  :mod:`olacore.profiles` sizes every chapter; :mod:`olacore.settings` says where data, caches
-  and devices are.
+  :mod:`olacore.profiles` sizes every chapter (``settings(chapter, profile, device=...)``, the
+  syntax and transfer chapters included); :mod:`olacore.settings` says where data, caches and
+  devices are.
 
 The names below are the small surface a notebook or a reader needs first.
 """
