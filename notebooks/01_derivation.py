@@ -36,10 +36,11 @@
 # attention operations. Grouping the terms by this number $k$, the **order**,
 #
 # $$
-# R = \sum_{k=0}^{N} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)}
-#   = \sum_{k=0}^{N} \binom{N}{k}\, \mathrm{OLA}_k ,
-# \qquad
-# \mathrm{OLA}_k = \binom{N}{k}^{-1} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)} .
+# \begin{aligned}
+# R &= \sum_{k=0}^{N} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)} \\
+#   &= \sum_{k=0}^{N} \binom{N}{k}\, \mathrm{OLA}_k , \\
+# \mathrm{OLA}_k &= \binom{N}{k}^{-1} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)} .
+# \end{aligned}
 # $$
 #
 # $\mathrm{OLA}_0 = I$, $\mathrm{OLA}_1$ is the plain mean of the layers' attention, and
@@ -59,8 +60,10 @@
 # $M_k^{(n)}$ the $k$-th order OLA of the first $n$ layers,
 #
 # $$
-# M_k^{(n)} = \frac{n-k}{n} M_k^{(n-1)} + \frac{k}{n} A^{(n)} M_{k-1}^{(n-1)},
-# \qquad M_0 = I,
+# \begin{aligned}
+# M_k^{(n)} &= \frac{n-k}{n} M_k^{(n-1)} + \frac{k}{n} A^{(n)} M_{k-1}^{(n-1)}, \\
+# M_0^{(n)} &= I,
+# \end{aligned}
 # $$
 #
 # a convex combination, so rows stay stochastic and nothing overflows even when
