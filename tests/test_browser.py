@@ -66,6 +66,9 @@ PAGE_PROBE = r"""async () => {
     parameterCells: [...document.querySelectorAll('div.cell div.cell_input pre')]
       .filter(p => /^\s*profile\s*=/m.test(p.textContent)).length,
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+    // cells tagged hide-input / hide-output: myst-nb folds them into a <details> block
+    collapsed: [...document.querySelectorAll('div.cell details.hide')].map(d => ({
+      open: d.open, shown: [...d.children].filter(c => c.tagName !== 'SUMMARY').some(c => c.checkVisibility())})),
   };
 }"""
 
@@ -335,6 +338,23 @@ def test_interactive_figure_is_small_and_plotly_js_is_served_once(served_book):
     assert page.count("plotly.min.js") == 1 and (html / "_static" / "plotly.min.js").exists()
     others = [p for p in html.rglob("*.html") if p.name != Path(INTERACTIVE_PAGE).name and "plotly.min.js" in p.read_text()]
     assert not others, f"pages loading plotly.js without a figure: {others}"
+
+
+def test_hidden_cells_are_collapsed_until_clicked(visits, served_book, browser):
+    """Bookkeeping cells (tagged hide-input / hide-output) open folded; a click unfolds one."""
+    blocks = {name: r["collapsed"] for name, r in visits["records"].items() if r["collapsed"]}
+    assert blocks, "no collapsed cell on any page: the chapters tag their bookkeeping cells hide-input / hide-output"
+    unfolded = {name: [b for b in found if b["open"] or b["shown"]] for name, found in blocks.items()}
+    assert not any(unfolded.values()), f"collapsed cells shown when the page opens: {unfolded}"
+    base, _, _ = served_book
+    page = browser.new_page()
+    page.goto(base + sorted(blocks)[0], wait_until="load")
+    block = page.locator("div.cell details.hide").first
+    block.locator("summary").click()
+    page.wait_for_timeout(200)
+    opened = block.evaluate("d => d.open && [...d.children].some(c => c.tagName !== 'SUMMARY' && c.checkVisibility())")
+    page.close()
+    assert opened, "a click on a collapsed cell did not show it"
 
 
 def test_labelled_tables_are_linkable(visits):
