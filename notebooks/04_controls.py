@@ -126,7 +126,7 @@ with watch("proxy (training or cache)"):
     proxy = controls_proxy(source_maps, control_maps, cfg.proxy, cfg.seeds, device=device, workers=cpu_workers(device))
 proxy = proxy.assign(accuracy=100 * proxy["accuracy"]).groupby(["control", "scale"], dropna=False, sort=False)["accuracy"]
 show_table(proxy.agg(["mean", "std"]), "tbl-controls-proxy",
-           f"Order-1 proxy accuracy % under each control, trained on {cfg.encoder_source}, seeds {cfg.seeds}; "
+           f"Order-1 proxy accuracy % under each control, trained on {cfg.encoder_source}, seeds {', '.join(map(str, cfg.seeds))}; "
            f"chance {100 / cfg.encoder_texts:.1f} %.", decimals=1,
            missing=f"{NO_SCALE}, or a spread that one seed cannot give")
 
@@ -149,7 +149,8 @@ for kind, table in tables.items():
                      "OLAS vanishes?": vanishes(r["control"], r["scale"], r["hits@1"], chance)})
 verdicts = pd.DataFrame(rows)
 show_table(verdicts.set_index(["pair", "control", "scale"]), "tbl-controls-verdicts",
-           "Order-1 Hits@1 under each control against chance, and whether OLAS vanishes (- : the claim is not tested).",
+           "Order-1 Hits@1 under each control against chance, and whether OLAS vanishes (a hyphen: the claim is not "
+           "tested on that row).",
            decimals=1, missing=NO_SCALE)
 
 # %% tags=["remove-input"]
