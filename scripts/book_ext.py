@@ -126,6 +126,11 @@ def setup(app):
     app.connect("html-page-context", add_plotly_js)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("build-finished", copy_plotly_js)
-    # A new version of this file invalidates Sphinx's saved environment: every page is rebuilt.
-    env_version = int(hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8], 16)
+    # A new version of this file or of a stylesheet in book/_static/ invalidates Sphinx's saved
+    # environment: every page is rebuilt and links the new stylesheet (Sphinx copies static
+    # files only when it writes pages, so a changed stylesheet alone would not reach the book).
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for css in sorted((Path(__file__).resolve().parent.parent / BOOK_STATIC).glob("*.css")):
+        digest.update(css.read_bytes())
+    env_version = int(digest.hexdigest()[:8], 16)
     return {"version": "1", "env_version": env_version, "parallel_read_safe": True, "parallel_write_safe": True}

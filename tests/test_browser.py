@@ -77,7 +77,8 @@ PAGE_PROBE = r"""async () => {
 # overflow (overflow-x hidden or clip) is cut off; one that scrolls inside its box is fine.
 # MathJax's copy for screen readers (mjx-assistive-mml) is clipped on purpose, and inline
 # elements do not clip. Besides: the page itself must not scroll sideways, code must wrap
-# at the column (no code block wider than its box) and, at the desktop width, every display
+# at the column (no code block wider than its box), a table's caption must fit the box the
+# table scrolls in (else it scrolls out of view with the table) and, at the desktop width, every display
 # equation must fit its column (a reader with overlay scrollbars would not see the rest).
 CLIP_PROBE = r"""() => {
   const root = document.querySelector('main') || document.body;
@@ -96,6 +97,12 @@ CLIP_PROBE = r"""() => {
     clipped,
     pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
     code: [...root.querySelectorAll('div.highlight pre, div.cell_output pre')].filter(wider).map(describe),
+    // a table may scroll, its caption must fit the visible width of the box it scrolls in
+    captions: [...root.querySelectorAll('table > caption')].filter(c => {
+      let box = c.parentElement;
+      while (box && box !== root && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+      return box && box !== root && c.getBoundingClientRect().width > box.clientWidth + 2;
+    }).map(c => 'caption wider than its box: ' + JSON.stringify(c.textContent.trim().slice(0, 50))),
     equations: [...root.querySelectorAll('div.math mjx-container')].filter(wider).map(describe),
   };
 }"""
@@ -213,7 +220,8 @@ def test_nothing_is_cut_off(visits, width):
     problems = {}
     for name, record in visits["records"].items():
         layout = record["layout"][width]
-        found = [f"clipped: {e}" for e in layout["clipped"]] + [f"code wider than its box: {e}" for e in layout["code"]]
+        found = ([f"clipped: {e}" for e in layout["clipped"]] + [f"code wider than its box: {e}" for e in layout["code"]]
+                 + layout["captions"])
         if layout["pageWidth"] > layout["viewport"] + 1:
             found.append(f"the page scrolls sideways: {layout['pageWidth']} px in a {layout['viewport']} px window")
         if width >= 1000:
