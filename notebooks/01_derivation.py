@@ -36,10 +36,11 @@
 # attention operations. Grouping the terms by this number $k$, the **order**,
 #
 # $$
-# R = \sum_{k=0}^{N} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)}
-#   = \sum_{k=0}^{N} \binom{N}{k}\, \mathrm{OLA}_k ,
-# \qquad
-# \mathrm{OLA}_k = \binom{N}{k}^{-1} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)} .
+# \begin{aligned}
+# R &= \sum_{k=0}^{N} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)} \\
+#   &= \sum_{k=0}^{N} \binom{N}{k}\, \mathrm{OLA}_k , \\
+# \mathrm{OLA}_k &= \binom{N}{k}^{-1} \sum_{j_1 < \dots < j_k} A^{(j_k)} \cdots A^{(j_1)} .
+# \end{aligned}
 # $$
 #
 # $\mathrm{OLA}_0 = I$, $\mathrm{OLA}_1$ is the plain mean of the layers' attention, and
@@ -52,15 +53,18 @@
 #
 # ## A recurrence instead of $\binom{N}{k}$ products
 #
-# Enumerating the subsets costs $\sum_{k \le K} k \binom{N}{k}$ matrix products: 2,324
-# subsets for $N = 24$, $K = 3$. The sums of ordered products obey the recurrence of
+# Enumerating the subsets costs $\sum_{k \le K} k \binom{N}{k}$ matrix products (counting, as
+# the table at the end of this chapter does, $k$ products for a subset of $k$ layers): for
+# $N = 24$, $K = 3$ that is 2,324 subsets of one to three layers and 6,648 products. The sums of ordered products obey the recurrence of
 # elementary symmetric polynomials: adding layer $n$ to a model of $n-1$ layers, a path of
 # order $k$ either skips layer $n$ or ends with it. Normalising as we go, with
 # $M_k^{(n)}$ the $k$-th order OLA of the first $n$ layers,
 #
 # $$
-# M_k^{(n)} = \frac{n-k}{n} M_k^{(n-1)} + \frac{k}{n} A^{(n)} M_{k-1}^{(n-1)},
-# \qquad M_0 = I,
+# \begin{aligned}
+# M_k^{(n)} &= \frac{n-k}{n} M_k^{(n-1)} + \frac{k}{n} A^{(n)} M_{k-1}^{(n-1)}, \\
+# M_0^{(n)} &= I,
+# \end{aligned}
 # $$
 #
 # a convex combination, so rows stay stochastic and nothing overflows even when
@@ -72,7 +76,7 @@
 profile = "default"  # smoke, default or paper: sets every size
 model: str | None = None  # a zoo name, Hugging Face id or folder; None: the profile's choice
 
-# %%
+# %% tags=["hide-input"]
 import math
 
 import matplotlib.pyplot as plt
@@ -87,6 +91,7 @@ from olacore.pipeline import cached_attention, token_maps
 from olacore.plots import draw_maps
 from olacore.profiles import settings
 from olacore.results import ChapterResults
+from olacore.tables import show_table
 from olacore.timing import Stopwatch
 
 cfg = settings("derivation", profile)
@@ -135,9 +140,10 @@ checks = pd.DataFrame(
     ],
     columns=["identity", "max abs deviation"],
 )
-checks
+show_table(checks, "tbl-identities", "The OLA identities on the real attention of one sentence (float64): largest absolute deviation.",
+           missing="a check that does not apply (the model is not causal)", formats={"max abs deviation": ".1e"})
 
-# %%
+# %% tags=["remove-input"]
 assert checks["max abs deviation"].fillna(0).max() < 1e-10, "an OLA identity fails on real attention"
 for identity, deviation in checks.dropna().itertuples(index=False):
     results.add(f"identity/{identity}", identity, deviation, unit="max abs deviation")
@@ -176,7 +182,8 @@ for ax, column in zip(axes, per_order.columns[1:]):
     ax.set_xlabel("order k")
     ax.set_title(column, fontsize=10)
 plt.show()
-per_order.head(6)
+show_table(per_order.head(6), "tbl-order-profile", "Where the first orders put their mass, and the weight of each order in rollout.",
+           decimals=3)
 
 # %% [markdown]
 # ## ALTI: contributions measured on the layer outputs, not on the attention weights
@@ -218,7 +225,8 @@ for name in cfg.alti_models:
     print(f"{name}: ALTI puts {alti_row['mass on the diagonal']:.2f} of a row on the diagonal "
           f"(order 1: {first['mass on the diagonal']:.2f}) and {alti_row['mass on first token']:.2f} on the first token "
           f"(order 1: {first['mass on first token']:.2f}).")
-alti_profile.round(3)
+show_table(alti_profile, "tbl-alti-profile", "Where each map puts the mass of a row, per model: order 1 to 3, rollout and ALTI.",
+           decimals=3)
 
 # %% [markdown]
 # The table says, per model, where each map puts its mass; the lines above it compare ALTI
@@ -230,7 +238,7 @@ alti_profile.round(3)
 # first-order OLA differ off the diagonal is what the quantitative chapter tests: the
 # paper's visual-proxy table has an ALTI row, below first-order OLA for every target model.
 
-# %%
+# %% tags=["remove-input"]
 for (name, channel), row in alti_profile.iterrows():
     for column, value in row.items():
         results.add(f"map profile/{name}/{channel}/{column}", f"{column}, {channel}, {name}", value)
@@ -261,8 +269,10 @@ with watch("timings"):
                 }
             )
 costs = pd.DataFrame(rows)
-print(f"T = {cfg.bench_size} tokens, batch {cfg.bench_batch}, float32, {torch.get_num_threads()} threads")
-costs.round(2)
+show_table(costs, "tbl-ola-costs", f"Matrix products and time per batch, enumeration against the recurrence (T = {cfg.bench_size} "
+           f"tokens, batch {cfg.bench_batch}, float32, {torch.get_num_threads()} threads; each time the fastest of "
+           f"{cfg.bench_repeats} call{'s' if cfg.bench_repeats > 1 else ''}).",
+           decimals=2)
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3.5), constrained_layout=True)
@@ -282,7 +292,7 @@ plt.show()
 # five models on a laptop-class CPU. (The recurrence needs fewer products than the $N K$
 # bound, because order 1 needs none and early layers have fewer orders to update.)
 
-# %%
+# %% tags=["remove-input", "hide-output"]
 for _, row in costs.iterrows():
     results.add(f"speed-up/N={row['N']}/K={row['K']}", f"recurrence over enumeration, N={row['N']}, K={row['K']}",
                 row["speed-up"], unit="x")

@@ -29,7 +29,7 @@
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
@@ -43,6 +43,7 @@ from olacore.results import ChapterResults
 from olacore.retrieval import same_text_gap
 from olacore.settings import cpu_workers
 from olacore.sinks import clean_sinks
+from olacore.tables import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 
@@ -124,21 +125,21 @@ with watch("OLA of the similarity texts (cache or models)"):
             for names in groups.values() for name in names}
 with watch("SSIM"):
     first_number = same_text_gap(maps, groups)
-print(f"{len(texts)} texts of 50 words; maps resized to {cfg.size} x {cfg.size}, sinks cleaned")
-first_number.pivot_table(index=["group", "model pair"], columns="channel", values="gap").round(3)
-
-# %%
-first_number.round(3)
+show_table(first_number.pivot_table(index=["group", "model pair"], columns="channel", values="gap"), "tbl-ssim-gap",
+           f"Same-text SSIM minus different-text SSIM, per model pair and order ({len(texts)} texts of 50 words; maps "
+           f"resized to {cfg.size} x {cfg.size}, sinks cleaned).", decimals=3)
 
 # %%
 positive = first_number.assign(positive=first_number["gap"] > 0).pivot_table(
     index="group", columns="channel", values="positive", aggfunc="mean")
+show_table(positive, "tbl-ssim-positive", "Share of model pairs whose same-text SSIM exceeds their different-text SSIM.",
+           decimals=2)
+
+# %% tags=["remove-input"]
 for group in positive.index:
     for channel in positive.columns:
         results.add(f"gap/{group}/{channel}/share-positive", f"share of {group} model pairs whose same-text SSIM "
                     f"exceeds their different-text SSIM ({channel})", 100 * positive.loc[group, channel])
-print("share of model pairs whose same-text SSIM exceeds their different-text SSIM:")
-positive.round(2)
 
 # %% [markdown]
 # How to read it (the numbers above are the ones this run computed; the sentences describe the
@@ -162,6 +163,6 @@ from olacore.interactive import order_explorer
 order_explorer({name: words[name].panels(0) for name in words}, {name: text_a.words for name in words},
                title=f"\u201c{text_a.text}\u201d")
 
-# %%
+# %% tags=["remove-input", "hide-output"]
 results.save()
 print(watch.report())

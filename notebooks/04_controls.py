@@ -36,7 +36,7 @@ profile = "default"  # smoke, default or paper: sets every size
 seeds: list[int] | None = None  # None: the profile's seeds for the proxy
 device: str | None = None  # None: CUDA when available, else CPU
 
-# %%
+# %% tags=["hide-input", "hide-output"]
 import matplotlib.pyplot as plt
 import pandas as pd
 
@@ -46,6 +46,7 @@ from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
+from olacore.tables import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 from olacore.verdicts import vanishes, verdict
@@ -77,14 +78,13 @@ for kind, (target, source, num_texts, noise) in pairs.items():
                                                      seed=cfg.seed, size=cfg.size, device=device,
                                                      workers=cpu_workers(device))
 
+NO_SCALE = "no noise scale (only the noise control has one)"
 hits, caption = control_hits_summary(tables["encoder"], *pairs["encoder"][:3])
-print(caption)
-hits
+show_table(hits, "tbl-controls-encoder", f"Encoders, {caption}.", decimals=1, missing=NO_SCALE)
 
 # %%
 hits, caption = control_hits_summary(tables["causal"], *pairs["causal"][:3])
-print(caption)
-hits
+show_table(hits, "tbl-controls-causal", f"Causal models, {caption}.", decimals=1, missing=NO_SCALE)
 
 # %% [markdown]
 # ## Hits@1 against the noise scale
@@ -125,8 +125,10 @@ with watch("proxy (training or cache)"):
                     for key, t in tokens["encoder"].items()}
     proxy = controls_proxy(source_maps, control_maps, cfg.proxy, cfg.seeds, device=device, workers=cpu_workers(device))
 proxy = proxy.assign(accuracy=100 * proxy["accuracy"]).groupby(["control", "scale"], dropna=False, sort=False)["accuracy"]
-print(f"order-1 proxy, trained on {cfg.encoder_source}, seeds {cfg.seeds}; chance {100 / cfg.encoder_texts:.1f} %")
-proxy.agg(["mean", "std"]).round(1)
+show_table(proxy.agg(["mean", "std"]), "tbl-controls-proxy",
+           f"Order-1 proxy accuracy % under each control, trained on {cfg.encoder_source}, seeds {', '.join(map(str, cfg.seeds))}; "
+           f"chance {100 / cfg.encoder_texts:.1f} %.", decimals=1,
+           missing=f"{NO_SCALE}, or a spread that one seed cannot give")
 
 # %% [markdown]
 # ## Verdicts
@@ -145,15 +147,22 @@ for kind, table in tables.items():
         rows.append({"pair": kind, "control": r["control"], "scale": r["scale"], "Hits@1 %": 100 * r["hits@1"],
                      "chance %": 100 * chance, "similarity": verdict(r["hits@1"], chance),
                      "OLAS vanishes?": vanishes(r["control"], r["scale"], r["hits@1"], chance)})
-        scale = "" if pd.isna(r["scale"]) else f" scale {r['scale']:g}"
-        claim = r["control"] if rows[-1]["OLAS vanishes?"] != "-" else None  # the paper's claim, where it applies
-        results.add(f"controls/{kind}/{r['control']}{scale}/order1/hits@1",
-                    f"{kind} pair, {r['control']}{scale}: order-1 Hits@1", 100 * r["hits@1"], chance=100 * chance,
-                    verdict=rows[-1]["OLAS vanishes?"], protocol="official",
-                    paper_keys=[f"controls/{claim}"] if claim in ("random init", "shuffled layers", "noise") else [],
-                    subject=f"{kind} pair{',' + scale if scale else ''}")
-pd.DataFrame(rows).round({"Hits@1 %": 1, "chance %": 1})  # noise scales keep their two decimals
+verdicts = pd.DataFrame(rows)
+show_table(verdicts.set_index(["pair", "control", "scale"]), "tbl-controls-verdicts",
+           "Order-1 Hits@1 under each control against chance, and whether OLAS vanishes (a hyphen: the claim is not "
+           "tested on that row).",
+           decimals=1, missing=NO_SCALE)
 
-# %%
+# %% tags=["remove-input"]
+for row in rows:
+    scale = "" if pd.isna(row["scale"]) else f" scale {row['scale']:g}"
+    claim = row["control"] if row["OLAS vanishes?"] != "-" else None  # the paper's claim, where it applies
+    results.add(f"controls/{row['pair']}/{row['control']}{scale}/order1/hits@1",
+                f"{row['pair']} pair, {row['control']}{scale}: order-1 Hits@1", row["Hits@1 %"], chance=row["chance %"],
+                verdict=row["OLAS vanishes?"], protocol="official",
+                paper_keys=[f"controls/{claim}"] if claim in ("random init", "shuffled layers", "noise") else [],
+                subject=f"{row['pair']} pair{',' + scale if scale else ''}")
+
+# %% tags=["remove-input", "hide-output"]
 results.save()
 print(watch.report())

@@ -5,6 +5,9 @@ the same output carries a MyST ``{table}`` directive (``text/markdown``; ``_conf
 renders markdown outputs as MyST and prefers them to HTML), so the table is numbered, has its
 caption, and its label is a Sphinx target: ``{ref}`label``` or ``{numref}`label``` from any
 page, and ``page.html#label`` from anywhere.
+
+A missing value (NaN, None) is shown as a dash, and a table with one gets a note under it
+saying what the dash stands for (``missing=``). A plain 0..n-1 index is not shown.
 """
 
 from __future__ import annotations
@@ -26,21 +29,32 @@ def _flat_name(name) -> str:
     return str(name)
 
 
+def _label(value):
+    """An index value as a label: a number prints as written (0.01, not 0.0 at one decimal); NaN stays NaN."""
+    if isinstance(value, float) and not math.isnan(value):
+        return f"{value:g}"
+    return value
+
+
 def _flatten(frame: pd.DataFrame) -> pd.DataFrame:
-    """Index levels become columns (unless a plain 0..n-1 index); column levels are joined by spaces."""
+    """Index levels become columns of labels (unless a plain 0..n-1 index); column levels are joined by spaces."""
     out = frame.copy()
     if not (isinstance(out.index, pd.RangeIndex) and out.index.start == 0 and out.index.step == 1
             and all(name is None for name in out.index.names)):
+        levels = [out.index.get_level_values(i).map(_label) for i in range(out.index.nlevels)]
+        out.index = pd.MultiIndex.from_arrays(levels, names=out.index.names) if len(levels) > 1 else levels[0]
         out = out.reset_index()
     out.columns = [_flat_name(column) for column in out.columns]
     return out
 
 
-def _cell(value, decimals: int) -> str:
+def _cell(value, decimals: int, spec: str | None = None) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if spec is not None and isinstance(value, Number):
+        return format(value, spec)
     if isinstance(value, Number) and not isinstance(value, int):
         return f"{float(value):.{decimals}f}"
     text = " ".join(str(value).split())
@@ -58,13 +72,18 @@ class LabelledTable:
         caption: one line of MyST (roles such as ``{cite}`` work in the book).
         decimals: digits after the point for non-integer numbers; default: pandas'
             ``display.precision``.
+        missing: what a dash (a NaN or None cell) stands for, one line of MyST, written
+            under the table when it has a dash ("not defined for an encoder").
+        formats: ``{column: format spec}`` for columns that ``decimals`` does not suit
+            (``{"max abs deviation": ".1e"}``); a flattened name for MultiIndex columns.
 
     Raises:
         ValueError: a label that is not lowercase-hyphenated, an empty caption, or a frame
             that is not a ``pandas.DataFrame``.
     """
 
-    def __init__(self, frame: pd.DataFrame, label: str, caption: str, *, decimals: int | None = None):
+    def __init__(self, frame: pd.DataFrame, label: str, caption: str, *, decimals: int | None = None,
+                 missing: str = "a value that does not exist", formats: dict[str, str] | None = None):
         if not isinstance(frame, pd.DataFrame):
             raise ValueError(f"show_table needs a pandas DataFrame, got {type(frame).__name__}; "
                              "wrap a Series with .to_frame()")
@@ -75,6 +94,15 @@ class LabelledTable:
             raise ValueError(f"table {label!r} needs a caption: one line saying what the numbers are")
         self.frame, self.label, self.caption = frame, label, caption
         self.decimals = pd.get_option("display.precision") if decimals is None else int(decimals)
+        self.missing = " ".join(str(missing).split()) or "a value that does not exist"
+        self.formats = dict(formats or {})
+        unknown = sorted(set(self.formats) - set(_flatten(frame).columns))
+        if unknown:
+            raise ValueError(f"table {label!r}: formats name columns it does not have: {unknown}")
+
+    def note(self) -> str:
+        """The line under the table saying what a dash stands for; empty when no cell is missing."""
+        return f"– marks {self.missing}." if _flatten(self.frame).isna().to_numpy().any() else ""
 
     def to_markdown(self) -> str:
         """The MyST source: a ``{table}`` directive with the caption, ``:name:`` label and a pipe table."""
@@ -83,9 +111,12 @@ class LabelledTable:
                    for dtype in flat.dtypes]
         header = "| " + " | ".join(_cell(name, self.decimals) or " " for name in flat.columns) + " |"
         rule = "|" + "|".join("---:" if right else ":---" for right in numeric) + "|"
-        rows = ["| " + " | ".join(_cell(value, self.decimals) for value in row) + " |"
+        specs = [self.formats.get(name) for name in flat.columns]
+        rows = ["| " + " | ".join(_cell(value, self.decimals, spec) for value, spec in zip(row, specs)) + " |"
                 for row in flat.itertuples(index=False, name=None)]
-        return "\n".join([f":::{{table}} {self.caption}", f":name: {self.label}", "", header, rule, *rows, ":::"])
+        note = self.note()
+        return "\n".join([f":::{{table}} {self.caption}", f":name: {self.label}", "", header, rule, *rows, ":::",
+                          *(["", note] if note else [])])
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
@@ -93,13 +124,15 @@ class LabelledTable:
     def _repr_html_(self) -> str:
         frame_html = self.frame.to_html(float_format=lambda x: f"{x:.{self.decimals}f}", na_rep="–")
         return (f'<div class="olacore-table" id="{self.label}"><p><strong>Table ({html.escape(self.label)}).</strong> '
-                f"{html.escape(self.caption)}</p>{frame_html}</div>")
+                f"{html.escape(self.caption)}</p>{frame_html}"
+                + (f"<p>{html.escape(self.note())}</p>" if self.note() else "") + "</div>")
 
     def __repr__(self) -> str:
         return f"Table ({self.label}). {self.caption}\n{self.frame.to_string()}"
 
 
-def show_table(frame: pd.DataFrame, label: str, caption: str, *, decimals: int | None = None) -> None:
+def show_table(frame: pd.DataFrame, label: str, caption: str, *, decimals: int | None = None,
+               missing: str = "a value that does not exist", formats: dict[str, str] | None = None) -> None:
     """Display ``frame`` with ``caption`` under the stable ``label`` (see :class:`LabelledTable`).
 
     Returns ``None``, so a cell that ends with it shows the table once.
@@ -109,4 +142,4 @@ def show_table(frame: pd.DataFrame, label: str, caption: str, *, decimals: int |
     """
     from IPython.display import display
 
-    display(LabelledTable(frame, label, caption, decimals=decimals))
+    display(LabelledTable(frame, label, caption, decimals=decimals, missing=missing, formats=formats))

@@ -8,6 +8,10 @@
   THEBE_JS_URL = ...``, togglebutton's selector) reach every page twice with Sphinx 7.4, once
   with file name ``None`` and once with ``""`` (a JavaScript error on every page: the
   constant is declared twice); identical scripts are dropped from a page's list.
+- **The book's styles.** Every ``.css`` file of ``book/_static/`` (``olacore.css``: nothing
+  cut off at a desktop's or a phone's width) is served from ``_static`` and linked from every
+  page. The folder sits inside ``book/`` so that a copy of the book sources (the tests' smoke
+  book) carries it.
 - **plotly.js, offline.** Pages whose body draws a plotly figure (``Plotly.newPlot``) load
   ``_static/plotly.min.js``, copied from the installed ``plotly`` package; other pages do
   not. Interactive figures are written without an embedded copy of the library (see
@@ -24,6 +28,7 @@ from pathlib import Path
 from docutils import nodes
 
 DESCRIPTION_PREFIX = "Figure: "
+BOOK_STATIC = Path("book") / "_static"
 IMAGE_TYPES = ("image/png", "image/jpeg")
 
 
@@ -104,11 +109,28 @@ def copy_plotly_js(app, exception) -> None:
         copy_asset_file(str(plotly_source()), str(static / "plotly.min.js"))
 
 
+def add_book_static(app) -> None:
+    """``builder-inited``: serve ``book/_static/`` from ``_static`` and link each of its stylesheets from every page."""
+    static = Path(app.srcdir) / BOOK_STATIC
+    if not static.is_dir():
+        return
+    if str(static) not in app.config.html_static_path:
+        app.config.html_static_path.append(str(static))
+    for css in sorted(static.glob("*.css")):
+        app.add_css_file(css.name)
+
+
 def setup(app):
+    app.connect("builder-inited", add_book_static)
     app.connect("doctree-read", add_alt_text)
     app.connect("html-page-context", add_plotly_js)
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     app.connect("build-finished", copy_plotly_js)
-    # A new version of this file invalidates Sphinx's saved environment: every page is rebuilt.
-    env_version = int(hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8], 16)
+    # A new version of this file or of a stylesheet in book/_static/ invalidates Sphinx's saved
+    # environment: every page is rebuilt and links the new stylesheet (Sphinx copies static
+    # files only when it writes pages, so a changed stylesheet alone would not reach the book).
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for css in sorted((Path(__file__).resolve().parent.parent / BOOK_STATIC).glob("*.css")):
+        digest.update(css.read_bytes())
+    env_version = int(digest.hexdigest()[:8], 16)
     return {"version": "1", "env_version": env_version, "parallel_read_safe": True, "parallel_write_safe": True}

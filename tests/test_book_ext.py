@@ -66,3 +66,18 @@ def test_kernel_setup_describes_figures_from_their_titles_and_labels():
     bare.add_subplot()
     assert plain(bare) == "Figure: 1 panel without titles."
     plt.close("all")
+
+
+def test_book_styles_are_served_and_linked(tmp_path):
+    static = tmp_path / "book" / "_static"
+    static.mkdir(parents=True)
+    (static / "olacore.css").write_text("pre { white-space: pre-wrap; }")
+    (static / "notes.txt").write_text("not a stylesheet")
+    linked = []
+    app = SimpleNamespace(srcdir=str(tmp_path), config=SimpleNamespace(html_static_path=[]), add_css_file=linked.append)
+    book_ext.add_book_static(app)
+    assert app.config.html_static_path == [str(static)] and linked == ["olacore.css"]
+    empty = SimpleNamespace(srcdir=str(tmp_path / "none"), config=SimpleNamespace(html_static_path=[]),
+                            add_css_file=linked.append)
+    book_ext.add_book_static(empty)
+    assert empty.config.html_static_path == []

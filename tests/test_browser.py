@@ -7,8 +7,10 @@ work offline. Checks: no console error and no failed request, every image loads,
 content image has alt text (not a file name) or a caption, MathJax typesets every formula,
 internal links (and their #anchors) resolve, the search page finds "rollout", the
 interactive figure of chapter 02 draws its SVG and answers a click and a hover, and the
-labelled tables are where a page can link to them. One full-page screenshot per page is
-saved in ``<book>/_build/browser/`` with ``summary.json`` (counts and seconds).
+labelled tables are where a page can link to them. Every page is also laid out at a
+desktop's 1280 px and a phone's 390 px and searched for content that is cut off (see
+``CLIP_PROBE``). One full-page screenshot per page and width is saved in
+``<book>/_build/browser/`` with ``summary.json`` (counts and seconds).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ IMAGE_FILE = re.compile(r"\.(png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
 LABELLED_TABLES = {"book/generated/03_quantitative.html": ["tbl-retrieval", "tbl-proxy", "tbl-verdicts"],
                    "book/generated/05_syntax.html": ["tbl-syntax-headline"]}
 INTERACTIVE_PAGE = "book/generated/02_qualitative.html"
+WIDTHS = (1280, 390)  # a desktop browser, a phone
 
 pytestmark = pytest.mark.slow
 
@@ -63,6 +66,44 @@ PAGE_PROBE = r"""async () => {
     parameterCells: [...document.querySelectorAll('div.cell div.cell_input pre')]
       .filter(p => /^\s*profile\s*=/m.test(p.textContent)).length,
     ids: [...document.querySelectorAll('[id]')].map(e => e.id),
+    // cells tagged hide-input / hide-output: myst-nb folds them into a <details> block
+    collapsed: [...document.querySelectorAll('div.cell details.hide')].map(d => ({
+      open: d.open, shown: [...d.children].filter(c => c.tagName !== 'SUMMARY').some(c => c.checkVisibility())})),
+  };
+}"""
+
+
+# What a reader cannot see. An element that is wider than its box while its box hides the
+# overflow (overflow-x hidden or clip) is cut off; one that scrolls inside its box is fine.
+# MathJax's copy for screen readers (mjx-assistive-mml) is clipped on purpose, and inline
+# elements do not clip. Besides: the page itself must not scroll sideways, code must wrap
+# at the column (no code block wider than its box), a table's caption must fit the box the
+# table scrolls in (else it scrolls out of view with the table) and, at the desktop width, every display
+# equation must fit its column (a reader with overlay scrollbars would not see the rest).
+CLIP_PROBE = r"""() => {
+  const root = document.querySelector('main') || document.body;
+  const describe = e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') +
+    (typeof e.className === 'string' && e.className.trim() ? '.' + e.className.trim().split(/\s+/).join('.') : '') +
+    ` (${e.scrollWidth} px in ${e.clientWidth} px): ` + JSON.stringify(e.textContent.trim().slice(0, 50));
+  const wider = e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 2;
+  const clipped = [];
+  for (const e of root.querySelectorAll('*')) {
+    if (e.closest('mjx-assistive-mml') || !wider(e)) continue;
+    const style = getComputedStyle(e);
+    const inline = style.display.startsWith('inline') && style.display !== 'inline-block';
+    if (!inline && ['hidden', 'clip'].includes(style.overflowX)) clipped.push(describe(e));
+  }
+  return {
+    clipped,
+    pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth,
+    code: [...root.querySelectorAll('div.highlight pre, div.cell_output pre')].filter(wider).map(describe),
+    // a table may scroll, its caption must fit the visible width of the box it scrolls in
+    captions: [...root.querySelectorAll('table > caption')].filter(c => {
+      let box = c.parentElement;
+      while (box && box !== root && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+      return box && box !== root && c.getBoundingClientRect().width > box.clientWidth + 2;
+    }).map(c => 'caption wider than its box: ' + JSON.stringify(c.textContent.trim().slice(0, 50))),
+    equations: [...root.querySelectorAll('div.math mjx-container')].filter(wider).map(describe),
   };
 }"""
 
@@ -146,8 +187,13 @@ def visits(served_book, browser):
             page.wait_for_url(lambda url: url != base + name, timeout=10000)
             page.wait_for_load_state("load")
         record = page.evaluate(PAGE_PROBE)
-        page.wait_for_timeout(200)
-        page.screenshot(path=str(shots / (name.replace("/", "__").removesuffix(".html") + ".png")), full_page=True)
+        record["layout"] = {}
+        for width in WIDTHS:
+            page.set_viewport_size({"width": width, "height": 900})
+            page.wait_for_timeout(300)  # the theme and MathJax re-lay out the page
+            record["layout"][width] = page.evaluate(CLIP_PROBE)
+            page.screenshot(path=str(shots / (name.replace("/", "__").removesuffix(".html") + f"-{width}.png")),
+                            full_page=True)
         record.update(console=console, failed=failed, bad=bad)
         records[name] = record
         page.close()
@@ -166,6 +212,23 @@ def test_every_page_opens_without_console_errors_or_failed_requests(visits):
     problems = {name: r["console"] + r["failed"] + r["bad"] for name, r in visits["records"].items()
                 if r["console"] or r["failed"] or r["bad"]}
     assert not problems, json.dumps(problems, indent=1)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_nothing_is_cut_off(visits, width):
+    """At both widths: no clipped element, no sideways page scroll, code wrapped; at 1280 px every equation fits."""
+    problems = {}
+    for name, record in visits["records"].items():
+        layout = record["layout"][width]
+        found = ([f"clipped: {e}" for e in layout["clipped"]] + [f"code wider than its box: {e}" for e in layout["code"]]
+                 + layout["captions"])
+        if layout["pageWidth"] > layout["viewport"] + 1:
+            found.append(f"the page scrolls sideways: {layout['pageWidth']} px in a {layout['viewport']} px window")
+        if width >= 1000:
+            found += [f"equation wider than the column: {e}" for e in layout["equations"]]
+        if found:
+            problems[name] = found
+    assert not problems, f"cut off at {width} px:\n" + json.dumps(problems, indent=1)
 
 
 def test_the_book_loads_nothing_from_outside(visits):
@@ -283,6 +346,23 @@ def test_interactive_figure_is_small_and_plotly_js_is_served_once(served_book):
     assert page.count("plotly.min.js") == 1 and (html / "_static" / "plotly.min.js").exists()
     others = [p for p in html.rglob("*.html") if p.name != Path(INTERACTIVE_PAGE).name and "plotly.min.js" in p.read_text()]
     assert not others, f"pages loading plotly.js without a figure: {others}"
+
+
+def test_hidden_cells_are_collapsed_until_clicked(visits, served_book, browser):
+    """Bookkeeping cells (tagged hide-input / hide-output) open folded; a click unfolds one."""
+    blocks = {name: r["collapsed"] for name, r in visits["records"].items() if r["collapsed"]}
+    assert blocks, "no collapsed cell on any page: the chapters tag their bookkeeping cells hide-input / hide-output"
+    unfolded = {name: [b for b in found if b["open"] or b["shown"]] for name, found in blocks.items()}
+    assert not any(unfolded.values()), f"collapsed cells shown when the page opens: {unfolded}"
+    base, _, _ = served_book
+    page = browser.new_page()
+    page.goto(base + sorted(blocks)[0], wait_until="load")
+    block = page.locator("div.cell details.hide").first
+    block.locator("summary").click()
+    page.wait_for_timeout(200)
+    opened = block.evaluate("d => d.open && [...d.children].some(c => c.tagName !== 'SUMMARY' && c.checkVisibility())")
+    page.close()
+    assert opened, "a click on a collapsed cell did not show it"
 
 
 def test_labelled_tables_are_linkable(visits):

@@ -22,11 +22,29 @@ def _frame():
 def test_markdown_is_a_myst_table_with_caption_label_and_flat_columns():
     text = LabelledTable(_frame(), "tbl-retrieval", "Hits (%) with $x$.", decimals=1).to_markdown()
     lines = text.splitlines()
-    assert lines[0] == ":::{table} Hits (%) with $x$." and lines[1] == ":name: tbl-retrieval" and lines[-1] == ":::"
+    assert lines[0] == ":::{table} Hits (%) with $x$." and lines[1] == ":name: tbl-retrieval" and lines[7] == ":::"
     assert lines[3] == "| kind | pair | hits@1 order 1 | hits@5 order 1 | verdict |"
     assert lines[4] == "|:---|:---|---:|---:|:---|"
     assert lines[5] == r"| causal | a\|b | 83.6 | 95.0 | holds |"
     assert lines[6] == r"| encoder | x\_y | – | 12.2 | does not hold here |"
+
+
+def test_a_dash_gets_a_note_under_the_table_and_a_full_table_none():
+    text = LabelledTable(_frame(), "tbl-a", "c", missing="no encoder score").to_markdown()
+    after = text.split("\n:::\n", 1)[1]
+    assert "–" in after and "no encoder score" in after
+    full = LabelledTable(pd.DataFrame({"a": [1.0, 2.0]}), "tbl-b", "c", missing="no encoder score")
+    assert full.to_markdown().endswith(":::") and "no encoder score" not in full._repr_html_()
+    assert "no encoder score" in LabelledTable(_frame(), "tbl-a", "c", missing="no encoder score")._repr_html_()
+
+
+def test_index_numbers_print_as_labels_and_formats_override_decimals():
+    frame = pd.DataFrame({"hits": [50.0, 1e-17]}, index=pd.MultiIndex.from_tuples(
+        [("noise", 0.01), ("trained", np.nan)], names=["control", "scale"]))
+    text = LabelledTable(frame, "tbl-n", "c", decimals=1, formats={"hits": ".1e"}).to_markdown()
+    assert "| noise | 0.01 | 5.0e+01 |" in text and "| trained | – | 1.0e-17 |" in text
+    with pytest.raises(ValueError, match="hitz"):
+        LabelledTable(frame, "tbl-n", "c", formats={"hitz": ".1e"})
 
 
 def test_the_markdown_parses_to_a_numbered_table_node_with_the_label():
