@@ -138,14 +138,7 @@ def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
 
     Returns:
         ``(..., S, S)`` tensor, same dtype and device. Rows are not renormalised.
-
-    Raises:
-        ValueError: maps are not square or ``size`` is not positive.
     """
-    if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be square (..., T, T); got shape {tuple(maps.shape)}")
-    if size <= 0:
-        raise ValueError(f"size must be positive; got {size}")
     lead = maps.shape[:-2]
     flat = maps.reshape(-1, 1, *maps.shape[-2:])
     out = F.interpolate(flat, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
@@ -211,12 +204,8 @@ def pool_to_words(
         ``(..., W, W)`` tensor, same dtype and device as ``maps``.
 
     Raises:
-        ValueError: ``maps`` and ``token_offsets`` disagree on ``T``, or a word has no token.
+        ValueError: a word has no token (:func:`word_assignment`).
     """
-    if maps.shape[-1] != len(token_offsets) or maps.shape[-2] != len(token_offsets):
-        raise ValueError(
-            f"maps are {tuple(maps.shape[-2:])} but there are {len(token_offsets)} token offsets"
-        )
     share = word_assignment(token_offsets, word_spans).to(device=maps.device, dtype=maps.dtype)
     members = (share > 0).to(maps.dtype)
     query_mean = members / members.sum(1, keepdim=True)
@@ -268,9 +257,7 @@ def first_subtoken_maps(
         ``(..., W, W)`` tensor, same dtype and device.
 
     Raises:
-        ValueError: ``maps`` and ``token_offsets`` disagree on ``T``, or a word has no token.
+        ValueError: a word has no token.
     """
-    if maps.shape[-1] != len(token_offsets) or maps.shape[-2] != len(token_offsets):
-        raise ValueError(f"maps are {tuple(maps.shape[-2:])} but there are {len(token_offsets)} token offsets")
     index = torch.tensor(first_token_indices(token_offsets, word_spans), device=maps.device)
     return maps.index_select(-2, index).index_select(-1, index)

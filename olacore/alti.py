@@ -251,10 +251,8 @@ def layer_decomposition(model: LoadedModel, text: str) -> list[LayerDecompositio
         One :class:`LayerDecomposition` per layer, layer 1 first.
 
     Raises:
-        TypeError: ``text`` is not a string. Otherwise as :func:`alti`.
+        As :func:`alti`.
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
     family = family_of(model.backbone)
     encoded = tokenize(model, [text])
     layers: list[LayerDecomposition | None] = [None] * model.num_layers

@@ -30,16 +30,7 @@ def contributions_from_vectors(transformed: torch.Tensor, output: torch.Tensor, 
     Returns:
         ``(T, T)`` with ``C_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1)`` normalised per row
         (rows sum to 1; an all-zero row becomes the identity row, with a warning).
-
-    Raises:
-        ValueError: shapes that do not match.
     """
-    if transformed.dim() != 3 or output.dim() != 2 or transformed.shape[0] != transformed.shape[1] or (
-        transformed.shape[0] != output.shape[0] or transformed.shape[2] != output.shape[1]
-    ):
-        raise ValueError(
-            f"expected transformed (T, T, d) and output (T, d); got {tuple(transformed.shape)} and {tuple(output.shape)}"
-        )
     distance = (transformed - output[:, None, :]).abs().sum(-1)
     return _normalise(output.abs().sum(-1)[:, None] - distance, causal)
 
@@ -71,8 +62,6 @@ def alti_rollout(contributions: torch.Tensor) -> torch.Tensor:
     Returns:
         ``(T, T)`` float64 on the input's device, rows summing to 1.
     """
-    if contributions.dim() != 3 or contributions.shape[-1] != contributions.shape[-2] or contributions.shape[0] < 1:
-        raise ValueError(f"expected contributions (N, T, T) with N >= 1, got {tuple(contributions.shape)}")
     layers = contributions.double()
     total = layers[0]
     for layer in layers[1:]:

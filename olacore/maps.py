@@ -169,8 +169,7 @@ def make_maps(
         :class:`Maps`; every tensor float32 on the CPU (sinks and alignment run in float32).
 
     Raises:
-        ValueError: unknown ``align``, ``sinks`` or ``sink_stats``, no text, texts from different models or
-            with different channels, missing or mismatched ``words``.
+        ValueError: unknown ``align``, ``sinks`` or ``sink_stats``, missing or mismatched ``words``.
     """
     if align not in ALIGNMENTS:
         raise ValueError(f"align must be one of {ALIGNMENTS}; got {align!r}")
@@ -178,16 +177,10 @@ def make_maps(
         raise ValueError(f"sinks must be one of {SINKS}; got {sinks!r}")
     if sink_stats not in SINK_STATS:
         raise ValueError(f"sink_stats must be one of {SINK_STATS}; got {sink_stats!r}")
-    if not token_maps:
-        raise ValueError("no token maps given")
     first = token_maps[0]
-    if any(t.model != first.model or t.channels != first.channels or t.causal != first.causal for t in token_maps):
-        raise ValueError("token maps of different models or channels cannot make one Maps")
     if align != "resize" and (words is None or len(words) != len(token_maps)):
         raise ValueError(f"align={align!r} needs the words (with .spans) of every text: words=[...] of length "
                          f"{len(token_maps)}")
-    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
-        raise ValueError(f"size must be a positive int; got {size!r}")
     tensors = []
     for index, item in enumerate(token_maps):
         maps = item.maps.float()

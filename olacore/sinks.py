@@ -56,10 +56,8 @@ def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: st
         the statistics cover; ties are all flagged) or above ``mean + num_std * std``.
 
     Raises:
-        ValueError: maps are not square, or ``stats`` is unknown (the message lists both).
+        ValueError: an unknown ``stats`` (the message lists both).
     """
-    if maps.ndim < 2 or maps.shape[-1] != maps.shape[-2]:
-        raise ValueError(f"maps must be square (..., T, T); got shape {tuple(maps.shape)}")
     valid = stats_mask(maps.shape[-1], causal, stats, maps.device)
     count = valid.sum(-1, keepdim=True).to(maps.dtype)
     values = maps * valid

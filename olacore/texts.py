@@ -69,12 +69,7 @@ def official_chunks(
     Returns:
         ``(chunks, counts)``: the chunks (tuples of ``words_per_text`` words) in document order,
         and :class:`ChunkCounts` over the documents read.
-
-    Raises:
-        ValueError: ``words_per_text`` or ``limit`` is not positive.
     """
-    if words_per_text <= 0 or (limit is not None and limit <= 0):
-        raise ValueError(f"words_per_text and limit must be positive; got {words_per_text}, {limit}")
     chunks: list[tuple[str, ...]] = []
     documents_read = used = skipped = words_read = 0
     for document in documents:

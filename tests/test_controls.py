@@ -177,9 +177,6 @@ def test_control_hits_summary_gives_the_table_and_its_line():
     hits, caption = control_hits_summary(table, "minilm-l6", "mpnet-base", 8)
     pd.testing.assert_frame_equal(hits, control_hits_table(table))
     assert caption == "target minilm-l6 vs trained source mpnet-base: Hits@1 % (8 texts; chance 12.5 %)"
-    for bad in (0, 2.0, True):
-        with pytest.raises(ValueError, match="num_texts must be a positive int"):
-            control_hits_summary(table, "a", "b", bad)
 
 
 def test_controls_notebook_is_thin_and_its_names_exist():

@@ -88,8 +88,6 @@ def test_reported_number_is_the_maximum_or_the_last_of_the_chosen_evaluations():
     assert reported_accuracy(history, quirks.without("max_over_evaluations")) == (0.4, 30)
     assert reported_accuracy(history, quirks.without("reaugment_targets")) == (0.5, 10)
     assert reported_accuracy(history, quirks.without("reaugment_targets", "max_over_evaluations")) == (0.4, 30)
-    with pytest.raises(ValueError, match="no evaluation"):
-        reported_accuracy([], quirks)
 
 
 # --- where the augmentations are applied (their rules: tests/test_augment.py) ------------------------
@@ -221,10 +219,6 @@ def test_protocol_table_and_selection_figure_on_hand_made_runs():
     assert table.loc["official protocol", "a"] == "65.0 ± 7.1"
     assert table.loc["honest", "mean over targets"] == pytest.approx(35.0)
     assert table["points vs official protocol"].tolist() == pytest.approx([0.0, -10.0, -30.0])
-    with pytest.raises(ValueError, match="no official-protocol runs"):
-        protocol_table(official, honest, ["official protocol", "without frozen batchnorm"])
-    with pytest.raises(ValueError, match="honest runs are of"):
-        protocol_table(official, honest[honest["target"] == "a"], ["official protocol"])
     histories = {("official protocol", t, s): [{"step": 5, "test_acc": 0.2}, {"step": 10, "test_acc": 0.6 + 0.1 * s}]
                  for t in ("a", "b") for s in (0, 1)}
     fig = selection_figure(official, histories, honest, "official protocol", chance=0.1)

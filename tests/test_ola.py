@@ -89,7 +89,7 @@ def test_extra_leading_dimensions_and_dtype_kept():
     "tensor, max_order, error, message",
     [
         (torch.rand(3, 4, 5), 1, ValueError, "square"),
-        (torch.rand(4, 4), 1, ValueError, r"\(\.\.\., N, T, T\)"),
+        (torch.rand(4, 4), 1, ValueError, "shape"),
         (torch.rand(3, 4, 4), -1, ValueError, "between 0"),
         (torch.rand(3, 4, 4), 4, ValueError, "N=3"),
         (torch.full((3, 4, 4), float("nan")), 1, ValueError, "NaN"),
@@ -119,5 +119,5 @@ def test_mass_profile_on_hand_made_maps():
     assert profile["mass on first token"].tolist() == pytest.approx([0.25, 1.0])
     # the sink map: rows 0..3 put all mass at distance 0, 1, 2, 3 -> mean 1.5
     assert profile["mean |i - j| (tokens)"].tolist() == pytest.approx([0.0, 1.5])
-    with pytest.raises(ValueError, match=r"\(\.\.\., T, T\)"):
+    with pytest.raises(ValueError, match="maps"):
         mass_profile(torch.ones(3, 4))

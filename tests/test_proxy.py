@@ -157,17 +157,9 @@ def test_proxy_summary_means_over_seeds_and_groups():
     assert table.loc["rollout", "mean over only x targets"] == 10.0
     one_seed = proxy_summary(runs[runs["seed"] == 0], {"all": ["x", "y"]})
     assert one_seed.loc["order 1", "x"] == "50.0"  # one seed: no spread to show
-    with pytest.raises(ValueError, match="missing"):
-        proxy_summary(runs.iloc[:0], {"all": ["x"]})
-    with pytest.raises(ValueError, match="no test accuracy"):
-        proxy_summary(runs.assign(test_acc=float("nan")), {"all": ["x"]})
 
 
-def test_config_and_maps_are_checked():
+def test_config_is_checked():
     for bad in ({"eval_every": 0}, {"iterations": 0}, {"batch_size": -1}, {"width": 6}, {"lr": 0.0}):
         with pytest.raises(ValueError):
             ProxyConfig(**bad)
-    sources = _toy_maps(4, 2, 0)
-    sources[0][0, 0, 0, 0] = float("nan")
-    with pytest.raises(ValueError, match="NaN"):
-        train_proxy(sources, None, ProxyConfig(iterations=1, width=4), progress=False)

@@ -176,7 +176,7 @@ def test_results_files_are_read_and_a_missing_one_is_named(tmp_path):
     assert loaded["03_quantitative"].records[0].paper_keys == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
     table = report_table(loaded)
     assert table.equals(report_table({"03_quantitative": _quantitative(), "04_controls": _controls()}))
-    with pytest.raises(FileNotFoundError, match=r"05_syntax\.json is missing"):
+    with pytest.raises(FileNotFoundError, match="05_syntax"):
         load_chapters(["03_quantitative", "05_syntax"], tmp_path)
 
 

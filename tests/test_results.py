@@ -66,7 +66,7 @@ def test_the_folder_comes_from_the_environment(tmp_path, monkeypatch):
     path = _results().save()
     assert path.parent == tmp_path / "results"
     assert load_results("03_quantitative") == _results()
-    with pytest.raises(FileNotFoundError, match="05_syntax.json is missing.*execute_notebooks.py"):
+    with pytest.raises(FileNotFoundError, match="05_syntax"):
         load_results("05_syntax")
 
 

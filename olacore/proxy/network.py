@@ -39,12 +39,7 @@ def make_resnet18(in_channels: int, num_classes: int, width: int = 64) -> nn.Mod
 
     Returns:
         ``nn.Module`` mapping ``(B, in_channels, S, S)`` float32 to ``(B, num_classes)`` logits.
-
-    Raises:
-        ValueError: non-positive sizes.
     """
-    if in_channels <= 0 or num_classes <= 0 or width <= 0 or width % 4:
-        raise ValueError(f"need positive in_channels, num_classes and a width divisible by 4; got {in_channels}, {num_classes}, {width}")
     if width == 64:
         net = torchvision.models.resnet18(weights=None, num_classes=num_classes)
     else:

@@ -27,16 +27,7 @@ def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence
         DataFrame indexed by variant (then the honest row): one ``"<target>"`` column per target
         (``"mean ± std"`` text, or the mean alone for one seed), ``"mean over targets"`` and
         ``"points vs <first variant>"`` (numbers).
-
-    Raises:
-        ValueError: a variant of ``order`` without runs, or targets that differ between the two.
     """
-    missing = [v for v in order if v not in set(official["variant"])]
-    if missing:
-        raise ValueError(f"no official-protocol runs of {missing}")
-    if set(honest["target"]) != set(official["target"]):
-        raise ValueError(f"honest runs are of {sorted(set(honest['target']))}, official ones of "
-                         f"{sorted(set(official['target']))}")
     frames = [official[official["variant"].isin(order)].assign(value=100 * official["reported"]),
               honest.assign(variant=honest_label, value=100 * honest["test_acc"])]
     runs = pd.concat(frames, ignore_index=True)[["variant", "target", "seed", "value"]]

@@ -32,14 +32,7 @@ def split_sources(
 
     Returns:
         ``(train_x, train_y, val_x, val_y, how)``; ``how`` describes the split in words.
-
-    Raises:
-        ValueError: no source, or sources of different shapes.
     """
-    if not source_maps:
-        raise ValueError("need at least one source model")
-    if len({tuple(m.shape) for m in source_maps}) != 1:
-        raise ValueError("source models' maps must have the same shape")
     n = source_maps[0].shape[0]
     labels = torch.arange(n)
     if len(source_maps) == 1:
@@ -174,12 +167,10 @@ def train_proxy(
         accuracy as fractions).
 
     Raises:
-        ValueError: from :func:`split_sources`, non-finite maps, or target shape differs from the sources'.
+        ValueError: the target maps' shape differs from the sources'.
     """
     device = resolve_device(device)
     torch.manual_seed(seed)
-    if not all(torch.isfinite(m).all() for m in source_maps) or (target_maps is not None and not torch.isfinite(target_maps).all()):
-        raise ValueError("maps hold NaN or infinite values; the proxy needs finite OLA maps")
     train_x, train_y, val_x, val_y, how = split_sources(source_maps, seed=seed)
     if target_maps is not None and tuple(target_maps.shape[1:]) != tuple(train_x.shape[1:]):
         raise ValueError(f"target maps {tuple(target_maps.shape)} do not match source maps {tuple(train_x.shape)}")

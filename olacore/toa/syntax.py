@@ -147,10 +147,8 @@ def layer_screen(data: TaskData) -> pd.DataFrame:
         (percent), ``words`` (scored), sorted by ``layer``.
 
     Raises:
-        ValueError: the data is not DP or carries no attention records.
+        ValueError: the data carries no attention records.
     """
-    if data.kind != "dependency":
-        raise ValueError(f"layer_screen scores dependency data; got {data.task!r}")
     records = data.sources.get("attention")
     if records is None:
         raise ValueError(f"{data.model} {data.split}: no attention records; build it with sources=('ola', 'attention')")
@@ -174,12 +172,7 @@ def layer_cells(screens: Mapping[str, pd.DataFrame], seed: int = 0, candidates: 
     :func:`layer_screen` score (computed on its *dev* split, never test), seed ``seed``.
 
     With more than one candidate, the adapters' own dev LAS chooses among them (:func:`best_layer`).
-
-    Raises:
-        ValueError: ``candidates`` < 1.
     """
-    if candidates < 1:
-        raise ValueError(f"candidates must be at least 1; got {candidates}")
     out = []
     for model, screen in screens.items():
         ranked = screen.sort_values(["attachment", "layer"], ascending=[False, True])

@@ -109,13 +109,8 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
     """The task's metrics (percent) of ``predictions`` against the items' gold labels.
 
     Gold labels the vocabulary does not know count as errors (they cannot be predicted).
-
-    Raises:
-        ValueError: unknown task, or items and predictions differ in number.
     """
     kind = task_kind(task)
-    if len(items) != len(predictions):
-        raise ValueError(f"{len(items)} items but {len(predictions)} predictions")
     names = vocab.labels
     if kind == "tokens":
         gold_words = [list(item.word_labels) for item in items]
@@ -432,19 +427,6 @@ class TrainedAdapter:
                              f"from {kinds[bool(data.causal)]}; TOA transfers between models of one kind only")
 
 
-def _check_sizes(data: TaskData, raw: Sequence[torch.Tensor]) -> None:
-    for item, maps in zip(data.items, raw):
-        size = maps.shape[-1]
-        if maps.shape[-2] != size or size != item.num_tokens:
-            raise ValueError(f"{data.split} sentence {item.sent_id}: its map is {tuple(maps.shape[-2:])} but its labels "
-                             f"are for {item.num_tokens} tokens; build the maps and labels with the same cut")
-        inside = list(item.word_tokens) + [h for h in item.heads if h >= 0] + list(item.spans or ())[0::2]
-        ends = list(item.spans or ())[1::2]
-        if (len(item.token_labels) not in (0, size) or any(not 0 <= p < size for p in inside)
-                or any(not 0 < e <= size for e in ends)):
-            raise ValueError(f"{data.split} sentence {item.sent_id}: labels point beyond its {size}-token map")
-
-
 def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterConfig | None = None,
              training: TrainConfig | None = None, seed: int = 0, vocab: LabelVocab | None = None,
              **labels: Any) -> AdapterJob:
@@ -459,8 +441,7 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
         **labels: columns for the record (model, input, ...).
 
     Raises:
-        ValueError: tasks differ, a split is empty, a map's size does not match its labels,
-            or no training label is in the vocabulary.
+        ValueError: train and dev differ in task or grid, or a split is empty.
     """
     if train.task != dev.task or train.grid != dev.grid:
         raise ValueError(f"train is {train.task!r} on the {train.grid} grid but dev {dev.task!r} on the {dev.grid} grid")
@@ -468,12 +449,8 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
         raise ValueError(f"train ({len(train)}) and dev ({len(dev)}) need at least one example each")
     vocab = vocab or LabelVocab.from_labels(train.labels())
     train_raw, dev_raw = train.raw(spec), dev.raw(spec)
-    _check_sizes(train, train_raw)
-    _check_sizes(dev, dev_raw)
-    train_targets, unknown = encode_items(train.items, train.kind, vocab)
+    train_targets, _ = encode_items(train.items, train.kind, vocab)
     dev_targets, _ = encode_items(dev.items, dev.kind, vocab)
-    if unknown == len(train.labels()):
-        raise ValueError("no training label is in the vocabulary")
     return AdapterJob(train.task, spec, adapter or AdapterConfig(), training or TrainConfig(), vocab.labels,
                       train.causal, [m.numpy() for m in train_raw], train_targets, [m.numpy() for m in dev_raw],
                       dev_targets, list(dev.items), seed, dict(labels), train.grid)
