@@ -31,7 +31,6 @@ profile = "default"  # smoke, default or paper: sets every size
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import pandas as pd
 import torch
 
 from olacore.alignment import WordText
