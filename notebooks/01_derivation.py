@@ -96,7 +96,7 @@ from olacore.timing import Stopwatch
 
 cfg = settings("derivation", profile)
 model = model or cfg.model
-watch = Stopwatch()
+watch = Stopwatch("01_derivation")
 results = ChapterResults("01_derivation", profile)
 torch.set_num_threads(2)
 print(f"profile={profile}, model={model}")

@@ -47,7 +47,7 @@ from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 
 cfg = settings("qualitative", profile)
-watch = Stopwatch()
+watch = Stopwatch("02_qualitative")
 results = ChapterResults("02_qualitative", profile)
 torch.set_num_threads(2)
 groups = {"causal": cfg.causal, "encoder": cfg.encoders}

@@ -76,7 +76,7 @@ from olacore.texts import similarity_texts, text_counts
 from olacore.timing import Stopwatch
 from olacore.verdicts import better, verdict
 
-watch = Stopwatch()
+watch = Stopwatch("03_quantitative")
 cfg = settings("quantitative", profile, seeds=seeds)
 results = ChapterResults("03_quantitative", profile)
 workers = cpu_workers(device)

@@ -51,7 +51,7 @@ from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 from olacore.verdicts import vanishes, verdict
 
-watch = Stopwatch()
+watch = Stopwatch("04_controls")
 cfg = settings("controls", profile, seeds=seeds)
 results = ChapterResults("04_controls", profile)
 pd.set_option("display.precision", 3)

@@ -102,7 +102,7 @@ from olacore.training import TRAINING_THREADS
 from olacore.verdicts import GOAL, MARGIN
 
 settings = chapter_settings("syntax", profile, device=device)
-watch = Stopwatch()
+watch = Stopwatch("05_syntax")
 results = ChapterResults("05_syntax", profile)
 workers = cpu_workers(device)  # one single-threaded process per core: extraction and training
 pd.set_option("display.precision", 1)

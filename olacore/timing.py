@@ -1,43 +1,85 @@
-"""Where the time went: a tiny stopwatch that notebooks print at their end."""
+"""Where the time went: a tiny stopwatch that notebooks print at their end, per phase in wall and CPU seconds."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
+
+#: Where the notebook runner asks chapters to leave their phase table (``<out>/phases``).
+PHASES_ENV = "OLACORE_PHASES"
+
+
+def cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and of its finished child processes (worker pools)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 class Stopwatch:
-    """Accumulate wall-clock seconds per named section.
+    """Accumulate wall-clock and CPU seconds per named phase.
+
+    CPU seconds count this process and its worker processes once they have finished (a pool's
+    workers end with the pool), so ``cpu / wall`` near 2 says both cores of the book's machine
+    were busy. With ``chapter`` given and ``$OLACORE_PHASES`` set (the notebook runner sets
+    it), :meth:`report` also writes the table to ``$OLACORE_PHASES/<chapter>.json`` for the
+    runner's end-of-build summary.
 
     Example::
 
-        watch = Stopwatch()
+        watch = Stopwatch("05_syntax")
         with watch("extract attention"):
             ...
         print(watch.report())
     """
 
-    def __init__(self) -> None:
+    def __init__(self, chapter: str | None = None) -> None:
+        self.chapter = chapter
         self.seconds: dict[str, float] = {}
-        self._start = time.perf_counter()
+        self.cpu: dict[str, float] = {}
+        self._start, self._cpu_start = time.perf_counter(), cpu_seconds()
 
     @contextmanager
     def __call__(self, section: str) -> Iterator[None]:
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds()
         try:
             yield
         finally:
             self.seconds[section] = self.seconds.get(section, 0.0) + time.perf_counter() - start
+            self.cpu[section] = self.cpu.get(section, 0.0) + cpu_seconds() - cpu
+
+    def phases(self) -> list[dict[str, float | str]]:
+        """One row per phase and a last ``total`` row: ``phase``, ``wall`` and ``cpu`` seconds."""
+        rows = [{"phase": name, "wall": secs, "cpu": self.cpu[name]} for name, secs in self.seconds.items()]
+        rows.append({"phase": "total", "wall": time.perf_counter() - self._start,
+                     "cpu": cpu_seconds() - self._cpu_start})
+        return rows
 
     def report(self) -> str:
-        """A plain-text table of seconds per section, with the total since creation."""
-        total = time.perf_counter() - self._start
-        width = max([len(name) for name in self.seconds] + [len("total (wall clock)")])
-        lines = [f"{name:<{width}}  {secs:8.1f} s" for name, secs in self.seconds.items()]
-        lines.append(f"{'total (wall clock)':<{width}}  {total:8.1f} s")
-        return "\n".join(lines)
+        """A plain-text table of wall and CPU seconds per phase, with the total since creation
+        (and the same table saved for the runner, see the class docstring)."""
+        rows = self.phases()
+        folder = os.environ.get(PHASES_ENV)
+        if self.chapter and folder:
+            path = Path(folder) / f"{self.chapter}.json"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(rows, indent=1))
+            tmp.replace(path)
+        return phase_table(rows)
+
+
+def phase_table(rows: list[dict]) -> str:
+    """Rows of :meth:`Stopwatch.phases` as plain text: phase, wall s, CPU s, cores busy (CPU / wall)."""
+    width = max(len(str(r["phase"])) for r in rows)
+    lines = [f"{'phase':<{width}}  {'wall s':>8}  {'CPU s':>8}  {'cores':>5}"]
+    for r in rows:
+        cores = r["cpu"] / r["wall"] if r["wall"] > 0 else 0.0
+        lines.append(f"{r['phase']:<{width}}  {r['wall']:8.1f}  {r['cpu']:8.1f}  {cores:5.2f}")
+    return "\n".join(lines)
 
 
 def progress(iterable, *, enabled: bool = True, **kwargs):

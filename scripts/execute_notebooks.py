@@ -31,6 +31,7 @@ parameter); prints a per-chapter timing table (executed / skipped, seconds) at t
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import shutil
@@ -46,6 +47,8 @@ import papermill
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import notebook_manifest as manifest  # noqa: E402
 from notebook_parameters import ParameterError, check_parameters, declared_parameters  # noqa: E402
+
+from olacore.timing import cpu_seconds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_SETUP = Path(__file__).resolve().parent / "kernel_setup.py"
@@ -155,6 +158,7 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("PYTHONWARNINGS", "ignore:IProgress not found")
     os.environ["OLACORE_RESULTS"] = str(out_dir / "results")  # olacore.results: each chapter's numbers
+    os.environ["OLACORE_PHASES"] = str(out_dir / "phases")  # olacore.timing: each chapter's phases, wall and CPU
     notebook = read_source(source)
     index = _tagged(notebook, PARAMETERS_TAG)
     declared_here = declared_parameters(notebook.cells[index].source) if index is not None else {}
@@ -200,8 +204,9 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
         seconds = time.perf_counter() - start
         return {"chapter": source.stem, "status": "skipped", "seconds": seconds, "reason": "unchanged"}
     manifest.update_manifest(out_dir, source.stem, None)
+    cpu = cpu_seconds()
     execute(source, out_dir, parameters)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu  # the kernel and its workers, once ended
     manifest.update_manifest(out_dir, source.stem, {
         "fingerprint": fingerprint,
         # the executed notebook, its source copy, and the numbers it saved (olacore.results)
@@ -209,18 +214,33 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
                                                      f"results/{source.stem}.json"]),
         "parameters": parameters,
         "seconds": round(seconds, 1),
+        "cpu_seconds": round(cpu, 1),
         "executed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     })
-    return {"chapter": source.stem, "status": "executed", "seconds": seconds, "reason": reason}
+    return {"chapter": source.stem, "status": "executed", "seconds": seconds, "cpu_seconds": cpu, "reason": reason}
 
 
 def timing_table(rows: list[dict]) -> str:
-    """A plain-text table: chapter, executed / skipped, seconds, why."""
+    """A plain-text table: chapter, executed / skipped, wall and CPU seconds, why."""
     width = max([len("chapter")] + [len(r["chapter"]) for r in rows])
-    lines = [f"{'chapter':<{width}}  {'status':<8}  {'seconds':>7}  why", "-" * (width + 30)]
-    lines += [f"{r['chapter']:<{width}}  {r['status']:<8}  {r['seconds']:>7.1f}  {r['reason']}" for r in rows]
-    lines.append(f"{'total':<{width}}  {'':<8}  {sum(r['seconds'] for r in rows):>7.1f}")
+    lines = [f"{'chapter':<{width}}  {'status':<8}  {'wall s':>7}  {'CPU s':>7}  why", "-" * (width + 40)]
+    lines += [f"{r['chapter']:<{width}}  {r['status']:<8}  {r['seconds']:>7.1f}  {r.get('cpu_seconds', 0.0):>7.1f}  "
+              f"{r['reason']}" for r in rows]
+    lines.append(f"{'total':<{width}}  {'':<8}  {sum(r['seconds'] for r in rows):>7.1f}  "
+                 f"{sum(r.get('cpu_seconds', 0.0) for r in rows):>7.1f}")
     return "\n".join(lines)
+
+
+def phase_tables(out_dir: Path, chapters: list[str]) -> str:
+    """Each chapter's phases (its own stopwatch, :class:`olacore.timing.Stopwatch`) as saved by its last run."""
+    from olacore.timing import phase_table
+
+    parts = []
+    for chapter in chapters:
+        path = Path(out_dir) / "phases" / f"{chapter}.json"
+        if path.is_file():
+            parts.append(f"{chapter} (last executed run):\n{phase_table(json.loads(path.read_text()))}")
+    return "\n\n".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -235,7 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.timings:
         last = manifest.read_manifest(args.out).get("last_run")
-        print(timing_table(last) if last else f"no run recorded in {manifest.manifest_path(args.out)}")
+        if not last:
+            print(f"no run recorded in {manifest.manifest_path(args.out)}")
+            return 0
+        print(timing_table(last))
+        phases = phase_tables(args.out, [r["chapter"] for r in last])
+        print(f"\nWhere each chapter's time went (wall and CPU seconds; cores = CPU / wall):\n\n{phases}" if phases else "")
         return 0
     given = {}
     for name, value in args.parameter:

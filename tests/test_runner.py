@@ -200,9 +200,28 @@ def test_data_fingerprint_follows_size_and_mtime(tmp_path):
 def test_timing_table_lists_every_chapter():
     table = load_runner().timing_table([
         {"chapter": "01_a", "status": "skipped", "seconds": 0.1, "reason": "unchanged"},
-        {"chapter": "02_b", "status": "executed", "seconds": 12.0, "reason": "source changed"},
+        {"chapter": "02_b", "status": "executed", "seconds": 12.0, "cpu_seconds": 20.5, "reason": "source changed"},
     ])
     lines = table.splitlines()
-    assert lines[2].split()[:3] == ["01_a", "skipped", "0.1"] and lines[3].split()[:3] == ["02_b", "executed", "12.0"]
-    assert lines[-1].split() == ["total", "12.1"]
+    assert lines[2].split()[:3] == ["01_a", "skipped", "0.1"] and lines[3].split()[:4] == ["02_b", "executed", "12.0", "20.5"]
+    assert lines[-1].split() == ["total", "12.1", "20.5"]
 
+
+def test_stopwatch_counts_wall_and_cpu_per_phase_and_leaves_them_for_the_runner(tmp_path, monkeypatch):
+    import json
+
+    from olacore.timing import Stopwatch
+
+    monkeypatch.setenv("OLACORE_PHASES", str(tmp_path / "phases"))
+    watch = Stopwatch("09_x")
+    with watch("busy"):
+        sum(i * i for i in range(3_000_000))
+    with watch("asleep"):
+        __import__("time").sleep(0.2)
+    watch.report()
+    rows = {r["phase"]: r for r in json.loads((tmp_path / "phases" / "09_x.json").read_text())}
+    assert rows["busy"]["cpu"] > rows["asleep"]["cpu"]  # sleeping costs (next to) no CPU, computing does
+    assert rows["asleep"]["wall"] >= 0.2
+    assert rows["total"]["wall"] >= rows["busy"]["wall"] + rows["asleep"]["wall"]
+    table = load_runner().phase_tables(tmp_path, ["09_x", "10_never_ran"])
+    assert "09_x" in table and "busy" in table and "10_never_ran" not in table
