@@ -74,8 +74,10 @@ a, t = syntax.adapter, syntax.training
 show_table(pd.DataFrame([
     ("RE: SemEval-2010 Task 8 (train / dev / test; epochs)",
      f"{settings.re.train} / {settings.re.dev} / {settings.re.test}; {settings.training_for('re').epochs}"),
-    ("NER: WNUT-17 (train / dev / test; epochs)",
+    ("NER: UNER English-EWT (train / dev from UNER dev / test; epochs)",
      f"{settings.ner.train} / {settings.ner.dev} / {settings.ner.test}; {settings.training_for('ner').epochs}"),
+    ("WNUT: WNUT-17, out of domain (train / dev / test; epochs)",
+     f"{settings.wnut.train} / {settings.wnut.dev} / {settings.wnut.test}; {settings.training_for('wnut').epochs}"),
     ("DP, POS: UD English EWT (train / dev / test), as the syntax chapter",
      f"{syntax.num_train} / {syntax.num_dev} / {syntax.num_test}"),
     ("causal models / encoders", f"{', '.join(settings.causal)} / {', '.join(settings.encoders)}"),
