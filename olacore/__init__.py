@@ -3,7 +3,7 @@
 The data flows one way, one module per step:
 
 - texts: :mod:`olacore.texts` (similarity chunks), :mod:`olacore.ud` (UD English EWT),
-  :mod:`olacore.corpora` (WNUT-17, SemEval-2010 Task 8);
+  :mod:`olacore.corpora` (UNER English-EWT, WNUT-17, SemEval-2010 Task 8);
 - models: :mod:`olacore.zoo` (the offline zoo as data), :mod:`olacore.zoo_build` (building its
   folders), :mod:`olacore.loading` (any model, its fingerprint), :mod:`olacore.model_files`
   (checks and fingerprint of a model folder), :mod:`olacore.extraction` (head-averaged

@@ -1,4 +1,4 @@
-"""Readers for the TOA task corpora: WNUT-17 (named entities) and SemEval-2010 Task 8 (relations).
+"""Readers for the TOA task corpora: UNER English-EWT and WNUT-17 (named entities), SemEval-2010 Task 8 (relations).
 
 Both are read word by word from the data folder (:func:`olacore.settings.data_file`, read
 only) into word-level records that carry the text given to the models and each word's
@@ -9,7 +9,14 @@ named and counted in the corpus's ``skipped`` list (and its :meth:`report`).
 - WNUT-17 (CC BY 4.0): CoNLL-style ``word<TAB>tag`` lines, sentences separated by lines that
   are empty or hold only whitespace, BIO tags of 6 types (13 tags). The text of a sentence is
   its words joined by single spaces (as the official TOA data code joins its CoNLL words,
-  ``data_utils/ola_dataset.py``). The paper used OntoNotes NER (licensed); WNUT-17 stands in.
+  ``data_utils/ola_dataset.py``). The paper used OntoNotes NER (licensed); WNUT-17 is the
+  out-of-domain NER row (tweets, emerging entities).
+- UNER English-EWT v1 (CC BY-SA 4.0, Mayhew et al., NAACL 2024): PER / LOC / ORG in BIO over the
+  UD English EWT sentences themselves (``# sent_id`` and ``id<TAB>form<TAB>tag<TAB>..`` lines;
+  dev and test only, no train file here). Each sentence is matched to EWT by ``sent_id`` and
+  takes EWT's text, words and spans (:func:`olacore.ud.read_ewt_syntax`), so the models read
+  exactly the text the syntax chapter gives them (the same OLA cache entries). A sentence whose
+  tokens differ from EWT's (dev 3, test 3 in EWT v2.16) is skipped and named.
 - SemEval-2010 Task 8 (CC BY 3.0): ``<id><TAB>"<sentence with <e1>..</e1> and <e2>..</e2>>"``,
   then the directed label and a ``Comment:`` line. As in the official code
   (``data_utils/ola_dataset.py``, ``OLADataset_SemEvalRe``): spaces are put around the four
@@ -31,17 +38,22 @@ from olacore.settings import data_file
 __all__ = [
     "WNUT17_FILES",
     "WNUT17_TYPES",
+    "UNER_FILES",
+    "UNER_TYPES",
     "SEMEVAL_LABELS",
     "NERSentence",
     "RelationExample",
     "Corpus",
     "join_words",
     "read_wnut17",
+    "read_uner",
     "read_semeval",
 ]
 
 WNUT17_FILES = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "test": "emerging.test.annotated"}
 WNUT17_TYPES = ("corporation", "creative-work", "group", "location", "person", "product")
+UNER_FILES = {"dev": "en_ewt-ud-dev.iob2", "test": "en_ewt-ud-test.iob2"}
+UNER_TYPES = ("LOC", "ORG", "PER")
 #: The 19 directed labels of SemEval-2010 Task 8: 9 relations x 2 directions, and Other.
 SEMEVAL_LABELS: tuple[str, ...] = tuple(
     f"{relation}({a},{b})"
@@ -56,10 +68,12 @@ class NERSentence:
     """One sentence of a named-entity corpus, word level.
 
     Attributes:
-        sent_id: ``"<split>-<index>"`` (position in the file, from 0).
-        text: the words joined by single spaces (what the models read).
-        words: the words.
-        spans: ``(start, end)`` character span of each word in ``text``.
+        sent_id: WNUT-17: ``"<split>-<index>"`` (position in the file, from 0); UNER: EWT's ``sent_id``.
+        text: what the models read. WNUT-17: the words joined by single spaces; UNER: EWT's
+            ``# text``.
+        words: the words (UNER: EWT's syntactic words).
+        spans: ``(start, end)`` character span of each word in ``text`` (UNER: EWT's spans; the
+            words of a multi-word token share its span, :class:`olacore.ud.UDSentence`).
         tags: the BIO tag of each word (``"B-person"``, ``"I-person"``, ``"O"``).
     """
 
@@ -182,6 +196,80 @@ def read_wnut17(split: str) -> Corpus:
             tags.append(parts[1].strip())
     flush()
     return Corpus(name=f"wnut17-{split}", items=tuple(sentences), skipped=tuple(skipped))
+
+
+def _uner_file(split: str) -> tuple[list[tuple[str, list[str], list[str]]], list[tuple[str, str]]]:
+    """``(sent_id, forms, tags)`` of every sentence of a UNER file, and the malformed ones."""
+    path = data_file("uner_english_ewt", UNER_FILES[split])
+    sentences, skipped = [], []
+    tag_form = re.compile(r"^(O|[BI]-(PER|LOC|ORG))$")
+    sent_id, forms, tags, problem = None, [], [], None
+
+    def flush() -> None:
+        nonlocal sent_id, forms, tags, problem
+        if sent_id is not None or forms:
+            name = sent_id or f"{split}-line-{number}"
+            if problem or not forms:
+                skipped.append((name, problem or "no token"))
+            else:
+                sentences.append((name, forms, tags))
+        sent_id, forms, tags, problem = None, [], [], None
+
+    number = 0
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                flush()
+            elif line.startswith("#"):
+                if line.startswith("# sent_id"):
+                    sent_id = line.split("=", 1)[1].strip() if "=" in line else None
+            else:
+                parts = line.split("\t")
+                if len(parts) < 3 or not parts[1] or not tag_form.match(parts[2].strip()):
+                    problem = problem or f"line {number} is not 'id<TAB>form<TAB>tag': {line[:40]!r}"
+                    continue
+                forms.append(parts[1])
+                tags.append(parts[2].strip())
+    flush()
+    return sentences, skipped
+
+
+@lru_cache(maxsize=2)
+def read_uner(split: str) -> Corpus:
+    """UNER English-EWT ``split`` ('dev' or 'test'), each sentence on EWT's own text (BIO, PER / LOC / ORG).
+
+    Sentences are matched to UD English EWT (:func:`olacore.ud.read_ewt_syntax` of the same
+    split) by ``# sent_id`` and take EWT's ``text``, ``words`` and ``spans``, so their OLA maps
+    are the syntax chapter's (the pipeline caches per model and text). A sentence is skipped
+    and named in ``Corpus.skipped`` when its tokens differ from EWT's words (in EWT v2.16:
+    3 of 2,001 dev and 3 of 2,077 test sentences; 1,998 / 2,074 kept), when EWT has no
+    sentence of its ``sent_id`` or could not align it, or when a line is malformed.
+
+    Raises:
+        ValueError: unknown split (there is no UNER train file here).
+        FileNotFoundError: the UNER or EWT file is missing (the message names ``OLACORE_DATA``).
+    """
+    from olacore.ud import read_ewt_syntax
+
+    _split_name(split, UNER_FILES)
+    raw, skipped = _uner_file(split)
+    treebank = read_ewt_syntax(split)
+    ewt = {s.sent_id: s for s in treebank.sentences}
+    unaligned = dict(treebank.unaligned)
+    sentences = []
+    for sent_id, forms, tags in raw:
+        ud = ewt.get(sent_id)
+        if ud is None:
+            why = "EWT could not align it" if sent_id in unaligned else "no EWT sentence of this sent_id"
+            skipped.append((sent_id, why))
+        elif tuple(forms) != ud.words:
+            where = next((i for i, (a, b) in enumerate(zip(forms, ud.words)) if a != b), min(len(forms), len(ud.words)))
+            skipped.append((sent_id, f"tokens differ from EWT at token {where + 1} "
+                                     f"({len(forms)} UNER tokens, {len(ud.words)} EWT words)"))
+        else:
+            sentences.append(NERSentence(sent_id, ud.text, ud.words, ud.spans, tuple(tags)))
+    return Corpus(name=f"uner-ewt-{split}", items=tuple(sentences), skipped=tuple(skipped))
 
 
 _MARKERS = ("<e1>", "</e1>", "<e2>", "</e2>")

@@ -75,3 +75,76 @@ def test_malformed_records_are_named_and_counted(data_folder):
 def test_missing_file_names_the_setting(data_folder):
     with pytest.raises(FileNotFoundError, match="OLACORE_DATA"):
         read_wnut17("dev")
+
+
+# ---------------------------------------------------------------- UNER English-EWT
+
+def _conllu_sentence(sent_id: str, text: str, forms: list[str]) -> str:
+    rows = [f"{i}\t{form}\t_\tX\t_\t_\t{0 if i == 1 else 1}\t{'root' if i == 1 else 'dep'}\t_\t_"
+            for i, form in enumerate(forms, 1)]
+    return f"# sent_id = {sent_id}\n# text = {text}\n" + "\n".join(rows) + "\n\n"
+
+
+def _iob2_sentence(sent_id: str, tokens: list[tuple[str, str]]) -> str:
+    rows = [f"{i}\t{form}\t{tag}\t-\t-" for i, (form, tag) in enumerate(tokens, 1)]
+    return f"# sent_id = {sent_id}\n# text = ignored\n" + "\n".join(rows) + "\n\n"
+
+
+@pytest.fixture
+def uner_folder(tmp_path, monkeypatch):
+    from olacore.ud import read_ewt, read_ewt_syntax
+
+    for name in ("ud_english_ewt", "uner_english_ewt"):
+        (tmp_path / name).mkdir()
+    monkeypatch.setenv("OLACORE_DATA", str(tmp_path))
+    caches = (read_ewt, read_ewt_syntax, corpora.read_uner)
+    for cache in caches:
+        cache.cache_clear()
+    yield tmp_path
+    for cache in caches:
+        cache.cache_clear()
+
+
+def test_uner_takes_ewt_text_by_sent_id_and_leaves_out_mismatches(uner_folder):
+    (uner_folder / "ud_english_ewt" / "en_ewt-ud-dev.conllu").write_text(
+        _conllu_sentence("doc-0001", "I saw  Tampa Bay.", ["I", "saw", "Tampa", "Bay", "."])
+        + _conllu_sentence("doc-0002", "Mc.Donald's is here", ["Mc.Donald", "'s", "is", "here"])
+        + _conllu_sentence("doc-0003", "Hi Bob", ["Hi", "Bob"]), encoding="utf-8")
+    (uner_folder / "uner_english_ewt" / "en_ewt-ud-dev.iob2").write_text(
+        "# newdoc id = doc\n"
+        + _iob2_sentence("doc-0003", [("Hi", "O"), ("Bob", "B-PER")])  # matched by sent_id, not by position
+        + _iob2_sentence("doc-0001", [("I", "O"), ("saw", "O"), ("Tampa", "B-LOC"), ("Bay", "I-LOC"), (".", "O")])
+        + _iob2_sentence("doc-0002", [("Mc.", "B-ORG"), ("Donald", "I-ORG"), ("'s", "O"), ("is", "O"), ("here", "O")])
+        + _iob2_sentence("doc-0009", [("Lost", "O")]), encoding="utf-8")
+    dev = corpora.read_uner("dev")
+    assert [s.sent_id for s in dev.items] == ["doc-0003", "doc-0001"]
+    tampa = dev.items[1]
+    assert tampa.text == "I saw  Tampa Bay."  # EWT's own text (double space kept), not the words re-joined
+    assert [tampa.text[a:b] for a, b in tampa.spans] == ["I", "saw", "Tampa", "Bay", "."]
+    assert tampa.tags == ("O", "O", "B-LOC", "I-LOC", "O")
+    skipped = dict(dev.skipped)
+    assert set(skipped) == {"doc-0002", "doc-0009"}  # tokens differ from EWT's; no EWT sentence
+    assert "EWT" in skipped["doc-0002"] and "EWT" in skipped["doc-0009"]
+    assert "2 skipped" in dev.report() and "doc-0002" in dev.report()
+    with pytest.raises(ValueError, match="unknown split"):
+        corpora.read_uner("train")  # UNER English-EWT has no train file here
+
+
+def test_uner_missing_file_names_it_and_the_setting(uner_folder):
+    with pytest.raises(FileNotFoundError) as error:
+        corpora.read_uner("test")
+    assert "en_ewt-ud-test.iob2" in str(error.value) and "OLACORE_DATA" in str(error.value)
+
+
+@pytest.mark.slow
+def test_uner_real_files_agree_with_ewt_v216_except_three_sentences_per_split():
+    from olacore.ud import read_ewt_syntax
+
+    for split, kept in (("dev", 1998), ("test", 2074)):
+        corpus = corpora.read_uner(split)
+        assert len(corpus) == kept and len(corpus.skipped) == 3
+        assert all("differ" in why for _, why in corpus.skipped)
+        ewt = {s.sent_id: s for s in read_ewt_syntax(split).sentences}
+        for sentence in corpus.items[::97]:
+            assert sentence.text == ewt[sentence.sent_id].text and sentence.spans == ewt[sentence.sent_id].spans
+        assert {t[2:] for s in corpus.items for t in s.tags if t != "O"} == set(corpora.UNER_TYPES)

@@ -14,8 +14,9 @@ import pytest
 from olacore.profiles import TaskSizes, TransferSettings, settings
 from olacore.augment import Augmentation
 from olacore.report import paper_comparison
-from olacore.toa.transfer import (_adjacent_uas, gap_table, re_paper_numbers, record_transfer, similarity_hits,
-                                  similarity_vs_transfer, verdict_table, zero_shot_rows)
+from olacore.toa.transfer import (_adjacent_uas, capitalisation_bound, capitalisation_tags, gap_table, re_paper_numbers,
+                                  record_transfer, similarity_hits, similarity_vs_transfer, verdict_table,
+                                  zero_shot_rows)
 
 
 def _rows(cells):
@@ -47,9 +48,11 @@ def test_profiles_build_and_validate():
 
 
 def test_training_for_sets_epochs_of_re_and_ner_only():
-    s = TransferSettings(re=TaskSizes(20, 10, 10, epochs=3), ner=TaskSizes(20, 10, 10), augment=None)
+    s = TransferSettings(re=TaskSizes(20, 10, 10, epochs=3), ner=TaskSizes(20, 10, 10), wnut=TaskSizes(20, 10, 10, epochs=4),
+                         augment=None)
     base = s.syntax.training
     assert s.training_for("re") == dataclasses.replace(base, epochs=3)
+    assert s.training_for("wnut") == dataclasses.replace(base, epochs=4)
     assert s.training_for("ner") == base and s.training_for("dp") == base and s.training_for("pos") == base
     official = dataclasses.replace(s, augment=Augmentation())
     assert official.training_for("re") == dataclasses.replace(base, epochs=3, augment=Augmentation())
@@ -338,6 +341,30 @@ def _smoke_re():
                              control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
 
 
+def test_capitalisation_bound_tags_capitalised_runs_off_the_sentence_start():
+    from olacore.corpora import NERSentence, join_words
+    from olacore.metrics import entity_f1
+
+    words = ["Yesterday", "I", "met", "Anna", "Lee", "in", "Paris", "and", "berlin", "."]
+    assert capitalisation_tags(words, "LOC") == ["O", "B-LOC", "O", "B-LOC", "I-LOC", "O", "B-LOC", "O", "O", "O"]
+    assert capitalisation_tags(["Paris"], "LOC") == ["O"]  # the first word is never tagged
+
+    def sentence(words, tags):
+        text, spans = join_words(words)
+        return NERSentence("s", text, tuple(words), spans, tuple(tags))
+
+    gold = ["O", "O", "O", "B-PER", "I-PER", "O", "B-LOC", "O", "B-LOC", "O"]
+    train = [sentence(["Bob", "and", "Ann"], ["B-PER", "O", "B-PER"]), sentence(["in", "Rome"], ["O", "B-LOC"])]
+    bound = capitalisation_bound(train, [sentence(words, gold)])
+    # Commonest training type PER; predicted entities: I (wrong), Anna Lee (right), Paris (typed PER: wrong).
+    assert bound["type"] == "PER"
+    assert bound["precision"] == pytest.approx(100 / 3) and bound["recall"] == pytest.approx(100 / 3)
+    expected = entity_f1([gold], [["O", "B-PER", "O", "B-PER", "I-PER", "O", "B-PER", "O", "O", "O"]])
+    assert bound["f1"] == pytest.approx(expected["f1"])
+    with pytest.raises(ValueError, match="entity"):
+        capitalisation_bound([sentence(["no", "names"], ["O", "O"])], train)
+
+
 def test_task_data_refuses_an_unknown_task_before_extracting(monkeypatch):
     import olacore.toa.transfer as transfer
 
@@ -346,7 +373,7 @@ def test_task_data_refuses_an_unknown_task_before_extracting(monkeypatch):
 
     monkeypatch.setattr(transfer, "syntax_data", extract)
     for splits in ({"test": []}, None):
-        with pytest.raises(ValueError, match=r"unknown transfer task 'srl'; choose from \('re', 'dp', 'pos', 'ner'\)"):
+        with pytest.raises(ValueError, match=r"unknown transfer task 'srl'; choose from \('re', 'dp', 'pos', 'ner', 'wnut'\)"):
             transfer.task_data("srl", _smoke_re(), ["smollm2-135m"], splits=splits)
 
 
@@ -357,7 +384,7 @@ def test_majority_bounds_refuse_an_unknown_task_before_reading_data(monkeypatch)
         raise AssertionError("data read before the tasks were checked")
 
     monkeypatch.setattr(report, "task_splits", read)
-    with pytest.raises(ValueError, match=r"unknown tasks \['srl'\]; choose from \('re', 'dp', 'pos', 'ner'\)"):
+    with pytest.raises(ValueError, match=r"unknown tasks \['srl'\]; choose from \('re', 'dp', 'pos', 'ner', 'wnut'\)"):
         report.majority_bounds(_smoke_re(), ["re", "srl"])
     empty = report.majority_bounds(_smoke_re(), [])
     assert empty.empty and list(empty.columns) == ["task", "bound", "score"]
@@ -371,15 +398,15 @@ def test_zero_shot_rows_skip_only_unprompted_tasks_of_the_settings(monkeypatch):
         raise AssertionError("a model was prompted")
 
     monkeypatch.setattr(zeroshot, "zero_shot", prompt)
-    assert PROMPTED == ("re", "ner")
+    assert PROMPTED == ("re", "wnut")
     syntax_only = settings("transfer", "smoke", tasks=("dp", "pos"))
     empty = zero_shot_rows(syntax_only)  # dp / pos have no zero-shot form: passed over by design
     assert empty.empty and list(empty.columns) == list(ZERO_SHOT_COLUMNS)
-    for asked in (("dp",), ("re", "rel")):  # explicitly asked for: never skipped silently
+    for asked in (("dp",), ("re", "rel"), ("ner",)):  # explicitly asked for: never skipped silently (UNER: no prompt)
         with pytest.raises(ValueError, match="cannot prompt tasks"):
             zero_shot_rows(settings("transfer", "smoke", tasks=("re", "dp")), asked)
-    with pytest.raises(ValueError, match=r"\['ner'\] are not among settings.tasks"):
-        zero_shot_rows(_smoke_re(), ("re", "ner"))
+    with pytest.raises(ValueError, match=r"\['wnut'\] are not among settings.tasks"):
+        zero_shot_rows(_smoke_re(), ("re", "wnut"))
 
 
 def test_no_rows_give_empty_frames_with_their_columns():

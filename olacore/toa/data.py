@@ -39,7 +39,8 @@ the official code does (``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py`
   the 17 UD tags, a variant): every sub-token takes its word's tag, special tokens
   (BOS/[CLS]/[SEP]) an extra class :data:`SPECIAL`. Scored per word (at its first sub-token)
   and per sub-token (the official unit; special tokens left out here).
-- **NER** (``ner``: WNUT-17, 6 types, BIO; the paper used licensed OntoNotes): every sub-token
+- **NER** (``ner``: UNER English-EWT, PER / LOC / ORG on the EWT sentences; ``wnut``: WNUT-17,
+  6 types, the out-of-domain row; both BIO; the paper used licensed OntoNotes): every sub-token
   takes its word's tag (a ``B-`` tag repeats on a word's later sub-tokens, as officially),
   special tokens ``O``. Scored at entity level on each word's first sub-token. The official
   entity data keeps only sentences with an entity; here every sentence is kept.
@@ -91,7 +92,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["DISTANCE", "VARIANTS", "InputSpec", "official_sink_mask", "stack_channels", "toa_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
-           "input_spec", "SPECIAL", "TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
+           "input_spec", "SPECIAL", "TASKS", "ENTITY_TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
            "build_task_data", "universal", "IGNORE", "LabelVocab", "encode_items", "collate",
            "length_batches", "SOURCES", "subset_splits", "syntax_data"]
 
@@ -329,10 +330,15 @@ TASKS: dict[str, tuple[str, str]] = {
     "pos": ("tokens", "xpos"),
     "upos": ("tokens", "upos"),
     "ner": ("tokens", "bio"),
+    "wnut": ("tokens", "bio"),
     "re": ("relation", "semeval"),
     "dp": ("dependency", "full"),
     "dp-universal": ("dependency", "universal"),
 }
+
+
+#: The named-entity tasks (BIO tags, scored by entity F1): UNER English-EWT and WNUT-17.
+ENTITY_TASKS = ("ner", "wnut")
 
 
 #: What the adapter's image holds: every token (official) or each word's first sub-token.
@@ -533,7 +539,8 @@ def _token_words(share: torch.Tensor) -> list[int | None]:
 
 
 def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
-    tags = {"pos": getattr(source, "xpos", ()), "upos": getattr(source, "upos", ()), "ner": getattr(source, "tags", ())}[task]
+    field = {"pos": "xpos", "upos": "upos"}.get(task, "tags")  # the entity tasks read NERSentence.tags
+    tags = getattr(source, field, ())
     if len(tags) != len(source.words):
         raise ValueError(f"{source.sent_id}: {len(tags)} tags for {len(source.words)} words (no {TASKS[task][1]} tags?)")
     special = SPECIAL if task in ("pos", "upos") else "O"
@@ -549,7 +556,7 @@ def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
     scored = [w for w, t in enumerate(first) if t < keep]
     report.words += len(first)
     report.words_beyond_cut += len(first) - len(scored)
-    if task == "ner":
+    if task in ENTITY_TASKS:
         from seqeval.metrics.sequence_labeling import get_entities
 
         entities = get_entities(list(tags))
@@ -624,7 +631,7 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
         task: a key of :data:`TASKS`.
         model: zoo name, Hugging Face id / folder, or a :class:`olacore.loading.LoadedModel`.
         sources: word-level examples: :class:`olacore.ud.UDSentence` (``pos``, ``upos``,
-            ``dp``, ``dp-universal``), :class:`olacore.corpora.NERSentence` (``ner``),
+            ``dp``, ``dp-universal``), :class:`olacore.corpora.NERSentence` (``ner``, ``wnut``),
             :class:`olacore.corpora.RelationExample` (``re``); each needs ``sent_id``,
             ``text``, ``words`` and ``spans``.
         split: a label for the report.

