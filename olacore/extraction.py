@@ -61,7 +61,8 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
 
     Args:
         model: a :class:`LoadedModel` (only its tokenizer and ``max_length`` are used).
-        texts: the texts; special tokens are added as the tokenizer adds them.
+        texts: the texts; special tokens are added as the tokenizer adds them, and a special
+            token's spelling inside a text (``"Press [SEP] to continue."``) is read as text.
 
     Returns:
         One ``(ids, tokens, offsets)`` per text; offsets as in :class:`Extraction`.
@@ -87,6 +88,9 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
             return_attention_mask=False,
             truncation=False,
             verbose=False,
+            # The text's own "[SEP]", "<bos>", "<|endoftext|>" are characters, not control tokens;
+            # the tokenizer's own special tokens (BOS, CLS/SEP) are added as before.
+            split_special_tokens=True,
         )
         ids = list(encoding["input_ids"])
         if len(ids) > model.max_length:
