@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
+
 import nbformat
 import pytest
 from conftest import NOTEBOOKS, ROOT, load_runner
@@ -206,3 +208,36 @@ def test_timing_table_lists_every_chapter():
     assert lines[2].split()[:3] == ["01_a", "skipped", "0.1"] and lines[3].split()[:3] == ["02_b", "executed", "12.0"]
     assert lines[-1].split() == ["total", "12.1"]
 
+
+
+KERNEL_PROBE = '''# %% tags=["parameters"]
+profile = "default"  # smoke, default or paper
+
+# %%
+import os
+import sys
+from pathlib import Path
+
+from pathlib import Path
+
+import olacore
+
+Path(os.environ["OLACORE_TEST_MARKER"]).write_text(sys.executable)
+'''
+
+
+@pytest.mark.slow
+def test_chapters_run_on_the_runners_interpreter_whatever_python3_is_first(tmp_path, monkeypatch):
+    """Another environment's ``python3`` kernelspec first on the Jupyter path (here: an
+    interpreter without its site-packages, so without ipykernel or olacore) does not run the chapter."""
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-S", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (another environment)", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    source, marker = tmp_path / "07_probe.py", tmp_path / "ran.txt"
+    source.write_text(KERNEL_PROBE)
+    monkeypatch.setenv("OLACORE_TEST_MARKER", str(marker))
+    assert load_runner().main([str(source), "--profile", "smoke", "--out", str(tmp_path / "out")]) == 0
+    assert Path(marker.read_text()).resolve() == Path(sys.executable).resolve()
