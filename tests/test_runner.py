@@ -46,7 +46,7 @@ def test_declared_types_come_from_annotations_or_defaults(declared):
     ("seeds", "None", None),
     ("device", "cpu", "cpu"),                  # free text for a text parameter
     ("device", "None", None),
-    ("device", "'cuda:0'", "cuda:0"),
+    ("device", "'cpu'", "cpu"),               # quotes are the literal's (cuda:0 needs a GPU: checked)
     ("rate", "1", 1.0),
     ("rate", "2.5e-3", 0.0025),
     ("steps", "7", 7),
@@ -241,3 +241,26 @@ def test_chapters_run_on_the_runners_interpreter_whatever_python3_is_first(tmp_p
     monkeypatch.setenv("OLACORE_TEST_MARKER", str(marker))
     assert load_runner().main([str(source), "--profile", "smoke", "--out", str(tmp_path / "out")]) == 0
     assert Path(marker.read_text()).resolve() == Path(sys.executable).resolve()
+
+
+@pytest.mark.parametrize("name, text, named", [
+    ("device", "none", "None"),      # the text "none" is no device: says how to get the default
+    ("device", "gpu", "cpu"),        # not a torch device type: lists what to give
+    ("device", "cuda:7", "cpu"),     # a GPU this machine lacks (none here, or not eight)
+    ("seeds", "[]", "seed"),         # no seed: nothing would run
+    ("seeds", "[0, -1]", "-1"),
+])
+def test_values_unusable_for_their_parameter_are_refused_before_any_cell(name, text, named, capsys):
+    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    status = load_runner().main(["--profile", "smoke", "-p", name, text, str(chapter), "--out", "/nonexistent/out"])
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"PARAMETER ERROR: -p {name} {text!r}") and named in err and "\n" not in err
+
+
+def test_usable_values_pass_as_given(declared):
+    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    runner = load_runner()
+    assert runner.resolve_parameters(chapter, "smoke", {"device": "cpu", "seeds": "[0,2]"}) == \
+        {"profile": "smoke", "device": "cpu", "seeds": [0, 2]}
+    assert runner.resolve_parameters(chapter, "smoke", {"device": "None"})["device"] is None
