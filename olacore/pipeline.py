@@ -25,7 +25,7 @@ from olacore import channels as vocabulary
 from olacore.extraction import Extraction, extract_attention, per_text
 from olacore.loading import LoadedModel, model_fingerprint, model_kind
 from olacore.ola import attention_rollout, order_level_attention
-from olacore.settings import fixed_threads
+from olacore.settings import check_compute_options, fixed_threads
 from olacore.store import TensorStore
 
 __all__ = [
@@ -63,6 +63,10 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
             raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
         if not text.strip():
             raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
+        bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+        if bad is not None:  # an undecodable byte read with errors="surrogateescape", or a broken pair
+            raise ValueError(f"texts[{index}] is not valid Unicode: character {bad} is a lone surrogate "
+                             f"{text[bad]!r}; decode the text with its real encoding (e.g. latin-1) first")
     return texts
 
 
@@ -100,8 +104,11 @@ def cached_attention(
         identical whether read from the cache or computed.
 
     Raises:
-        ValueError: unknown model (lists the zoo names), empty text (names its index), text
-            longer than the model's context (gives both lengths).
+        ValueError: unknown model (lists the zoo names), empty text or one that is not valid
+            Unicode (names its index), text longer than the model's context (gives both
+            lengths), ``workers < 1``.
+        TypeError: a text or ``workers`` of the wrong type.
+        RuntimeError: a device torch does not know or this machine lacks.
         ModuleNotFoundError / ImportError: a zoo model's package is missing (pip line given).
     """
     return cached_per_text(
@@ -149,6 +156,7 @@ def cached_per_text(
         One result per text, in order (a repeated text gets its own copy).
     """
     texts = _check_texts(texts)
+    check_compute_options(workers, device)
     store = store if store is not None else TensorStore()
     fingerprint = _fingerprint(model)
     keys = [store.key(kind=kind, model=fingerprint, text=text, settings=settings) for text in texts]
@@ -240,6 +248,7 @@ def cached_ola(
     if max_order < 0:
         raise ValueError(f"max_order must be >= 0, got {max_order}")
     texts = _check_texts(texts)
+    check_compute_options(workers, device)
     store = store if store is not None else TensorStore()
     fingerprint = _fingerprint(model)
     keys = [store.key(kind="ola", model=fingerprint, text=text, settings=OLA_SETTINGS, extraction=EXTRACTION_SETTINGS)
@@ -400,6 +409,7 @@ def token_maps(
     """
     wanted = vocabulary.channels(channels)
     texts = _check_texts(texts)
+    check_compute_options(workers, device)
     settings = dict(workers=workers, device=device, progress=progress, store=store)
     records: dict[str, list[Any]] = {}
     for source in dict.fromkeys(c.source for c in wanted):
