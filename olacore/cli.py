@@ -67,7 +67,8 @@ def _ola_command(args: argparse.Namespace) -> int:
         from olacore.plots import draw_maps
 
         panels = {f"order {k}": orders[k] for k in range(1, args.max_order + 1)} or {"order 0": orders[0]}
-        figure = draw_maps({args.model: panels}, labels={args.model: labels}, title=args.text[:80])
+        title = args.text if len(args.text) <= 160 else args.text[:159] + "…"  # draw_maps wraps it
+        figure = draw_maps({args.model: panels}, labels={args.model: labels}, title=title)
         figure.savefig(args.out, dpi=120)
         print(f"wrote {args.out}", file=sys.stderr)
     if not args.json and not args.out:

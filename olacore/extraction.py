@@ -53,7 +53,7 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
     Raises:
         TypeError: ``texts`` is a single string, or holds a non-string.
-        ValueError: a text is empty or whitespace only (names its index).
+        ValueError: a text is empty or whitespace only, or not valid Unicode (names its index).
     """
     if isinstance(texts, str):
         raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
@@ -63,6 +63,10 @@ def check_texts(texts: Sequence[str]) -> list[str]:
             raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
         if not text.strip():
             raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
+        bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+        if bad is not None:  # an undecodable byte read with errors="surrogateescape", or a broken pair
+            raise ValueError(f"texts[{index}] is not valid Unicode: character {bad} is a lone surrogate "
+                             f"{text[bad]!r}; decode the text with its real encoding (e.g. latin-1) first")
     return texts
 
 
@@ -79,7 +83,8 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
 
     Args:
         model: a :class:`LoadedModel` (only its tokenizer and ``max_length`` are used).
-        texts: the texts; special tokens are added as the tokenizer adds them.
+        texts: the texts; special tokens are added as the tokenizer adds them, and a special
+            token's spelling inside a text (``"Press [SEP] to continue."``) is read as text.
 
     Returns:
         One ``(ids, tokens, offsets)`` per text; offsets as in :class:`Extraction`.
@@ -98,6 +103,9 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
             return_attention_mask=False,
             truncation=False,
             verbose=False,
+            # The text's own "[SEP]", "<bos>", "<|endoftext|>" are characters, not control tokens;
+            # the tokenizer's own special tokens (BOS, CLS/SEP) are added as before.
+            split_special_tokens=True,
         )
         ids = list(encoding["input_ids"])
         if len(ids) > model.max_length:

@@ -52,6 +52,14 @@ class InteractiveFigure:
         }
 
 
+def _plain(text) -> str:
+    """``text`` as plotly shows it literally: plotly reads ``<b>``, ``<br>``, ``&...;`` as markup
+    and a string holding two ``$`` as LaTeX (where MathJax is loaded, as in the book), so these
+    characters become HTML entities, which plotly draws as the characters themselves."""
+    return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace("$", "&#36;"))
+
+
 def _as_array(value, model: str, order: str) -> np.ndarray:
     array = np.asarray(value.detach().cpu().double() if hasattr(value, "detach") else value, dtype=float)
     if array.ndim != 2 or array.shape[0] != array.shape[1]:
@@ -71,7 +79,8 @@ def order_explorer(maps: Mapping[str, Mapping[str, object]], labels: Mapping[str
             columns = keys), the same order names for every model (e.g. ``"order 1"`` ...
             ``"rollout"``, OLA as in section 3 of the paper); T may differ between models.
         labels: ``{model: T labels}``, the query/key tokens or words of each model's maps.
-        title: shown above the plot (wrapped at 70 characters).
+        title: shown above the plot (wrapped at 70 characters). Title, labels, model and order
+            names are shown as typed: ``<b>``, ``&`` or ``$...$`` in them are text, not markup.
         unit: what a row stands for (``"word"`` or ``"token"``), in the hover text and axes.
         clip_quantile: each map's colour scale runs from 0 to this quantile of its weights
             (as the static figures do: one bright sink does not wash out the rest).
@@ -112,34 +121,34 @@ def order_explorer(maps: Mapping[str, Mapping[str, object]], labels: Mapping[str
 
     figure = go.Figure()
     for index, model in enumerate(models):
-        words = [str(w) for w in labels[model]]
+        words = [_plain(w) for w in labels[model]]
         figure.add_trace(go.Heatmap(
             z=rounded(arrays[model][orders[0]]), zmin=0, zmax=top(arrays[model][orders[0]]),
             customdata=[[[q, k] for k in words] for q in words], colorscale="Viridis", visible=index == 0,
             name=model, colorbar={"title": {"text": "weight"}},
             hovertemplate=(f"query {unit}: %{{customdata[0]}}<br>key {unit}: %{{customdata[1]}}"
-                           f"<br>weight: %{{z:.{significant}g}}<extra>{model}</extra>"),
+                           f"<br>weight: %{{z:.{significant}g}}<extra>{_plain(model)}</extra>"),
         ))
 
     def axes(model):
         ticks = {"tickmode": "array", "tickvals": list(range(len(labels[model]))),
-                 "ticktext": [str(w) for w in labels[model]]}
+                 "ticktext": [_plain(w) for w in labels[model]]}
         return {"xaxis.tickvals": ticks["tickvals"], "xaxis.ticktext": ticks["ticktext"],
                 "yaxis.tickvals": ticks["tickvals"], "yaxis.ticktext": ticks["ticktext"]}
 
     model_menu = [
-        {"label": model, "method": "update",
+        {"label": _plain(model), "method": "update",
          "args": [{"visible": [m == model for m in models]}, axes(model)]}
         for model in models
     ]
     order_buttons = [
-        {"label": order, "method": "restyle",
+        {"label": _plain(order), "method": "restyle",
          "args": [{"z": [rounded(arrays[m][order]) for m in models], "zmax": [top(arrays[m][order]) for m in models]}]}
         for order in orders
     ]
     first = axes(models[0])
     figure.update_layout(
-        title={"text": "<br>".join(textwrap.wrap(title, 70)), "x": 0.0, "xanchor": "left", "y": 0.98},
+        title={"text": "<br>".join(_plain(line) for line in textwrap.wrap(title, 70)), "x": 0.0, "xanchor": "left", "y": 0.98},
         height=560, margin={"t": 110, "l": 110, "r": 40, "b": 110},
         xaxis={"title": {"text": f"key {unit}"}, "tickmode": "array", "tickvals": first["xaxis.tickvals"],
                "ticktext": first["xaxis.ticktext"], "tickangle": -45, "constrain": "domain"},

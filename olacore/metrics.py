@@ -53,6 +53,15 @@ def token_accuracy(gold: Sequence[Sequence[Hashable]], pred: Sequence[Sequence[H
     return 100.0 * float(np.mean(hits))
 
 
+def _check_bio(tags: Sequence[Sequence], what: str) -> None:
+    """Refuse a tag that is not BIO (``"O"``, ``"B-<type>"``, ``"I-<type>"``), naming it and its position."""
+    for index, sentence in enumerate(tags):
+        for position, tag in enumerate(sentence):
+            if not (tag == "O" or (isinstance(tag, str) and tag[:2] in ("B-", "I-") and tag[2:].strip())):
+                raise ValueError(f"entity_f1: {what} tag {tag!r} at sentence {index}, word {position} is not a BIO "
+                                 f"tag; give 'O', 'B-<type>' or 'I-<type>' (map other labels to 'O' first)")
+
+
 def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
     """Entity-level precision, recall and F1 of BIO tag sequences (``seqeval``, CoNLL chunking).
 
@@ -66,13 +75,22 @@ def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> d
         ``{"precision", "recall", "f1"}`` in percent, plus ``"entities"`` (gold entity count).
 
     Raises:
-        ValueError: sentence or tag counts disagree.
+        ValueError: no sentence or no tag at all; sentence or tag counts disagree; a tag that is
+            not BIO (names the tag, its sentence and word); no entity in gold (F1 is undefined:
+            score a set with at least one entity).
     """
     from seqeval.metrics import f1_score, precision_score, recall_score
     from seqeval.metrics.sequence_labeling import get_entities
 
     _check_pairs(gold, pred, "entity_f1")
     gold, pred = [list(s) for s in gold], [list(s) for s in pred]
+    if not any(gold):
+        raise ValueError(f"entity_f1: no tag to score ({len(gold)} sentences, none with a word)")
+    _check_bio(gold, "gold")
+    _check_bio(pred, "predicted")
+    if not get_entities(gold):
+        raise ValueError(f"entity_f1: no entity in gold ({sum(map(len, gold))} words, all 'O'), so recall and F1 "
+                         "are undefined; score a set with at least one gold entity")
     return {
         "precision": 100.0 * float(precision_score(gold, pred, zero_division=0)),
         "recall": 100.0 * float(recall_score(gold, pred, zero_division=0)),
@@ -98,7 +116,8 @@ def semeval_scores(gold: Sequence[str], pred: Sequence[str], other: str = "Other
     direction is an error that still counts in both denominators).
 
     Args:
-        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``).
+        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``);
+            a ``None`` prediction (an answer that could not be parsed) counts as wrong.
         other: the label of the undirected "no relation" class.
 
     Returns:
@@ -106,13 +125,24 @@ def semeval_scores(gold: Sequence[str], pred: Sequence[str], other: str = "Other
         (accuracy over all labels, 19-way), plus ``"examples"``.
 
     Raises:
-        ValueError: the lists differ in length or are empty.
+        ValueError: the lists differ in length or are empty; a gold label that is not a string,
+            or a prediction that is neither a string nor ``None`` (e.g. a class id: map ids to
+            label names first); names the value and its position.
     """
     from sklearn.metrics import confusion_matrix
 
     gold, pred = list(gold), list(pred)
     if len(gold) != len(pred) or not gold:
         raise ValueError(f"semeval_scores: {len(gold)} gold and {len(pred)} predicted labels (need equal, > 0)")
+    for what, values, allowed in (("gold", gold, (str,)), ("pred", pred, (str, type(None)))):
+        for position, value in enumerate(values):
+            if not isinstance(value, allowed) or (isinstance(value, str) and not value.strip()):
+                raise ValueError(f"semeval_scores: {what}[{position}] is {value!r}, not a relation label such as "
+                                 f"'Cause-Effect(e1,e2)' or {other!r}; map class ids to label names first")
+    unparsed = "<unparsed>"  # a None prediction: wrong whatever the gold label, of no relation type
+    while unparsed in gold:
+        unparsed += "?"
+    pred = [unparsed if p is None else p for p in pred]
     labels = sorted(set(gold) | set(pred))
     with warnings.catch_warnings():  # one label only (a trivial case) is not worth a warning
         warnings.simplefilter("ignore", UserWarning)

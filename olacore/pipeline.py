@@ -31,7 +31,7 @@ from olacore import channels as vocabulary
 from olacore.extraction import Extraction, check_texts, extract_attention, per_text
 from olacore.loading import LoadedModel, model_fingerprint
 from olacore.ola import attention_rollout, order_level_attention
-from olacore.settings import fixed_threads
+from olacore.settings import check_compute_options, fixed_threads
 from olacore.store import TensorStore
 
 __all__ = [
@@ -161,6 +161,7 @@ def cached_attention(
             longer than the model's context (gives both lengths).
         ModuleNotFoundError / ImportError: a zoo model's package is missing (pip line given).
     """
+    check_compute_options(workers, device)
     return cached_per_text(
         model, texts, kind="attention", parts={"settings": EXTRACTION_SETTINGS},
         compute=lambda missing: per_text(extract_attention, model, missing, device=device, workers=workers,
@@ -250,6 +251,7 @@ def cached_ola(
         ValueError: ``max_order`` negative or above the model's number of layers; and the
             errors of :func:`cached_attention`.
     """
+    check_compute_options(workers, device)
     if isinstance(max_order, bool) or not isinstance(max_order, int):
         raise TypeError(f"max_order must be an int, got {type(max_order).__name__}")
     if max_order < 0:
@@ -346,6 +348,7 @@ def token_maps(
         ValueError: an unknown or repeated channel (the message lists the vocabulary), a
             channel whose source is not registered, and the errors of the sources.
     """
+    check_compute_options(workers, device)
     wanted = vocabulary.channels(channels)
     texts = check_texts(texts)
     settings = dict(workers=workers, device=device, progress=progress, store=store)

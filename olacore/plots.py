@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Mapping, Sequence
 
+import textwrap
+
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
@@ -12,6 +14,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from olacore.ud import UDSentence
 
 __all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve"]
+
+#: Keyword arguments for every matplotlib text that shows the user's words (titles, tick
+#: labels, row names): drawn as typed, never parsed as mathtext (``$5 and $10`` stays text).
+TEXT = {"parse_math": False}
+
+
+def _wrapped(title: str, width_inches: float, fontsize: float) -> str:
+    """``title`` broken into lines that fit ``width_inches`` at ``fontsize`` points (a character
+    is taken as 0.6 em wide, a safe bound for the default sans-serif font)."""
+    per_line = max(int(width_inches * 72 / (0.6 * fontsize)), 10)
+    return "\n".join(textwrap.wrap(title, per_line)) or title
 
 
 def draw_maps(
@@ -29,7 +42,7 @@ def draw_maps(
         rows: ``{row name: {panel name: (T, T) tensor}}``; every row should have the same
             panel names (e.g. models x orders). Maps may differ in size between rows.
         labels: optional ``{row name: T tick labels}`` (tokens or words), shown when short.
-        title: figure title.
+        title: figure title, drawn as plain text (no mathtext) and wrapped to the figure's width.
         panel_size: inches per panel.
         cmap: matplotlib colormap.
         robust: clip the colour scale of each panel at its 99th percentile, so a sink column
@@ -51,17 +64,19 @@ def draw_maps(
             ax.imshow(image.numpy(), cmap=cmap, vmin=0.0, vmax=max(vmax, 1e-12), interpolation="nearest")
             ticks = labels.get(row_name) if labels else None
             if ticks is not None and len(ticks) <= 24:
-                ax.set_xticks(range(len(ticks)), ticks, rotation=90, fontsize=6)
-                ax.set_yticks(range(len(ticks)), ticks, fontsize=6)
+                ax.set_xticks(range(len(ticks)), [str(t) for t in ticks], rotation=90, fontsize=6, **TEXT)
+                ax.set_yticks(range(len(ticks)), [str(t) for t in ticks], fontsize=6, **TEXT)
             else:
                 ax.set_xticks([])
                 ax.set_yticks([])
             if r == 0:
-                ax.set_title(panel, fontsize=10)
+                ax.set_title(panel, fontsize=10, **TEXT)
             if c == 0:
-                ax.set_ylabel(row_name, fontsize=10)
+                ax.set_ylabel(row_name, fontsize=10, **TEXT)
     if title:
-        fig.suptitle(title)
+        fontsize = plt.rcParams["figure.titlesize"]
+        fontsize = fontsize if isinstance(fontsize, (int, float)) else 1.2 * plt.rcParams["font.size"]
+        fig.suptitle(_wrapped(title, fig.get_figwidth(), fontsize), fontsize=fontsize, **TEXT)
     return fig
 
 
@@ -105,13 +120,13 @@ def draw_arcs(
         ax.scatter([j for _, j in pred], [i for i, _ in pred], s=30, marker="x", color="tab:orange", linewidths=1.5, label="predicted head")
     ax.set_xticks(range(n))
     ax.set_yticks(range(n))
-    ax.set_xticklabels(sentence.words, rotation=90, fontsize=7)
-    ax.set_yticklabels(sentence.words, fontsize=7)
+    ax.set_xticklabels(sentence.words, rotation=90, fontsize=7, **TEXT)
+    ax.set_yticklabels(sentence.words, fontsize=7, **TEXT)
     ax.set_xlabel("head (key word)")
     ax.set_ylabel("dependent (query word)")
     gold_root = [sentence.words[i] for i, h in enumerate(sentence.heads) if h == 0]
     pred_root = [sentence.words[i] for i, h in enumerate(predicted_heads) if h == 0]
-    ax.set_title(f"{title + ': ' if title else ''}root gold={gold_root} pred={pred_root}", fontsize=8)
+    ax.set_title(f"{title + ': ' if title else ''}root gold={gold_root} pred={pred_root}", fontsize=8, **TEXT)
     ax.legend(loc="upper right", fontsize=7)
     return ax
 

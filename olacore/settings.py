@@ -99,7 +99,11 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    resolved = torch.device(device)
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:  # torch lists twenty device types
+        raise RuntimeError(f"device {device!r} is not a device torch knows; pass 'cpu', 'cuda' or 'cuda:0' "
+                           "(CLI: --device cpu), or leave the device unset to use CUDA when available") from error
     if resolved.type == "cuda":
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0 or (resolved.index is not None and resolved.index >= count):
@@ -107,6 +111,24 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
                 f"device {str(resolved)!r} asked for, but torch sees {count} CUDA device(s) on this machine; "
                 "pass device='cpu' (CLI: --device cpu) or leave the device unset to use the CPU")
     return resolved
+
+
+def check_compute_options(workers: int | None, device: str | torch.device | None) -> None:
+    """Refuse ``workers`` and ``device`` arguments of a public entry point where they are handed in
+    (``None`` for either: the default, :func:`cpu_workers` / :func:`resolve_device`).
+
+    Raises:
+        TypeError: ``workers`` is not an int.
+        ValueError: ``workers < 1``.
+        RuntimeError: a device torch does not know or this machine lacks (:func:`resolve_device`).
+    """
+    if workers is None:
+        pass
+    elif isinstance(workers, bool) or not isinstance(workers, int):
+        raise TypeError(f"workers must be an int (processes, at least 1); got {type(workers).__name__} {workers!r}")
+    elif workers < 1:
+        raise ValueError(f"workers must be at least 1; got {workers}")
+    resolve_device(device)
 
 
 def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int:

@@ -54,9 +54,51 @@ def by_value(tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:
     return [t.detach().cpu().numpy() for t in tensors]
 
 
+def _is_main_guard(node) -> bool:
+    """``node`` is ``if __name__ == "__main__":`` (either side of the ``==``)."""
+    import ast
+
+    test = node.test if isinstance(node, ast.If) else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, *test.comparators]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def unguarded_main_call() -> str | None:
+    """``"script.py, line N"`` when this call comes from a main script's top level outside
+    ``if __name__ == "__main__":``, else ``None``.
+
+    Spawned worker processes import the main script again; from such a line each worker would
+    run the script (and start workers of its own), and the pool breaks.
+    """
+    import ast
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"):
+        frame = frame.f_back
+    if frame is None:
+        return None
+    path, line = frame.f_code.co_filename, frame.f_lineno
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):  # <stdin>, -c, a notebook cell: nothing is re-imported
+        return None
+    if any(_is_main_guard(node) and node.lineno <= line <= node.end_lineno for node in tree.body):
+        return None
+    return f"{path}, line {line}"
+
+
 def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int, *, progress: bool = True,
                      desc: str | None = None) -> list[Any]:
     """``[function(job) for job in jobs]``, in ``workers`` spawned processes, results in order.
+
+    Called from a main script's top level without ``if __name__ == "__main__":`` (which
+    spawned workers would re-run), the jobs run here, in order, after a one-line warning
+    saying what to add to use the workers.
 
     Args:
         function: a top-level function (worker processes import it by name).
@@ -71,14 +113,26 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
 
     Raises:
         ValueError: ``workers < 1``; any exception of a job is raised here.
+        RuntimeError: a worker process died (killed for memory, say), in one line.
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1; got {workers}")
     if not jobs:
         return []
+    where = unguarded_main_call()
+    if where is not None:
+        warnings.warn(f"{where} starts {workers} worker processes outside `if __name__ == \"__main__\":`, which "
+                      f"workers would re-run; running the {len(jobs)} jobs in this process instead. Put the "
+                      "script's top-level calls under that line to use the workers", RuntimeWarning, stacklevel=2)
+        return [function(job) for job in progress_bar(jobs, enabled=progress, total=len(jobs), desc=desc)]
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        return list(progress_bar(pool.map(function, jobs), enabled=progress, total=len(jobs), desc=desc))
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            return list(progress_bar(pool.map(function, jobs), enabled=progress, total=len(jobs), desc=desc))
+    except concurrent.futures.process.BrokenProcessPool as error:
+        raise RuntimeError(f"a worker process of {desc or 'the pool'} died before it finished (killed for memory, "
+                           "or it could not start: a script starting workers needs its calls under "
+                           "`if __name__ == \"__main__\":`); run with workers=1 to see the error here") from error
 
 
 def _train(job: TrainingJob) -> Stored:

@@ -8,7 +8,9 @@ Usage::
 
 With no notebook named, every ``notebooks/*.py`` runs in order. Each source is converted to
 ``.ipynb`` with jupytext, executed by papermill with ``-p profile PROFILE`` (and any
-``-p NAME VALUE`` given), and written to the output folder, where the book picks it up.
+``-p NAME VALUE`` given), and written to the output folder, where the book picks it up. The
+kernel is ipykernel on this script's own interpreter, whatever ``python3`` kernelspec comes
+first on the Jupyter path.
 
 - Every ``-p`` value is checked against the type its notebook declares in the cell tagged
   ``parameters`` before any cell runs (``scripts/notebook_parameters.py``): coerced where
@@ -64,6 +66,28 @@ class _DropUnknownParameterWarning(logging.Filter):
 
 
 logging.getLogger("papermill").addFilter(_DropUnknownParameterWarning())
+
+
+def _own_interpreter_kernel_manager():
+    """A kernel manager class that starts ipykernel with this runner's interpreter (``sys.executable``).
+
+    Papermill looks up the kernelspec ``python3`` on the Jupyter path, where another
+    environment's spec may come first (``~/.local/share/jupyter/kernels/python3``, a
+    ``JUPYTER_PATH`` entry): its interpreter lacks the project's packages and the chapter
+    would fail in a cell. The chapters are run by the interpreter that runs this script.
+    """
+    from ipykernel.kernelspec import get_kernel_dict
+    from jupyter_client import AsyncKernelManager
+    from jupyter_client.kernelspec import KernelSpec
+
+    class OwnInterpreterKernelManager(AsyncKernelManager):
+        @property
+        def kernel_spec(self):
+            if self._kernel_spec is None:
+                self._kernel_spec = KernelSpec(resource_dir="", **get_kernel_dict())
+            return self._kernel_spec
+
+    return OwnInterpreterKernelManager
 
 
 def read_source(source: Path) -> nbformat.NotebookNode:
@@ -173,6 +197,7 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
         papermill.execute_notebook(
             str(raw), str(target), parameters=parameters, kernel_name="python3", cwd=str(ROOT),
             progress_bar=sys.stderr.isatty(), log_output=False,
+            kernel_manager_class=_own_interpreter_kernel_manager(),  # not whichever python3 is first
             # the kernel's own log (e.g. its warning about unencrypted local TCP) is not the chapter's
             extra_arguments=[f"--IPKernelApp.exec_files={KERNEL_SETUP}", "--IPKernelApp.log_level=ERROR"],
         )

@@ -203,6 +203,47 @@ def _coerce(value: object, text: str | None, kind: Kind) -> object:
     raise ParameterError(str(kind))
 
 
+def _device_problem(value: str) -> str | None:
+    """Why ``value`` cannot be the chapter's device, or ``None`` (checked by the package's own
+    :func:`olacore.settings.resolve_device`: a device torch knows, a GPU this machine has)."""
+    from olacore.settings import resolve_device
+
+    try:
+        resolve_device(value)
+    except (RuntimeError, ValueError) as error:
+        if value.strip().lower() in ("none", "null", "auto", "default", ""):
+            return "not a device; leave the parameter out, or pass -p device None, to use CUDA when available, else the CPU"
+        known = "cpu, cuda or cuda:0 (or None: CUDA when available, else the CPU)"
+        if "CUDA device" in str(error):
+            return f"{str(error).split(';')[0]}; give {known}"
+        return f"not a device torch knows; give {known}"
+    return None
+
+
+def _seeds_problem(value: list) -> str | None:
+    """Why ``value`` cannot be a list of seeds (as the chapter settings require: some, none negative)."""
+    if not value:
+        return "an empty list runs nothing; give at least one seed, e.g. -p seeds 0 or -p seeds [0,1,2]"
+    negative = [seed for seed in value if seed < 0]
+    if negative:
+        return f"seeds are non-negative; {negative[0]} is not"
+    return None
+
+
+def _text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a name or text parameter (empty, or holding a NUL character)."""
+    if not value.strip():
+        return "empty; give a value or leave the parameter out"
+    if "\0" in value:
+        return "holds a NUL character"
+    return None
+
+
+#: Checks of a value's *use*, by parameter name, run after its type is checked: each returns
+#: why the value cannot be used, or ``None``. They run before any cell, as the type checks do.
+VALUE_CHECKS = {"device": _device_problem, "seeds": _seeds_problem, "model": _text_problem}
+
+
 def check_value(declared: Declared, text: str, notebook: str = "the notebook") -> object:
     """The value of ``-p NAME TEXT`` for a declared parameter, coerced to its declared type.
 
@@ -216,7 +257,9 @@ def check_value(declared: Declared, text: str, notebook: str = "the notebook") -
 
     Raises:
         ParameterError: one line naming the parameter, the value, and the expected form; also
-            when the parameter declares no type (a ``None`` default without annotation).
+            when the parameter declares no type (a ``None`` default without annotation), or
+            when a value of the right type cannot be used (:data:`VALUE_CHECKS`: a device
+            torch does not know or this machine lacks, no seed, an empty model name).
     """
     if declared.kind is None:
         raise ParameterError(
@@ -225,12 +268,16 @@ def check_value(declared: Declared, text: str, notebook: str = "the notebook") -
             f"`{declared.name}: list[int] | None = None`"
         )
     try:
-        return _coerce(_literal(text), text, declared.kind)
+        value = _coerce(_literal(text), text, declared.kind)
     except ParameterError:
         raise ParameterError(
             f"-p {declared.name} {text!r}: expected {declared.kind} (for example -p {declared.name} "
             f"{declared.kind.example()}); {declared.name} is declared `{declared.name}: {declared.kind}` in {notebook}"
         ) from None
+    problem = VALUE_CHECKS[declared.name](value) if value is not None and declared.name in VALUE_CHECKS else None
+    if problem:
+        raise ParameterError(f"-p {declared.name} {text!r}: {problem} ({declared.name} of {notebook})")
+    return value
 
 
 def check_parameters(declared: dict[str, Declared], given: dict[str, str], notebook: str) -> dict[str, object]:

@@ -138,3 +138,24 @@ def test_empty_text_gets_one_line_saying_what_to_do(no_model, capsys, text):
     err = capsys.readouterr().err
     assert err.startswith("error: --text is empty") and "give the text" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("text", ["It costs $5 today and $10 tomorrow.", "Ba$$in", r"$\x and $y"])
+def test_dollar_signs_in_the_text_are_text_in_the_figure(tmp_path, text):
+    figure = tmp_path / "ola.svg"
+    done = run_cli("ola", "--model", "minilm-l6", "--text", text, "--max-order", "1", "--out", str(figure),
+                   "--device", "cpu")
+    assert done.returncode == 0, done.stderr
+    assert figure.stat().st_size > 1_000
+
+
+@pytest.mark.parametrize("argv, named", [
+    ([b"--text", b"caf\xe9 au lait"], "--text"),   # a latin-1 byte in a UTF-8 terminal
+    ([b"--text", b"fine", b"--device", b"gpu"], "gpu"),
+])
+def test_inputs_that_failed_deep_inside_name_the_option(argv, named):
+    done = subprocess.run([sys.executable.encode(), b"-m", b"olacore", b"ola", b"--model", b"minilm-l6", *argv],
+                          capture_output=True, timeout=600)
+    err = done.stderr.decode("utf-8", "replace").strip()
+    assert done.returncode == 2 and named in err and len(err.splitlines()) == 1, err

@@ -200,3 +200,39 @@ def test_extraction_in_worker_processes_equals_in_process():
     for a, b in zip(here, there):
         assert a.tokens == b.tokens and a.offsets == b.offsets
         assert torch.equal(a.attentions, b.attentions)  # bit for bit: each text alone, one thread
+
+
+@pytest.fixture(scope="module")
+def gemma() -> LoadedModel:
+    return load_model("gemma-3-270m", device="cpu")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which, text, spelled", [
+    ("minilm", "Press [SEP] to continue.", ["[SEP]"]),          # BERT WordPiece: CLS ... SEP
+    ("gemma", "Type <bos> or <eos> here.", ["<bos>", "<eos>"]),  # Gemma SentencePiece: BOS ...
+    ("smollm", "Say <|endoftext|> now.", ["<|endoftext|>"]),     # GPT-2 style BPE, no BOS
+])
+def test_a_special_tokens_spelling_in_the_text_is_text(which, text, spelled, request):
+    model = request.getfixturevalue(which)
+    special_ids = set(model.tokenizer.all_special_ids)
+    (ids, tokens, offsets), (plain_ids, _, _) = tokenize(model, [text, "Press stop to continue."])
+    # the tokenizer's own special tokens, exactly where it adds them for any text
+    plain = [i in special_ids for i in plain_ids]
+    lead, trail = plain.index(False), plain[::-1].index(False)  # e.g. 1, 1 for BERT; 1, 0 for Gemma
+    assert [i in special_ids for i in ids] == [True] * lead + [False] * (len(ids) - lead - trail) + [True] * trail
+    # the characters of each spelled token are covered by ordinary tokens of the text
+    for word in spelled:
+        start = text.index(word)
+        covering = [k for k, (a, b) in enumerate(offsets) if a < start + len(word) and b > start]
+        assert covering and all(ids[k] not in special_ids for k in covering)
+    (extraction,) = extract_attention(model, [text], progress=False)
+    assert extraction.tokens == tokens
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which", ["minilm", "gemma", "smollm"])
+def test_ordinary_texts_tokenize_as_the_tokenizer_does(which, request):
+    model = request.getfixturevalue(which)
+    for (ids, _, _), text in zip(tokenize(model, TEXTS), TEXTS):
+        assert ids == model.tokenizer(text, add_special_tokens=True)["input_ids"]

@@ -72,3 +72,39 @@ def test_bad_input_is_named(change, message):
     change(maps, labels)
     with pytest.raises(ValueError, match=message):
         order_explorer(maps, labels)
+
+
+@pytest.mark.slow
+def test_labels_and_title_show_as_typed_in_a_browser():
+    """Plotly reads ``<b>``, ``<br>`` and ``&amp;`` as markup: user words must reach the page's
+    tick labels, title and hover text as typed (drawn by plotly.js in headless Chromium)."""
+    import os
+    from pathlib import Path
+
+    import plotly
+
+    chromium = Path(os.environ.get("OLACORE_CHROMIUM", "/usr/bin/chromium"))
+    if not chromium.exists():
+        pytest.fail(f"no Chromium at {chromium}: install Debian's package or set OLACORE_CHROMIUM")
+    from playwright.sync_api import sync_playwright
+
+    words = ["It", "costs", "$5", "<b>bold</b>", "a&amp;b", "x<br>y"]
+    title = "It costs $5 & <i>more</i> tomorrow."
+    rng = np.random.default_rng(0)
+    figure = order_explorer({"m<1>": {"order 1": rng.dirichlet(np.ones(6), size=6)}}, {"m<1>": words}, title=title)
+    script = (Path(plotly.__file__).parent / "package_data" / "plotly.min.js").read_text()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(chromium), headless=True, args=["--no-sandbox"])
+        try:
+            page = browser.new_page()
+            page.set_content(f"<html><head><script>{script}</script></head><body>{figure.to_html()}</body></html>")
+            page.wait_for_selector(".xtick")
+            assert page.eval_on_selector_all(".xtick text", "es => es.map(e => e.textContent)") == words
+            assert page.eval_on_selector(".gtitle", "e => e.textContent") == title
+            box = page.locator(".nsewdrag").first.bounding_box()  # hover query 2 ($5), key 3 (<b>bold</b>)
+            page.mouse.move(box["x"] + box["width"] * 3.5 / 6, box["y"] + box["height"] * 2.5 / 6)
+            page.wait_for_selector(".hovertext")
+            hover = page.eval_on_selector(".hovertext", "e => e.textContent")
+        finally:
+            browser.close()
+    assert "$5" in hover and "<b>bold</b>" in hover and "m<1>" in hover

@@ -63,3 +63,46 @@ def test_attachment_scores_with_and_without_punctuation():
         attachment_scores([[]], [[]], [[]], [[]])
     with pytest.raises(ValueError, match="sentence 0"):
         attachment_scores([[1, 0]], [["a", "b"]], [[1]], [["a"]])
+
+
+@pytest.mark.parametrize("gold, pred, tag, position", [
+    ([["NOUN", "VERB"]], [["NOUN", "VERB"]], "NOUN", "word 0"),            # POS tags are not entities
+    ([["B-person", "O"]], [["B-person", "<special>"]], "<special>", "word 1"),
+    ([["O", "B-person"]], [["O", None]], "None", "word 1"),
+    ([["B-person"], ["O", "B-"]], [["B-person"], ["O", "O"]], "B-", "sentence 1"),
+])
+def test_entity_f1_refuses_tags_that_are_not_bio_naming_tag_and_position(gold, pred, tag, position):
+    with pytest.raises(ValueError) as refused:
+        entity_f1(gold, pred)
+    message = str(refused.value)
+    assert tag in message and position in message and "\n" not in message
+
+
+def test_entity_f1_without_gold_entity_says_so_instead_of_zero():
+    with pytest.raises(ValueError) as refused:
+        entity_f1([["O", "O"], ["O"]], [["O", "O"], ["O"]])  # a perfect prediction of no entity
+    assert "no entity in gold" in str(refused.value)
+    for empty in ([], [[]]):
+        with pytest.raises(ValueError):
+            entity_f1(empty, empty)
+
+
+def test_semeval_counts_an_unparsed_prediction_as_wrong():
+    gold = ["Cause-Effect(e1,e2)", "Component-Whole(e1,e2)", "Other"]
+    scores = semeval_scores(gold, ["Cause-Effect(e1,e2)", None, "Other"])
+    # accuracy 2/3; Cause-Effect P = R = 100; Component-Whole: no prediction (P 0), its one gold missed (R 0)
+    assert scores["accuracy"] == pytest.approx(200 / 3)
+    assert scores["macro_recall"] == pytest.approx(50.0) and scores["macro_precision"] == pytest.approx(50.0)
+    assert scores["macro_f1"] == pytest.approx(50.0)
+    assert semeval_scores(["Other"], [None])["accuracy"] == 0.0
+
+
+@pytest.mark.parametrize("gold, pred, named", [
+    (["Other", "Cause-Effect(e1,e2)"], [0, 3], "pred[0]"),   # class ids instead of labels
+    ([0, 1], ["Other", "Other"], "gold[0]"),
+    (["Other", None], ["Other", "Other"], "gold[1]"),        # gold is never unparsed
+])
+def test_semeval_refuses_values_that_are_not_labels(gold, pred, named):
+    with pytest.raises(ValueError) as refused:
+        semeval_scores(gold, pred)
+    assert named in str(refused.value)

@@ -271,3 +271,26 @@ def test_cached_maps_do_not_depend_on_which_texts_were_missing(minilm, tmp_path)
     warm = cached_ola(minilm, texts, 2, store=staged, progress=False)
     for a, b in zip(cold, warm):
         assert torch.equal(a.orders, b.orders) and torch.equal(a.rollout, b.rollout)
+
+
+@pytest.mark.parametrize("call", ["attention", "ola", "maps"])
+@pytest.mark.parametrize("change, error, named", [
+    ({"texts": ["fine", "caf\udce9 au lait"]}, ValueError, "texts[1]"),  # an undecodable byte, as Python reads it
+    ({"workers": "2"}, TypeError, "workers"),
+    ({"workers": 0}, ValueError, "workers"),
+    ({"device": "gpu"}, RuntimeError, "'gpu'"),
+])
+def test_inputs_that_failed_late_are_refused_where_handed_in_naming_the_argument(tmp_path, call, change, error, named):
+    """Each was found only by an internal step (the cache key's JSON, a pool, torch), or not at all
+    on a cache hit; now the public function names the argument before any model is loaded."""
+    arguments = {"texts": ["fine", "also fine"], "workers": 1, "device": "cpu", **change}
+    store = TensorStore(tmp_path)
+    run = {"attention": lambda: cached_attention("no-such-model", arguments["texts"], workers=arguments["workers"],
+                                                 device=arguments["device"], progress=False, store=store),
+           "ola": lambda: cached_ola("no-such-model", arguments["texts"], 1, workers=arguments["workers"],
+                                     device=arguments["device"], progress=False, store=store),
+           "maps": lambda: token_maps("no-such-model", arguments["texts"], ("order1",), workers=arguments["workers"],
+                                      device=arguments["device"], progress=False, store=store)}[call]
+    with pytest.raises(error) as refused:  # an unknown model would be a ValueError naming the zoo
+        run()
+    assert named in str(refused.value) and "zoo" not in str(refused.value)

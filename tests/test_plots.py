@@ -30,3 +30,51 @@ def test_draw_arcs_marks_gold_and_predicted_heads():
     with pytest.raises(ValueError, match="do not fit"):
         draw_arcs(ax, torch.rand(3, 3), sentence, [2, 0])
     plt.close(fig)
+
+
+def _svg_texts(fig) -> list[str]:
+    """The strings of the figure's SVG ``<text>`` elements (with ``svg.fonttype = none`` matplotlib
+    writes plain text as one element; mathtext splits it into positioned glyphs)."""
+    import io
+    import xml.etree.ElementTree as ET
+
+    buffer = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none"}):
+        fig.savefig(buffer, format="svg")
+    root = ET.fromstring(buffer.getvalue())
+    return ["".join(e.itertext()).strip() for e in root.iter("{http://www.w3.org/2000/svg}text")]
+
+
+@pytest.mark.parametrize("text", ["It costs $5 today and $10 tomorrow.", "Ba$$in", r"$\x and $y", "a_b^c {x}"])
+def test_user_text_is_drawn_as_typed_in_titles_and_ticks(text):
+    from olacore.plots import draw_maps
+
+    words = text.split()
+    fig = draw_maps({"m": {"order 1": torch.rand(len(words), len(words))}}, labels={"m": words}, title=text,
+                    panel_size=8)  # wide enough for the title on one line
+    texts = _svg_texts(fig)  # mathtext fails on Ba$$in, and splits '$5 today and $10' into glyphs
+    assert text in texts
+    assert all(word in texts for word in words)
+    plt.close(fig)
+
+
+def test_long_title_is_wrapped_inside_the_figure():
+    from olacore.plots import draw_maps
+
+    title = "The committee, having considered every submission received before the deadline, decided."
+    fig = draw_maps({"m": {"order 1": torch.rand(3, 3), "order 2": torch.rand(3, 3)}}, title=title)
+    fig.canvas.draw()
+    box = fig._suptitle.get_window_extent()
+    assert box.x0 >= 0 and box.x1 <= fig.bbox.width
+    assert " ".join(fig._suptitle.get_text().split()) == title  # wrapped, nothing dropped
+    plt.close(fig)
+
+
+def test_arc_overlay_draws_words_as_typed():
+    sentence = UDSentence("t", "$5 or $6", ("$5", "or", "$6"), ((0, 2), (3, 5), (6, 8)), (2, 0, 2),
+                          ("dep", "root", "dep"), ("NUM", "CCONJ", "NUM"))
+    fig, ax = plt.subplots()
+    draw_arcs(ax, torch.rand(3, 3), sentence, [2, 0, 1], title="$5 or $6")
+    texts = _svg_texts(fig)
+    assert ax.get_title() in texts and "$5" in texts and "$6" in texts
+    plt.close(fig)

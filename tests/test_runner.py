@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
+
 import nbformat
 import pytest
 from conftest import NOTEBOOKS, ROOT, load_runner
@@ -44,7 +46,7 @@ def test_declared_types_come_from_annotations_or_defaults(declared):
     ("seeds", "None", None),
     ("device", "cpu", "cpu"),                  # free text for a text parameter
     ("device", "None", None),
-    ("device", "'cuda:0'", "cuda:0"),
+    ("device", "'cpu'", "cpu"),               # quotes are the literal's (cuda:0 needs a GPU: checked)
     ("rate", "1", 1.0),
     ("rate", "2.5e-3", 0.0025),
     ("steps", "7", 7),
@@ -225,3 +227,59 @@ def test_stopwatch_counts_wall_and_cpu_per_phase_and_leaves_them_for_the_runner(
     assert rows["total"]["wall"] >= rows["busy"]["wall"] + rows["asleep"]["wall"]
     table = load_runner().phase_tables(tmp_path, ["09_x", "10_never_ran"])
     assert "09_x" in table and "busy" in table and "10_never_ran" not in table
+
+
+KERNEL_PROBE = '''# %% tags=["parameters"]
+profile = "default"  # smoke, default or paper
+
+# %%
+import os
+import sys
+from pathlib import Path
+
+from pathlib import Path
+
+import olacore
+
+Path(os.environ["OLACORE_TEST_MARKER"]).write_text(sys.executable)
+'''
+
+
+@pytest.mark.slow
+def test_chapters_run_on_the_runners_interpreter_whatever_python3_is_first(tmp_path, monkeypatch):
+    """Another environment's ``python3`` kernelspec first on the Jupyter path (here: an
+    interpreter without its site-packages, so without ipykernel or olacore) does not run the chapter."""
+    spec = tmp_path / "jupyter" / "kernels" / "python3"
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-S", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (another environment)", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    source, marker = tmp_path / "07_probe.py", tmp_path / "ran.txt"
+    source.write_text(KERNEL_PROBE)
+    monkeypatch.setenv("OLACORE_TEST_MARKER", str(marker))
+    assert load_runner().main([str(source), "--profile", "smoke", "--out", str(tmp_path / "out")]) == 0
+    assert Path(marker.read_text()).resolve() == Path(sys.executable).resolve()
+
+
+@pytest.mark.parametrize("name, text, named", [
+    ("device", "none", "None"),      # the text "none" is no device: says how to get the default
+    ("device", "gpu", "cpu"),        # not a torch device type: lists what to give
+    ("device", "cuda:7", "cpu"),     # a GPU this machine lacks (none here, or not eight)
+    ("seeds", "[]", "seed"),         # no seed: nothing would run
+    ("seeds", "[0, -1]", "-1"),
+])
+def test_values_unusable_for_their_parameter_are_refused_before_any_cell(name, text, named, capsys):
+    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    status = load_runner().main(["--profile", "smoke", "-p", name, text, str(chapter), "--out", "/nonexistent/out"])
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"PARAMETER ERROR: -p {name} {text!r}") and named in err and "\n" not in err
+
+
+def test_usable_values_pass_as_given(declared):
+    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    runner = load_runner()
+    assert runner.resolve_parameters(chapter, "smoke", {"device": "cpu", "seeds": "[0,2]"}) == \
+        {"profile": "smoke", "device": "cpu", "seeds": [0, 2]}
+    assert runner.resolve_parameters(chapter, "smoke", {"device": "None"})["device"] is None

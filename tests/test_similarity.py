@@ -264,3 +264,28 @@ def test_hits_at_k_refuses_empty_and_bad_answers():
     with pytest.raises(TypeError, match="integer"):
         hits_at_k(torch.rand(2, 3), answers=torch.tensor([0.0, 1.0]))
     assert hits_at_k(torch.eye(3), ks=(1, 10)) == {1: 1.0, 10: 1.0}  # k beyond G counts every query
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.5, 1.0, 10.0])
+@pytest.mark.parametrize("contrast", [1e-1, 1e-2, 1e-3, 1e-4])
+@pytest.mark.parametrize("family", ["noise", "gradient + noise", "peaky"])
+def test_float32_error_is_only_the_rounding_of_the_inputs(offset, contrast, family):
+    """Maps ``offset + contrast * pattern``, given in float32: the result is the exact SSIM of the
+    float32 values to 1e-6, so its distance to the SSIM of the float64 maps is what rounding the
+    inputs to float32 costs, plus at most 1e-6 (the issue's 1.8e-4 at 0.5 + 1e-4 noise was that
+    rounding: float32 holds 0.5 to 3e-8, 3e-4 of such a map's contrast)."""
+    rng = np.random.default_rng(int(offset * 10 + 1 / contrast) % 2**32)
+    pattern = rng.random((3, 30, 30))
+    if family == "gradient + noise":
+        pattern = 0.7 * np.linspace(0.0, 1.0, 30)[None, None, :] + 0.3 * pattern
+    elif family == "peaky":
+        pattern = pattern**4
+    maps = offset + contrast * pattern
+    maps[1] = maps[0] + 0.1 * (maps[2] - maps[0])  # a near match
+    as32 = maps.astype(np.float32)
+    values = as32.astype(np.float64)  # the float32 values, exactly
+    ours = pairwise_ssim(torch.from_numpy(as32), torch.from_numpy(as32), None).double().numpy()
+    of_values = np.array([[_exact_ssim(q, g, None) for g in values] for q in values])
+    of_maps = np.array([[_exact_ssim(q, g, None) for g in maps] for q in maps])
+    assert np.abs(ours - of_values).max() < 1e-6
+    assert np.abs(ours - of_maps).max() <= np.abs(of_values - of_maps).max() + 1e-6

@@ -134,3 +134,75 @@ def test_a_job_trains_on_the_same_threads_wherever_it_runs(tmp_path):
     assert here[1]["threads"] == in_workers[0][1]["threads"] == TRAINING_THREADS
     for name, tensor in here[0].items():
         assert torch.equal(tensor, in_workers[0][0][name]), name
+
+
+# ---- worker pools started from a user's script ----
+
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+UNGUARDED = """
+import math
+from olacore.training import run_in_processes
+
+print(run_in_processes(math.sqrt, [1.0, 4.0, 9.0, 16.0], 2, progress=False))
+"""
+
+GUARDED = """
+import math
+from olacore.training import run_in_processes
+
+if __name__ == "__main__":
+    print(run_in_processes(math.sqrt, [1.0, 4.0, 9.0, 16.0], 2, progress=False))
+"""
+
+
+def _run_script(tmp_path, text: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "user_script.py"
+    script.write_text(text)
+    return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+
+
+def test_a_pool_from_an_unguarded_script_runs_in_process_saying_what_to_add(tmp_path):
+    done = _run_script(tmp_path, UNGUARDED)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[1.0, 2.0, 3.0, 4.0]"
+    warning = [line for line in done.stderr.splitlines() if "Warning" in line]
+    assert len(warning) == 1 and "__main__" in warning[0] and "user_script.py" in warning[0]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_pool_from_a_guarded_script_uses_the_workers(tmp_path):
+    done = _run_script(tmp_path, GUARDED)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[1.0, 2.0, 3.0, 4.0]" and "Warning" not in done.stderr
+
+
+def test_a_worker_that_dies_is_one_error_in_the_parent():
+    import os
+
+    with pytest.raises(RuntimeError) as died:
+        run_in_processes(os._exit, [3, 3], 2, progress=False)
+    assert "workers=1" in str(died.value) and "\n" not in str(died.value)
+
+
+@pytest.mark.slow
+def test_cached_attention_from_an_unguarded_script_gives_the_maps(tmp_path):
+    script = f"""
+from olacore.pipeline import cached_attention
+from olacore.store import TensorStore
+
+texts = [f"Sentence number {{i}} of an unguarded script." for i in range(16)]
+results = cached_attention("minilm-l6", texts, workers=2, device="cpu", progress=False,
+                           store=TensorStore({str(tmp_path / "store")!r}))
+print(len(results), sum(r.attentions.shape[-1] for r in results))
+"""
+    done = _run_script(tmp_path, script)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from olacore.pipeline import cached_attention
+
+    texts = [f"Sentence number {i} of an unguarded script." for i in range(16)]
+    kept = cached_attention("minilm-l6", texts, workers=1, device="cpu", progress=False, store=TensorStore(tmp_path / "store"))
+    fresh = cached_attention("minilm-l6", texts, workers=1, device="cpu", progress=False, store=TensorStore(tmp_path / "fresh"))
+    assert done.stdout.split() == ["16", str(sum(r.attentions.shape[-1] for r in fresh))]
+    assert all(torch.equal(a.attentions, b.attentions) for a, b in zip(kept, fresh))  # the script's maps, kept
