@@ -76,8 +76,9 @@ def _repeated(cache, times: int):
 
 
 def _token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """``log p(target)`` per position: logits ``(..., V)``, targets ``(...)``, float64 out."""
-    return torch.log_softmax(logits.double(), dim=-1).gather(-1, targets[..., None]).squeeze(-1)
+    """``log p(target)`` per position: logits ``(..., V)``, targets ``(...)``, float64 out (no ``(..., V)`` copy)."""
+    logits = logits.float()
+    return (logits.gather(-1, targets[..., None]).squeeze(-1) - logits.logsumexp(-1)).double()
 
 
 def _shared(model, device, prefix, shared: int, rows: list[list[int]], cands: list[list[int]], pad: int) -> torch.Tensor:
@@ -133,9 +134,10 @@ def _pairs(model, device, prefix, shared: int, rows: list[list[int]], cands: lis
     mask = torch.cat([torch.ones((b * k, shared), dtype=torch.long), present], dim=1)
     positions = shared + (present.cumsum(-1) - 1).clamp(min=0)
     cache = _repeated(prefix, b * k) if prefix is not None else None
+    keep = longest + 1  # LM head only on the last positions: the prompt's last token, then the candidate's
     out = model(input_ids=inputs.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-                cache=cache, use_cache=True)
-    logprobs = _token_logprobs(out.logits, targets.to(device)) * scored.to(device)
+                cache=cache, use_cache=True, logits_to_keep=keep)
+    logprobs = _token_logprobs(out.logits, targets[:, -keep:].to(device)) * scored[:, -keep:].to(device)
     return logprobs.sum(-1).view(b, k)
 
 
