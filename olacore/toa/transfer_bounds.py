@@ -112,7 +112,7 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
     to this one** (its models write an answer); and ``likelihood``, RE only: the same prompt,
     the 19 relation labels ranked by the model's likelihood as the answer
     (:func:`olacore.zeroshot.likelihood_zero_shot`, mean log-probability per token), so no
-    answer is unparseable; a stronger and cheaper floor than the paper's, not its number.
+    answer is unparseable; a floor beside the paper's, not its number.
 
     Args:
         settings: ``zero_shot_models``, ``tasks`` and the task sizes.

@@ -2,24 +2,29 @@
 
 Free generation (:func:`olacore.zeroshot.zero_shot`) lets the model write an answer and parses
 it; an answer that names no single label scores as wrong. The paper's zero-shot numbers (its RE
-table, paper section 4.4) are free generation. This module is a second, stronger and cheaper
-zero-shot baseline: the same prompt (chat template where the tokenizer has one), then each of
+table, paper section 4.4) are free generation. This module is a second zero-shot baseline: the same prompt (chat template where the tokenizer has one), then each of
 the 19 directed labels (``Cause-Effect(e1,e2)``, ..., ``Other``: exactly the strings the prompt
 asks the model to copy) is scored as the assistant's answer, by the log-probability of its
 tokens given the prompt; the prediction is the arg-max, so there is never a parse failure.
 
 Scoring (``scoring``): ``"sum"`` (the label's log-likelihood) or ``"mean"`` (length-normalised:
 its mean log-probability per token). The labels differ in length (``Other`` is 1-2 tokens, a
-directed label 8-11), and a sum favours short labels; measured on 100 SemEval *dev* examples
-(never test; docs in :func:`likelihood_zero_shot`) ``"mean"`` was the better one, so it is the
-default. Both come from one cached computation (the per-label sums and token counts are stored).
+directed label 10-13 for SmolLM2's tokenizer), and a sum favours short labels, so the default is
+``"mean"``; which one is better on SemEval dev is not measured yet. Both come from one cached
+computation (the per-label sums and token counts are stored), so switching costs nothing.
 
 Batching (``batching``): ``"shared"`` (default) runs each prompt once and copies its KV cache
 over the 19 labels, which then run as 19 short rows; ``"pairs"`` runs one row per (prompt,
 label) pair, re-reading the example part of the prompt 19 times. Both start from the KV cache of
 the instructions every prompt shares (computed once, as in :func:`generate_greedy`). Equal scores
-up to float rounding; ``"shared"`` was measured faster on the CPU (numbers in
-:func:`rank_labels`).
+up to float rounding (largest difference 2.7e-5 nats on 8 dev prompts). Cost measured on the
+shared 2-core CPU, one torch thread, smollm2-135m, 8 SemEval dev prompts (about 480 prompt
+tokens each), one run, CPU seconds per prompt: free generation 0.71, ``"shared"`` 2.21,
+``"pairs"`` 5.68. So ranking is *not* cheaper than free generation as written: it runs about
+190 label tokens per prompt (19 labels x 10 tokens, each with its own copy of the prompt's KV
+cache) where generation runs about 40 example tokens and a few decode steps. Sharing the
+labels' common token prefixes (a trie: the two directions of a relation share all but their
+last 3-4 tokens) would about halve that; not done.
 """
 
 from __future__ import annotations
@@ -158,9 +163,7 @@ def rank_labels(lm: GenerativeLM, prompts: Sequence[str], candidates: Sequence[s
         add_special_tokens: as in :func:`generate_greedy` (``True`` for plain prompts).
         batch_size: prompts per forward (``"shared"``: ``batch_size`` prompt rows, then
             ``batch_size x len(candidates)`` candidate rows; ``"pairs"``: the latter only).
-        batching: ``"shared"`` or ``"pairs"`` (module docstring). Measured on the shared 2-core
-            CPU, one thread, 32 SemEval dev prompts x 19 labels, batch 4: see the report in
-            ``likelihood_zero_shot``'s docstring.
+        batching: ``"shared"`` or ``"pairs"`` (module docstring; ``"shared"`` measured 2.6x faster).
         progress: a tqdm bar over prompts.
 
     Returns:
@@ -221,8 +224,7 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
     scores each label of :data:`olacore.corpora.SEMEVAL_LABELS` as the answer; the prediction is
     the best-scoring label, so no answer is ever unparseable.
 
-    Measured (shared 2-core CPU, one torch thread, load average about 10, one run each):
-    see the issue 22 report; ``scoring="mean"`` was chosen on 100 SemEval dev examples.
+    Cost: the module docstring (about 3x free generation's per prompt on smollm2-135m, CPU).
 
     Args:
         model: a causal LM name (zoo, folder, Hugging Face id: weights loaded only on a cache
