@@ -11,12 +11,15 @@ One module per step:
   that computes the shared instructions' KV cache once;
 - :mod:`olacore.zeroshot.parse`: answer -> one relation label, or entity spans and BIO tags,
   with a status for every answer that cannot be read;
+- :mod:`olacore.zeroshot.likelihood`: RE without generation: the 19 labels ranked by their
+  likelihood as the answer to the same prompt (never unparseable; not the paper's baseline);
 - :mod:`olacore.zeroshot.experiment`: cached answers per example, one row each, and scores
   (accuracy and SemEval macro-F1; seqeval entity F1; unparseable answers counted).
 """
 
 from olacore.zeroshot.experiment import answer_keys, evenly_spread, semeval_macro_f1, zero_shot, zero_shot_scores
 from olacore.zeroshot.generate import GenerativeLM, Generation, generate_greedy, load_generator, load_tokenizer
+from olacore.zeroshot.likelihood import LIKELIHOOD_VERSION, likelihood_zero_shot, rank_labels
 from olacore.zeroshot.parse import EntityParse, RelationParse, parse_entities, parse_relation
 from olacore.zeroshot.prompts import (PROMPT_VERSION, PROMPTS, build_prompt, example_prompt, instructions, prompt_form,
                                       prompt_forms)
@@ -24,6 +27,7 @@ from olacore.zeroshot.prompts import (PROMPT_VERSION, PROMPTS, build_prompt, exa
 __all__ = [
     "zero_shot", "zero_shot_scores", "evenly_spread", "semeval_macro_f1", "answer_keys",
     "GenerativeLM", "Generation", "load_generator", "load_tokenizer", "generate_greedy",
+    "likelihood_zero_shot", "rank_labels", "LIKELIHOOD_VERSION",
     "parse_relation", "parse_entities", "RelationParse", "EntityParse",
     "PROMPTS", "PROMPT_VERSION", "build_prompt", "example_prompt", "instructions", "prompt_form", "prompt_forms",
 ]
