@@ -260,7 +260,7 @@ show_table(pair_table, "tbl-retrieval-protocols", "First-order SSIM retrieval be
 #
 # The paper reports first-order SSIM retrieval for four pairs of its causal models; above,
 # each sits beside our pair of the same families. Over all pairs, order 1, official protocol:
-# differences that matter are that our models are 3 to 60 times smaller than the paper's and
+# differences that matter are that our causal models are 3 to 70 times smaller than the paper's and
 # run on dequantised 4-bit weights, and that we retrieve among fewer texts (Hits@1 chance is 1/N).
 
 # %%

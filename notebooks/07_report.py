@@ -29,7 +29,8 @@
 # **Our models stand in for the paper's by family**: Qwen2.5-Coder-0.5B for Qwen2 (Q),
 # Gemma-3-270M for Gemma-2 (G), SmolLM2-135M, a Llama-architecture model, for Llama-3.x (L); so
 # one number of ours can sit beside two of the paper's (its 1.5B and 7B Qwen2, say). Our models
-# are 3 to 60 times smaller, run on dequantised 4-bit weights, and the CPU profiles use fewer
+# are 3 to 70 times smaller (the causal ones; see the models page), run on dequantised 4-bit
+# weights, and the CPU profiles use fewer
 # texts and far fewer training steps (each chapter states its departures).
 #
 # **The verdict** (`olacore.verdicts.reproduction`) compares ours with the paper's *claim*, not
