@@ -28,7 +28,8 @@ import unicodedata
 import torch
 import torch.nn.functional as F
 
-__all__ = ["WordText", "word_spans", "resize_maps", "word_assignment", "pool_to_words", "first_token_indices", "first_subtoken_maps"]
+__all__ = ["WordText", "word_spans", "resize_maps", "word_assignment", "pool_to_words", "first_token_indices", "first_tokens",
+           "first_subtoken_maps"]
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,11 @@ def first_token_indices(
     Raises:
         ValueError: a word overlaps no token.
     """
-    share = word_assignment(token_offsets, word_spans)  # (W, T), raises on orphan words
+    return first_tokens(word_assignment(token_offsets, word_spans))  # (W, T), raises on orphan words
+
+
+def first_tokens(share: torch.Tensor) -> list[int]:
+    """Each word's first sub-token from a :func:`word_assignment` share ``(W, T)``: ``W`` token indices."""
     return [int(torch.nonzero(row > 0)[0]) for row in share]
 
 

@@ -82,7 +82,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
-from olacore.alignment import word_assignment
+from olacore.alignment import first_tokens, word_assignment
 from olacore.channels import channel as lookup_channel
 from olacore.sinks import mirror_causal, sink_flags
 
@@ -552,7 +552,7 @@ def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
             token_labels.append(tags[owners[t]])
         else:
             token_labels.append(special if end <= start else None)
-    first = [int(torch.nonzero(row > 0)[0]) for row in share]
+    first = first_tokens(share)
     scored = [w for w, t in enumerate(first) if t < keep]
     report.words += len(first)
     report.words_beyond_cut += len(first) - len(scored)
@@ -567,7 +567,7 @@ def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
 
 
 def _dependency_item(source, share, keep, task, report) -> TaskItem:
-    first = [int(torch.nonzero(row > 0)[0]) for row in share]
+    first = first_tokens(share)
     words, heads, gold_heads, labels, punct = [], [], [], [], []
     for w, t in enumerate(first):
         report.words += 1
@@ -675,7 +675,7 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
         if item is None:
             continue
         if grid == "words":
-            item = _to_words(item, [int(torch.nonzero(row > 0)[0]) for row in share], kind)
+            item = _to_words(item, first_tokens(share), kind)
         items.append(item)
         kept_records.append(record)
     report.kept = len(items)
