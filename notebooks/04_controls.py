@@ -163,6 +163,26 @@ for row in rows:
                 paper_keys=[f"controls/{claim}"] if claim in ("random init", "shuffled layers", "noise") else [],
                 subject=f"{row['pair']} pair{',' + scale if scale else ''}")
 
+# %% [markdown]
+# ## What this chapter found
+#
+# Computed from the verdict table above (the rule was fixed before the runs).
+
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+findings = []
+for (pair, control), group in verdicts.groupby(["pair", "control"], sort=False):
+    if control == "trained":
+        findings.append(f"- **{pair} pair, trained**: order-1 Hits@1 {group['Hits@1 %'].iloc[0]:.1f} % (chance "
+                        f"{group['chance %'].iloc[0]:.1f} %).")
+        continue
+    cells = ", ".join((f"{r['Hits@1 %']:.1f} % at scale {r['scale']:g}" if pd.notna(r["scale"]) else f"{r['Hits@1 %']:.1f} %")
+                      + ("" if r["OLAS vanishes?"] == "-" else f" (vanishes: {r['OLAS vanishes?']})") for _, r in group.iterrows())
+    findings.append(f"- {pair} pair, {control}: {cells}.")
+Markdown("\n".join(findings) + "\n\n*vanishes*: whether OLAS falls to near chance under the control, by the "
+         "rule above (no verdict on the trained model nor on noise milder than the rule's threshold).")
+
 # %% tags=["remove-input", "hide-output"]
 results.save()
 print(watch.report())
