@@ -551,6 +551,26 @@ show_table(pd.DataFrame([{"claim": r.claim, "protocol": r.protocol or "-", "ours
 # on what the maps allow, not a replication of the paper's training). The report page
 # ({doc}`07_report`) sets every published number beside ours under both protocols.
 
+# %% [markdown]
+# ## What this chapter found
+#
+# Computed from the verdict table above (the rule was fixed before the runs).
+
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+lines = []
+for r in headline:
+    ours = f"{r.value:.1f} {r.unit}"
+    beside = []
+    if r.chance is not None and r.unit == "%":
+        beside.append(f"chance {r.chance:.1f} %")
+    if r.paper is not None:
+        beside.append(f"paper {r.paper:.1f}")
+    lines.append(f"- {r.claim}{f' ({r.protocol} protocol)' if r.protocol and r.protocol not in r.claim else ''}: {ours}"
+                 + (f" ({', '.join(beside)})" if beside else "") + f": **{r.verdict}**.")
+Markdown("\n".join(lines) if lines else "No claim could be judged at this profile.")
+
 # %% tags=["remove-input"]
 results.save()
 print(watch.report())
