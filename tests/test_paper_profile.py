@@ -1,0 +1,65 @@
+"""The ``paper`` profile, end to end, without a hub or a GPU (issue 24, item 4).
+
+Every chapter executes at ``profile=paper`` with each paper model replaced by a tiny
+random-weight stand-in of the same architecture (:mod:`paper_standins`, through
+``OLACORE_MODEL_FOLDERS``) and every size shrunk to seconds (``OLACORE_SETTINGS_OVERRIDES``), so
+that each code path the profile takes runs: the paper's models and their ALTI families, the
+official axial backbone (``backbone="package"``), three seeds, the official proxy evaluation
+schedule, zero-shot prompting through each model's chat template, and the report. Only the
+sizes differ from a real paper run; the official-size backbone (448 M parameters) is built and
+stepped once on its own, below.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import NOTEBOOKS, ROOT, load_runner
+from paper_standins import build_standins
+
+from olacore.profiles import SETTINGS_OVERRIDES_ENV, settings
+
+_PROXY = {"iterations": 4, "batch_size": 4, "width": 4, "eval_every": 2}
+_SYNTAX = {"num_train": 10, "num_dev": 4, "num_test": 4, "max_tokens": 16,
+           "adapter": {"dim": 16, "depth": 1, "heads": 2, "ffn_mult": 1, "arc_dim": 16, "rel_dim": 8},
+           "training": {"epochs": 1}}
+_TASK = {"train": 10, "dev": 4, "test": 4}
+
+#: Every size of the paper profile, shrunk; everything else (models, seeds, backbone kind, grids,
+#: schedules, which models get ALTI, controls and zero-shot) stays the paper's.
+SHRUNK = {
+    "derivation": {"bench_layers": [2, 3], "bench_orders": [1, 2], "bench_size": 8, "bench_batch": 2,
+                   "bench_repeats": 1},
+    "qualitative": {"num_texts": 4},
+    "quantitative": {"num_texts": 6, "proxy_num_texts": 6, "proxy_size": 16, "official_eval_every": 2,
+                     "proxy": _PROXY},
+    "controls": {"encoder_texts": 6, "causal_texts": 6, "encoder_noise": [0.1, 1.0], "causal_noise": [1.0],
+                 "proxy_size": 16, "proxy": _PROXY},
+    "syntax": _SYNTAX,
+    "transfer": {"syntax": _SYNTAX, "re": _TASK, "ner": _TASK, "wnut": _TASK, "control_test": 4,
+                 "similarity_texts": 6},
+}
+
+
+@pytest.fixture(scope="session")
+def paper_run(tmp_path_factory):
+    """Stand-ins built once, then every chapter executed at profile=paper into one folder."""
+    root = tmp_path_factory.mktemp("paper")
+    folders = build_standins(root / "models", ROOT.parent / "shared" / "data"
+                             if (ROOT.parent / "shared" / "data").is_dir() else ROOT / "data")
+    return root, folders
+
+
+@pytest.fixture(scope="session")
+def paper_out(paper_run):
+    root, folders = paper_run
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OLACORE_MODEL_FOLDERS", json.dumps(folders))
+    mp.setenv(SETTINGS_OVERRIDES_ENV, json.dumps(SHRUNK))
+    mp.setenv("OLACORE_CACHE", str(root / "cache"))  # stand-in tensors and adapters stay out of the shared cache
+    yield root / "generated", {}
+    mp.undo()
