@@ -63,3 +63,52 @@ def paper_out(paper_run):
     mp.setenv("OLACORE_CACHE", str(root / "cache"))  # stand-in tensors and adapters stay out of the shared cache
     yield root / "generated", {}
     mp.undo()
+
+
+def _finite_records(saved: Path) -> list[dict]:
+    records = json.loads(saved.read_text())["records"]
+    for record in records:
+        numbers = [record["value"]] + [record[k] for k in ("paper", "chance") if record.get(k) is not None]
+        assert all(isinstance(x, (int, float)) and math.isfinite(x) for x in numbers), record
+    return records
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("source", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
+def test_chapter_executes_at_paper_profile_on_stand_ins(source, paper_out):
+    out, _ = paper_out
+    load_runner().run_chapter(source, out, {"profile": "paper"})
+    saved = out / "results" / f"{source.stem}.json"
+    assert saved.is_file(), f"{source.stem} saved no results"
+    assert json.loads(saved.read_text())["profile"] == "paper"
+    records = _finite_records(saved)
+    assert records, f"{source.stem} recorded nothing"
+    if source.stem in ("02_qualitative", "05_syntax", "06_toa"):  # every paper model made it into the tables
+        from olacore.profiles import PAPER_CAUSAL, PAPER_ENCODERS
+        names = PAPER_ENCODERS + (PAPER_CAUSAL if source.stem != "05_syntax" else ())
+        text = json.dumps(records)
+        assert all(name in text for name in names), [n for n in names if n not in text]
+
+
+@pytest.mark.slow
+def test_official_size_backbone_builds_and_steps_once(monkeypatch):
+    """The paper's adapter (official axial backbone, 448 M parameters at 2 input channels) takes one
+    AdamW step on two 5-token sentences: finite loss, weights moved."""
+    from olacore.toa.model import ToaModel
+    from olacore.toa.train import optimiser_for, train_epoch
+
+    monkeypatch.delenv(SETTINGS_OVERRIDES_ENV, raising=False)
+    paper = settings("syntax", "paper", device="cpu")
+    assert paper.adapter.backbone == "package"
+    torch.manual_seed(0)
+    model = ToaModel("dependency", 2, 5, paper.adapter)
+    backbone = sum(p.numel() for p in model.backbone.parameters())
+    assert 440e6 < backbone < 456e6, backbone  # "about 450 M", official models/adapters.py
+    maps = [torch.rand(2, 5, 5).softmax(-1) for _ in range(2)]
+    targets = [{"words": torch.arange(1, 5).numpy(), "heads": torch.tensor([0, 1, 1, 3]).numpy(),
+                "rels": torch.tensor([0, 1, 2, 3]).numpy()} for _ in range(2)]
+    before = model.backbone.embed.weight.detach().clone()
+    optimiser, schedule = optimiser_for(model, paper.training, steps=1)
+    loss = train_epoch(model, maps, targets, optimiser, schedule, paper.training, torch.Generator().manual_seed(0))
+    assert math.isfinite(loss)
+    assert not torch.equal(before, model.backbone.embed.weight)
