@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import NOTEBOOKS, ROOT, load_runner
+from conftest import NOTEBOOKS, load_runner
 from paper_standins import build_standins
 
 from olacore.profiles import SETTINGS_OVERRIDES_ENV, settings
+from olacore.settings import data_dir
 
 _PROXY = {"iterations": 4, "batch_size": 4, "width": 4, "eval_every": 2}
 _SYNTAX = {"num_train": 10, "num_dev": 4, "num_test": 4, "max_tokens": 16,
@@ -49,8 +50,7 @@ SHRUNK = {
 def paper_run(tmp_path_factory):
     """Stand-ins built once, then every chapter executed at profile=paper into one folder."""
     root = tmp_path_factory.mktemp("paper")
-    folders = build_standins(root / "models", ROOT.parent / "shared" / "data"
-                             if (ROOT.parent / "shared" / "data").is_dir() else ROOT / "data")
+    folders = build_standins(root / "models", data_dir())
     return root, folders
 
 
@@ -112,3 +112,23 @@ def test_official_size_backbone_builds_and_steps_once(monkeypatch):
     loss = train_epoch(model, maps, targets, optimiser, schedule, paper.training, torch.Generator().manual_seed(0))
     assert math.isfinite(loss)
     assert not torch.equal(before, model.backbone.embed.weight)
+
+
+def test_settings_overrides_apply_nested_and_refuse_unknown_fields(monkeypatch):
+    monkeypatch.setenv(SETTINGS_OVERRIDES_ENV, json.dumps(SHRUNK))
+    shrunk = settings("transfer", "paper")
+    assert shrunk.syntax.adapter.dim == 16 and shrunk.syntax.adapter.backbone == "package"  # the rest stays the paper's
+    assert shrunk.seeds == (0, 1, 2) and shrunk.re.train == 10
+    monkeypatch.setenv(SETTINGS_OVERRIDES_ENV, json.dumps({"syntax": {"adapter": {"width": 3}}}))
+    with pytest.raises(ValueError, match="OLACORE_SETTINGS_OVERRIDES") as error:
+        settings("syntax", "paper")
+    assert "width" in str(error.value)
+
+
+def test_model_folders_refuse_a_folder_without_config(monkeypatch, tmp_path):
+    from olacore.loading import model_kind
+
+    monkeypatch.setenv("OLACORE_MODEL_FOLDERS", json.dumps({"bert-base-cased": str(tmp_path)}))
+    with pytest.raises(ValueError, match="OLACORE_MODEL_FOLDERS") as error:
+        model_kind("bert-base-cased")
+    assert "config.json" in str(error.value)
