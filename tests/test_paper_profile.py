@@ -61,7 +61,7 @@ def paper_out(paper_run):
     mp.setenv("OLACORE_MODEL_FOLDERS", json.dumps(folders))
     mp.setenv(SETTINGS_OVERRIDES_ENV, json.dumps(SHRUNK))
     mp.setenv("OLACORE_CACHE", str(root / "cache"))  # stand-in tensors and adapters stay out of the shared cache
-    yield root / "generated", {}
+    yield root / "generated"
     mp.undo()
 
 
@@ -76,7 +76,7 @@ def _finite_records(saved: Path) -> list[dict]:
 @pytest.mark.slow
 @pytest.mark.parametrize("source", NOTEBOOKS, ids=[path.stem for path in NOTEBOOKS])
 def test_chapter_executes_at_paper_profile_on_stand_ins(source, paper_out):
-    out, _ = paper_out
+    out = paper_out
     load_runner().run_chapter(source, out, {"profile": "paper"})
     saved = out / "results" / f"{source.stem}.json"
     assert saved.is_file(), f"{source.stem} saved no results"
