@@ -10,6 +10,7 @@ exact weights and settings without loading them: it keys every cached tensor der
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -32,7 +33,12 @@ from olacore.zoo_build import zoo_folder
 if TYPE_CHECKING:  # transformers is imported lazily: ``import olacore`` stays light
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "model_depth"]
+__all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "model_depth", "MODEL_FOLDERS_ENV"]
+
+#: Environment variable: a JSON object mapping model names (Hugging Face ids, say) to local folders
+#: that stand in for them, e.g. ``{"bert-base-cased": "/models/bert"}``. A mapped name loads from its
+#: folder (checked as any model folder) and keeps its name in every table; unmapped names are unchanged.
+MODEL_FOLDERS_ENV = "OLACORE_MODEL_FOLDERS"
 
 _ABSURD_LENGTH = 1_000_000  # tokenizers without a limit report ~1e30
 
@@ -76,11 +82,42 @@ def _looks_like_path(name: str) -> bool:
     return name.startswith((".", "~", "/", "\\")) or "\\" in name or name.count("/") > 1
 
 
+def _model_folders() -> dict[str, Path]:
+    """The name -> folder map of :data:`MODEL_FOLDERS_ENV` (empty when unset), each folder checked."""
+    text = os.environ.get(MODEL_FOLDERS_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        mapping = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{MODEL_FOLDERS_ENV} is not JSON ({error}); give an object such as "
+                         '{"bert-base-cased": "/path/to/folder"}') from None
+    if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
+        raise ValueError(f"{MODEL_FOLDERS_ENV} must be a JSON object of model name -> folder (strings); got {text[:80]}")
+    out = {}
+    for name, folder in mapping.items():
+        path = Path(folder).expanduser().resolve()
+        if not (path / "config.json").is_file():
+            raise ValueError(f"{MODEL_FOLDERS_ENV}: the folder {path} given for {name!r} holds no config.json; "
+                             "point it at a folder saved by save_pretrained")
+        out[name] = path
+    return out
+
+
+def _local_folder(name: str) -> Path:
+    """The folder of a model classified ``"folder"``: its :data:`MODEL_FOLDERS_ENV` entry, or the path itself."""
+    name = os.fspath(name)
+    return _model_folders().get(name) or Path(name).expanduser().resolve()
+
+
 def _classify(name: str) -> str:
-    """Return ``"zoo"``, ``"folder"`` or ``"hub"``; raise ValueError for names that are none."""
+    """Return ``"zoo"``, ``"folder"`` or ``"hub"``; raise ValueError for names that are none.
+    A name mapped by :data:`MODEL_FOLDERS_ENV` is a ``"folder"`` (see :func:`_local_folder`)."""
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
     name = os.fspath(name)
+    if name in _model_folders():
+        return "folder"
     if name in ZOO:
         return "zoo"
     path = Path(name).expanduser()
@@ -128,7 +165,7 @@ def model_fingerprint(name: str) -> str:
     if kind == "zoo":
         return f"zoo:{name}:{zoo_key(ZOO[name])}"
     if kind == "folder":
-        return folder_fingerprint(Path(name).expanduser().resolve())
+        return folder_fingerprint(_local_folder(name))
     return _hub_fingerprint(name)
 
 
@@ -236,7 +273,7 @@ def _config(name: str):
     from transformers import AutoConfig
 
     if _classify(name) == "folder":
-        return AutoConfig.from_pretrained(Path(os.fspath(name)).expanduser())
+        return AutoConfig.from_pretrained(_local_folder(name))
     return _hub_call(os.fspath(name), AutoConfig.from_pretrained)
 
 
@@ -372,7 +409,7 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
             tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
         path = str(folder)
     elif kind == "folder":
-        folder = Path(name).expanduser().resolve()
+        folder = _local_folder(name)
         tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)  # our checks say what matters
         path = str(folder)
     else:

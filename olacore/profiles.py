@@ -15,6 +15,8 @@ so that every size of the book is in this one table.
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,6 +33,12 @@ __all__ = [
 ]
 
 PROFILES = ("smoke", "default", "paper")
+
+#: Environment variable: JSON ``{chapter: {field: value}}`` of settings overrides applied by
+#: :func:`settings` under every profile, before a notebook's own parameters. A nested settings
+#: object takes an object of its own fields (``{"syntax": {"adapter": {"dim": 16}}}``); lists
+#: become tuples. For shrinking a profile (the paper profile's test) without editing this table.
+SETTINGS_OVERRIDES_ENV = "OLACORE_SETTINGS_OVERRIDES"
 
 #: The offline zoo by kind (:data:`olacore.zoo.ZOO`, in its order).
 CAUSAL_ZOO = tuple(name for name, spec in ZOO.items() if spec.kind == "causal")
@@ -593,6 +601,49 @@ _PROFILES["syntax"] = _SYNTAX
 _PROFILES["transfer"] = {name: TransferSettings(**fields) for name, fields in _TRANSFER.items()}
 
 
+def _as_value(value: Any) -> Any:
+    return tuple(_as_value(v) for v in value) if isinstance(value, list) else value
+
+
+def _replace_fields(base: Any, changes: dict[str, Any], where: str) -> Any:
+    """``base`` with ``changes`` applied; a dict on a dataclass field replaces that object's fields."""
+    names = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(changes) - names)
+    if unknown:
+        raise ValueError(f"{SETTINGS_OVERRIDES_ENV}: {where} ({type(base).__name__}) has no field "
+                         f"{', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
+    out = {}
+    for name, value in changes.items():
+        current = getattr(base, name)
+        if isinstance(value, dict) and dataclasses.is_dataclass(current):
+            out[name] = _replace_fields(current, value, f"{where}.{name}")
+        else:
+            out[name] = _as_value(value)
+    try:
+        return dataclasses.replace(base, **out)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{SETTINGS_OVERRIDES_ENV}: {where}: {error}") from None
+
+
+def _environment_overrides(chapter: str, base: Any) -> Any:
+    """``base`` with the :data:`SETTINGS_OVERRIDES_ENV` entry of ``chapter`` applied (unchanged when unset)."""
+    text = os.environ.get(SETTINGS_OVERRIDES_ENV, "").strip()
+    if not text:
+        return base
+    try:
+        table = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{SETTINGS_OVERRIDES_ENV} is not JSON ({error}); give an object such as "
+                         '{"quantitative": {"num_texts": 8}}') from None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise ValueError(f"{SETTINGS_OVERRIDES_ENV} must be a JSON object of chapter -> object of fields")
+    unknown = sorted(set(table) - set(_PROFILES))
+    if unknown:
+        raise ValueError(f"{SETTINGS_OVERRIDES_ENV}: unknown chapter {', '.join(unknown)}; known: "
+                         f"{', '.join(sorted(_PROFILES))}")
+    return _replace_fields(base, table[chapter], chapter) if chapter in table else base
+
+
 def settings(chapter: str, profile: str, *, device: str | None = None, **overrides: Any):
     """The validated settings of ``chapter`` under ``profile``, with ``overrides`` applied.
 
@@ -604,20 +655,21 @@ def settings(chapter: str, profile: str, *, device: str | None = None, **overrid
             ``training.device``; ``None``: CUDA when available); the other chapters take the
             device in their own calls.
         **overrides: fields to replace (a notebook's own parameters, e.g. ``seeds=[0]``);
-            ``None`` values are ignored, lists become tuples.
+            ``None`` values are ignored, lists become tuples. The environment's
+            :data:`SETTINGS_OVERRIDES_ENV` entry of ``chapter`` is applied first.
 
     Returns:
         The chapter's settings dataclass (frozen).
 
     Raises:
-        ValueError: unknown chapter, profile or field (the message lists the known ones), a
-            ``device`` for a chapter that trains no adapter, or a value that fails validation.
+        ValueError: unknown chapter, profile or field (the message lists the known ones; for
+            :data:`SETTINGS_OVERRIDES_ENV` it names the variable), a ``device`` for a chapter that trains no adapter, or a value that fails validation.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
     if chapter not in _PROFILES:
         raise ValueError(f"unknown chapter {chapter!r}; known: {', '.join(sorted(_PROFILES))}")
-    base = _PROFILES[chapter][profile]
+    base = _environment_overrides(chapter, _PROFILES[chapter][profile])
     names = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(overrides) - names)
     if unknown:

@@ -77,7 +77,8 @@ def published_value(key: str) -> float | None:
 
 
 def paper_family(name: str) -> str:
-    """The family letter (``"Q"``, ``"G"``, ``"L"``) of one of our causal models or of the paper's.
+    """The family letter (``"Q"``, ``"G"``, ``"L"``) of one of our causal models or of the paper's
+    (a Hugging Face id is read without its owner: ``google/gemma-2-2b-it`` is Gemma).
 
     Raises:
         ValueError: a model of no known family.
@@ -87,7 +88,7 @@ def paper_family(name: str) -> str:
     if len(name) > 1 and name[0] in "QGL" and name[1] == "-":  # the proxy table's "Q-1b5"
         return name[0]
     for prefix, letter in _PAPER_FAMILIES.items():
-        if name.lower().startswith(prefix):
+        if name.rsplit("/", 1)[-1].lower().startswith(prefix):
             return letter
     raise ValueError(f"{name!r} belongs to no family of the paper's causal models (Qwen, Gemma, Llama)")
 

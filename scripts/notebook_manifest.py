@@ -89,18 +89,27 @@ def environment_fingerprint(root: Path = ROOT) -> str:
     return hashlib.sha256("\n".join(versions).encode()).hexdigest()
 
 
+#: Environment variables that change what a chapter computes (olacore.loading / olacore.profiles).
+OVERRIDE_VARIABLES = ("OLACORE_MODEL_FOLDERS", "OLACORE_SETTINGS_OVERRIDES")
+
+
 def shared_fingerprint(root: Path = ROOT) -> dict[str, str]:
-    """The parts of a fingerprint that every chapter shares: package, runner, data, environment."""
+    """The parts of a fingerprint that every chapter shares: package, runner, data, environment,
+    and (only where one is set) the :data:`OVERRIDE_VARIABLES`."""
     runner = hashlib.sha256()
     for name in RUNNER_FILES:
         path = Path(__file__).resolve().parent / name
         runner.update(name.encode() + b"\0" + (sha256_file(path).encode() if path.exists() else b"missing"))
-    return {
+    out = {
         "package": tree_hash(root / "olacore"),
         "runner": runner.hexdigest(),
         "data": data_fingerprint(data_dir(root)),
         "environment": environment_fingerprint(root),
     }
+    overrides = {name: os.environ[name] for name in OVERRIDE_VARIABLES if os.environ.get(name)}
+    if overrides:
+        out["overrides"] = hashlib.sha256(json.dumps(overrides, sort_keys=True).encode()).hexdigest()
+    return out
 
 
 def reads_results(source: Path) -> bool:

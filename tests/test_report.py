@@ -9,9 +9,11 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
+
 from conftest import ROOT, load_runner
 
 from olacore import paper
+from olacore.profiles import PAPER_CAUSAL
 from olacore.report import (
     load_chapters,
     paper_comparison,
@@ -45,6 +47,8 @@ def test_every_published_number_has_one_key():
 
 def test_our_models_stand_in_for_the_paper_family_by_family():
     assert [paper_family(n) for n in ("qwen2.5-0.5b", "gemma-3-270m", "smollm2-135m")] == ["Q", "G", "L"]
+    # the paper profile's own models, by their hub ids
+    assert [paper_family(n) for n in PAPER_CAUSAL] == ["Q", "G", "L"]
     assert [paper_family(n) for n in ("Qwen2-1.5B", "gemma-2-2b", "Llama-3.2-3B", "L-8b")] == ["Q", "G", "L", "L"]
     assert retrieval_keys("qwen2.5-0.5b", "gemma-3-270m") == ["retrieval/Qwen2-1.5B->gemma-2-2b/hits@1"]
     assert retrieval_keys("smollm2-135m", "qwen2.5-0.5b", "hits@5") == ["retrieval/Llama-3.2-3B->Qwen2-1.5B/hits@5"]

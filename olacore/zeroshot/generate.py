@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import torch
 
-from olacore.loading import _classify, _hub_call, _quiet_transformers, model_fingerprint, model_kind
+from olacore.loading import _classify, _hub_call, _local_folder, _quiet_transformers, model_fingerprint, model_kind
 from olacore.settings import resolve_device
 from olacore.timing import progress as progress_bar
 from olacore.zoo_build import zoo_folder
@@ -48,7 +48,7 @@ def _source(name: str) -> tuple[str, str]:
     if kind == "zoo":
         return kind, str(zoo_folder(name))
     if kind == "folder":
-        return kind, str(Path(name).expanduser().resolve())
+        return kind, str(_local_folder(name))
     return kind, name
 
 
