@@ -97,7 +97,8 @@ from olacore.toa.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_
                                 grid_plan, layer_cells, layer_screen, learning_curve, parse_examples, record_rows,
                                 record_syntax, summary, syntax_datasets, syntax_paper_numbers, syntax_splits,
                                 syntax_verdicts, wide_table)
-from olacore.toa.train import adapter_loss, make_job, optimiser_for, predict, score, train_adapters, train_epoch
+from olacore.toa.train import (adapter_loss, epoch_inputs, make_job, optimiser_for, predict, score, train_adapters,
+                               train_epoch)
 from olacore.training import TRAINING_THREADS
 from olacore.verdicts import GOAL, MARGIN
 
@@ -186,7 +187,8 @@ print(f"maps {tuple(maps.shape)}, arc scores {tuple(outputs['arc'].shape)}, rela
 # %% [markdown]
 # **The loop.** AdamW with a linear warm-up and decay, batches of similar length, one pass
 # over the training sentences per epoch (`olacore.toa.train.train_epoch`: forward, the loss
-# above, backward, a clipped step). After each epoch the adapter parses the **dev**
+# above, backward, a clipped step), on inputs rebuilt each epoch (`epoch_inputs`: where a
+# profile turns on the official augmentation, as `paper` does, fresh fake sinks and noise). After each epoch the adapter parses the **dev**
 # sentences, and the epoch with the best dev LAS is kept: the checkpoint is chosen on dev,
 # never on test (the official configs evaluate on test). One thread, seeded, so that the
 # package's cached training below gives the very same adapter.
@@ -199,9 +201,10 @@ with watch("one adapter by hand"), fixed_threads(TRAINING_THREADS):
     training = settings.training
     steps = training.epochs * -(-len(train_inputs) // training.batch_size)
     optimiser, schedule = optimiser_for(net, training, steps)
-    history, best = [], None
+    history, best, train_raw = [], None, train.raw(spec)
     for epoch in range(1, training.epochs + 1):
-        loss = train_epoch(net, train_inputs, train_targets, optimiser, schedule, training, generator)
+        inputs = epoch_inputs(train_raw, spec, train.causal, training.augment, generator)  # augmented anew if on
+        loss = train_epoch(net, inputs, train_targets, optimiser, schedule, training, generator)
         on_dev = score("dp", dev.items, predict(net, dev_inputs, dev_targets, "dependency", training.eval_batch_size),
                        vocab)
         history.append({"epoch": epoch, "loss": loss, "dev_uas": on_dev["uas"], "dev_las": on_dev["las"]})

@@ -53,7 +53,7 @@ from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
 __all__ = ["predict", "score", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
-           "adapter_loss", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter", "make_job",
+           "adapter_loss", "epoch_inputs", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter", "make_job",
            "train_adapters"]
 
 #: The dev score each task selects its checkpoint on (higher is better).
@@ -231,6 +231,16 @@ def adapter_loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str,
     return arc_loss
 
 
+def epoch_inputs(raw: Sequence[torch.Tensor], spec: InputSpec, causal: bool, augmentation: Augmentation | None = None,
+                 generator: torch.Generator | None = None) -> list[torch.Tensor]:
+    """The adapter inputs of one epoch: each sentence's raw maps ``(K, T, T)``, augmented anew when
+    ``augmentation`` is on (the official fake sinks and noise, ``models/ola_augmentations.py``, drawn from
+    ``generator``), then sink-cleaned, row-normalised and mirrored (:func:`olacore.toa.data.stack_channels`)."""
+    if augmentation is not None and augmentation.active:
+        raw = [augment(m, causal, augmentation, generator) for m in raw]
+    return [_inputs(m, spec, causal) for m in raw]
+
+
 def optimiser_for(model: torch.nn.Module, config: TrainConfig, steps: int
                   ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
     """AdamW (the official Trainer's optimiser) with a linear warm-up over ``config.warmup`` of
@@ -330,7 +340,7 @@ class AdapterJob:
         vocab = LabelVocab(tuple(self.vocab))
         model = ToaModel(kind, self.spec.num_channels, len(vocab), self.adapter).to(device)
         train_raw = [torch.from_numpy(m) for m in self.train_raw]
-        fixed = None if config.augment and config.augment.active else [_inputs(m, self.spec, self.causal) for m in train_raw]
+        fixed = None if config.augment and config.augment.active else epoch_inputs(train_raw, self.spec, self.causal)
         dev_inputs = [_inputs(torch.from_numpy(m), self.spec, self.causal) for m in self.dev_raw]
         class_weight = None
         if self.task in ENTITY_TASKS and "O" in vocab.labels:
@@ -343,8 +353,8 @@ class AdapterJob:
         start = time.perf_counter()
         for epoch in range(1, config.epochs + 1):
             tick = time.perf_counter()
-            inputs = fixed if fixed is not None else [
-                _inputs(augment(m, self.causal, config.augment, generator), self.spec, self.causal) for m in train_raw]
+            inputs = fixed if fixed is not None else epoch_inputs(train_raw, self.spec, self.causal, config.augment,
+                                                                  generator)
             loss = train_epoch(model, inputs, self.train_targets, optimiser, schedule, config, generator, class_weight)
             train_seconds += time.perf_counter() - tick
             dev = score(self.task, self.dev_items,
