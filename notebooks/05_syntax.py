@@ -245,10 +245,13 @@ assert same, "the chapter's loop and olacore.toa.train.AdapterJob.train disagree
 # (orange crosses) over the sentence's order-1 map (row: dependent, column: head).
 
 # %%
-example = parse_examples(packaged, test, splits["test"], count=1)[0]
-fig, ax = plt.subplots(figsize=(6, 6))
-draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{demo}, order-1 OLA")
-plt.tight_layout()
+examples = parse_examples(packaged, test, splits["test"], count=1) if settings.grid == "words" else []
+if examples:
+    fig, ax = plt.subplots(figsize=(6, 6))
+    draw_arcs(ax, examples[0]["map"], examples[0]["sentence"], examples[0]["predicted"], title=f"{demo}, order-1 OLA")
+    plt.tight_layout()
+else:  # the official token grid has a row per token, not per word; or no short test sentence survived the cut
+    print(f"no parse drawn: grid {settings.grid!r}, {len(test)} test sentences")
 
 # %% [markdown]
 # ## The best single raw attention layer, chosen on dev
@@ -484,12 +487,16 @@ show_table(both, "tbl-syntax-order12", "Test UAS (%): order 1 against orders 1+2
 # %%
 shown = [next(m for m in settings.models if model_kind(m) == kind) for kind in ("encoder", "causal")
          if any(model_kind(m) == kind for m in settings.models)]
-fig, axes = plt.subplots(1, len(shown), figsize=(6 * len(shown), 6), squeeze=False)
-for ax, model in zip(axes[0], shown):
-    example = parse_examples(adapters[model, "order 1", settings.seeds[0]], data[model]["test"], splits["test"],
-                             count=1)[0]
-    draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{model}, order-1 OLA")
-plt.tight_layout()
+drawn = {model: parse_examples(adapters[model, "order 1", settings.seeds[0]], data[model]["test"], splits["test"],
+                               count=1) if settings.grid == "words" else [] for model in shown}
+drawn = {model: examples[0] for model, examples in drawn.items() if examples}
+if drawn:
+    fig, axes = plt.subplots(1, len(drawn), figsize=(6 * len(drawn), 6), squeeze=False)
+    for ax, (model, example) in zip(axes[0], drawn.items()):
+        draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{model}, order-1 OLA")
+    plt.tight_layout()
+else:
+    print(f"no parse drawn: grid {settings.grid!r} (the word grid draws one row per word)")
 
 # %% [markdown]
 # ## What this chapter found
