@@ -221,6 +221,8 @@ def transfer_scores(adapter: TrainedAdapter, test: TaskData) -> dict[str, Any]:
 
 def _rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter], task: str, target: str, test: TaskData
           ) -> list[dict[str, Any]]:
+    if not len(test):  # every test example cut or unaligned (counted in the data table): nothing to score
+        return []
     kind = "causal" if test.causal else "encoder"
     return [{"task": task, "kind": kind, "source": source, "target": target, "seed": seed, "diagonal": False,
              **transfer_scores(adapter, test)}
