@@ -287,8 +287,8 @@ if len(diagonal):
     print(f"RE test: {settings.re.test} sentences; majority {100 * majority:.1f} %, binomial standard error "
           f"{se:.1f} points there. Target-trained adapters above it, in standard errors:")
     for _, d in diagonal.iterrows():
-        print(f"  {d['source']}: {d['score']:.1f} % = majority {d['score'] - 100 * majority:+.1f} points "
-              f"({(d['score'] - 100 * majority) / se:+.1f} SE)")
+        in_se = f" ({(d['score'] - 100 * majority) / se:+.1f} SE)" if se > 0 else ""  # no spread at 0 or 100 %
+        print(f"  {d['source']}: {d['score']:.1f} % = majority {d['score'] - 100 * majority:+.1f} points{in_se}")
 for task, group in verdicts.dropna(subset=["recovered"]).groupby("task", sort=False):
     print(f"{task}: transfer recovers {group['recovered'].mean():.0f} % of the target-trained score on average "
           f"(range {group['recovered'].min():.0f}-{group['recovered'].max():.0f} %), "
