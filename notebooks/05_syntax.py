@@ -319,7 +319,7 @@ show_table(seeded, "tbl-syntax-seeds", f"Spread over seeds {', '.join(map(str, s
 # ## Beside the paper
 #
 # The paper's UAS / LAS (BERT / RoBERTa / ELECTRA-base; `olacore.paper`) beside ours (mean over
-# seeds). Read ours with the departures above in view: a 2,800 times smaller adapter, 4 % of
+# seeds). Read ours with the departures above in view: at the default profile a 2,800 times smaller adapter, 4 % of
 # the training sentences, other models.
 
 # %%
@@ -333,7 +333,7 @@ show_table(paper_comparison("syntax", syntax_paper_numbers(table)), "tbl-syntax-
 # - **Distance only**: the same adapter given eight maps of relative position (indicators of
 #   `j - i` from -2 to 2, `j > i`, `exp(-|j - i| / 4)`, `|j - i| / T`) and no attention: what a
 #   parser learns from where words sit (for example "attach to the next word").
-# - **Random init**: the same architecture with freshly initialised weights, first-order OLA:
+# - **Random init**: the same language model with freshly initialised weights, first-order OLA:
 #   attention that knows no language but still carries position (and, for a causal model,
 #   the mask).
 # - **Best raw layer**: the layer chosen on dev above, one map, raw and cleaned.
@@ -365,7 +365,7 @@ show_table(alti, "tbl-syntax-alti", "Test UAS and LAS (%) of order-1 OLA and ALT
 #
 # Each claim pairs two inputs of one model over the seeds both ran. The rule, fixed before
 # the runs (`olacore.verdicts.claim_verdict`): *holds* when the mean UAS difference
-# exceeds `MARGIN` points and the reference is ahead on every seed; *holds weakly* when the
+# exceeds `MARGIN` points and order 1 is ahead on every seed; *holds weakly* when the
 # mean difference is positive; otherwise *does not hold here*. A claim holds for a model only
 # if it holds against every input it names (`overall`). `goal_met`: order 1 at least `GOAL`
 # points above the distance-only twin (the goal this book set itself before the runs).
@@ -455,7 +455,7 @@ if {"causal", "encoder"} <= set(by_kind.columns):
                  "right context is not the whole story."))
 
 # %% [markdown]
-# **More data.** Order 1 on the first 125, 250 and all training sentences (same dev and
+# **More data.** Order 1 on fewer training sentences (the first 125, 250 and all at the default profile; same dev and
 # test): a curve still rising at the right end says the adapter is data-starved there, a flat
 # one says the maps hold no more for it.
 

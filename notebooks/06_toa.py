@@ -113,10 +113,15 @@ show_table(reports, "tbl-toa-data", "Examples per task, model and split after al
 #
 # One adapter per task and model, trained on that model's OLA only (the official input:
 # orders 1 and 2, raw and sink-cleaned, `(4, T, T)`), its checkpoint chosen on the task's
-# **dev** split. It is the syntax chapter's network with the head of its task: a per-token
+# **dev** split (by dev LAS for DP, accuracy for POS, entity F1 for NER and WNUT, macro-F1 for
+# RE, the official SemEval score; `olacore.toa.train.SELECTION`), test scored once at the end.
+# The losses are cross-entropies (`olacore.toa.train.adapter_loss`): per token for POS and NER
+# (NER's `O` at half weight, as officially), of the 19-way label for RE, of head and relation
+# for DP. It is the syntax chapter's network with the head of its task: a per-token
 # linear head for POS and NER, the biaffine scorer for DP, and for RE the mean of the
 # backbone's diagonal features over each entity span, the two means concatenated and mapped
-# to the 19 relations. Each model is the source of its row and the target-trained diagonal of
+# to the relations (SemEval's 19; the label vocabulary is the training split's, so a tiny split may see
+# fewer). Each model is the source of its row and the target-trained diagonal of
 # its column. The DP and POS jobs are exactly the syntax chapter's ("order 1+2", seed 0, same
 # data and training), so they are read back from the cache when that chapter ran first.
 
@@ -250,7 +255,9 @@ show_table(comparison, "tbl-toa-paper", "Relation extraction (SemEval-2010 Task 
 # beats the same adapter on the random-init target, beats the majority bound. First, though,
 # whether each task's target-trained adapters learned anything beyond the model-free bounds
 # (the majority class, and for the entity tasks the capitalisation rule, whichever is higher):
-# where they did not, the transfer verdicts of that task cannot speak for or against OLAS.
+# where they did not, the transfer verdicts of that task cannot speak for or against OLAS (a
+# source adapter's own score is the diagonal, its target-trained score: a cell whose source's
+# diagonal did not learn reads "not tested").
 # Each margin is also given in binomial standard errors of the test subset (RE accuracy on
 # the subset's sentences), so that a 3-point margin on a few hundred sentences reads as what
 # it is.
@@ -357,7 +364,7 @@ Markdown("\n".join(findings) if findings else "No transfer cell could be read at
 #   POS; 1,000 RE training sentences (the paper: 7,200), a few hundred for the other tasks,
 #   and fixed, evenly spread test subsets for RE (400 sentences) and WNUT (the paper: full
 #   splits). Every size is in the settings table.
-# - **Adapter**: scaled down about 2,800 times (width 32, depth 2 instead of 768 and 5), the
+# - **Adapter**: at the default profile scaled down about 2,800 times (width 32, depth 2 instead of 768 and 5), the
 #   word grid, pair-cell DP scores and a log-length input scaling (measured in the syntax
 #   chapter); a higher learning rate and batch, and the epochs of the settings table (the
 #   official `configs/train_*.json`: 15 epochs for encoders, 5 for causal LMs, AdamW learning

@@ -152,7 +152,7 @@ class DataSet:
     """One data set of the syntax grid: a model's EWT splits at some size, from some map sources.
 
     Attributes:
-        name: the key of the data set in :func:`olacore.toa.data.syntax_datasets`'s
+        name: the key of the data set in :func:`olacore.toa.syntax.syntax_datasets`'s
             result and the ``model`` column of the grid's table (``"minilm-l6"``,
             ``"minilm-l6 [ALTI subset]"``, ``"minilm-l6 [train 125]"``, ``"minilm-l6 [random init]"``).
         model: the zoo model (name, id or folder).

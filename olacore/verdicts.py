@@ -120,13 +120,14 @@ def learned(score: float, majority: float) -> bool:
 def beats_bound(transfer: float, bound: float, source_learned: bool = True) -> str:
     """A transferred TOA cell against one bound (zero-shot, random init, majority; percent).
 
-    :data:`NOT_TESTED` where the source adapter did not learn (:func:`learned`); ``"-"`` where
-    the bound was not measured (NaN); else ``"holds"`` when strictly above the bound (equal up to
-    rounding, 1e-6, does not beat it) and ``"does not hold here"`` otherwise.
+    ``"-"`` where the bound was not measured (NaN: no zero-shot form for the task, no twin of the
+    target); else :data:`NOT_TESTED` where the source adapter did not learn (:func:`learned`);
+    else ``"holds"`` when strictly above the bound (equal up to rounding, 1e-6, does not beat it)
+    and ``"does not hold here"`` otherwise.
     """
-    if not source_learned:
-        return NOT_TESTED
-    return NOT_MEASURED_HERE if math.isnan(bound) else better(transfer, bound, margin=1e-6)
+    if math.isnan(bound):
+        return NOT_MEASURED_HERE
+    return better(transfer, bound, margin=1e-6) if source_learned else NOT_TESTED
 
 
 def reproduction(ours: float | None, paper: float | None, chance: float | None = None, claim: str = "",

@@ -12,10 +12,10 @@ padded cells take part in every attention.
 :class:`AxialBackbone` is this network, written on ``torch.nn.functional.scaled_dot_product_attention``
 with a **padding mask**: a padded cell is never attended to and is zeroed after every
 sub-layer, so a sentence's output does not depend on what it is batched with. Per block:
-pre-norm row attention, pre-norm column attention, one pre-norm feed-forward (position-wise,
-``ffn_mult * dim`` wide) with an optional depthwise 3x3 convolution (``local_mix``) standing
-in for the official 3x3 convolutions at a small fraction of their cost; a final LayerNorm on
-every cell. The backbone returns the diagonal (token features) and the whole grid (pair
+pre-norm row attention, pre-norm column attention, one pre-norm feed-forward ``ffn_mult * dim``
+wide (``ffn_kernel=3``, the default: two 3x3 convolutions as the official ones; ``1``:
+position-wise) with an optional depthwise 3x3 convolution (``local_mix``) before it; a final
+LayerNorm on every cell. The backbone returns the diagonal (token features) and the whole grid (pair
 features, read by the DP head when ``pair_scores`` is on). No positional embedding by
 default, as in the official network: the adapter knows where a token is only through the
 maps (and the zero padding of its 3x3 convolutions). :class:`PackageBackbone` wraps the official package itself

@@ -346,13 +346,13 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
     Args:
         settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
         tasks: the tasks to bound (default ``settings.tasks``), each one of
-            :data:`olacore.toa.transfer.TRANSFER_TASKS`.
+            :data:`olacore.toa.train.TRANSFER_TASKS`.
 
     Returns:
         ``task, bound, score`` (percent), one row per task.
 
     Raises:
-        ValueError: an unknown task (the message names :data:`olacore.toa.transfer.TRANSFER_TASKS`),
+        ValueError: an unknown task (the message names :data:`olacore.toa.train.TRANSFER_TASKS`),
             checked for every task before any data is read.
         FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
     """
@@ -554,7 +554,7 @@ def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
     means over seeds (``transfer std`` where several seeds ran).
 
     Args:
-        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, seed,
+        rows: the chapter's transfer rows (its double loop over :func:`transfer_scores`) (``task, kind, source, target, seed,
             score``; score in percent), diagonal cells included.
 
     Returns:
@@ -635,7 +635,7 @@ def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     nothing about the source-target similarity.
 
     Args:
-        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target,
+        rows: the chapter's transfer rows (its double loop over :func:`transfer_scores`) (``task, kind, source, target,
             diagonal, score``).
         bounds: :func:`majority_bounds` (``task, bound, score``).
 
@@ -677,7 +677,7 @@ def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
     counterpart exists (our models stand in for the paper's by family, :data:`PAPER_NAMES`).
 
     Args:
-        rows: :func:`olacore.toa.transfer.transfer_rows` (``task, kind, source, target, score``, %).
+        rows: the chapter's transfer rows (its double loop over :func:`transfer_scores`) (``task, kind, source, target, score``, %).
         zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
 
     Returns:
@@ -747,7 +747,7 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
 
     Args:
         results: the chapter's :class:`olacore.results.ChapterResults` (written to in place).
-        rows, verdicts, zero_shot, bounds: :func:`olacore.toa.transfer.transfer_rows`,
+        rows, verdicts, zero_shot, bounds: the chapter's transfer rows (its double loop over :func:`transfer_scores`),
             :func:`verdict_table`, :func:`zero_shot_rows`, :func:`majority_bounds` (scores in %).
         note: a sentence attached to the records (profile, sizes).
 
@@ -761,7 +761,7 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
         KeyError: a frame lacks a column read here (``rows``: ``task, kind, source, target,
             score``; ``verdicts``: ``task, source, target, random init, beats random init,
             beats zero-shot, recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
-            ``task, bound, score``), or a task outside :data:`olacore.toa.transfer.METRICS`.
+            ``task, bound, score``), or a task outside :data:`olacore.toa.train.METRICS`.
     """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
     # the paper's claim on its RE table: transfer beats zero-shot prompting (:func:`beats_bound`)
