@@ -54,7 +54,7 @@ def paper_run(tmp_path_factory):
     return root, folders
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # the variables are undone after this module: later tests see none of them
 def paper_out(paper_run):
     root, folders = paper_run
     mp = pytest.MonkeyPatch()
