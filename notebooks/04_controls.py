@@ -42,6 +42,7 @@ import pandas as pd
 
 from olacore.controls import control_hits_summary, control_pair, controls_proxy
 from olacore.maps import make_maps, model_maps
+from olacore.plots import show_figure
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
@@ -93,7 +94,7 @@ show_table(hits, "tbl-controls-causal", f"Causal models, {caption}.", decimals=1
 # chance. Scale 0 is drawn at the left edge of the (symmetric-log) axis.
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
 for ax, (kind, (target, source, num_texts, _)) in zip(axes, pairs.items()):
     table = tables[kind]
     for channel in CHANNELS:
@@ -106,6 +107,12 @@ for ax, (kind, (target, source, num_texts, _)) in zip(axes, pairs.items()):
            ylim=(-2, 102))
 axes[0].legend(fontsize=8)
 fig.tight_layout()
+show_figure(fig, "fig-noise-scale", "Hits@1 (%) of SSIM retrieval against the scale of the Gaussian noise added to "
+            "every weight tensor (in units of that tensor's standard deviation; symmetric-log axis, 0 at the left "
+            "edge), one line per order, for "
+            + " and ".join(f"the {kind} pair ({target} against {source}, {num_texts} texts, chance "
+                           f"{100 * chance_hits(num_texts, 1):.1f} %)" for kind, (target, source, num_texts, _) in pairs.items())
+            + "; dashed: the trained model, dotted: chance.")
 
 # %% [markdown]
 # ## A cheap proxy run

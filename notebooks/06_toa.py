@@ -42,6 +42,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
+from olacore.plots import show_figure
 from olacore.profiles import settings as chapter_settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
@@ -164,6 +165,9 @@ axes[1].set(xlabel="epoch", ylabel="dev score (%)", title="dev score (circle: ke
 for ax in axes:
     ax.legend(fontsize=8)
 plt.tight_layout()
+show_figure(fig, "fig-toa-training", f"Training of {curve_model}'s adapters, one line per task ({', '.join(settings.tasks)}; "
+            f"seed {settings.seeds[0]}): training loss (left) and the dev score (%) each checkpoint is judged by "
+            "(right); circles: the epoch kept.")
 
 # %% [markdown]
 # ## Every adapter on every target
@@ -184,8 +188,15 @@ with watch("transfer scores"):
                          "target": target, "seed": seed, "diagonal": source == target,
                          **transfer_scores(adapter, splits["test"])})
     rows = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(ROW_COLUMNS))
-fig = transfer_heatmaps(rows, list(settings.tasks))
-plt.show()
+if len(rows):
+    fig = transfer_heatmaps(rows, list(settings.tasks))
+    show_figure(fig, "fig-toa-transfer", "Transfer matrices: the test score (%, "
+                + ", ".join(f"{task} {METRICS[task]}" for task in settings.tasks)
+                + f"; mean over seeds {list(settings.seeds)}) of each source model's adapter applied unchanged to each "
+                "target model of the same kind; rows: source, columns: target; outlined: the diagonal (target-trained). "
+                "Each panel has its own colour scale.")
+else:
+    print("no transfer matrix drawn: no adapter was scored on a target")
 wide = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean().unstack("target")
 show_table(wide.reset_index(), "tbl-toa-matrices", "Transfer matrices: rows = source (the adapter's training model), "
            f"columns = target; the diagonal is target-trained. Scores in %: {', '.join(f'{k} {v}' for k, v in METRICS.items())}"
