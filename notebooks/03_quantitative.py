@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # Quantitative OLAS
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-03
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # The central claim of {cite}`liang2025olas` is that the Order-Level Attention (OLA) of the
 # same order is similar across different language models. The paper measures it two ways
 # (section 4.1): an **SSIM retrieval** (each map of a *target* model queries the maps of a
@@ -570,7 +582,7 @@ show_table(pd.DataFrame([{"claim": r.claim, "protocol": r.protocol or "-", "ours
 # Computed from the verdict table above (the rule was fixed before the runs).
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
+from olacore.report import show_findings
 
 lines = []
 for r in headline:
@@ -582,7 +594,7 @@ for r in headline:
         beside.append(f"paper {r.paper:.1f}")
     lines.append(f"- {r.claim}{f' ({r.protocol} protocol)' if r.protocol and r.protocol not in r.claim else ''}: {ours}"
                  + (f" ({', '.join(beside)})" if beside else "") + f": **{r.verdict}**.")
-Markdown("\n".join(lines) if lines else "No claim could be judged at this profile.")
+show_findings("findings-03", lines, "No claim of this chapter could be judged at this profile: no verdict was computed.")
 
 # %% tags=["remove-input"]
 results.save()

@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # Where OLAS comes from
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-04
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # If the similarity of Order-Level Attention across models (OLAS) is learned in
 # pre-training, it must vanish when the learned knowledge is taken out of the weights
 # {cite}`liang2025olas`. Three controls, applied to a *target* model whose maps then query
@@ -178,6 +190,8 @@ for row in rows:
 # %% tags=["remove-input"]
 from IPython.display import Markdown
 
+from olacore.report import show_findings
+
 findings = []
 for (pair, control), group in verdicts.groupby(["pair", "control"], sort=False):
     if control == "trained":
@@ -187,7 +201,8 @@ for (pair, control), group in verdicts.groupby(["pair", "control"], sort=False):
     cells = ", ".join((f"{r['Hits@1 %']:.1f} % at scale {r['scale']:g}" if pd.notna(r["scale"]) else f"{r['Hits@1 %']:.1f} %")
                       + ("" if r["OLAS vanishes?"] == "-" else f" (vanishes: {r['OLAS vanishes?']})") for _, r in group.iterrows())
     findings.append(f"- {pair} pair, {control}: {cells}.")
-Markdown("\n".join(findings) + "\n\n*vanishes*: whether OLAS falls to near chance under the control, by the "
+show_findings("findings-04", findings, "No control of this chapter could be judged at this profile: no verdict was computed.")
+Markdown("*vanishes*: whether OLAS falls to near chance under the control, by the "
          "rule above (no verdict on the trained model nor on noise milder than the rule's threshold).")
 
 # %% tags=["remove-input", "hide-output"]

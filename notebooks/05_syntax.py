@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # Syntax in OLA
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-05
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # The second finding of {cite}`liang2025olas` (section 4.3) is that OLA encodes syntax: a
 # parser that sees *nothing but* the OLA maps of a frozen language model recovers the UD
 # dependency heads of English EWT, with UAS around 80 % from first-order OLA on BERT-sized
@@ -519,7 +531,7 @@ else:
 # Computed from the tables above (the verdict rule and the goal were fixed before the runs).
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
+from olacore.report import show_findings
 
 findings = []
 for claim, group in overall.groupby("claim", sort=False):
@@ -540,7 +552,7 @@ if len(encoders):
                     f"order 1, the paper's BERT-base at 81.3, with an adapter of {sum(p.numel() for p in net.parameters()):,} "
                     f"parameters (the official one about 450 million), {len(splits['train'])} of EWT's 12,544 training "
                     "sentences and other models (the departures above).")
-Markdown("\n".join(findings))
+show_findings("findings-05", findings, "No syntax claim of this chapter could be judged at this profile: no verdict was computed.")
 
 # %% [markdown]
 # ## Closing note

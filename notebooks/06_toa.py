@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # TOA: adapters that move between models
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-06
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # The paper's application of OLAS {cite}`liang2025olas` (section 4.4): if the Order-Level
 # Attention of different models looks alike, an adapter that reads *only* OLA, trained on a
 # frozen **source** model, should work unchanged on a **target** model it never saw, with no
@@ -337,7 +349,7 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 # Computed from the tables above; every rule was fixed before the runs (`olacore.verdicts`).
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
+from olacore.report import show_findings
 
 findings = []
 for _, r in learned.iterrows():
@@ -359,7 +371,7 @@ if len(re_cells):
                     f"{re_cells['transfer'].max():.1f} % on {settings.re.test} test sentences (majority "
                     f"{float(model_free.loc[model_free['task'] == 're', 'score'].iloc[0]):.1f} %); the paper's 30.5 to "
                     "35.6 % with 7,200 training sentences, 3-24 times larger models and the official adapter.")
-Markdown("\n".join(findings) if findings else "No transfer cell could be read at this profile (no rows).")
+show_findings("findings-06", findings, "No transfer cell could be read at this profile (no rows), so no finding could be computed.")
 
 # %% [markdown]
 # ## What differs from the paper
