@@ -166,8 +166,12 @@ for group in positive.index:
 # word, key word and weight.
 from olacore.interactive import order_explorer
 
-order_explorer({name: words[name].panels(0) for name in words}, {name: text_a.words for name in words},
-               title=f"\u201c{text_a.text}\u201d")
+explorer = order_explorer({name: words[name].panels(0) for name in words}, {name: text_a.words for name in words},
+                          title=f"\u201c{text_a.text}\u201d")
+show_figure(explorer, "fig-order-explorer", f"Interactive: the word-level maps of text 1 ({len(text_a.words)} words), "
+            f"sinks cleaned, of every model ({', '.join(words)}), orders 1 to {cfg.max_order} and rollout; row: query "
+            "word, column: key word, colour: weight (rows sum to 1). Choose the model in the menu and the order with "
+            "the buttons; hovering a cell shows its words and weight.")
 
 # %% tags=["remove-input", "hide-output"]
 results.save()

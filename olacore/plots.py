@@ -260,11 +260,11 @@ class LabelledFigure:
     The figure itself is glued (``myst_nb.glue`` under ``label``, not displayed); this object's
     ``text/markdown`` is the MyST ``{glue:figure}`` directive that pastes it with its caption
     and ``:name:`` (``_config.yml`` renders markdown outputs as MyST), so the book numbers it
-    ("Fig. 3") and ``{numref}`label``` links to it. In Jupyter its HTML shows the image and
+    ("Fig. 3") and ``{numref}`label``` links to it. In Jupyter its HTML shows the figure and
     the caption.
 
     Args:
-        png: the figure's PNG bytes (for Jupyter).
+        body: the figure as HTML, for Jupyter (an ``<img>`` of its PNG, or an interactive figure's ``<div>``).
         label: lowercase words joined by hyphens (``"fig-order-maps"``), unique in the book.
         caption: one paragraph of MyST: what is plotted, units, sizes.
 
@@ -272,13 +272,13 @@ class LabelledFigure:
         ValueError: a label that is not lowercase-hyphenated or an empty caption.
     """
 
-    def __init__(self, png: bytes, label: str, caption: str):
+    def __init__(self, body: str, label: str, caption: str):
         if not FIGURE_LABEL.match(label or ""):
             raise ValueError(f"figure label {label!r} must be lowercase words joined by hyphens, e.g. 'fig-order-maps'")
         caption = " ".join((caption or "").split())
         if not caption:
             raise ValueError(f"figure {label!r} needs a caption: one line saying what is plotted, in which units")
-        self.png, self.label, self.caption = png, label, caption
+        self.body, self.label, self.caption = body, label, caption
 
     def to_markdown(self) -> str:
         """The MyST source: ``{glue:figure}`` of the glued figure with its ``:name:`` and caption."""
@@ -288,10 +288,8 @@ class LabelledFigure:
         return self.to_markdown()
 
     def _repr_html_(self) -> str:
-        data = base64.b64encode(self.png).decode("ascii")
-        return (f'<figure id="{self.label}"><img src="data:image/png;base64,{data}" alt="{html.escape(self.caption)}">'
-                f"<figcaption><strong>Figure ({html.escape(self.label)}).</strong> {html.escape(self.caption)}"
-                "</figcaption></figure>")
+        return (f'<figure id="{self.label}">{self.body}<figcaption><strong>Figure ({html.escape(self.label)}).</strong> '
+                f"{html.escape(self.caption)}</figcaption></figure>")
 
     def __repr__(self) -> str:
         return f"Figure ({self.label}). {self.caption}"
@@ -300,9 +298,11 @@ class LabelledFigure:
 def show_figure(fig, label: str, caption: str) -> None:
     """Show ``fig`` numbered, under ``caption`` and the stable ``label`` (see :class:`LabelledFigure`).
 
-    The figure is glued under ``label`` and closed (pyplot does not show it a second time);
-    its alt text is the kernel's figure description (``scripts/kernel_setup.py``), kept with
-    the glued image. Returns ``None``, so a cell that ends with it shows the figure once.
+    ``fig``: a matplotlib ``Figure`` or an :class:`olacore.interactive.InteractiveFigure`. The
+    figure is glued under ``label`` (a matplotlib one is then closed, so that pyplot does not
+    show it a second time); its alt text is the kernel's figure description
+    (``scripts/kernel_setup.py``), kept with the glued image. Returns ``None``, so a cell that
+    ends with it shows the figure once.
 
     Raises:
         ValueError: see :class:`LabelledFigure`.
@@ -313,10 +313,15 @@ def show_figure(fig, label: str, caption: str) -> None:
 
     from myst_nb import glue
 
-    labelled = LabelledFigure(b"", label, caption)  # checks label and caption before anything is shown
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", bbox_inches="tight")
-    labelled.png = buffer.getvalue()
-    glue(label, fig, display=False)
-    plt.close(fig)
+    labelled = LabelledFigure("", label, caption)  # checks label and caption before anything is shown
+    if hasattr(fig, "to_html"):  # an interactive (plotly) figure
+        labelled.body = fig.to_html()
+        glue(label, fig, display=False)
+    else:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", bbox_inches="tight")
+        data = base64.b64encode(buffer.getvalue()).decode("ascii")
+        labelled.body = f'<img src="data:image/png;base64,{data}" alt="{html.escape(labelled.caption)}">'
+        glue(label, fig, display=False)
+        plt.close(fig)
     display(labelled)

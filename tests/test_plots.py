@@ -111,10 +111,10 @@ def test_every_map_has_a_colour_bar_and_many_panels_wrap():
 def test_a_figure_needs_a_label_and_a_caption():
     from olacore.plots import LabelledFigure
 
-    figure = LabelledFigure(b"png", "fig-order-maps", "Order 1,  in % .")
+    figure = LabelledFigure("<img>", "fig-order-maps", "Order 1,  in % .")
     assert figure.to_markdown().splitlines()[:2] == [":::{glue:figure} fig-order-maps", ":name: fig-order-maps"]
     assert "Order 1, in % ." in figure.to_markdown()
     with pytest.raises(ValueError, match="label"):
-        LabelledFigure(b"png", "Fig 1", "caption")
+        LabelledFigure("<img>", "Fig 1", "caption")
     with pytest.raises(ValueError, match="caption"):
-        LabelledFigure(b"png", "fig-x", "  ")
+        LabelledFigure("<img>", "fig-x", "  ")
