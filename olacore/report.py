@@ -33,7 +33,7 @@ from olacore.verdicts import reproduction
 
 __all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
            "published_value", "load_chapters", "report_chapters", "report_table", "report_summary", "paper_comparison",
-           "findings_markdown", "show_findings", "claims_table", "write_claims"]
+           "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims"]
 
 #: This book's causal models and the paper's model family each stands in for.
 ZOO_FAMILIES = {"qwen2.5-0.5b": "Q", "gemma-3-270m": "G", "smollm2-135m": "L"}
@@ -275,39 +275,61 @@ def show_findings(label: str, lines: Sequence[str], none: str) -> None:
     glue(label, Markdown(findings_markdown(lines, none)), display=True)
 
 
-#: The paper's claim behind each experiment of :func:`published`, in words (the intro's table).
-CLAIMS = {
-    "SSIM retrieval": "Maps of one text from two models are similar enough to retrieve the text (first-order OLA)",
-    "visual proxy": "A classifier trained on one model's maps names the text from another model's maps",
-    "controls": "The similarity vanishes without learned knowledge (random weights, shuffled layers, noise)",
-    "syntax": "A parser reads dependency trees from OLA alone",
-    "TOA relation extraction": "An adapter trained on one model's OLA works on another model's, with no training",
-}
+#: The paper's headline claims, for the intro's table: (section of :func:`published`, words every
+#: one of its published numbers must contain, the claim in words).
+HEADLINE_CLAIMS = (
+    ("SSIM retrieval", ("Hits@1", "1st-order"),
+     "First-order OLA of a text is similar enough across models to retrieve the text (SSIM Hits@1)"),
+    ("visual proxy", ("order 1",),
+     "A classifier trained on other models' first-order OLA names the text from a new model's (accuracy)"),
+    ("visual proxy", ("rollout",), "First-order OLA beats rollout as the classifier's input (accuracy on rollout)"),
+    ("controls", (), "The similarity vanishes without learned knowledge: random weights, shuffled layers, noise "
+                     "(Hits@1)"),
+    ("syntax", ("UAS", "order 1"), "A parser reads dependency heads from first-order OLA alone (UAS)"),
+    ("syntax", ("UAS", "rollout"), "First-order OLA carries more syntax than rollout (UAS from rollout)"),
+    ("TOA relation extraction", ("adapter trained",),
+     "An adapter trained on one model's OLA works on another's without training (accuracy)"),
+    ("TOA relation extraction", ("zero-shot",), "Zero-shot prompting is a lower bound the adapter beats (accuracy)"),
+)
 
 
 def _span(values: pd.Series) -> str:
     values = values.dropna()
     if values.empty:
-        return "not measured"
+        return "-"
     low, high = float(values.min()), float(values.max())
     return f"{low:.1f}" if round(low, 1) == round(high, 1) else f"{low:.1f} to {high:.1f}"
 
 
 def claims_table(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per experiment of the paper (a :func:`report_table` section): its claim, the span of the
-    paper's numbers and of ours, and the verdicts counted.
+    """The paper's headline claims (:data:`HEADLINE_CLAIMS`) at a glance: one row per claim.
 
-    Ours is the official-protocol number where there is one, else the honest one (as the verdict
-    reads it). Columns: ``claim``, ``paper %``, ``ours %``, ``verdicts`` (text; "not measured" where
-    no number exists).
+    Args:
+        table: :func:`report_table`.
+
+    Returns:
+        Columns ``claim``, ``paper %`` and ``ours %`` (the span of the published numbers we measured
+        and of ours beside them; ours is the official-protocol number where there is one, else the
+        honest one, as the verdict reads it), ``verdict`` (the verdicts counted, and how many of the
+        claim's published numbers were measured). A claim with no number measured says so in words.
     """
     rows = []
-    for section, group in table.groupby("section", sort=False):
+    for section, words, claim in HEADLINE_CLAIMS:
+        group = table[(table["section"] == section)
+                      & table["published number"].map(lambda name: all(word in name for word in words))]
+        if group.empty:
+            continue
         ours = group["ours: official protocol %"].fillna(group["ours: honest protocol %"])
-        counts = group["verdict"].value_counts()
-        rows.append({"claim": CLAIMS.get(section, section), "paper %": _span(group["paper %"]), "ours %": _span(ours),
-                     "verdicts": "; ".join(f"{verdict}: {count} of {len(group)}" for verdict, count in counts.items())})
-    return pd.DataFrame(rows, columns=["claim", "paper %", "ours %", "verdicts"])
+        measured = group[ours.notna()]
+        if measured.empty:
+            rows.append({"claim": claim, "paper %": _span(group["paper %"]), "ours %": "-",
+                         "verdict": f"not measured at this profile (0 of {len(group)} published numbers)"})
+            continue
+        counts = measured["verdict"].value_counts()
+        rows.append({"claim": claim, "paper %": _span(measured["paper %"]), "ours %": _span(ours[ours.notna()]),
+                     "verdict": ", ".join(f"{verdict} {count}" for verdict, count in counts.items())
+                     + f" ({len(measured)} of {len(group)} published numbers measured)"})
+    return pd.DataFrame(rows, columns=["claim", "paper %", "ours %", "verdict"])
 
 
 def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> Path:
@@ -325,9 +347,10 @@ def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> 
     from olacore.tables import LabelledTable
 
     claims = LabelledTable(claims_table(table), "tbl-claims-at-a-glance",
-                           f"The paper's claims at a glance ({profile} profile): the span of the paper's numbers and "
-                           "of ours (%), and how many of the published numbers each verdict was given (from "
-                           "{doc}`/book/generated/07_report`, which has every number and the rule).", decimals=1)
+                           f"The paper's headline claims at a glance ({profile} profile): the span of the paper's "
+                           "numbers that we measured and of ours beside them (%; a dash: none, or none published), and "
+                           "how many of them got each verdict ({doc}`/book/generated/07_report` has every number and "
+                           "the rule).", decimals=1)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp")

@@ -261,15 +261,18 @@ def test_the_claims_at_a_glance_table_spans_and_counts(tmp_path):
     from olacore.report import claims_table, write_claims
 
     table = pd.DataFrame({
-        "section": ["SSIM retrieval", "SSIM retrieval", "controls"],
-        "paper %": [90.0, 80.0, np.nan],
-        "ours: official protocol %": [40.0, np.nan, np.nan],
-        "ours: honest protocol %": [np.nan, 30.0, np.nan],
-        "verdict": ["reproduced", "not reproduced here", "not measured yet"]})
+        "section": ["SSIM retrieval"] * 3 + ["controls"],
+        "published number": ["Hits@1, A -> B, 1st-order OLA", "Hits@1, B -> A, 1st-order OLA",
+                             "Hits@5, A -> B, 1st-order OLA", "OLAS vanishes"],
+        "paper %": [90.0, 80.0, 99.0, np.nan],
+        "ours: official protocol %": [40.0, np.nan, 50.0, np.nan],
+        "ours: honest protocol %": [np.nan, np.nan, np.nan, np.nan],
+        "verdict": ["reproduced", "not measured yet", "reproduced", "not measured yet"]})
     claims = claims_table(table)
-    assert claims["paper %"].tolist() == ["80.0 to 90.0", "not measured"]
-    assert claims["ours %"].tolist() == ["30.0 to 40.0", "not measured"]
-    assert claims["verdicts"].iloc[0] == "reproduced: 1 of 2; not reproduced here: 1 of 2"
+    assert len(claims) == 2  # Hits@1 retrieval, controls; claims without a row are left out
+    assert claims.iloc[0][["paper %", "ours %"]].tolist() == ["90.0", "40.0"]  # Hits@5 is not this claim
+    assert claims.iloc[0]["verdict"] == "reproduced 1 (1 of 2 published numbers measured)"
+    assert claims.iloc[1]["ours %"] == "-" and "not measured" in claims.iloc[1]["verdict"]
     path = write_claims(table, "smoke", tmp_path / "claims.md")
     text = path.read_text()
     assert text.startswith(":::{table}") and ":name: tbl-claims-at-a-glance" in text and "nan" not in text.lower()
