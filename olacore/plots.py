@@ -6,12 +6,11 @@ MyST ``{glue:figure}`` in the book; the figure and its caption in Jupyter).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
-
 import base64
 import html
 import re
 import textwrap
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -310,7 +309,6 @@ def show_figure(fig, label: str, caption: str) -> None:
     import io
 
     from IPython.display import display
-
     from myst_nb import glue
 
     labelled = LabelledFigure("", label, caption)  # checks label and caption before anything is shown

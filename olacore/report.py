@@ -316,7 +316,7 @@ def claims_table(table: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for section, words, claim in HEADLINE_CLAIMS:
         group = table[(table["section"] == section)
-                      & table["published number"].map(lambda name: all(word in name for word in words))]
+                      & table["published number"].map(lambda name, words=words: all(word in name for word in words))]
         if group.empty:
             continue
         ours = group["ours: official protocol %"].fillna(group["ours: honest protocol %"])
