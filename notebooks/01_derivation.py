@@ -88,7 +88,7 @@ from olacore.benchmark import time_ola
 from olacore.ola import mass_profile
 from olacore.channels import label as channel_label
 from olacore.pipeline import cached_attention, token_maps
-from olacore.plots import draw_maps
+from olacore.plots import draw_maps, show_figure
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.tables import show_table
@@ -163,8 +163,11 @@ shown = [k for k in (1, 2, 3, num_layers // 2, num_layers) if k <= num_layers]
 panels = {f"order {k}": every_order[k] for k in dict.fromkeys(shown)}
 panels["rollout"] = rollout
 with watch("figures"):
-    draw_maps({model: panels}, labels={model: extraction.tokens}, title=text)
-    plt.show()
+    fig = draw_maps({model: panels}, labels={model: extraction.tokens}, title=text)
+show_figure(fig, "fig-order-maps", f"Order-level attention of {model} ({num_layers} layers) on one sentence of "
+            f"{size} tokens: orders {', '.join(str(k) for k in dict.fromkeys(shown))} and rollout. Row i of a map is "
+            "query token i, column j key token j; colour: the weight of token j in row i (every row sums to 1), "
+            "each panel on its own scale, clipped at its 99th percentile.")
 
 # %%
 profile_of_orders = mass_profile(every_order)
@@ -176,12 +179,14 @@ per_order = pd.DataFrame(
         "weight C(N,k)/2^N in rollout": [math.comb(num_layers, k) / 2**num_layers for k in range(num_layers + 1)],
     }
 )
-fig, axes = plt.subplots(1, 3, figsize=(12, 3), constrained_layout=True)
+fig, axes = plt.subplots(1, 3, figsize=(9, 2.8), constrained_layout=True)
 for ax, column in zip(axes, per_order.columns[1:]):
     ax.plot(per_order["order k"], per_order[column], marker="o", markersize=3)
     ax.set_xlabel("order k")
     ax.set_title(column, fontsize=10)
-plt.show()
+show_figure(fig, "fig-order-profile", f"Where order k puts its mass, k = 0 to {num_layers} ({model}, the sentence "
+            f"above, {size} tokens): the mean distance |i - j| between query and key (tokens), the share of each row on "
+            "the first token (fraction of 1), and the weight C(N, k) / 2^N of order k in rollout.")
 show_table(per_order.head(6), "tbl-order-profile", "Where the first orders put their mass, and the weight of each order in rollout.",
            decimals=3)
 
@@ -210,9 +215,12 @@ show_table(per_order.head(6), "tbl-order-profile", "Where the first orders put t
 alti_channels = ("order1", "order2", "order3", "rollout", "alti")
 with watch("ALTI maps"):
     alti_rows = {name: token_maps(name, [text], alti_channels)[0] for name in cfg.alti_models}
-draw_maps({name: {channel_label(c): m for c, m in zip(row.channels, row.maps)} for name, row in alti_rows.items()},
-          labels={name: row.tokens for name, row in alti_rows.items()}, title=text)
-plt.show()
+fig = draw_maps({name: {channel_label(c): m for c, m in zip(row.channels, row.maps)} for name, row in alti_rows.items()},
+                labels={name: row.tokens for name, row in alti_rows.items()}, title=text)
+show_figure(fig, "fig-alti-maps", "Orders 1 to 3, rollout and ALTI of the same sentence for "
+            + " and ".join(f"{name} ({len(row.tokens)} tokens)" for name, row in alti_rows.items())
+            + ": row i is query token i, column j key token j; colour: the weight (or ALTI contribution) of token j "
+            "in row i (rows sum to 1), each panel on its own scale, clipped at its 99th percentile.")
 
 
 # %%
@@ -283,7 +291,9 @@ ax.set_yscale("log")
 ax.set_xlabel("layers N")
 ax.set_ylabel("ms per batch")
 ax.legend(fontsize=7, ncol=2)
-plt.show()
+show_figure(fig, "fig-ola-costs", f"Milliseconds per batch (log scale) against the number of layers N, enumeration "
+            f"(solid) and the recurrence (dashed), for orders K = {', '.join(str(k) for k in cfg.bench_orders)} "
+            f"(T = {cfg.bench_size} tokens, batch {cfg.bench_batch}, float32, {torch.get_num_threads()} threads).")
 
 # %% [markdown]
 # The enumeration grows like $\binom{N}{K}$, the recurrence like $N K$: at the paper's

@@ -30,13 +30,12 @@
 profile = "default"  # smoke, default or paper: sets every size
 
 # %% tags=["hide-input"]
-import matplotlib.pyplot as plt
 import torch
 
 from olacore.alignment import WordText
 from olacore.maps import model_maps
 from olacore.pipeline import token_maps
-from olacore.plots import draw_maps
+from olacore.plots import draw_maps, show_figure
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.retrieval import same_text_gap
@@ -71,12 +70,15 @@ text_b = WordText.of("Why would anyone buy a car that breaks down every winter?"
 with watch("OLA of the two texts (cache or models)"):
     words = {name: model_maps(name, [text_a, text_b], CHANNELS, align="words", sinks="clean")
              for names in groups.values() for name in names}
-with watch("figures"):
-    for index, text in enumerate([text_a, text_b]):
-        for kind, names in groups.items():
-            draw_maps({n: words[n].panels(index) for n in names}, labels={n: text.words for n in names},
-                      title=f"{kind} models: \u201c{text.text}\u201d")
-            plt.show()
+for index, text in enumerate([text_a, text_b]):
+    for kind, names in groups.items():
+        with watch("figures"):
+            fig = draw_maps({n: words[n].panels(index) for n in names}, labels={n: text.words for n in names},
+                            title=f"{kind} models: \u201c{text.text}\u201d")
+        show_figure(fig, f"fig-words-{kind}-text{index + 1}", f"Word-level maps of text {index + 1} "
+                    f"({len(text.words)} words) for the {kind} models ({', '.join(names)}): orders 1 to {cfg.max_order} "
+                    "and rollout, sinks cleaned. Row i is query word i, column j key word j; colour: the weight of word "
+                    "j in row i (rows sum to 1), each panel on its own scale, clipped at its 99th percentile.")
 
 # %% [markdown]
 # Read each figure down a column: for a fixed order, the three causal models draw much the
@@ -105,9 +107,12 @@ raw = dict(zip(CHANNELS, item.maps))
 cleaned = dict(zip(CHANNELS, clean_sinks(item.maps, causal=item.causal)))
 print("mean attention on the first token (rows 2..T):", {k: round(m[1:, 0].mean().item(), 3) for k, m in raw.items()})
 with watch("figures"):
-    draw_maps({"raw": raw, "sinks cleaned": cleaned}, labels={"raw": item.tokens, "sinks cleaned": item.tokens},
-              title=f"{sink_model}: token-level maps")
-    plt.show()
+    fig = draw_maps({"raw": raw, "sinks cleaned": cleaned}, labels={"raw": item.tokens, "sinks cleaned": item.tokens},
+                    title=f"{sink_model}: token-level maps")
+show_figure(fig, "fig-sink-cleaning", f"Token-level maps of the first text by {sink_model} ({len(item.tokens)} tokens), "
+            f"orders 1 to {cfg.max_order} and rollout, raw and with the attention sinks cleaned. Row i is query token i, "
+            "column j key token j; colour: the weight of token j in row i (rows sum to 1), each panel on its own "
+            "scale, clipped at its 99th percentile.")
 
 # %% [markdown]
 # ## A first number: same text against different texts
@@ -161,8 +166,12 @@ for group in positive.index:
 # word, key word and weight.
 from olacore.interactive import order_explorer
 
-order_explorer({name: words[name].panels(0) for name in words}, {name: text_a.words for name in words},
-               title=f"\u201c{text_a.text}\u201d")
+explorer = order_explorer({name: words[name].panels(0) for name in words}, {name: text_a.words for name in words},
+                          title=f"\u201c{text_a.text}\u201d")
+show_figure(explorer, "fig-order-explorer", f"Interactive: the word-level maps of text 1 ({len(text_a.words)} words), "
+            f"sinks cleaned, of every model ({', '.join(words)}), orders 1 to {cfg.max_order} and rollout; row: query "
+            "word, column: key word, colour: weight (rows sum to 1). Choose the model in the menu and the order with "
+            "the buttons; hovering a cell shows its words and weight.")
 
 # %% tags=["remove-input", "hide-output"]
 results.save()

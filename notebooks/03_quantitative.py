@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # Quantitative OLAS
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-03
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # The central claim of {cite}`liang2025olas` is that the Order-Level Attention (OLA) of the
 # same order is similar across different language models. The paper measures it two ways
 # (section 4.1): an **SSIM retrieval** (each map of a *target* model queries the maps of a
@@ -53,7 +65,7 @@ import torch
 from olacore import paper
 from olacore.maps import make_maps
 from olacore.pipeline import token_maps
-from olacore.plots import hits_heatmaps, training_curve
+from olacore.plots import hits_heatmaps, show_figure, training_curve
 from olacore.profiles import settings
 from olacore.proxy import (
     OfficialQuirks,
@@ -192,8 +204,10 @@ print(f"SSIM matrix {tuple(ssim.shape)} (rows: {target}'s maps, columns: {source
 fig, ax = plt.subplots(figsize=(4.5, 3.8))
 image = ax.imshow(ssim, cmap="viridis")
 ax.set(xlabel=f"gallery: {source}, text", ylabel=f"query: {target}, text", title="SSIM, order 1")
-fig.colorbar(image, ax=ax)
-plt.show()
+fig.colorbar(image, ax=ax, label="SSIM")
+show_figure(fig, "fig-ssim-matrix", f"SSIM between the order-1 maps of {target} (rows: queries) and {source} "
+            f"(columns: gallery) for {len(ssim)} texts, maps resized to {cfg.size} x {cfg.size}, sinks cleaned; "
+            "the diagonal pairs each text with itself. Colour: SSIM (no unit).")
 hits = hits_at_k(ssim, (1, 5))
 grid_row = retrieval[(retrieval["variant"] == "resize, clean") & (retrieval["source"] == source)
                 & (retrieval["target"] == target) & (retrieval["channel"] == "order1")].iloc[0]
@@ -217,6 +231,10 @@ show_table(pivot, "tbl-retrieval", "SSIM retrieval under the official protocol (
 
 # %%
 fig = hits_heatmaps(faithful, groups, CHANNELS, title=f"Hits@1 % (official protocol; chance {100 * chance1:.1f} %)")
+show_figure(fig, "fig-retrieval-heatmaps", f"Hits@1 (%) of SSIM retrieval under the official protocol for every "
+            f"ordered pair of models of the same kind ({len(texts)} texts, maps {cfg.size} x {cfg.size}, sinks cleaned; "
+            f"chance {100 * chance1:.1f} %): one row of panels per channel, one column per kind of model; in a panel, "
+            "rows are the source (gallery) model, columns the target (query) model.")
 
 # %% [markdown]
 # ### Sink statistics and text recipes, pair by pair
@@ -340,7 +358,10 @@ fig = training_curve(histories[("order 1", target, seed)], title=f"order 1, targ
 chosen = runs[runs["channels"].eq("order 1") & runs["target"].eq(target) & runs["seed"].eq(seed)].iloc[0]
 fig.axes[1].axvline(chosen["best_step"], color="black", ls="--", lw=1, label="checkpoint kept")
 fig.axes[1].legend()
-plt.show()
+show_figure(fig, "fig-proxy-training", f"Training of one honest visual-proxy run (order 1, target {target}, seed "
+            f"{seed}; {cfg.proxy_num_texts} classes, {cfg.proxy.iterations} steps): training loss (left) and accuracy "
+            "(right, fraction) on the augmented training batches and on the held-out source maps, the split the "
+            "checkpoint is chosen on (dashed: the step kept); dotted: chance.")
 print(f"checkpoint kept at step {int(chosen['best_step'])} of {cfg.proxy.iterations}: held-out source accuracy "
       f"{100 * chosen['val_acc']:.1f} %; target {target}, tested once: {100 * chosen['test_acc']:.1f} %")
 
@@ -464,6 +485,10 @@ print(f"the honest protocol trains on {trained_on} of {num_sources} source maps 
 fig = selection_figure(official_runs, official_histories, honest_order1[["target", "seed", "test_acc"]],
                        "official protocol", chance=1 / cfg.proxy_num_texts,
                        title=f"first-order OLA, {cfg.official_eval_every}-step evaluations over {cfg.proxy.iterations} steps")
+show_figure(fig, "fig-selection-effect", f"Target accuracy (%) of the first-order visual proxy under the official "
+            f"protocol, one panel per target: every evaluation (every {cfg.official_eval_every} steps of "
+            f"{cfg.proxy.iterations}, seeds {sorted(int(x) for x in official_runs['seed'].unique())}), the maximum the protocol reports, and the honest "
+            f"test-once accuracy; dotted: chance ({100 / cfg.proxy_num_texts:.1f} %).")
 official = official_runs[official_runs["variant"] == "official protocol"]
 print(f"evaluations per run: {int(official['evaluations'].iloc[0])}; mean over all evaluations "
       f"{100 * official['mean_acc'].mean():.1f} %, reported maximum {100 * official['reported'].mean():.1f} %, "
@@ -557,7 +582,7 @@ show_table(pd.DataFrame([{"claim": r.claim, "protocol": r.protocol or "-", "ours
 # Computed from the verdict table above (the rule was fixed before the runs).
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
+from olacore.report import show_findings
 
 lines = []
 for r in headline:
@@ -569,7 +594,7 @@ for r in headline:
         beside.append(f"paper {r.paper:.1f}")
     lines.append(f"- {r.claim}{f' ({r.protocol} protocol)' if r.protocol and r.protocol not in r.claim else ''}: {ours}"
                  + (f" ({', '.join(beside)})" if beside else "") + f": **{r.verdict}**.")
-Markdown("\n".join(lines) if lines else "No claim could be judged at this profile.")
+show_findings("findings-03", lines, "No claim of this chapter could be judged at this profile: no verdict was computed.")
 
 # %% tags=["remove-input"]
 results.save()

@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # Where OLAS comes from
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-04
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # If the similarity of Order-Level Attention across models (OLAS) is learned in
 # pre-training, it must vanish when the learned knowledge is taken out of the weights
 # {cite}`liang2025olas`. Three controls, applied to a *target* model whose maps then query
@@ -42,6 +54,7 @@ import pandas as pd
 
 from olacore.controls import control_hits_summary, control_pair, controls_proxy
 from olacore.maps import make_maps, model_maps
+from olacore.plots import show_figure
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
@@ -93,7 +106,7 @@ show_table(hits, "tbl-controls-causal", f"Causal models, {caption}.", decimals=1
 # chance. Scale 0 is drawn at the left edge of the (symmetric-log) axis.
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
 for ax, (kind, (target, source, num_texts, _)) in zip(axes, pairs.items()):
     table = tables[kind]
     for channel in CHANNELS:
@@ -106,6 +119,12 @@ for ax, (kind, (target, source, num_texts, _)) in zip(axes, pairs.items()):
            ylim=(-2, 102))
 axes[0].legend(fontsize=8)
 fig.tight_layout()
+show_figure(fig, "fig-noise-scale", "Hits@1 (%) of SSIM retrieval against the scale of the Gaussian noise added to "
+            "every weight tensor (in units of that tensor's standard deviation; symmetric-log axis, 0 at the left "
+            "edge), one line per order, for "
+            + " and ".join(f"the {kind} pair ({target} against {source}, {num_texts} texts, chance "
+                           f"{100 * chance_hits(num_texts, 1):.1f} %)" for kind, (target, source, num_texts, _) in pairs.items())
+            + "; dashed: the trained model, dotted: chance.")
 
 # %% [markdown]
 # ## A cheap proxy run
@@ -171,6 +190,8 @@ for row in rows:
 # %% tags=["remove-input"]
 from IPython.display import Markdown
 
+from olacore.report import show_findings
+
 findings = []
 for (pair, control), group in verdicts.groupby(["pair", "control"], sort=False):
     if control == "trained":
@@ -180,7 +201,8 @@ for (pair, control), group in verdicts.groupby(["pair", "control"], sort=False):
     cells = ", ".join((f"{r['Hits@1 %']:.1f} % at scale {r['scale']:g}" if pd.notna(r["scale"]) else f"{r['Hits@1 %']:.1f} %")
                       + ("" if r["OLAS vanishes?"] == "-" else f" (vanishes: {r['OLAS vanishes?']})") for _, r in group.iterrows())
     findings.append(f"- {pair} pair, {control}: {cells}.")
-Markdown("\n".join(findings) + "\n\n*vanishes*: whether OLAS falls to near chance under the control, by the "
+show_findings("findings-04", findings, "No control of this chapter could be judged at this profile: no verdict was computed.")
+Markdown("*vanishes*: whether OLAS falls to near chance under the control, by the "
          "rule above (no verdict on the trained model nor on noise milder than the rule's threshold).")
 
 # %% tags=["remove-input", "hide-output"]

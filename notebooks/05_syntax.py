@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # Syntax in OLA
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-05
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # The second finding of {cite}`liang2025olas` (section 4.3) is that OLA encodes syntax: a
 # parser that sees *nothing but* the OLA maps of a frozen language model recovers the UD
 # dependency heads of English EWT, with UAS around 80 % from first-order OLA on BERT-sized
@@ -84,7 +96,7 @@ import seaborn as sns
 import torch
 
 from olacore.loading import model_kind
-from olacore.plots import draw_arcs
+from olacore.plots import draw_arcs, show_figure
 from olacore.profiles import settings as chapter_settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
@@ -222,6 +234,9 @@ right.set(xlabel="epoch", ylabel="dev score (%)", title="Dev")
 right.legend(fontsize=8)
 fig.suptitle(f"DP adapter, {demo}, order-1 OLA, seed {seed}")
 plt.tight_layout()
+show_figure(fig, "fig-syntax-training", f"Training of the dependency-parsing adapter on {demo}'s order-1 OLA (seed "
+            f"{seed}, {len(train)} training and {len(dev)} dev sentences, {training.epochs} epochs): training loss "
+            "(left) and dev UAS / LAS (%, right); dotted: the epoch kept, the best dev LAS.")
 
 # %% [markdown]
 # **Test, once.** The kept checkpoint parses the test sentences a single time. The package
@@ -250,6 +265,9 @@ if examples:
     fig, ax = plt.subplots(figsize=(6, 6))
     draw_arcs(ax, examples[0]["map"], examples[0]["sentence"], examples[0]["predicted"], title=f"{demo}, order-1 OLA")
     plt.tight_layout()
+    show_figure(fig, "fig-parse-demo", f"One test sentence ({len(examples[0]['sentence'])} words) parsed by the adapter "
+                f"on {demo}'s order-1 OLA: green circles mark the gold head of each word (row: dependent, column: head), "
+                "orange crosses the predicted head; grey: the word-level map (weight, darker is larger).")
 else:  # the official token grid has a row per token, not per word; or no short test sentence survived the cut
     print(f"no parse drawn: grid {settings.grid!r}, {len(test)} test sentences")
 
@@ -276,6 +294,9 @@ ax.set(xlabel="layer / number of layers", ylabel="dev attachment (%)",
        title="Raw layers as untrained parsers (dev)")
 ax.legend(fontsize=8)
 plt.tight_layout()
+show_figure(fig, "fig-layer-screen", f"Each raw attention layer of {', '.join(screens)} scored as an untrained parser on "
+            "the dev sentences: the share (%) of words whose guessed head (the word it shares most attention with) is "
+            "the gold head, against the layer's depth (layer / number of layers).")
 
 # %% [markdown]
 # ## The grid
@@ -465,6 +486,8 @@ fig, ax = plt.subplots(figsize=(6, 3))
 sns.lineplot(data=curve, x="train", y="uas", hue="model", marker="o", ax=ax)
 ax.set(xlabel="training sentences", ylabel="test UAS (%)", title="Order-1 adapter: learning curve (seed 0)")
 plt.tight_layout()
+show_figure(fig, "fig-syntax-curve", f"Test UAS (%) of the order-1 adapter against the number of training sentences "
+            f"({', '.join(str(int(n)) for n in sorted(curve['train'].unique()))}; seed 0, same dev and test), per model.")
 show_table(curve, "tbl-syntax-curve", "Test UAS / LAS (%) of the order-1 adapter by training sentences (seed 0).")
 
 # %% [markdown]
@@ -495,6 +518,10 @@ if drawn:
     for ax, (model, example) in zip(axes[0], drawn.items()):
         draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{model}, order-1 OLA")
     plt.tight_layout()
+    show_figure(fig, "fig-parse-examples", "A short test sentence per model ("
+                + ", ".join(f"{model}: {len(example['sentence'])} words" for model, example in drawn.items())
+                + ") parsed by its order-1 adapter: green circles mark the gold heads (row: dependent, column: head), "
+                "orange crosses the predicted heads; grey: the word-level map (weight, darker is larger).")
 else:
     print(f"no parse drawn: grid {settings.grid!r} (the word grid draws one row per word)")
 
@@ -504,7 +531,7 @@ else:
 # Computed from the tables above (the verdict rule and the goal were fixed before the runs).
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
+from olacore.report import show_findings
 
 findings = []
 for claim, group in overall.groupby("claim", sort=False):
@@ -525,7 +552,7 @@ if len(encoders):
                     f"order 1, the paper's BERT-base at 81.3, with an adapter of {sum(p.numel() for p in net.parameters()):,} "
                     f"parameters (the official one about 450 million), {len(splits['train'])} of EWT's 12,544 training "
                     "sentences and other models (the departures above).")
-Markdown("\n".join(findings))
+show_findings("findings-05", findings, "No syntax claim of this chapter could be judged at this profile: no verdict was computed.")
 
 # %% [markdown]
 # ## Closing note

@@ -12,7 +12,19 @@
 
 # %% [markdown]
 # # TOA: adapters that move between models
+
+# %% [markdown]
+# :::{admonition} What this chapter finds
+# :class: tip
+# Computed from this run's verdicts at the end of the chapter, where the same sentences close it
+# (the numbers are this run's; the rules were fixed before the runs):
 #
+# ```{glue:md} findings-06
+# :format: myst
+# ```
+# :::
+
+# %% [markdown]
 # The paper's application of OLAS {cite}`liang2025olas` (section 4.4): if the Order-Level
 # Attention of different models looks alike, an adapter that reads *only* OLA, trained on a
 # frozen **source** model, should work unchanged on a **target** model it never saw, with no
@@ -42,6 +54,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 
+from olacore.plots import show_figure
 from olacore.profiles import settings as chapter_settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
@@ -164,6 +177,9 @@ axes[1].set(xlabel="epoch", ylabel="dev score (%)", title="dev score (circle: ke
 for ax in axes:
     ax.legend(fontsize=8)
 plt.tight_layout()
+show_figure(fig, "fig-toa-training", f"Training of {curve_model}'s adapters, one line per task ({', '.join(settings.tasks)}; "
+            f"seed {settings.seeds[0]}): training loss (left) and the dev score (%) each checkpoint is judged by "
+            "(right); circles: the epoch kept.")
 
 # %% [markdown]
 # ## Every adapter on every target
@@ -184,8 +200,15 @@ with watch("transfer scores"):
                          "target": target, "seed": seed, "diagonal": source == target,
                          **transfer_scores(adapter, splits["test"])})
     rows = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(ROW_COLUMNS))
-fig = transfer_heatmaps(rows, list(settings.tasks))
-plt.show()
+if len(rows):
+    fig = transfer_heatmaps(rows, list(settings.tasks))
+    show_figure(fig, "fig-toa-transfer", "Transfer matrices: the test score (%, "
+                + ", ".join(f"{task} {METRICS[task]}" for task in settings.tasks)
+                + f"; mean over seeds {list(settings.seeds)}) of each source model's adapter applied unchanged to each "
+                "target model of the same kind; rows: source, columns: target; outlined: the diagonal (target-trained). "
+                "Each panel has its own colour scale.")
+else:
+    print("no transfer matrix drawn: no adapter was scored on a target")
 wide = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean().unstack("target")
 show_table(wide.reset_index(), "tbl-toa-matrices", "Transfer matrices: rows = source (the adapter's training model), "
            f"columns = target; the diagonal is target-trained. Scores in %: {', '.join(f'{k} {v}' for k, v in METRICS.items())}"
@@ -326,7 +349,7 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 # Computed from the tables above; every rule was fixed before the runs (`olacore.verdicts`).
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
+from olacore.report import show_findings
 
 findings = []
 for _, r in learned.iterrows():
@@ -348,7 +371,7 @@ if len(re_cells):
                     f"{re_cells['transfer'].max():.1f} % on {settings.re.test} test sentences (majority "
                     f"{float(model_free.loc[model_free['task'] == 're', 'score'].iloc[0]):.1f} %); the paper's 30.5 to "
                     "35.6 % with 7,200 training sentences, 3-24 times larger models and the official adapter.")
-Markdown("\n".join(findings) if findings else "No transfer cell could be read at this profile (no rows).")
+show_findings("findings-06", findings, "No transfer cell could be read at this profile (no rows), so no finding could be computed.")
 
 # %% [markdown]
 # ## What differs from the paper

@@ -115,3 +115,10 @@ if not measured.empty:
     results.add("report/official-minus-honest", "mean gap between the official and the honest protocol where both "
                 "were measured", float(measured["official - honest"].mean()), unit="points")
 saved_to = results.save()  # the file's path, not shown: it is this machine's
+
+# %% tags=["remove-input"]
+# The intro page's one-glance table of the paper's claims (book/intro.md includes the file).
+from olacore.report import write_claims
+from olacore.results import results_dir
+
+write_claims(table, profile, results_dir().parent / "claims.md");

@@ -1,10 +1,16 @@
-"""Figures shared by the command line and the notebooks: grids of OLA heatmaps, dependency arcs."""
+"""Figures shared by the command line and the notebooks: grids of OLA heatmaps, dependency arcs.
+
+:func:`show_figure` shows a chapter's figure numbered, with a caption and a stable label (a
+MyST ``{glue:figure}`` in the book; the figure and its caption in Jupyter).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
-
+import base64
+import html
+import re
 import textwrap
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -13,11 +19,33 @@ import torch
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.ud import UDSentence
 
-__all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve"]
+__all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve", "readable_token", "LabelledFigure",
+           "show_figure"]
 
 #: Keyword arguments for every matplotlib text that shows the user's words (titles, tick
 #: labels, row names): drawn as typed, never parsed as mathtext (``$5 and $10`` stays text).
 TEXT = {"parse_math": False}
+
+
+#: Tokenizer markers that are not part of the word: byte-level BPE's space (``Ġ``) and newline
+#: (``Ċ``), SentencePiece's space (``▁``); WordPiece's continuation prefix (``##``) is handled apart.
+_MARKERS = {"\u0120": " ", "\u010a": " ", "\u2581": " "}
+FIGURE_LABEL = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+def readable_token(token: str) -> str:
+    """A token as a reader would write it: tokenizer markers (``Ġ``, ``▁``, ``##``) removed.
+
+    ``"Ġpreacher"`` -> ``"preacher"``, ``"▁the"`` -> ``"the"``, ``"##ing"`` -> ``"-ing"`` (a
+    word piece), a token that is only a marker (a space) -> ``"␣"``.
+    """
+    text = str(token)
+    piece = text.startswith("##") and len(text) > 2
+    text = text[2:] if piece else text
+    for marker, plain in _MARKERS.items():
+        text = text.replace(marker, plain)
+    text = text.strip()
+    return ("-" + text if piece else text) or "\u2423"
 
 
 def _wrapped(title: str, width_inches: float, fontsize: float) -> str:
@@ -35,48 +63,73 @@ def draw_maps(
     panel_size: float = 2.6,
     cmap: str = "viridis",
     robust: bool = True,
+    max_columns: int = 2,
+    colorbar_label: str = "attention weight",
 ):
-    """Draw a grid of square maps: one row per entry of ``rows``, one column per panel.
+    """Draw a grid of square maps, one per (row, panel), each with its colour bar.
 
     Args:
         rows: ``{row name: {panel name: (T, T) tensor}}``; every row should have the same
             panel names (e.g. models x orders). Maps may differ in size between rows.
-        labels: optional ``{row name: T tick labels}`` (tokens or words), shown when short.
+        labels: optional ``{row name: T tick labels}`` (tokens or words), shown when short,
+            without tokenizer markers (:func:`readable_token`).
         title: figure title, drawn as plain text (no mathtext) and wrapped to the figure's width.
         panel_size: inches per panel.
         cmap: matplotlib colormap.
         robust: clip the colour scale of each panel at its 99th percentile, so a sink column
             does not wash out the rest of the map.
+        max_columns: at most this many panels side by side, so that the figure is readable at a
+            page's width: one row of many panels wraps onto several lines; several rows with
+            more panels than ``max_columns`` are drawn transposed (one column per row name).
+        colorbar_label: what the colour of every panel measures.
 
     Returns:
         The matplotlib ``Figure``.
     """
     panels = list(next(iter(rows.values())).keys())
-    fig, axes = plt.subplots(
-        len(rows), len(panels), figsize=(panel_size * len(panels), panel_size * len(rows)),
-        squeeze=False, constrained_layout=True,
-    )
-    for r, (row_name, maps) in enumerate(rows.items()):
-        for c, panel in enumerate(panels):
-            ax = axes[r, c]
-            image = maps[panel].detach().float().cpu()
-            vmax = torch.quantile(image.flatten(), 0.99).item() if robust else image.max().item()
-            ax.imshow(image.numpy(), cmap=cmap, vmin=0.0, vmax=max(vmax, 1e-12), interpolation="nearest")
-            ticks = labels.get(row_name) if labels else None
-            if ticks is not None and len(ticks) <= 24:
-                ax.set_xticks(range(len(ticks)), [str(t) for t in ticks], rotation=90, fontsize=6, **TEXT)
-                ax.set_yticks(range(len(ticks)), [str(t) for t in ticks], fontsize=6, **TEXT)
-            else:
-                ax.set_xticks([])
-                ax.set_yticks([])
-            if r == 0:
-                ax.set_title(panel, fontsize=10, **TEXT)
-            if c == 0:
-                ax.set_ylabel(row_name, fontsize=10, **TEXT)
+    cells = [(row_name, panel) for row_name in rows for panel in panels]
+    if len(rows) == 1:
+        ncols = min(len(panels), max_columns)
+        nrows = -(-len(panels) // ncols)
+        place = {cell: divmod(i, ncols) for i, cell in enumerate(cells)}
+    elif len(panels) > max_columns and len(rows) <= max_columns:
+        nrows, ncols = len(panels), len(rows)
+        place = {(row_name, panel): (p, r) for r, row_name in enumerate(rows) for p, panel in enumerate(panels)}
+    else:
+        nrows, ncols = len(rows), len(panels)
+        place = {(row_name, panel): (r, p) for r, row_name in enumerate(rows) for p, panel in enumerate(panels)}
+    fig, axes = plt.subplots(nrows, ncols, figsize=(1.25 * panel_size * ncols, panel_size * nrows),
+                             squeeze=False, constrained_layout=True)
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for row_name, panel in cells:
+        ax = axes[place[(row_name, panel)]]
+        ax.set_visible(True)
+        image = rows[row_name][panel].detach().float().cpu()
+        vmax = torch.quantile(image.flatten(), 0.99).item() if robust else image.max().item()
+        drawn = ax.imshow(image.numpy(), cmap=cmap, vmin=0.0, vmax=max(vmax, 1e-12), interpolation="nearest")
+        bar = fig.colorbar(drawn, ax=ax, fraction=0.046, pad=0.03)
+        bar.ax.tick_params(labelsize=7)
+        if place[(row_name, panel)][1] == ncols - 1:
+            bar.set_label(colorbar_label, fontsize=7)
+        ticks = labels.get(row_name) if labels else None
+        if ticks is not None and len(ticks) <= 24:
+            words = [readable_token(t) for t in ticks]
+            size = 7 if len(words) <= 16 else 6
+            ax.set_xticks(range(len(words)), words, rotation=90, fontsize=size, **TEXT)
+            ax.set_yticks(range(len(words)), words, fontsize=size, **TEXT)
+        else:
+            ax.set_xticks([])
+            ax.set_yticks([])
+        ax.set_title(panel if len(rows) == 1 else f"{row_name}: {panel}", fontsize=9, **TEXT)
+    if len(cells) > 1:
+        fig.supxlabel("key token j", fontsize=9)
+        fig.supylabel("query token i", fontsize=9)
     if title:
         fontsize = plt.rcParams["figure.titlesize"]
         fontsize = fontsize if isinstance(fontsize, (int, float)) else 1.2 * plt.rcParams["font.size"]
         fig.suptitle(_wrapped(title, fig.get_figwidth(), fontsize), fontsize=fontsize, **TEXT)
+    fig.get_layout_engine().set(w_pad=0.02, h_pad=0.02)
     return fig
 
 
@@ -115,9 +168,9 @@ def draw_arcs(
     gold = [(i, h - 1) for i, h in enumerate(sentence.heads) if h > 0]
     pred = [(i, h - 1) for i, h in enumerate(predicted_heads) if h > 0]
     if gold:
-        ax.scatter([j for _, j in gold], [i for i, _ in gold], s=60, facecolors="none", edgecolors="tab:green", linewidths=1.5, label="gold head")
+        ax.scatter([j for _, j in gold], [i for i, _ in gold], s=140, facecolors="none", edgecolors="tab:green", linewidths=2, label="gold head")
     if pred:
-        ax.scatter([j for _, j in pred], [i for i, _ in pred], s=30, marker="x", color="tab:orange", linewidths=1.5, label="predicted head")
+        ax.scatter([j for _, j in pred], [i for i, _ in pred], s=80, marker="x", color="tab:orange", linewidths=2, label="predicted head")
     ax.set_xticks(range(n))
     ax.set_yticks(range(n))
     ax.set_xticklabels(sentence.words, rotation=90, fontsize=7, **TEXT)
@@ -133,13 +186,16 @@ def draw_arcs(
 
 def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence[str], *, metric: str = "hits@1",
                   title: str | None = None):
-    """Model x model heatmaps of a retrieval metric (%): one row of panels per group, one panel per channel.
+    """Model x model heatmaps of a retrieval metric (%): one column of panels per group, one row per channel.
+
+    One colour scale (0 to 100 %) for every panel, shown by one colour bar; each cell also
+    carries its number.
 
     Args:
         table: a :func:`olacore.retrieval.retrieval_table` (or one variant of a grid) with a
             ``group`` column.
-        groups: group label -> model names (rows of panels).
-        channels: channel names (columns of panels).
+        groups: group label -> model names (columns of panels).
+        channels: channel names (rows of panels).
         metric: ``"hits@1"`` or ``"hits@5"``.
         title: figure title.
 
@@ -151,16 +207,27 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
     from olacore.channels import label
     from olacore.retrieval import hits_matrix
 
-    fig, axes = plt.subplots(len(groups), len(channels), figsize=(3.2 * len(channels), 3 * len(groups)), squeeze=False)
-    for row, group in enumerate(groups):
+    widths = [max(len(models), 2) for models in groups.values()]
+    fig, axes = plt.subplots(len(channels), len(groups), figsize=(1.1 * sum(widths) + 1.8, 2.3 * len(channels)),
+                             squeeze=False, constrained_layout=True, gridspec_kw={"width_ratios": widths})
+    drawn = None
+    for col, group in enumerate(groups):
         rows = table[table["group"] == group]
-        for col, channel in enumerate(channels):
+        for row, channel in enumerate(channels):
+            ax = axes[row, col]
             sns.heatmap(100 * hits_matrix(rows, channel, metric), annot=True, fmt=".0f", vmin=0, vmax=100,
-                        cmap="viridis", cbar=False, ax=axes[row, col])
-            axes[row, col].set_title(f"{group}: {label(channel)}")
+                        cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 8}, square=True)
+            drawn = ax.collections[0]
+            ax.set_title(f"{group}: {label(channel)}", fontsize=9)
+            ax.tick_params(labelsize=8)
+            ax.set_xticklabels(ax.get_xticklabels(), rotation=30, ha="right")
+            ax.set_yticklabels(ax.get_yticklabels(), rotation=0)
+            ax.set_xlabel("target (queries)" if row == len(channels) - 1 else "", fontsize=8)
+            ax.set_ylabel("source (gallery)" if col == 0 else "", fontsize=8)
+    if drawn is not None:
+        fig.colorbar(drawn, ax=axes, shrink=0.5, label=f"{metric.capitalize()} (%)")
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize=11)
     return fig
 
 
@@ -184,3 +251,75 @@ def training_curve(history, *, title: str = "", chance: float | None = None):
     ax[1].legend()
     fig.tight_layout()
     return fig
+
+
+class LabelledFigure:
+    """A figure with a caption and a stable label: numbered in the book, captioned in Jupyter.
+
+    The figure itself is glued (``myst_nb.glue`` under ``label``, not displayed); this object's
+    ``text/markdown`` is the MyST ``{glue:figure}`` directive that pastes it with its caption
+    and ``:name:`` (``_config.yml`` renders markdown outputs as MyST), so the book numbers it
+    ("Fig. 3") and ``{numref}`label``` links to it. In Jupyter its HTML shows the figure and
+    the caption.
+
+    Args:
+        body: the figure as HTML, for Jupyter (an ``<img>`` of its PNG, or an interactive figure's ``<div>``).
+        label: lowercase words joined by hyphens (``"fig-order-maps"``), unique in the book.
+        caption: one paragraph of MyST: what is plotted, units, sizes.
+
+    Raises:
+        ValueError: a label that is not lowercase-hyphenated or an empty caption.
+    """
+
+    def __init__(self, body: str, label: str, caption: str):
+        if not FIGURE_LABEL.match(label or ""):
+            raise ValueError(f"figure label {label!r} must be lowercase words joined by hyphens, e.g. 'fig-order-maps'")
+        caption = " ".join((caption or "").split())
+        if not caption:
+            raise ValueError(f"figure {label!r} needs a caption: one line saying what is plotted, in which units")
+        self.body, self.label, self.caption = body, label, caption
+
+    def to_markdown(self) -> str:
+        """The MyST source: ``{glue:figure}`` of the glued figure with its ``:name:`` and caption."""
+        return "\n".join([f":::{{glue:figure}} {self.label}", f":name: {self.label}", "", self.caption, ":::"])
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
+    def _repr_html_(self) -> str:
+        return (f'<figure id="{self.label}">{self.body}<figcaption><strong>Figure ({html.escape(self.label)}).</strong> '
+                f"{html.escape(self.caption)}</figcaption></figure>")
+
+    def __repr__(self) -> str:
+        return f"Figure ({self.label}). {self.caption}"
+
+
+def show_figure(fig, label: str, caption: str) -> None:
+    """Show ``fig`` numbered, under ``caption`` and the stable ``label`` (see :class:`LabelledFigure`).
+
+    ``fig``: a matplotlib ``Figure`` or an :class:`olacore.interactive.InteractiveFigure`. The
+    figure is glued under ``label`` (a matplotlib one is then closed, so that pyplot does not
+    show it a second time); its alt text is the kernel's figure description
+    (``scripts/kernel_setup.py``), kept with the glued image. Returns ``None``, so a cell that
+    ends with it shows the figure once.
+
+    Raises:
+        ValueError: see :class:`LabelledFigure`.
+    """
+    import io
+
+    from IPython.display import display
+    from myst_nb import glue
+
+    labelled = LabelledFigure("", label, caption)  # checks label and caption before anything is shown
+    if hasattr(fig, "to_html"):  # an interactive (plotly) figure
+        labelled.body = fig.to_html()
+        glue(label, fig, display=False)
+    else:
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", bbox_inches="tight")
+        data = base64.b64encode(buffer.getvalue()).decode("ascii")
+        labelled.body = f'<img src="data:image/png;base64,{data}" alt="{html.escape(labelled.caption)}">'
+        glue(label, fig, display=False)
+        plt.close(fig)
+    display(labelled)

@@ -18,6 +18,7 @@ of the same family (e.g. Q-1b5 and Q-7b).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -31,7 +32,8 @@ from olacore.results import ChapterResults, load_results
 from olacore.verdicts import reproduction
 
 __all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
-           "published_value", "load_chapters", "report_chapters", "report_table", "report_summary", "paper_comparison"]
+           "published_value", "load_chapters", "report_chapters", "report_table", "report_summary", "paper_comparison",
+           "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims"]
 
 #: This book's causal models and the paper's model family each stands in for.
 ZOO_FAMILIES = {"qwen2.5-0.5b": "Q", "gemma-3-270m": "G", "smollm2-135m": "L"}
@@ -239,3 +241,119 @@ def report_chapters(notebooks: str | os.PathLike, report: str) -> list[str]:
     """The chapters a report reads: the stems of ``notebooks/[0-9]*.py`` other than ``report``, in order."""
     return [p.stem for p in sorted(Path(notebooks).glob("[0-9]*.py")) if p.stem != report]
 
+
+
+#: A number that could not be computed, as Python formats it ("nan", "inf", "-inf").
+_UNDEFINED = re.compile(r"(?<![\w.])[-+]?(nan|inf)(?![\w])", re.IGNORECASE)
+UNDEFINED_FINDING = "- One finding could not be computed at this profile: a number it needs is missing or undefined."
+
+
+def findings_markdown(lines: Sequence[str], none: str) -> str:
+    """A chapter's findings as MyST lines, never showing an undefined number.
+
+    Args:
+        lines: the findings, each one line of MyST (a list item), numbers filled in by the chapter.
+        none: what to say, in words, when no finding could be computed (no line at all).
+
+    Returns:
+        The lines joined; a line holding ``nan`` or ``inf`` (a missing result) is replaced by
+        :data:`UNDEFINED_FINDING`, and no lines at all by ``none``.
+    """
+    kept = [UNDEFINED_FINDING if _UNDEFINED.search(line) else line for line in lines if line.strip()]
+    return "\n".join(kept) if kept else none
+
+
+def show_findings(label: str, lines: Sequence[str], none: str) -> None:
+    """Show a chapter's findings (:func:`findings_markdown`) and glue them under ``label``.
+
+    The chapter's box at its top ("What this chapter finds", a ``{glue:md}`` of ``label``)
+    shows the same sentences as its closing section, computed once, at the end.
+    """
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(label, Markdown(findings_markdown(lines, none)), display=True)
+
+
+#: The paper's headline claims, for the intro's table: (section of :func:`published`, words every
+#: one of its published numbers must contain, the claim in words).
+HEADLINE_CLAIMS = (
+    ("SSIM retrieval", ("Hits@1", "1st-order"),
+     "First-order OLA of a text is similar enough across models to retrieve the text (SSIM Hits@1)"),
+    ("visual proxy", ("order 1",),
+     "A classifier trained on other models' first-order OLA names the text from a new model's (accuracy)"),
+    ("visual proxy", ("rollout",), "First-order OLA beats rollout as the classifier's input (accuracy on rollout)"),
+    ("controls", (), "The similarity vanishes without learned knowledge: random weights, shuffled layers, noise "
+                     "(Hits@1)"),
+    ("syntax", ("UAS", "order 1"), "A parser reads dependency heads from first-order OLA alone (UAS)"),
+    ("syntax", ("UAS", "rollout"), "First-order OLA carries more syntax than rollout (UAS from rollout)"),
+    ("TOA relation extraction", ("adapter trained",),
+     "An adapter trained on one model's OLA works on another's without training (accuracy)"),
+    ("TOA relation extraction", ("zero-shot",), "Zero-shot prompting is a lower bound the adapter beats (accuracy)"),
+)
+
+
+def _span(values: pd.Series) -> str:
+    values = values.dropna()
+    if values.empty:
+        return "-"
+    low, high = float(values.min()), float(values.max())
+    return f"{low:.1f}" if round(low, 1) == round(high, 1) else f"{low:.1f} to {high:.1f}"
+
+
+def claims_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The paper's headline claims (:data:`HEADLINE_CLAIMS`) at a glance: one row per claim.
+
+    Args:
+        table: :func:`report_table`.
+
+    Returns:
+        Columns ``claim``, ``paper %`` and ``ours %`` (the span of the published numbers we measured
+        and of ours beside them; ours is the official-protocol number where there is one, else the
+        honest one, as the verdict reads it), ``verdict`` (the verdicts counted, and how many of the
+        claim's published numbers were measured). A claim with no number measured says so in words.
+    """
+    rows = []
+    for section, words, claim in HEADLINE_CLAIMS:
+        group = table[(table["section"] == section)
+                      & table["published number"].map(lambda name, words=words: all(word in name for word in words))]
+        if group.empty:
+            continue
+        ours = group["ours: official protocol %"].fillna(group["ours: honest protocol %"])
+        measured = group[ours.notna()]
+        if measured.empty:
+            rows.append({"claim": claim, "paper %": _span(group["paper %"]), "ours %": "-",
+                         "verdict": f"not measured at this profile (0 of {len(group)} published numbers)"})
+            continue
+        counts = measured["verdict"].value_counts()
+        rows.append({"claim": claim, "paper %": _span(measured["paper %"]), "ours %": _span(ours[ours.notna()]),
+                     "verdict": ", ".join(f"{verdict} {count}" for verdict, count in counts.items())
+                     + f" ({len(measured)} of {len(group)} published numbers measured)"})
+    return pd.DataFrame(rows, columns=["claim", "paper %", "ours %", "verdict"])
+
+
+def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> Path:
+    """Write the intro page's one-glance table (:func:`claims_table`) as a MyST file the intro includes.
+
+    Args:
+        table: :func:`report_table` of every chapter's saved results.
+        profile: the profile the chapters ran with (said in the caption).
+        path: where to write (the report page writes ``book/generated/claims.md`` beside the
+            executed chapters; ``book/intro.md`` includes it).
+
+    Returns:
+        The path written.
+    """
+    from olacore.tables import LabelledTable
+
+    claims = LabelledTable(claims_table(table), "tbl-claims-at-a-glance",
+                           f"The paper's headline claims at a glance ({profile} profile): the span of the paper's "
+                           "numbers that we measured and of ours beside them (%; a dash: none, or none published), and "
+                           "how many of them got each verdict ({doc}`/book/generated/07_report` has every number and "
+                           "the rule).", decimals=1)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(claims.to_markdown() + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path

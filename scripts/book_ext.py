@@ -3,7 +3,8 @@
 - **Alt text.** A notebook output image gets, as its ``alt`` text, the description that the
   runner's kernel set-up (``scripts/kernel_setup.py``) left in the same output's ``text/plain``
   ("Figure: ..."), matched to the image by the SHA-256 of its bytes (myst-nb names output
-  images by that hash). An alt text set in the cell's metadata wins.
+  images by that hash), also for a figure glued by ``myst_nb.glue`` and pasted by
+  ``{glue:figure}`` (a numbered, captioned figure). An alt text set in the cell's metadata wins.
 - **Each script once.** Inline scripts added by extensions (sphinx-thebe's ``const
   THEBE_JS_URL = ...``, togglebutton's selector) reach every page twice with Sphinx 7.4, once
   with file name ``None`` and once with ``""`` (a JavaScript error on every page: the
@@ -28,6 +29,9 @@ from pathlib import Path
 from docutils import nodes
 
 DESCRIPTION_PREFIX = "Figure: "
+#: ``myst_nb.glue(..., display=False)`` stores a figure's outputs under this prefix
+#: (``olacore.plots.show_figure``: a numbered figure pasted by ``{glue:figure}``).
+GLUE_PREFIX = "application/papermill.record/"
 BOOK_STATIC = Path("book") / "_static"
 IMAGE_TYPES = ("image/png", "image/jpeg")
 
@@ -41,7 +45,7 @@ def image_descriptions(notebook_path: Path) -> dict[str, str]:
     found = {}
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
-            data = output.get("data", {})
+            data = {key.removeprefix(GLUE_PREFIX): value for key, value in output.get("data", {}).items()}
             text = data.get("text/plain", "")
             text = "".join(text) if isinstance(text, list) else text
             if not text.startswith(DESCRIPTION_PREFIX):

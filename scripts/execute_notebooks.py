@@ -234,9 +234,10 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu  # the kernel and its workers, once ended
     manifest.update_manifest(out_dir, source.stem, {
         "fingerprint": fingerprint,
-        # the executed notebook, its source copy, and the numbers it saved (olacore.results)
-        "outputs": manifest.outputs_hashes(out_dir, [f"{source.stem}.ipynb", source.name,
-                                                     f"results/{source.stem}.json"]),
+        # the executed notebook, its source copy, and the numbers it saved (olacore.results); the
+        # report page also writes the intro's table of claims (claims.md, included by book/intro.md)
+        "outputs": manifest.outputs_hashes(out_dir, [f"{source.stem}.ipynb", source.name, f"results/{source.stem}.json"]
+                                           + (["claims.md"] if manifest.reads_results(source) else [])),
         "parameters": parameters,
         "seconds": round(seconds, 1),
         "cpu_seconds": round(cpu, 1),

@@ -32,6 +32,20 @@ def test_image_descriptions_are_keyed_by_the_image_hash(tmp_path):
     assert book_ext.image_descriptions(tmp_path / "missing.ipynb") == {}
 
 
+def test_a_glued_figure_keeps_its_description(tmp_path):
+    """A figure glued by myst_nb.glue (display=False: its outputs under the glue prefix) and pasted
+    by {glue:figure} is written by its bytes' hash like any output image: its description is found."""
+    png = b"\x89PNG glued bytes"
+    prefix = book_ext.GLUE_PREFIX
+    notebook = {"cells": [{"cell_type": "code", "outputs": [
+        {"output_type": "display_data", "metadata": {"scrapbook": {"name": "fig-x", "mime_prefix": prefix}},
+         "data": {prefix + "image/png": base64.b64encode(png).decode(), prefix + "text/plain": "Figure: Glued."}},
+    ]}]}
+    path = tmp_path / "chapter.ipynb"
+    path.write_text(json.dumps(notebook))
+    assert book_ext.image_descriptions(path) == {hashlib.sha256(png).hexdigest(): "Figure: Glued."}
+
+
 def test_duplicate_inline_scripts_are_dropped():
     def script(filename, **attributes):
         return SimpleNamespace(filename=filename, attributes=attributes)

@@ -4,7 +4,8 @@ The book of ``conftest.smoke_book`` (chapters executed at profile=smoke, built s
 served on 127.0.0.1 by ``http.server`` and opened page by page in Debian's Chromium, driven
 by playwright. Every request that leaves 127.0.0.1 is blocked and counted: the book must
 work offline. Checks: no console error and no failed request, every image loads, every
-content image has alt text (not a file name) or a caption, MathJax typesets every formula,
+content image has alt text (not a file name) or a caption, every figure of a chapter (images and
+the interactive one) has a number and a caption, MathJax typesets every formula,
 internal links (and their #anchors) resolve, the search page finds "rollout", the
 interactive figure of chapter 02 draws its SVG and answers a click and a hover, and the
 labelled tables are where a page can link to them. Every page is also laid out at a
@@ -56,7 +57,11 @@ PAGE_PROBE = r"""async () => {
     title: document.title,
     images: imgs.map(i => ({src: i.getAttribute('src'), width: i.naturalWidth, alt: i.getAttribute('alt') || '',
                             inArticle: article.contains(i),
-                            caption: !!(i.closest('figure') && i.closest('figure').querySelector('figcaption'))})),
+                            caption: !!(i.closest('figure') && i.closest('figure').querySelector('figcaption')),
+                            numbered: !!(i.closest('figure') &&
+                                         i.closest('figure').querySelector('figcaption .caption-number'))})),
+    plotly: [...document.querySelectorAll('div.plotly-graph-div')].map(d =>
+      !!(d.closest('figure') && d.closest('figure').querySelector('figcaption .caption-number'))),
     math: math.length,
     mathTypeset: math.filter(m => m.querySelector('mjx-container')).length,
     mathErrors: document.querySelectorAll('mjx-merror').length,
@@ -250,6 +255,19 @@ def test_every_figure_has_alt_text_or_a_caption(visits):
             if image["inArticle"] and not image["caption"] and (not alt or IMAGE_FILE.search(alt)):
                 missing.setdefault(name, []).append(image["src"])
     assert not missing, f"images with neither alt text nor caption: {missing}"
+
+
+def test_every_chapter_figure_is_numbered_and_captioned(visits):
+    """Every image and interactive figure of a chapter sits in a figure with a number ("Fig. 3") and a caption."""
+    unnumbered = {}
+    for name, record in visits["records"].items():
+        if not name.startswith("book/generated/"):
+            continue
+        found = [i["src"] for i in record["images"] if i["inArticle"] and not i["numbered"]]
+        found += ["an interactive figure" for numbered in record["plotly"] if not numbered]
+        if found:
+            unnumbered[name] = found
+    assert not unnumbered, f"figures without a number and caption: {unnumbered}"
 
 
 def test_math_is_typeset_by_mathjax(visits):

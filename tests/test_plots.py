@@ -78,3 +78,43 @@ def test_arc_overlay_draws_words_as_typed():
     texts = _svg_texts(fig)
     assert ax.get_title() in texts and "$5" in texts and "$6" in texts
     plt.close(fig)
+
+
+def test_tokens_are_shown_without_tokenizer_markers():
+    from olacore.plots import readable_token
+
+    assert [readable_token(t) for t in ["\u0120preacher", "\u2581the", "##ing", "\u0120", "<s>", "word"]] == [
+        "preacher", "the", "-ing", "\u2423", "<s>", "word"]
+    fig = draw_maps_with(["\u0120The", "\u0120preacher", "\u2581said"])
+    texts = _svg_texts(fig)
+    assert "preacher" in texts and not any("\u0120" in t or "\u2581" in t for t in texts)
+    plt.close(fig)
+
+
+def draw_maps_with(tokens):
+    from olacore.plots import draw_maps
+
+    return draw_maps({"m": {"order 1": torch.rand(len(tokens), len(tokens))}}, labels={"m": tokens})
+
+
+def test_every_map_has_a_colour_bar_and_many_panels_wrap():
+    from olacore.plots import draw_maps
+
+    fig = draw_maps({"m": {f"order {k}": torch.rand(4, 4) for k in range(1, 6)}})
+    shown = [ax for ax in fig.axes if ax.get_visible() and ax.images]
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert len(shown) == 5 and len(bars) == 5
+    assert max(ax.get_subplotspec().colspan.stop for ax in shown) <= 2  # two panels a row at most
+    plt.close(fig)
+
+
+def test_a_figure_needs_a_label_and_a_caption():
+    from olacore.plots import LabelledFigure
+
+    figure = LabelledFigure("<img>", "fig-order-maps", "Order 1,  in % .")
+    assert figure.to_markdown().splitlines()[:2] == [":::{glue:figure} fig-order-maps", ":name: fig-order-maps"]
+    assert "Order 1, in % ." in figure.to_markdown()
+    with pytest.raises(ValueError, match="label"):
+        LabelledFigure("<img>", "Fig 1", "caption")
+    with pytest.raises(ValueError, match="caption"):
+        LabelledFigure("<img>", "fig-x", "  ")

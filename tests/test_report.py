@@ -242,3 +242,37 @@ def test_a_changed_chapter_result_reexecutes_the_report_and_the_runner_puts_it_l
     assert ordered[-1] == source
     manifest = json.loads(notebook_manifest.manifest_path(out).read_text())
     assert "results" in manifest["chapters"]["07_report"]["fingerprint"]
+
+
+def test_findings_never_show_an_undefined_number():
+    from olacore.report import UNDEFINED_FINDING, findings_markdown
+
+    lines = ["- order 1: 42.0 % (chance 2.0 %).", "- rollout: nan % (chance 2.0 %).", "- gap -inf points."]
+    assert findings_markdown(lines, "none") == "\n".join(["- order 1: 42.0 % (chance 2.0 %).", UNDEFINED_FINDING,
+                                                         UNDEFINED_FINDING])
+    assert findings_markdown([], "No claim could be judged.") == "No claim could be judged."
+    assert findings_markdown(["- the nano model and the info line"], "none") == "- the nano model and the info line"
+
+
+def test_the_claims_at_a_glance_table_spans_and_counts(tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    from olacore.report import claims_table, write_claims
+
+    table = pd.DataFrame({
+        "section": ["SSIM retrieval"] * 3 + ["controls"],
+        "published number": ["Hits@1, A -> B, 1st-order OLA", "Hits@1, B -> A, 1st-order OLA",
+                             "Hits@5, A -> B, 1st-order OLA", "OLAS vanishes"],
+        "paper %": [90.0, 80.0, 99.0, np.nan],
+        "ours: official protocol %": [40.0, np.nan, 50.0, np.nan],
+        "ours: honest protocol %": [np.nan, np.nan, np.nan, np.nan],
+        "verdict": ["reproduced", "not measured yet", "reproduced", "not measured yet"]})
+    claims = claims_table(table)
+    assert len(claims) == 2  # Hits@1 retrieval, controls; claims without a row are left out
+    assert claims.iloc[0][["paper %", "ours %"]].tolist() == ["90.0", "40.0"]  # Hits@5 is not this claim
+    assert claims.iloc[0]["verdict"] == "reproduced 1 (1 of 2 published numbers measured)"
+    assert claims.iloc[1]["ours %"] == "-" and "not measured" in claims.iloc[1]["verdict"]
+    path = write_claims(table, "smoke", tmp_path / "claims.md")
+    text = path.read_text()
+    assert text.startswith(":::{table}") and ":name: tbl-claims-at-a-glance" in text and "nan" not in text.lower()

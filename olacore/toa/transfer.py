@@ -699,7 +699,7 @@ def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
 
 def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[str] = ("causal", "encoder")):
     """Annotated source x target heatmaps (mean score over seeds): one row of panels per
-    task, one column per kind; the diagonal cells are outlined (target-trained).
+    task, one column per kind, each with its colour bar; the diagonal cells are outlined (target-trained).
 
     Returns:
         The matplotlib ``Figure``.
@@ -717,7 +717,10 @@ def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[
                 continue
             m = m.reindex(columns=list(m.index) + [t for t in m.columns if t not in m.index])
             vmax = max(1.0, float(np.nanmax(m.to_numpy(dtype=float))))
-            ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=vmax)
+            image = ax.imshow(m.to_numpy(dtype=float), cmap="viridis", vmin=0, vmax=vmax)
+            bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+            bar.ax.tick_params(labelsize=7)
+            bar.set_label(f"{METRICS[task]} (%)", fontsize=7)
             for i, source in enumerate(m.index):
                 for j, target in enumerate(m.columns):
                     value = m.iloc[i, j]
