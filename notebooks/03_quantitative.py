@@ -68,7 +68,11 @@ from olacore.proxy import (
     proxy_experiment,
     proxy_summary,
 )
-from olacore.proxy.official_report import learning_curves, protocol_table, selection_figure
+from olacore.proxy.official_report import (
+    learning_curves,
+    protocol_table,
+    selection_figure,
+)
 from olacore.report import proxy_keys, published_value, retrieval_keys
 from olacore.results import ChapterResults
 from olacore.retrieval import mean_hits, retrieval_grid
@@ -77,7 +81,13 @@ from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
 from olacore.tables import show_table
 from olacore.texts import similarity_texts, text_counts
 from olacore.timing import Stopwatch
-from olacore.verdicts import CANNOT_JUDGE, better, learned_training_maps, protocol_verdict, verdict
+from olacore.verdicts import (
+    CANNOT_JUDGE,
+    better,
+    learned_training_maps,
+    protocol_verdict,
+    verdict,
+)
 
 watch = Stopwatch("03_quantitative")
 cfg = settings("quantitative", profile, seeds=seeds)

@@ -160,7 +160,7 @@ def test_batchnorm_stays_in_eval_mode_from_the_freeze_step_only_with_the_quirk(r
 
 def test_the_official_optimiser_replaces_the_configs_and_its_switch_restores_it(one_thread):
     sources, target = [_class_maps(4, 14, 0), _class_maps(4, 12, 1)], [_class_maps(4, 13, 2)]
-    kwargs = dict(size=16, seed=0, device="cpu", progress=False)
+    kwargs = {"size": 16, "seed": 0, "device": "cpu", "progress": False}
     as_official = ProxyConfig(iterations=12, batch_size=4, width=8, eval_every=4, lr=0.007, momentum=0.9,
                               weight_decay=5e-4, cosine=False)
     other = dataclasses.replace(as_official, lr=0.5, momentum=0.0, weight_decay=0.0, cosine=True)

@@ -59,7 +59,7 @@ __all__ = ["OfficialQuirks", "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", 
            "official_view", "family_splits", "OfficialRun", "train_official", "reported_accuracy"]
 
 #: The optimiser of the official ``olas_visual_model.py``: SGD, constant learning rate (no scheduler).
-OFFICIAL_OPTIMISER = dict(lr=0.007, momentum=0.9, weight_decay=5e-4, cosine=False)
+OFFICIAL_OPTIMISER = {"lr": 0.007, "momentum": 0.9, "weight_decay": 5e-4, "cosine": False}
 
 #: The fraction of training after which the official ``olas_visual_model.py`` freezes BatchNorm:
 #: its first evaluation, step 100 of 100k.
@@ -273,8 +273,8 @@ def train_official(
     eval_gen = torch.Generator().manual_seed(1_000_003 + seed)
     clean_train = (clean_train - mean) / std
     model = make_resnet18(clean_train.shape[1], num_classes, config.width).to(device)
-    sgd = OFFICIAL_OPTIMISER if quirks.official_optimiser else dict(
-        lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay, cosine=config.cosine)
+    sgd = OFFICIAL_OPTIMISER if quirks.official_optimiser else {
+        "lr": config.lr, "momentum": config.momentum, "weight_decay": config.weight_decay, "cosine": config.cosine}
     optimiser = torch.optim.SGD(model.parameters(), lr=sgd["lr"], momentum=sgd["momentum"],
                                 weight_decay=sgd["weight_decay"])
     scheduler = (torch.optim.lr_scheduler.LambdaLR(
