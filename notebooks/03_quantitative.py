@@ -420,8 +420,8 @@ show_table(variant_table, "tbl-proxy-variants", "Visual proxy, honest protocol, 
 # 3. `raw_inputs`: `olas_visual_model.py` feeds the network the cleaned maps as they are (no
 #    standardisation).
 # 4. `official_optimiser`: `olas_visual_model.py` trains with SGD at a constant learning rate of
-#    0.007 (momentum 0.9, weight decay 5e-4, no scheduler); switched off, the profile's optimiser
-#    (the honest runs': cosine decay from `proxy.lr`).
+#    0.007 (momentum 0.9, weight decay 5e-4, no scheduler); switched off, the profile's optimiser,
+#    the honest runs' (at `default`: cosine decay from `proxy.lr`; at `paper` the two coincide).
 # 5. `frozen_batchnorm`: the evaluation of `olas_visual_model.py` (`_compute_accuracy`) puts the
 #    network in eval mode and nothing puts it back, so BatchNorm runs on frozen running
 #    statistics from its first evaluation on: step 100 of 100k, 0.1 % of training.
