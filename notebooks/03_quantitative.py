@@ -61,6 +61,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
+from IPython.display import Markdown
 
 from olacore import paper
 from olacore.maps import make_maps
@@ -68,7 +69,9 @@ from olacore.pipeline import token_maps
 from olacore.plots import hits_heatmaps, show_figure, training_curve
 from olacore.profiles import settings
 from olacore.proxy import (
+    OFFICIAL_OPTIMISER,
     OfficialQuirks,
+    batchnorm_freeze_step,
     channel_set_label,
     family_splits,
     leave_one_out,
@@ -77,7 +80,11 @@ from olacore.proxy import (
     proxy_experiment,
     proxy_summary,
 )
-from olacore.proxy.official_report import protocol_table, selection_figure
+from olacore.proxy.official_report import (
+    learning_curves,
+    protocol_table,
+    selection_figure,
+)
 from olacore.report import proxy_keys, published_value, retrieval_keys
 from olacore.results import ChapterResults
 from olacore.retrieval import mean_hits, retrieval_grid
@@ -86,7 +93,13 @@ from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
 from olacore.tables import show_table
 from olacore.texts import similarity_texts, text_counts
 from olacore.timing import Stopwatch
-from olacore.verdicts import better, verdict
+from olacore.verdicts import (
+    CANNOT_JUDGE,
+    better,
+    learned_training_maps,
+    protocol_verdict,
+    verdict,
+)
 
 watch = Stopwatch("03_quantitative")
 cfg = settings("quantitative", profile, seeds=seeds)
@@ -414,59 +427,119 @@ show_table(variant_table, "tbl-proxy-variants", "Visual proxy, honest protocol, 
 # %% [markdown]
 # ## The visual proxy under the official protocol, quirk by quirk
 #
-# The official script (`olas_visual_model.py`) differs from the honest protocol above in six
+# The official script (`olas_visual_model.py`) differs from the honest protocol above in seven
 # ways, each a named switch of `olacore.proxy.official.OfficialQuirks` (the module's docstring
 # names the official file each comes from):
 #
-# 1. `family_split`: it trains on four source models of two families and tests on the two
-#    models of the held-out family (the README's command). With our zoo each causal model is its
-#    own family, so this is our leave-one-out split; it is worth nothing here by construction.
-# 2. `augment_before_cleaning`: its dataset augments the *raw token-level* OLA (fake sink
-#    columns with p 0.3, noise with p 0.15, `models/ola_augmentations.py`), then cleans sinks
-#    (whole-row statistics), then resizes.
-# 3. `raw_inputs`: the network gets the cleaned maps as they are (no standardisation).
-# 4. `frozen_batchnorm`: the evaluation puts the network in eval mode and nothing puts it back,
-#    so BatchNorm runs on frozen running statistics for the rest of training.
-# 5. `reaugment_targets`: the target maps are augmented afresh at every evaluation.
-# 6. `max_over_evaluations`: the reported number is the best target accuracy over all
+# 1. `family_split`: `olas_visual_model.py`, run as the official README's command, trains on four
+#    source models of two families and tests on the two models of the held-out family. With our
+#    zoo each causal model is its own family, so this is our leave-one-out split; it is worth
+#    nothing here by construction.
+# 2. `augment_before_cleaning`: its dataset (`ClassifyDataset` in `olas_visual_model.py`) augments
+#    the *raw token-level* OLA (fake sink columns with p 0.3, noise with p 0.15,
+#    `models/ola_augmentations.py`), then cleans sinks (whole-row statistics), then resizes.
+# 3. `raw_inputs`: `olas_visual_model.py` feeds the network the cleaned maps as they are (no
+#    standardisation).
+# 4. `official_optimiser`: `olas_visual_model.py` trains with SGD at a constant learning rate of
+#    0.007 (momentum 0.9, weight decay 5e-4, no scheduler); switched off, the profile's optimiser,
+#    the honest runs' (at `default`: cosine decay from `proxy.lr`; at `paper` the two coincide).
+# 5. `frozen_batchnorm`: the evaluation of `olas_visual_model.py` (`_compute_accuracy`) puts the
+#    network in eval mode and nothing puts it back, so BatchNorm runs on frozen running
+#    statistics from its first evaluation on: step 100 of 100k, 0.1 % of training.
+# 6. `reaugment_targets`: `olas_visual_model.py` augments the target maps afresh at every
+#    evaluation.
+# 7. `max_over_evaluations`: `olas_visual_model.py` reports the best target accuracy over all
 #    evaluations (every 100 of 100k steps there; every `official_eval_every` here).
 #
-# Same maps (first order, the first `proxy_num_texts` official texts), same seeds, same
-# training sizes as the honest runs; each row switches one quirk off. Switching off the
-# read-out quirks (5, 6) re-reads the same training runs. At the CPU scale BatchNorm freezes
-# after `official_eval_every` of `proxy.iterations` steps (the official script: after 100 of
-# 100k) and the learning rate is the profile's (0.05 at `default`; `olas_visual_model.py`: 0.007):
-# the frozen-BatchNorm row measures that, and it may weigh far more here than at the paper's
-# scale. One more row reads the runs with BatchNorm trained as a protocol with no selection on
-# the target (tested once, at the end, on clean target maps).
+# **Scaled in proportion.** Same maps (first order, the first `proxy_num_texts` official texts),
+# same seeds and training sizes (steps, batch, width) as the honest runs; the quirks are scaled to
+# the run as a fraction of it: BatchNorm freezes after the same 0.1 % of training as in
+# `olas_visual_model.py` (`olacore.proxy.official.batchnorm_freeze_step`; at least one step),
+# whatever the evaluation interval. One consequence the scaling cannot remove: BatchNorm's running
+# statistics (momentum 0.1) are frozen after as many updates as steps before the freeze, so a
+# freeze after step 1 keeps statistics that are nine tenths their initial values (mean 0, variance
+# 1), where `olas_visual_model.py`'s, after 100 steps, have forgotten them.
+#
+# **Did it learn?** Every evaluation also scores the clean *source* maps the network trains on
+# (`olas_visual_model.py` scores its training set too). A network that cannot recognise its own
+# training maps has learned nothing its target could be tested on: then the protocol cannot be
+# judged at this size (`olacore.verdicts.protocol_verdict`: its source-map accuracy at the last
+# evaluation must hold by the chapter's rule, at least 50 % and 3x chance), and its target number
+# is no evidence for or against OLAS. The learning curves of the first seed:
+
+# %%
+official_cfg = dataclasses.replace(cfg.proxy, eval_every=cfg.official_eval_every)
+assert family_splits(cfg.causal) == family_splits(cfg.causal, by_family=False)  # one model per family here
+READ_OUT = ("reaugment_targets", "max_over_evaluations")  # re-read the same trainings: free
+QUIRKS = [q for q in OfficialQuirks.names() if q != "family_split"
+          and (cfg.official_quirk_rows is None or q in cfg.official_quirk_rows or q in READ_OUT)]
+official_variants = {"official protocol": OfficialQuirks(),
+                     **{f"without {q.replace('_', ' ')}": OfficialQuirks().without(q) for q in QUIRKS}}
+if "frozen_batchnorm" in QUIRKS:
+    official_variants["BatchNorm trained, tested once at the end on clean targets"] = OfficialQuirks().without(
+        "frozen_batchnorm", "reaugment_targets", "max_over_evaluations")
+freeze_step = batchnorm_freeze_step(official_cfg.iterations)
+print(f"official protocol here: {official_cfg.iterations} steps, batch {official_cfg.batch_size}, width "
+      f"{official_cfg.width}; SGD lr {OFFICIAL_OPTIMISER['lr']} constant, momentum {OFFICIAL_OPTIMISER['momentum']}, "
+      f"weight decay {OFFICIAL_OPTIMISER['weight_decay']}; BatchNorm frozen after step {freeze_step} "
+      f"({100 * freeze_step / official_cfg.iterations:.2g} % of training; olas_visual_model.py: 100 of 100,000); "
+      f"target evaluated every {official_cfg.eval_every} steps")
+with watch("official proxy protocol, order 1 (training or cache)"):
+    official_runs, official_histories = official_proxy_experiment(
+        {name: tokens[name][:n] for name in cfg.causal}, ("order1",), official_cfg, cfg.seeds, official_variants,
+        size=cfg.proxy_size, device=device, workers=workers)
+official = official_runs[official_runs["variant"] == "official protocol"]
+curve_variants = ["official protocol", *(["without frozen batchnorm"] if "frozen_batchnorm" in QUIRKS else [])]
+fig = learning_curves(official_histories, curve_variants, list(cfg.causal), cfg.seeds[0], chance=1 / cfg.proxy_num_texts,
+                      title=f"first-order OLA, seed {cfg.seeds[0]}: solid the official protocol"
+                            + (", dashed without the BatchNorm freeze" if len(curve_variants) > 1 else ""))
+show_figure(fig, "fig-official-curves", f"Learning curves of the first-order visual proxy under the official protocol "
+            f"(seed {cfg.seeds[0]}, one panel per causal target; every {official_cfg.eval_every} of "
+            f"{official_cfg.iterations} steps): training loss and accuracy (%) on the clean source maps and on the "
+            f"re-augmented target maps" + (", solid official, dashed without the BatchNorm freeze" if len(curve_variants) > 1 else "")
+            + f"; chance {proxy_chance:.1f} %.")
+official_learned = learned_training_maps(official["train_acc"].mean(), 1 / cfg.proxy_num_texts)
+Markdown(f"At the last evaluation the official protocol recognises {100 * official['train_acc'].mean():.1f} % of its "
+         f"own training maps (mean over targets and seeds; chance {proxy_chance:.1f} %), its training loss is "
+         f"{np.mean([official_histories[k][-1]['train_loss'] for k in official_histories if k[0] == 'official protocol']):.2f}"
+         f" (a uniform guess: {np.log(cfg.proxy_num_texts):.2f}): "
+         + ("it learned, and its target numbers below can be read." if official_learned else
+            f"**it did not learn, so the official protocol cannot be judged at this size** ({official_cfg.iterations} "
+            f"steps, BatchNorm frozen after step {freeze_step}); its target numbers below and on the report page read "
+            f"'{CANNOT_JUDGE}'."))
+
+# %% [markdown]
+# The table sets each quirk switched off in turn beside the official protocol. Switching off the
+# read-out quirks (6, 7) re-reads the same training runs; one more row reads the runs with
+# BatchNorm trained as a protocol with no selection on the target (tested once, at the end, on
+# clean target maps). The profile's `official_quirk_rows` says which training quirks get a row
+# (`None`: all). The `default` profile trains only the BatchNorm freeze's row, cutting the
+# others: the full table was the costliest cell of a cold default build, the official protocol
+# does not learn at this size, and switching off the freeze alone makes it learn, so the rows
+# that switch off the other training quirks would compare one unlearned run with another (the
+# measurement, time and learning curves, is recorded beside the setting in `olacore/profiles.py`).
 #
 # The two protocols also differ in what they train on: the honest one holds out the map of
 # text *i* from source *i mod S* to choose its checkpoint, so it trains on (S - 1)/S of the
 # source maps (half of them with two sources); the official one trains on all of them.
 
 # %%
-official_cfg = dataclasses.replace(cfg.proxy, eval_every=cfg.official_eval_every)
-assert family_splits(cfg.causal) == family_splits(cfg.causal, by_family=False)  # one model per family here
-QUIRKS = [q for q in OfficialQuirks.names() if q != "family_split"]
-official_variants = {"official protocol": OfficialQuirks(),
-                     **{f"without {q.replace('_', ' ')}": OfficialQuirks().without(q) for q in QUIRKS},
-                     "BatchNorm trained, tested once at the end on clean targets": OfficialQuirks().without(
-                         "frozen_batchnorm", "reaugment_targets", "max_over_evaluations")}
-with watch("official proxy protocol, order 1 (training or cache)"):
-    official_runs, official_histories = official_proxy_experiment(
-        {name: tokens[name][:n] for name in cfg.causal}, ("order1",), official_cfg, cfg.seeds, official_variants,
-        size=cfg.proxy_size, device=device, workers=workers)
 protocols = protocol_table(official_runs, honest_order1, list(official_variants),
                            honest_label="honest protocol (checkpoint on held-out sources, test once)")
 show_table(protocols, "tbl-official-proxy", "Visual proxy, first-order OLA, causal targets: accuracy (%) under the "
-           f"official protocol, with each of its quirks switched off in turn, and under the honest protocol; mean ± std "
+           f"official protocol (SGD lr {OFFICIAL_OPTIMISER['lr']} constant, BatchNorm frozen after step {freeze_step} of "
+           f"{official_cfg.iterations}), with quirks switched off in turn, and under the honest protocol; mean ± std "
            f"over seeds {list(cfg.seeds)}, {cfg.proxy_num_texts} classes (chance {proxy_chance:.1f} %), target evaluated "
            f"every {cfg.official_eval_every} of {cfg.proxy.iterations} steps; last column: points against the official "
-           "protocol. The family split coincides with ours (one model per family) and has no row. The row before the "
-           "honest one reads the BatchNorm-trained runs without any selection on the target.", decimals=1)
+           "protocol. The family split coincides with ours (one model per family) and has no row."
+           + ("" if official_learned else f" The official protocol did not learn its training maps here: {CANNOT_JUDGE}."),
+           decimals=1)
+cut = [q for q in OfficialQuirks.names() if q != "family_split" and q not in QUIRKS]
 points = protocols[f"points vs {list(official_variants)[0]}"]
-for variant in list(official_variants)[1:1 + len(QUIRKS)]:
+for variant in [f"without {q.replace('_', ' ')}" for q in QUIRKS]:
     print(f"{variant}: {points[variant]:+.1f} points")
+if cut:
+    print(f"not trained at this profile (official_quirk_rows): without {', without '.join(q.replace('_', ' ') for q in cut)}")
 num_sources = len(cfg.causal) - 1
 trained_on = num_sources - 1 if num_sources >= 2 else num_sources  # one source: nothing held out
 print(f"the honest protocol trains on {trained_on} of {num_sources} source maps per text "
@@ -479,20 +552,24 @@ print(f"the honest protocol trains on {trained_on} of {num_sources} source maps 
 # `olas_visual_model.py` reports the largest (red diamonds). How far the diamonds sit above the
 # bulk of the dots is the selection effect of reporting a maximum over noisy evaluations. The
 # blue circles are the honest protocol's test-once accuracies, for comparison (its training
-# differs too: see the table above).
+# differs too: see the table above). The effect is drawn for the official protocol, or, where it
+# did not learn, for the runs with BatchNorm trained (the same evaluations, read the same way).
 
 # %%
+selected = "official protocol" if official_learned or "frozen_batchnorm" not in QUIRKS else "without frozen batchnorm"
 fig = selection_figure(official_runs, official_histories, honest_order1[["target", "seed", "test_acc"]],
-                       "official protocol", chance=1 / cfg.proxy_num_texts,
-                       title=f"first-order OLA, {cfg.official_eval_every}-step evaluations over {cfg.proxy.iterations} steps")
-show_figure(fig, "fig-selection-effect", f"Target accuracy (%) of the first-order visual proxy under the official "
-            f"protocol, one panel per target: every evaluation (every {cfg.official_eval_every} steps of "
-            f"{cfg.proxy.iterations}, seeds {sorted(int(x) for x in official_runs['seed'].unique())}), the maximum the protocol reports, and the honest "
+                       selected, chance=1 / cfg.proxy_num_texts,
+                       title=f"{selected}, first-order OLA, {cfg.official_eval_every}-step evaluations over "
+                             f"{cfg.proxy.iterations} steps")
+show_figure(fig, "fig-selection-effect", f"Target accuracy (%) of the first-order visual proxy, {selected}, one panel "
+            f"per target: every evaluation (every {cfg.official_eval_every} steps of {cfg.proxy.iterations}, seeds "
+            f"{sorted(int(x) for x in official_runs['seed'].unique())}), the maximum the protocol reports, and the honest "
             f"test-once accuracy; dotted: chance ({100 / cfg.proxy_num_texts:.1f} %).")
-official = official_runs[official_runs["variant"] == "official protocol"]
-print(f"evaluations per run: {int(official['evaluations'].iloc[0])}; mean over all evaluations "
-      f"{100 * official['mean_acc'].mean():.1f} %, reported maximum {100 * official['reported'].mean():.1f} %, "
-      f"honest {100 * honest_order1['test_acc'].mean():.1f} %")
+shown = official_runs[official_runs["variant"] == selected]
+print(f"{selected}: evaluations per run: {int(shown['evaluations'].iloc[0])}; mean over all evaluations "
+      f"{100 * shown['mean_acc'].mean():.1f} %, last evaluation {100 * shown['last_acc'].mean():.1f} %, reported "
+      f"maximum {100 * shown['reported'].mean():.1f} % ({100 * (shown['reported'] - shown['mean_acc']).mean():+.1f} "
+      f"points over the mean); honest {100 * honest_order1['test_acc'].mean():.1f} %")
 
 # %% [markdown]
 # ## Verdicts
@@ -519,7 +596,13 @@ for kind in groups:
 mean_official = official["reported"].mean()
 results.add("proxy/causal/order1/accuracy/official", "proxy trained on other causal models recognises texts (order1), "
             "official protocol", 100 * mean_official, chance=proxy_chance, protocol="official",
-            verdict=verdict(mean_official, proxy_chance / 100), paper=published_proxy.get("order1"))
+            verdict=protocol_verdict(mean_official, proxy_chance / 100, official["train_acc"].mean()),
+            paper=published_proxy.get("order1"),
+            note="" if official_learned else f"the official protocol did not learn its training maps at this size: {CANNOT_JUDGE}")
+results.add("proxy/causal/order1/official/source-maps", "the official protocol's network learns its own training maps "
+            "(clean source maps, last evaluation)", 100 * official["train_acc"].mean(), chance=proxy_chance,
+            protocol="official", verdict=verdict(official["train_acc"].mean(), proxy_chance / 100),
+            anchor="tbl-official-proxy")
 # pair by pair and target by target, each under the published numbers of the paper's models of the same families
 for _, r in by_protocol.iterrows():
     tag = f"{r['recipe']}, {r['stats']} sink statistics"
@@ -537,9 +620,10 @@ for target in cfg.causal:
         results.add(f"proxy/causal/{target}/{channel}/honest", f"proxy accuracy on {target}, {channel}, honest protocol",
                     100 * accuracy, chance=proxy_chance, protocol="honest", verdict=verdict(accuracy, proxy_chance / 100),
                     paper_keys=proxy_keys(target, channel), subject=target, anchor="tbl-proxy")
-    mine = official[official["target"].eq(target)]["reported"].mean()
+    mine = official[official["target"].eq(target)]
     results.add(f"proxy/causal/{target}/order1/official", f"proxy accuracy on {target}, order 1, official protocol",
-                100 * mine, chance=proxy_chance, protocol="official", verdict=verdict(mine, proxy_chance / 100),
+                100 * mine["reported"].mean(), chance=proxy_chance, protocol="official",
+                verdict=protocol_verdict(mine["reported"].mean(), proxy_chance / 100, mine["train_acc"].mean()),
                 paper_keys=proxy_keys(target, "order1"), subject=target, anchor="tbl-official-proxy")
     for label, r in variant_runs.items():
         results.add(f"proxy/causal/{target}/order1/honest/{label}", f"proxy accuracy on {target}, order 1, {label}",

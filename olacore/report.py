@@ -29,7 +29,7 @@ import pandas as pd
 from olacore import channels as vocabulary
 from olacore import paper
 from olacore.results import ChapterResults, load_results
-from olacore.verdicts import reproduction
+from olacore.verdicts import CANNOT_JUDGE, reproduction
 
 __all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
            "published_value", "load_chapters", "report_chapters", "report_table", "report_summary", "paper_comparison",
@@ -164,7 +164,8 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
     Returns:
         DataFrame with columns ``section, published number, paper %, ours: model, ours: official
         protocol %, ours: honest protocol %, official - honest, verdict, chapter`` (NaN where a
-        number does not exist), in the order of :func:`published`.
+        number does not exist, and ``official - honest`` where the official protocol cannot be
+        judged, :data:`olacore.verdicts.CANNOT_JUDGE`), in the order of :func:`published`.
 
     Raises:
         ValueError: two records of one subject, published number and protocol (a chapter
@@ -188,13 +189,15 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
             slot = "official" if official is not None else "honest"
             beside = found.get(item.reference, {}).get(subject, {}).get(slot) if item.reference else None
             value = lambda r: np.nan if r is None else r.value  # noqa: E731
+            # an official number whose protocol did not learn is compared with nothing
+            gap = np.nan if official is not None and official.verdict == CANNOT_JUDGE else value(official) - value(honest)
             verdict = reproduction(None if chosen is None else chosen.value, item.paper,
                                    None if chosen is None else chosen.chance, "" if chosen is None else chosen.verdict,
                                    reference=None if beside is None else beside.value, bound=item.bound)
             rows.append({"section": item.section, "published number": item.claim,
                          "paper %": np.nan if item.paper is None else item.paper, "ours: model": subject or "-",
                          "ours: official protocol %": value(official), "ours: honest protocol %": value(honest),
-                         "official - honest": value(official) - value(honest), "verdict": verdict,
+                         "official - honest": gap, "verdict": verdict,
                          "chapter": entry["chapter"]})
     return pd.DataFrame(rows)
 

@@ -8,6 +8,8 @@ Each rule names the sentence it prints (the constants below) and the margin or g
 - :func:`claim_verdict`: "A beats B" from paired differences over seeds (syntax chapter, :data:`MARGIN`, :data:`GOAL`).
 - :func:`learned`, :func:`beats_bound`: a TOA adapter learned its task (:data:`LEARNED_TOL`); a
   transferred cell beats a bound (or :data:`NOT_TESTED`).
+- :func:`learned_training_maps`, :func:`protocol_verdict`: a proxy protocol whose network did not
+  learn its own training maps cannot be judged (:data:`CANNOT_JUDGE`).
 - :func:`reproduction`: the report page's verdict on one published number, against the paper's claim.
 """
 
@@ -20,6 +22,7 @@ import numpy as np
 
 __all__ = ["HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE", "MARGIN", "GOAL",
            "claim_verdict", "LEARNED_TOL", "NOT_TESTED", "NOT_MEASURED_HERE", "learned", "beats_bound",
+           "CANNOT_JUDGE", "learned_training_maps", "protocol_verdict",
            "REPRODUCED", "BELOW", "WEAKLY", "NOT_REPRODUCED", "NOT_MEASURED", "TOLERANCE", "reproduction"]
 
 #: A claim holds / holds weakly / does not hold (:func:`verdict`, :func:`better`, :func:`claim_verdict`).
@@ -53,6 +56,10 @@ LEARNED_TOL = MARGIN
 NOT_TESTED = "not tested: source did not learn"
 #: A transfer verdict whose bound was not measured (no random-init twin, no zero-shot prompting).
 NOT_MEASURED_HERE = "-"
+
+#: The verdict on a number from a protocol whose network did not learn the maps it trains on
+#: (:func:`protocol_verdict`): its target accuracy says nothing about OLAS, in either direction.
+CANNOT_JUDGE = "cannot be judged here"
 
 
 def verdict(observed: float, chance: float) -> str:
@@ -130,12 +137,31 @@ def beats_bound(transfer: float, bound: float, source_learned: bool = True) -> s
     return better(transfer, bound, margin=1e-6) if source_learned else NOT_TESTED
 
 
+def learned_training_maps(train_acc: float, chance: float) -> bool:
+    """Did a visual proxy learn the maps it trains on: its accuracy on its own (clean) training
+    maps holds against chance (:func:`verdict` gives ``"holds"``: at least 50 % and 3x chance)?
+
+    A network that cannot tell apart half of the texts it was trained on has not learned the
+    task its target is tested on, so its target number tests nothing (fractions; NaN refused).
+    """
+    return verdict(train_acc, chance) == HOLDS
+
+
+def protocol_verdict(observed: float, chance: float, train_acc: float) -> str:
+    """The verdict on a proxy protocol's target accuracy ``observed`` (fraction): :data:`CANNOT_JUDGE`
+    where its network did not learn its training maps (:func:`learned_training_maps`, ``train_acc``),
+    else :func:`verdict` against ``chance``."""
+    return verdict(observed, chance) if learned_training_maps(train_acc, chance) else CANNOT_JUDGE
+
+
 def reproduction(ours: float | None, paper: float | None, chance: float | None = None, claim: str = "",
                  reference: float | None = None, bound: bool = False) -> str:
     """The report page's verdict on one published number, judged against the paper's *claim*
     (percent values; fixed before the runs).
 
     - no number of ours: ``"not measured yet"``;
+    - the chapter's own verdict ``claim`` is :data:`CANNOT_JUDGE` (the protocol did not learn at
+      this size): :data:`CANNOT_JUDGE`, whatever the numbers;
     - a qualitative claim (``paper`` is ``None``): the chapter's own verdict ``claim`` decides
       (``"yes"`` or ``"holds"``: reproduced; anything else: not reproduced);
     - the chapter's own verdict ``claim`` contradicts the paper's claim (``"does not hold here"``)
@@ -160,6 +186,8 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
     """
     if ours is None:
         return NOT_MEASURED
+    if claim == CANNOT_JUDGE:
+        return CANNOT_JUDGE
     if any(x is not None and math.isnan(x) for x in (ours, paper, chance, reference)):
         raise ValueError("a reproduction verdict needs defined numbers; got NaN")
     if paper is None:

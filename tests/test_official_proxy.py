@@ -25,7 +25,7 @@ from olacore.proxy import (
 )
 from olacore.proxy import official as official_module
 from olacore.proxy.network import make_resnet18
-from olacore.proxy.official import reported_accuracy
+from olacore.proxy.official import batchnorm_freeze_step, reported_accuracy
 from olacore.alignment import resize_maps
 from olacore.sinks import clean_sinks
 from olacore.store import TensorStore
@@ -57,8 +57,8 @@ def _class_maps(num_classes: int, size: int, seed: int) -> list[torch.Tensor]:
 
 def test_quirks_are_named_and_a_wrong_name_lists_them():
     quirks = OfficialQuirks()
-    assert quirks.names() == ("family_split", "augment_before_cleaning", "raw_inputs", "frozen_batchnorm",
-                              "reaugment_targets", "max_over_evaluations")
+    assert quirks.names() == ("family_split", "augment_before_cleaning", "raw_inputs", "official_optimiser",
+                              "frozen_batchnorm", "reaugment_targets", "max_over_evaluations")
     assert quirks.off() == ()
     assert quirks.without("raw_inputs", "frozen_batchnorm").off() == ("raw_inputs", "frozen_batchnorm")
     with pytest.raises(ValueError, match="family_split, augment_before_cleaning, raw_inputs"):
@@ -137,16 +137,41 @@ def recorder(monkeypatch):
 CONFIG = ProxyConfig(iterations=12, batch_size=4, lr=0.05, width=8, eval_every=4)
 
 
+def test_batchnorm_freezes_after_the_official_fraction_of_training():
+    # olas_visual_model.py: its first evaluation, step 100 of 100k; at least one step
+    assert [batchnorm_freeze_step(n) for n in (100_000, 400, 10, 2_000, 1)] == [100, 1, 1, 2, 1]
+
+
 @pytest.mark.parametrize("frozen", [True, False])
-def test_batchnorm_stays_in_eval_mode_after_the_first_evaluation_only_with_the_quirk(recorder, frozen, one_thread):
+def test_batchnorm_stays_in_eval_mode_from_the_freeze_step_only_with_the_quirk(recorder, frozen, monkeypatch,
+                                                                               one_thread):
+    # freeze after half of the 12 steps: between the evaluations at steps 4 and 8, so the
+    # freeze does not follow the evaluation interval and the evaluation at step 4 restores train mode
+    monkeypatch.setattr(official_module, "BATCHNORM_FREEZE_FRACTION", 0.5)
     sources, target = [_class_maps(4, 14, 0), _class_maps(4, 12, 1)], [_class_maps(4, 13, 2)]
     quirks = OfficialQuirks() if frozen else OfficialQuirks().without("frozen_batchnorm")
     run = train_official(sources, target, True, CONFIG, quirks, size=16, seed=0, device="cpu", progress=False)
     modes = [training for training, _, _ in recorder]
-    assert len(modes) == 12 and all(modes[:4])  # steps 1-4 before the first evaluation (step 4)
-    assert (not any(modes[4:])) if frozen else all(modes[4:])
+    assert len(modes) == 12 and all(modes[:6])  # steps 1-6 train BatchNorm
+    assert (not any(modes[6:])) if frozen else all(modes[6:])
     assert [h["step"] for h in run.history] == [4, 8, 12]
-    assert all({"test_acc", "test_acc_clean", "train_loss"} <= set(h) for h in run.history)
+    assert all({"test_acc", "test_acc_clean", "train_acc", "train_loss"} <= set(h) for h in run.history)
+
+
+def test_the_official_optimiser_replaces_the_configs_and_its_switch_restores_it(one_thread):
+    sources, target = [_class_maps(4, 14, 0), _class_maps(4, 12, 1)], [_class_maps(4, 13, 2)]
+    kwargs = {"size": 16, "seed": 0, "device": "cpu", "progress": False}
+    as_official = ProxyConfig(iterations=12, batch_size=4, width=8, eval_every=4, lr=0.007, momentum=0.9,
+                              weight_decay=5e-4, cosine=False)
+    other = dataclasses.replace(as_official, lr=0.5, momentum=0.0, weight_decay=0.0, cosine=True)
+    official = train_official(sources, target, True, other, OfficialQuirks(), **kwargs)
+    # with the quirk, the config's SGD settings are ignored: the same run as a config holding the official ones
+    assert official.history == train_official(sources, target, True, as_official, OfficialQuirks(), **kwargs).history
+    assert official.history == train_official(sources, target, True, as_official,
+                                              OfficialQuirks().without("official_optimiser"), **kwargs).history
+    # without it, the config's own settings train
+    assert official.history != train_official(sources, target, True, other,
+                                              OfficialQuirks().without("official_optimiser"), **kwargs).history
 
 
 @pytest.mark.parametrize("raw", [True, False])

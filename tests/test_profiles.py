@@ -46,6 +46,7 @@ def test_overrides_apply_and_lists_become_tuples():
     ("quantitative", {"causal": []}, "causal must not be empty"),
     ("quantitative", {"official_eval_every": 0}, "official_eval_every must be positive"),
     ("quantitative", {"official_eval_every": 11}, r"official_eval_every \(11\) exceeds the proxy's 10 steps"),
+    ("quantitative", {"official_quirk_rows": ["frozen_batchnorm", "best_weights"]}, "official_quirk_rows.*best_weights"),
     ("qualitative", {"encoders": ()}, "encoders must not be empty"),
     ("controls", {"encoder_noise": [0.1, -0.3]}, "negative value"),
     ("controls", {"seed": -1}, "seed must be >= 0"),

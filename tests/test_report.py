@@ -26,7 +26,7 @@ from olacore.report import (
     retrieval_keys,
 )
 from olacore.results import ChapterResults
-from olacore.verdicts import BELOW, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
+from olacore.verdicts import BELOW, CANNOT_JUDGE, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import notebook_manifest  # noqa: E402
@@ -163,6 +163,20 @@ def test_rows_put_each_record_under_its_published_number_and_protocol():
     assert (table[table["section"] == "TOA relation extraction"]["verdict"] == NOT_MEASURED).all()
     summary = report_summary(table)
     assert summary.loc["syntax", NOT_MEASURED] == 24 and summary.loc["visual proxy", REPRODUCED] >= 1
+
+
+def test_an_official_number_that_cannot_be_judged_is_compared_with_nothing():
+    results = ChapterResults("03_quantitative", "smoke")
+    keys = proxy_keys("qwen2.5-0.5b", "order1")
+    results.add("proxy/official", "proxy, official protocol", 4.0, protocol="official", chance=2.0, paper_keys=keys,
+                subject="qwen2.5-0.5b", verdict=CANNOT_JUDGE)
+    results.add("proxy/honest", "proxy, honest protocol", 51.0, protocol="honest", chance=2.0, paper_keys=keys,
+                subject="qwen2.5-0.5b", verdict="holds")
+    rows = report_table({"03_quantitative": results})
+    rows = rows[rows["ours: model"] == "qwen2.5-0.5b"]
+    assert len(rows) == 2 and (rows["verdict"] == CANNOT_JUDGE).all()
+    assert rows["official - honest"].isna().all() and (rows["ours: honest protocol %"] == 51.0).all()
+    assert reproduction(90.0, 94.6, 2.0, CANNOT_JUDGE) == CANNOT_JUDGE  # whatever the numbers
 
 
 def test_a_record_given_twice_is_refused():

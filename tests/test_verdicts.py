@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from olacore.verdicts import (
+    CANNOT_JUDGE,
     FAILS,
     HOLDS,
     LEARNED_TOL,
@@ -16,6 +17,8 @@ from olacore.verdicts import (
     better,
     claim_verdict,
     learned,
+    learned_training_maps,
+    protocol_verdict,
     vanishes,
     verdict,
 )
@@ -86,3 +89,12 @@ def test_a_transferred_cell_against_a_bound():
     assert beats_bound(19.0 + 1e-9, 19.0) == FAILS  # equal up to rounding does not beat
     assert beats_bound(25.0, NAN) == "-"  # bound not measured
     assert beats_bound(25.0, 19.0, source_learned=False) == NOT_TESTED
+
+
+def test_a_proxy_protocol_whose_network_did_not_learn_its_training_maps_cannot_be_judged():
+    # chance 0.02: the training maps must be recognised at the "holds" bar, 50 %
+    assert learned_training_maps(0.5, 0.02) and not learned_training_maps(0.4999, 0.02)
+    assert protocol_verdict(0.9, 0.02, train_acc=0.02) == CANNOT_JUDGE  # a high target number does not rescue it
+    assert protocol_verdict(0.03, 0.02, train_acc=1.0) == FAILS and protocol_verdict(0.6, 0.02, 1.0) == HOLDS
+    with pytest.raises(ValueError, match="NaN"):
+        protocol_verdict(0.5, 0.02, NAN)

@@ -41,8 +41,11 @@ from olacore.proxy.experiment import (
 )
 from olacore.proxy.network import make_resnet18
 from olacore.proxy.official import (
+    BATCHNORM_FREEZE_FRACTION,
+    OFFICIAL_OPTIMISER,
     OfficialQuirks,
     OfficialRun,
+    batchnorm_freeze_step,
     family_splits,
     official_view,
     train_official,
@@ -53,6 +56,7 @@ from olacore.proxy.train import ProxyConfig, ProxyRun, accuracy, split_sources, 
 __all__ = [
     "make_resnet18", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy",
     "ProxyJob", "cached_train_proxy", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
-    "OfficialQuirks", "OfficialRun", "official_view", "family_splits",
+    "OfficialQuirks", "OfficialRun", "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step",
+    "official_view", "family_splits",
     "train_official", "OfficialProxyJob", "official_proxy_experiment",
 ]

@@ -13,23 +13,28 @@ Read from the official code (file names are the official repository's, github.co
   dataset is built without the causal flag), then resizes to 50 x 50; so the fake sinks pass
   through the sink cleaning, which removes those that reach the row maximum or mean + 3 std.
 - ``raw_inputs``: the cleaned maps go into the network as they are (no standardisation).
+- ``official_optimiser``: ``olas_visual_model.py`` trains with SGD, learning rate 0.007, momentum
+  0.9, weight decay 5e-4, constant (no scheduler): :data:`OFFICIAL_OPTIMISER`. Off: the
+  profile's optimiser (:class:`olacore.proxy.ProxyConfig`, as the honest mode trains).
 - ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls
-  ``model.train()`` again, so after the first evaluation (step 100) BatchNorm runs on frozen
-  running statistics for the rest of training.
+  ``model.train()`` again, so after the first evaluation (step 100 of 100k, 0.1 % of training)
+  BatchNorm runs on frozen running statistics for the rest of training. Here the freeze comes
+  after the same fraction of the run (:func:`batchnorm_freeze_step`), whatever the evaluation
+  interval.
 - ``reaugment_targets``: the test set is a ``ClassifyDataset`` with ``use_augment=True``, so
   every evaluation sees freshly augmented target maps.
 - ``max_over_evaluations``: the printed ``best_acc`` is the maximum over every evaluation (every
   100 of 100k steps). The "restore" beside it (``model.load_state_dict(best_w)``) is a no-op:
   ``best_w = model.state_dict()`` keeps references to the live tensors, not a copy.
 
-Not reproduced (no effect on the reported number): the official evaluation
-(``_compute_accuracy`` in ``olas_visual_model.py``) also scores the whole training set each
-time (only its random draws differ). The stored
+The official evaluation (``_compute_accuracy`` in ``olas_visual_model.py``) also scores the
+whole training set each time; here it is scored on the clean source maps (the official one
+augments them; no effect on the reported number). The stored
 ``models/ola_augmentations.py`` does not accept the ``ref_rank1`` / ``ref_rank2`` arguments that
 ``olas_visual_model.py`` passes to ``RandomHightlightColumns``; the column value here is the
 stored version's (row maximum ``m1`` plus ``(u - 0.5)(m1 - m2)``, ``m2`` the second largest).
-Training sizes (steps, width, batch, learning rate and its schedule) are the profile's, the same
-as the honest mode's, so that the two modes differ only by the quirks.
+Training sizes (steps, width, batch) are the profile's, the same as the honest mode's, so that
+the two modes differ only by the quirks.
 """
 
 from __future__ import annotations
@@ -50,8 +55,22 @@ from olacore.settings import resolve_device
 from olacore.sinks import clean_sinks
 from olacore.timing import progress as progress_bar
 
-__all__ = ["OfficialQuirks", "official_view", "family_splits",
-           "OfficialRun", "train_official", "reported_accuracy"]
+__all__ = ["OfficialQuirks", "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step",
+           "official_view", "family_splits", "OfficialRun", "train_official", "reported_accuracy"]
+
+#: The optimiser of the official ``olas_visual_model.py``: SGD, constant learning rate (no scheduler).
+OFFICIAL_OPTIMISER = {"lr": 0.007, "momentum": 0.9, "weight_decay": 5e-4, "cosine": False}
+
+#: The fraction of training after which the official ``olas_visual_model.py`` freezes BatchNorm:
+#: its first evaluation, step 100 of 100k.
+BATCHNORM_FREEZE_FRACTION = 100 / 100_000
+
+
+def batchnorm_freeze_step(iterations: int) -> int:
+    """The step after which BatchNorm freezes in a run of ``iterations`` steps: the same fraction
+    of training as the official ``olas_visual_model.py`` (:data:`BATCHNORM_FREEZE_FRACTION`),
+    at least 1 (step 100 of 100k; step 1 of 400)."""
+    return max(1, round(BATCHNORM_FREEZE_FRACTION * iterations))
 
 
 @dataclass(frozen=True)
@@ -61,6 +80,7 @@ class OfficialQuirks:
     family_split: bool = True
     augment_before_cleaning: bool = True
     raw_inputs: bool = True
+    official_optimiser: bool = True
     frozen_batchnorm: bool = True
     reaugment_targets: bool = True
     max_over_evaluations: bool = True
@@ -159,8 +179,9 @@ class OfficialRun:
     Attributes:
         seed: the run's seed.
         history: one dict per evaluation: ``step``, ``train_loss`` (mean since the last one),
-            ``test_acc`` (fraction, on target maps augmented afresh for this evaluation) and
-            ``test_acc_clean`` (on the target maps without augmentation).
+            ``test_acc`` (fraction, on target maps augmented afresh for this evaluation),
+            ``test_acc_clean`` (on the target maps without augmentation) and ``train_acc`` (on the
+            clean source maps the network trains on: did it learn them at all).
         reported: the number the protocol reports (:func:`reported_accuracy`).
         best_step: the step of that number.
         quirks: the :class:`OfficialQuirks` of the run.
@@ -210,15 +231,19 @@ def train_official(
     samples, reshuffled every epoch (the last batch of an epoch may be smaller, as a
     ``DataLoader`` without ``drop_last``); every ``config.eval_every`` steps the network is
     scored on all target samples (pooled over the target models), twice: on freshly augmented
-    target maps (the official ``reaugment_targets``) and on the clean ones. The evaluations
-    draw from a random source of their own, so they never change training. ``config.augment``
-    is not used: the augmentation is ``augment``, applied per sample.
+    target maps (the official ``reaugment_targets``) and on the clean ones, and on the clean
+    source maps. The evaluations draw from a random source of their own, so they never change
+    training. ``config.augment`` is not used: the augmentation is ``augment``, applied per sample.
+    With ``official_optimiser`` the learning rate, momentum, weight decay and schedule are
+    :data:`OFFICIAL_OPTIMISER`'s, not ``config``'s; with ``frozen_batchnorm`` the network stays
+    in eval mode from step :func:`batchnorm_freeze_step` on.
 
     Args:
         sources: per source model, the raw token-level ``(C, T_i, T_i)`` maps of its texts.
         targets: per target model, the same for the same texts.
         causal: the maps come from causal models.
-        config: :class:`olacore.proxy.ProxyConfig` (steps, batch, SGD, width, evaluation interval).
+        config: :class:`olacore.proxy.ProxyConfig` (steps, batch, width, evaluation interval; its
+            SGD settings only without ``official_optimiser``).
         quirks: :class:`OfficialQuirks`.
         size: side of the resized maps.
         augment: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`; :mod:`olacore.augment`).
@@ -246,11 +271,15 @@ def train_official(
         std = clean_train.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-12)
     clean_test = (_views(test_maps, causal, size, None, None, True) - mean) / std
     eval_gen = torch.Generator().manual_seed(1_000_003 + seed)
+    clean_train = (clean_train - mean) / std
     model = make_resnet18(clean_train.shape[1], num_classes, config.width).to(device)
-    optimiser = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum,
-                                weight_decay=config.weight_decay)
+    sgd = OFFICIAL_OPTIMISER if quirks.official_optimiser else {
+        "lr": config.lr, "momentum": config.momentum, "weight_decay": config.weight_decay, "cosine": config.cosine}
+    optimiser = torch.optim.SGD(model.parameters(), lr=sgd["lr"], momentum=sgd["momentum"],
+                                weight_decay=sgd["weight_decay"])
     scheduler = (torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: 0.5 * (1 + math.cos(math.pi * step / config.iterations))) if config.cosine else None)
+        optimiser, lambda step: 0.5 * (1 + math.cos(math.pi * step / config.iterations))) if sgd["cosine"] else None)
+    freeze = batchnorm_freeze_step(config.iterations) if quirks.frozen_batchnorm else None
     history: list[dict] = []
     losses: list[float] = []
     order, cursor = torch.randperm(len(train_maps), generator=gen), 0
@@ -269,14 +298,14 @@ def train_official(
         if scheduler is not None:
             scheduler.step()
         losses.append(loss.item())
+        if step == freeze:  # olas_visual_model.py leaves the network in eval mode for good
+            model.eval()
         if step % config.eval_every == 0:
             augmented = (_views(test_maps, causal, size, eval_gen, augment, before) - mean) / std
-            model.eval()
             test_acc, test_acc_clean = accuracy(model, augmented, test_y), accuracy(model, clean_test, test_y)
-            if not quirks.frozen_batchnorm:  # olas_visual_model.py leaves the network in eval mode for good
-                model.train()
+            train_acc = accuracy(model, clean_train, train_y)  # each in eval mode, the mode restored after
             history.append({"step": step, "train_loss": sum(losses) / len(losses), "test_acc": test_acc,
-                            "test_acc_clean": test_acc_clean})
+                            "test_acc_clean": test_acc_clean, "train_acc": train_acc})
             losses = []
     reported, best_step = reported_accuracy(history, quirks)
     return OfficialRun(seed=seed, history=history, reported=reported, best_step=best_step, quirks=quirks)

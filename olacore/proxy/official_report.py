@@ -1,4 +1,5 @@
-"""Reading the official-protocol runs: the table "official vs honest, and each quirk", and the selection plot."""
+"""Reading the official-protocol runs: the table "official vs honest, and each quirk", the learning
+curves, and the selection plot."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-__all__ = ["protocol_table", "selection_figure"]
+__all__ = ["protocol_table", "learning_curves", "selection_figure"]
 
 
 def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence[str],
@@ -39,6 +40,51 @@ def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence
     table["mean over targets"] = runs.groupby("variant")["value"].mean().reindex(rows)
     table[f"points vs {order[0]}"] = table["mean over targets"] - table.loc[order[0], "mean over targets"]
     return table
+
+
+def learning_curves(histories: Mapping[tuple, list[dict]], variants: Sequence[str], targets: Sequence[str], seed: int,
+                    *, chance: float | None = None, title: str = ""):
+    """Learning curves of official-protocol runs: per target, the training loss (top) and the
+    accuracy on the clean source maps it trains on and on the target maps (bottom), per evaluation.
+
+    Args:
+        histories: ``(variant, target, seed) -> history`` of
+            :func:`olacore.proxy.official_runs.official_proxy_experiment` (``step``, ``train_loss``,
+            ``train_acc``, ``test_acc``, ``test_acc_clean``; fractions).
+        variants: the variants to draw (solid: the first, dashed: the next ones).
+        targets: one column of panels each.
+        seed: the seed drawn.
+        chance: chance accuracy (fraction): a dotted line, and the loss of a uniform guess
+            (``ln(1 / chance)``) on the loss panels.
+        title: figure title.
+
+    Returns:
+        The matplotlib ``Figure``.
+    """
+    fig, axes = plt.subplots(2, len(targets), figsize=(3.4 * len(targets), 5.2), sharex=True, sharey="row",
+                             squeeze=False, constrained_layout=True)
+    styles = ["-", "--", ":", "-."]
+    for column, target in enumerate(targets):
+        top, bottom = axes[0][column], axes[1][column]
+        for style, variant in zip(styles, variants):
+            history = pd.DataFrame(histories[(variant, target, seed)])
+            top.plot(history["step"], history["train_loss"], style, color="black", label=variant)
+            for key, colour, what in (("train_acc", "tab:green", "source maps (trained on)"),
+                                      ("test_acc", "tab:red", "target, re-augmented"),
+                                      ("test_acc_clean", "tab:blue", "target, clean")):
+                bottom.plot(history["step"], 100 * history[key], style, color=colour, label=f"{what}, {variant}")
+        if chance is not None:
+            top.axhline(np.log(1 / chance), color="grey", ls=":", lw=1, label="uniform guess")
+            bottom.axhline(100 * chance, color="grey", ls=":", lw=1, label="chance")
+        top.set_title(target, fontsize=10)
+        bottom.set_xlabel("step")
+    axes[0][0].set_ylabel("training loss")
+    axes[1][0].set_ylabel("accuracy (%)")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    axes[1][-1].legend(fontsize=6, loc="best")
+    if title:
+        fig.suptitle(title, fontsize=11)
+    return fig
 
 
 def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict]], honest: pd.DataFrame,

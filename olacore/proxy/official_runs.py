@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["OfficialProxyJob", "official_proxy_experiment", "OFFICIAL_VERSION"]
 
 # Bump when train_official gives other results for the same inputs: every cached run is then ignored.
-OFFICIAL_VERSION = 1
+OFFICIAL_VERSION = 2
 
 
 @dataclass
@@ -121,8 +121,9 @@ def official_proxy_experiment(
 
     Returns:
         ``(runs, histories)``: one row per run (``variant, channels, sources, target, seed,
-        reported, best_step, last_acc, mean_acc, evaluations``; accuracies as fractions, read
-        from the evaluations the variant's quirks pick) and a dict ``(variant, target, seed) ->
+        reported, best_step, last_acc, mean_acc, train_acc, evaluations``; accuracies as
+        fractions, read from the evaluations the variant's quirks pick; ``train_acc``: on the
+        clean source maps at the last evaluation) and a dict ``(variant, target, seed) ->
         history`` (``target``: the target models joined by " + "). Variants that differ only in
         read-out quirks share their training runs.
 
@@ -155,6 +156,7 @@ def official_proxy_experiment(
         target = " + ".join(targets)
         rows.append({"variant": variant, "channels": channel_set_label(channels), "sources": " + ".join(sources),
                      "target": target, "seed": seed, "reported": run.reported, "best_step": run.best_step,
-                     "last_acc": accs[-1], "mean_acc": float(np.mean(accs)), "evaluations": len(accs)})
+                     "last_acc": accs[-1], "mean_acc": float(np.mean(accs)),
+                     "train_acc": record["history"][-1]["train_acc"], "evaluations": len(accs)})
         histories[(variant, target, seed)] = record["history"]
     return pd.DataFrame(rows), histories
