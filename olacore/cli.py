@@ -79,8 +79,10 @@ def _ola_command(args: argparse.Namespace) -> int:
 
 def _models_command(args: argparse.Namespace) -> int:
     from olacore.zoo import ZOO
-    from olacore.zoo_build import is_built
+    from olacore.zoo_build import is_built, zoo_folder
 
+    for name in args.build or ():
+        print(f"{name}: {zoo_folder(name)}", file=sys.stderr)  # unknown names: the zoo's own error
     print(f"{'name':20s} {'kind':8s} {'layers x heads (kv)':20s} {'licence':19s} {'built':6s} source")
     for spec in ZOO.values():
         shape = f"{spec.num_layers} x {spec.num_heads} ({spec.num_kv_heads})"
@@ -111,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     ola.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     ola.set_defaults(run=_ola_command)
     models = commands.add_parser("models", help="list the offline model zoo (kind, shape, licence, source, built or not)")
+    models.add_argument("--build", action="append", metavar="NAME",
+                        help="build this zoo model in the model cache first (download, check, join, dequantise); repeatable")
     models.set_defaults(run=_models_command)
     return parser
 
