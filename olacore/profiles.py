@@ -25,7 +25,7 @@ from olacore.proxy import OfficialQuirks, ProxyConfig
 from olacore.toa.data import GRIDS, SYNTAX_GRID
 from olacore.toa.model import AdapterConfig
 from olacore.toa.train import TRANSFER_TASKS, TrainConfig
-from olacore.zoo import ZOO
+from olacore.zoo import BOOK_ZOO
 
 __all__ = [
     "PROFILES", "CAUSAL_ZOO", "ENCODER_ZOO", "settings", "DerivationSettings", "QualitativeSettings",
@@ -40,9 +40,10 @@ PROFILES = ("smoke", "default", "paper")
 #: become tuples. For shrinking a profile (the paper profile's test) without editing this table.
 SETTINGS_OVERRIDES_ENV = "OLACORE_SETTINGS_OVERRIDES"
 
-#: The offline zoo by kind (:data:`olacore.zoo.ZOO`, in its order).
-CAUSAL_ZOO = tuple(name for name, spec in ZOO.items() if spec.kind == "causal")
-ENCODER_ZOO = tuple(name for name, spec in ZOO.items() if spec.kind == "encoder")
+#: The zoo models the chapters read, by kind (:data:`olacore.zoo.BOOK_ZOO`, in its order): the
+#: zoo's models outside the book (``in_book=False``) load by name but enter no chapter.
+CAUSAL_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "causal")
+ENCODER_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "encoder")
 PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/Llama-3.2-3B-Instruct")
 PAPER_ENCODERS = ("bert-base-cased", "roberta-base", "google/electra-base-generator")
 

@@ -43,3 +43,38 @@ def test_unknown_model_error_lists_the_zoo_and_suggests_a_close_name():
     assert "Did you mean 'minilm-l6'" in str(error) and "it is not in the zoo" in str(error)
     assert all(name in str(error) for name in ZOO)
     assert "Did you mean" not in str(unknown_model("zzzzzz", "no"))
+
+
+def test_models_outside_the_book_are_in_no_chapter_and_the_chapters_keep_their_five():
+    from olacore.profiles import CAUSAL_ZOO, ENCODER_ZOO
+    from olacore.zoo import BOOK_ZOO
+
+    outside = {name for name, spec in ZOO.items() if not spec.in_book}
+    assert outside == {"qwen2.5-1.5b", "embeddinggemma-300m"}
+    assert CAUSAL_ZOO == ("smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b")
+    assert ENCODER_ZOO == ("minilm-l6", "mpnet-base")
+    assert set(BOOK_ZOO) == set(ZOO) - outside
+    assert model_kind("embeddinggemma-300m") == "encoder" and model_kind("qwen2.5-1.5b") == "causal"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in ZOO.items() if s.delivery == "download"))
+def test_downloaded_entries_list_one_checked_part_per_pinned_wheel(name):
+    spec = ZOO[name]
+    assert len(spec.packages) == len(spec.files) == len(spec.parts)  # file i lies in the wheel of package i
+    assert len(set(spec.packages)) == len(spec.packages)
+    assert all(size > 0 and len(digest) == 64 for size, digest in spec.parts)
+    assert spec.sha256 is not None and spec.source in {"gguf", "zip"}
+    if name == "qwen2.5-1.5b":
+        assert spec.size == 1_117_320_768  # the published size of the joined GGUF
+
+
+def test_olacore_models_lists_every_model_with_its_shape_licence_and_source(capsys):
+    from olacore.cli import main
+
+    assert main(["models"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for spec in ZOO.values():
+        (line,) = [line for line in lines if line.split()[0] == spec.name]
+        assert spec.kind in line and f"{spec.num_layers} x {spec.num_heads}" in line and spec.licence in line
+        assert ("downloaded on first use" in line) == (spec.delivery == "download")
+        assert ("not yet in the chapters" in line) == (not spec.in_book)

