@@ -345,8 +345,8 @@ print(watch.report())
 # Both deviations should be at float64 rounding (around $10^{-16}$). Swapping a product, e.g.
 # `A1 @ A2` for `A2 @ A1`, gives a deviation of the size of the entries themselves: matrix
 # products do not commute, and the later layer multiplies from the left because it acts on the
-# output of the earlier one. `olacore.order_level_attention_bruteforce(A, 3)` is the same
-# enumeration written for any $N$.
+# output of the earlier one. The package's `order_level_attention_bruteforce` (in `olacore`) is
+# the same enumeration written for any $N$.
 # :::
 #
 # :::{admonition} Exercise 1.2: the chapter on the other kind of model
