@@ -683,3 +683,114 @@ show_findings("findings-03", lines, "No claim of this chapter could be judged at
 # %% tags=["remove-input"]
 results.save()
 print(watch.report())
+
+
+# %% [markdown]
+# ## Exercises
+#
+# Each exercise runs on the installed package from the repository root (`make env`); the
+# `smoke` profile answers in a minute or two, `default` gives the sizes this book shows. Runs
+# with `--out` write to a folder of your own and leave the book's `book/generated/` alone.
+#
+# :::{admonition} Exercise 3.1: Hits@1 and Hits@5 from an SSIM matrix, the other way round
+# :class: tip
+#
+# The section "One pair by hand" queried the second causal model's maps against the first's.
+# Swap the roles (the second model's maps are now the gallery), build the SSIM matrix for
+# orders 1 and 2, and compute Hits@1 and Hits@5 yourself from the rank of the right text in
+# each row, without `hits_at_k`. Is retrieval symmetric in source and target?
+# :::
+#
+# :::{admonition} Solution
+# :class: dropdown
+#
+# ```python
+# from olacore.maps import make_maps
+# from olacore.pipeline import token_maps
+# from olacore.profiles import settings
+# from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
+# from olacore.texts import similarity_texts
+#
+# cfg = settings("quantitative", "default")          # the profile this page ran with (its parameters box)
+# texts = similarity_texts(cfg.num_texts)
+# source, target = cfg.causal[1], cfg.causal[0]      # the chapter's pair, the other way round
+# tokens = {name: token_maps(name, [t.text for t in texts], ("order1", "order2")) for name in (source, target)}
+# maps = {name: make_maps(tokens[name], words=texts, align="resize", sinks="clean", size=cfg.size, sink_stats="row")
+#         for name in (source, target)}
+# for channel in ("order1", "order2"):
+#     index = maps[source].channels.index(channel)
+#     ssim = pairwise_ssim(maps[target].stack()[:, index], maps[source].stack()[:, index], None)  # (queries, gallery)
+#     rank = (ssim >= ssim.diagonal()[:, None]).sum(1)  # 1 + other texts scoring at least as high (ties count against)
+#     print(f"{channel}: Hits@1 {100 * (rank <= 1).double().mean():.1f} %, Hits@5 {100 * (rank <= 5).double().mean():.1f} % "
+#           f"(hits_at_k: {hits_at_k(ssim, (1, 5))}; chance {100 * chance_hits(len(texts), 1):.1f} / "
+#           f"{100 * chance_hits(len(texts), 5):.1f} %)")
+# ```
+#
+# Your numbers must equal the row (source = `cfg.causal[1]`, target = `cfg.causal[0]`) of
+# {numref}`tbl-retrieval`; the chapter's by-hand pair is the row with the two names the other
+# way. SSIM itself is symmetric, but Hits@k is not: a row of the matrix ranks one query against
+# every gallery map, so swapping the models transposes the matrix, and the ranks are taken
+# along the other axis.
+# :::
+#
+# :::{admonition} Exercise 3.2: where the sink statistics are taken
+# :class: tip
+#
+# The official similarity scripts take the sink rule's mean and standard deviation over the
+# whole row, the structural zeros above a causal map's diagonal included. Re-run your pair of
+# Exercise 3.1 at order 1 with the statistics taken over the causal part of each row only, and
+# compare with the "causal part" column of {numref}`tbl-retrieval-protocols`. Which entries
+# does each rule flag as sinks in one map?
+# :::
+#
+# :::{admonition} Solution
+# :class: dropdown
+#
+# In the code of Exercise 3.1, make the maps with `sink_stats="causal"` instead of `"row"`; the
+# Hits@1 of order 1 must equal the official-texts, causal-part entry of your pair in
+# {numref}`tbl-retrieval-protocols`. To see which entries each rule flags, on the raw
+# token-level maps of the first texts:
+#
+# ```python
+# from olacore.sinks import sink_flags
+#
+# for item in tokens[target][:3]:                    # first three texts, token level, raw
+#     for channel, m in zip(item.channels, item.maps):
+#         row, causal = (sink_flags(m, causal=True, stats=s) for s in ("row", "causal"))
+#         print(f"{channel}, {m.shape[0]} rows: flagged {int(row.sum())} (whole row) / {int(causal.sum())} "
+#               f"(causal part), outside the first column {int(row[:, 1:].sum())} / {int(causal[:, 1:].sum())}, "
+#               f"by one rule only {int((row ^ causal).sum())}")
+# ```
+#
+# Every rule flags the row maximum, which for a causal LM is mostly the first token; the rules
+# differ only on the entries between mean + 3 std of the two sets of statistics. Taken over the
+# whole row, the zeros above the diagonal enter the mean and standard deviation, so the
+# threshold moves most for the early rows, which have most zeros. Where the two rules flag the
+# same entries, the maps and hence the Hits@k are identical; try each causal model of the zoo
+# (Gemma-3 adds a BOS token, SmolLM2 and Qwen2.5 do not, so their sink is the first word).
+# :::
+#
+# :::{admonition} Exercise 3.3: how much do the proxy's seeds matter?
+# :class: tip
+#
+# The visual proxy is trained with the profile's seeds ({numref}`tbl-proxy` gives mean ± std
+# over them). Re-run the chapter with other seeds through the notebook parameter `seeds` and
+# see which verdicts of {numref}`tbl-verdicts` move.
+# :::
+#
+# :::{admonition} Solution
+# :class: dropdown
+#
+# ```bash
+# .venv/bin/python scripts/execute_notebooks.py notebooks/03_quantitative.py -p seeds "[3, 4, 5]" --out /tmp/my-run
+# .venv/bin/python scripts/execute_notebooks.py notebooks/03_quantitative.py --profile smoke -p seeds "[0, 1]" \
+#     --out /tmp/my-run-smoke                        # the quick version
+# ```
+#
+# The runner checks the value against the parameter's type before any cell runs (`-p seeds 3`
+# becomes `[3]`, `-p seeds three` is refused). Retrieval selects nothing and trains nothing,
+# so its rows stay exactly as they are; only the proxy rows change. A verdict that flips
+# between seed sets sits near the rule's bar (3x or 5x chance) and should be read as
+# uncertain, whatever it says on this page. The new runs are cached beside the book's: a second
+# run with the same seeds reads them back.
+# :::

@@ -2,7 +2,9 @@
 
 The figure needs no kernel: the maps travel in the page as JSON and plotly.js redraws them in
 the browser. The book loads plotly.js once from its own ``_static`` folder
-(``scripts/book_ext.py``), so the output here never embeds the 4 MB library.
+(``scripts/book_ext.py``), so the output here never embeds the 4 MB library. The layout
+follows the page's width, from a phone's 390 px to a desktop column: the controls stacked above
+the map, the colour bar laid flat below it (``tests/test_interactive.py`` draws it at both).
 """
 
 from __future__ import annotations
@@ -125,7 +127,7 @@ def order_explorer(maps: Mapping[str, Mapping[str, object]], labels: Mapping[str
         figure.add_trace(go.Heatmap(
             z=rounded(arrays[model][orders[0]]), zmin=0, zmax=top(arrays[model][orders[0]]),
             customdata=[[[q, k] for k in words] for q in words], colorscale="Viridis", visible=index == 0,
-            name=model, colorbar={"title": {"text": "weight"}},
+            name=model,
             hovertemplate=(f"query {unit}: %{{customdata[0]}}<br>key {unit}: %{{customdata[1]}}"
                            f"<br>weight: %{{z:.{significant}g}}<extra>{_plain(model)}</extra>"),
         ))
@@ -147,18 +149,35 @@ def order_explorer(maps: Mapping[str, Mapping[str, object]], labels: Mapping[str
         for order in orders
     ]
     first = axes(models[0])
+    # Laid out to work from a phone's 390 px to a desktop column: the title wrapped narrow, the
+    # model menu and the order buttons on rows of their own above the map (never side by side,
+    # where they overlap on a phone), the colour bar laid flat at the foot of the figure (a
+    # vertical bar takes a fifth of a phone's width from the map), margins grown by plotly only
+    # as far as the tick labels need (automargin), the width following the page (autosize and
+    # the ``responsive`` config of :meth:`InteractiveFigure.to_html`); map, controls and colour
+    # bar aligned on the left.
+    title_lines = ["<br>".join(_plain(line) for line in textwrap.wrap(title, 44))] if title else []
+    lines = title_lines[0].count("<br>") + 1 if title_lines else 0
+    title_px = 18 * lines + (10 if lines else 0)
+    figure.update_traces(colorbar={"title": {"text": "weight", "side": "right"}, "orientation": "h", "yref": "container",
+                                   "y": 0.0, "yanchor": "bottom", "ypad": 6, "x": 0.0, "xanchor": "left",
+                                   "thickness": 12, "len": 0.6, "lenmode": "fraction"})
     figure.update_layout(
-        title={"text": "<br>".join(_plain(line) for line in textwrap.wrap(title, 70)), "x": 0.0, "xanchor": "left", "y": 0.98},
-        height=560, margin={"t": 110, "l": 110, "r": 40, "b": 110},
-        xaxis={"title": {"text": f"key {unit}"}, "tickmode": "array", "tickvals": first["xaxis.tickvals"],
-               "ticktext": first["xaxis.ticktext"], "tickangle": -45, "constrain": "domain"},
-        yaxis={"title": {"text": f"query {unit}"}, "tickmode": "array", "tickvals": first["yaxis.tickvals"],
-               "ticktext": first["yaxis.ticktext"], "autorange": "reversed", "scaleanchor": "x"},
+        title={"text": title_lines[0] if title_lines else "", "x": 0.0, "xanchor": "left", "xref": "container",
+               "yref": "container", "y": 1.0, "yanchor": "top", "pad": {"t": 20, "l": 8}, "font": {"size": 14}},
+        autosize=True, height=610 + title_px, margin={"t": 106 + title_px, "l": 8, "r": 8, "b": 56, "autoexpand": True},
+        font={"size": 12},
+        xaxis={"title": {"text": f"key {unit}", "standoff": 4}, "tickmode": "array", "tickvals": first["xaxis.tickvals"],
+               "ticktext": first["xaxis.ticktext"], "tickangle": -45, "constrain": "domain", "constraintoward": "left",
+               "automargin": True},
+        yaxis={"title": {"text": f"query {unit}", "standoff": 4}, "tickmode": "array", "tickvals": first["yaxis.tickvals"],
+               "ticktext": first["yaxis.ticktext"], "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
+               "constraintoward": "top", "automargin": True},
         updatemenus=[
-            {"buttons": model_menu, "direction": "down", "x": 0.0, "xanchor": "left", "y": 1.13, "yanchor": "top",
-             "showactive": True, "active": 0},
-            {"buttons": order_buttons, "type": "buttons", "direction": "right", "x": 0.42, "xanchor": "left",
-             "y": 1.13, "yanchor": "top", "showactive": True, "active": 0},
+            {"buttons": model_menu, "direction": "down", "x": 0.0, "xanchor": "left", "y": 1.0, "yanchor": "bottom",
+             "pad": {"b": 48, "t": 0, "l": 0, "r": 0}, "showactive": True, "active": 0},
+            {"buttons": order_buttons, "type": "buttons", "direction": "right", "x": 0.0, "xanchor": "left",
+             "y": 1.0, "yanchor": "bottom", "pad": {"b": 8, "t": 0, "l": 0, "r": 0}, "showactive": True, "active": 0},
         ],
     )
     description = (f"Interactive heatmap ({title or 'OLA'}): {len(models)} models ({', '.join(models)}) x "

@@ -7,7 +7,8 @@ work offline. Checks: no console error and no failed request, every image loads,
 content image has alt text (not a file name) or a caption, every figure of a chapter (images and
 the interactive one) has a number and a caption, MathJax typesets every formula,
 internal links (and their #anchors) resolve, the search page finds "rollout", the
-interactive figure of chapter 02 draws its SVG and answers a click and a hover, and the
+interactive figure of chapter 02 draws its SVG, answers a click and a hover and keeps a usable
+heatmap with no control over another at both widths, and the
 labelled tables are where a page can link to them. Every page is also laid out at a
 desktop's 1280 px and a phone's 390 px and searched for content that is cut off (see
 ``CLIP_PROBE``). One full-page screenshot per page and width is saved in
@@ -28,6 +29,7 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
+from explorer_layout import PARTS_PROBE, layout_problems
 
 CHROMIUM = Path(os.environ.get("OLACORE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -37,6 +39,7 @@ IMAGE_FILE = re.compile(r"\.(png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
 LABELLED_TABLES = {"book/generated/03_quantitative.html": ["tbl-retrieval", "tbl-proxy", "tbl-verdicts"],
                    "book/generated/05_syntax.html": ["tbl-syntax-headline"]}
 INTERACTIVE_PAGE = "book/generated/02_qualitative.html"
+EXPLORER_MIN_HEATMAP = {390: 250, 1280: 340}  # px of heatmap the explorer keeps at each page width
 WIDTHS = (1280, 390)  # a desktop browser, a phone
 
 pytestmark = pytest.mark.slow
@@ -350,9 +353,16 @@ def test_interactive_figure_draws_and_answers(served_book, browser):
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.6)
     page.wait_for_selector(".plotly-graph-div .hoverlayer .hovertext", timeout=5000)
     hover = page.locator(".plotly-graph-div .hoverlayer .hovertext").first.text_content()
+    page.mouse.move(0, 0)
+    layouts = {}
+    for width, min_heatmap_px in EXPLORER_MIN_HEATMAP.items():  # plotly's responsive config redraws at the width
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(1500)
+        layouts[width] = layout_problems(graph.evaluate(PARTS_PROBE), min_heatmap_px)
     page.close()
     assert "query" in hover and "key" in hover and "weight" in hover, hover
     assert not errors, errors
+    assert not any(layouts.values()), f"the explorer's layout: {layouts}"
 
 
 def test_interactive_figure_is_small_and_plotly_js_is_served_once(served_book):

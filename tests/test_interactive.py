@@ -116,3 +116,51 @@ def test_labels_and_title_show_as_typed_in_a_browser():
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         hover = pool.submit(read_page).result()
     assert "$5" in hover and "<b>bold</b>" in hover and "m<1>" in hover
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("column_px, min_heatmap_px", [(358, 250), (700, 340)])  # a phone's column (390 px), a desktop's
+def test_the_explorer_fits_a_phone_and_a_desktop_column(column_px, min_heatmap_px):
+    """Five models, four orders and a sentence of 13 words, drawn by plotly.js in a column as wide as
+    the book's on a phone and on a desktop: the heatmap keeps a usable size and no title, control,
+    colour bar or label is drawn over another or past the figure's edge."""
+    import concurrent.futures
+    import os
+    from pathlib import Path
+
+    import plotly
+    from explorer_layout import PARTS_PROBE, layout_problems
+
+    chromium = Path(os.environ.get("OLACORE_CHROMIUM", "/usr/bin/chromium"))
+    if not chromium.exists():
+        pytest.fail(f"no Chromium at {chromium}: install Debian's package or set OLACORE_CHROMIUM")
+    from playwright.sync_api import sync_playwright
+
+    words = ["The", "committee", "approved", "the", "new", "budget", "after", "a", "long", "debate", "about", "schools", "."]
+    models = ["smollm2-135m", "gemma-3-270m", "qwen2.5-0.5b", "minilm-l6", "mpnet-base"]
+    maps, _ = _maps(sizes={m: len(words) for m in models}, orders=("order 1", "order 2", "order 3", "rollout"))
+    figure = order_explorer(maps, {m: words for m in models},
+                            title="\u201cThe committee approved the new budget after a long debate about schools.\u201d")
+    library = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+    def read_page(folder):
+        page_file = Path(folder) / "explorer.html"
+        page_file.write_text(f"<html><head><script src='{library.as_uri()}'></script></head><body style='margin:0'>"
+                             f"<div style='width:{column_px}px'>{figure.to_html()}</div></body></html>")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=str(chromium), headless=True, args=["--no-sandbox"])
+            try:
+                page = browser.new_page(viewport={"width": column_px + 32, "height": 900})
+                page.set_default_timeout(120_000)
+                page.goto(page_file.as_uri())
+                page.wait_for_selector(".plotly-graph-div .xtick")
+                return page.locator(".plotly-graph-div").first.evaluate(PARTS_PROBE)
+            finally:
+                browser.close()
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder, concurrent.futures.ThreadPoolExecutor(1) as pool:
+        found = pool.submit(read_page, folder).result()
+    problems = layout_problems(found, min_heatmap_px)
+    assert not problems, problems
