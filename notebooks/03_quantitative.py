@@ -454,7 +454,7 @@ show_table(variant_table, "tbl-proxy-variants", "Visual proxy, honest protocol, 
 # **Scaled in proportion.** Same maps (first order, the first `proxy_num_texts` official texts),
 # same seeds and training sizes (steps, batch, width) as the honest runs; the quirks are scaled to
 # the run as a fraction of it: BatchNorm freezes after the same 0.1 % of training as in
-# `olas_visual_model.py` (`olacore.proxy.official.batchnorm_freeze_step`; at least one step),
+# `olas_visual_model.py` (`batchnorm_freeze_step` in `olacore.proxy.official`; at least one step),
 # whatever the evaluation interval. One consequence the scaling cannot remove: BatchNorm's running
 # statistics (momentum 0.1) are frozen after as many updates as steps before the freeze, so a
 # freeze after step 1 keeps statistics that are nine tenths their initial values (mean 0, variance
