@@ -311,7 +311,8 @@ comparison.round(1)
 #
 # A CIFAR-style ResNet-18 (torchvision's, 3x3 stride-1 stem, no max-pool, not pretrained),
 # one input channel per order, one class per text. Causal models: each in turn is the
-# target, the other two are the sources; encoders: train on one, test on the other.
+# target, the others are the sources (two at the default profile); encoders: train on one,
+# test on the other.
 #
 # **Checkpoint selection without the target.** The official script (`olas_visual_model.py`)
 # reports the best *target* accuracy seen during training (its "restore the best weights" line
@@ -453,9 +454,10 @@ show_table(variant_table, "tbl-proxy-variants", "Visual proxy, honest protocol, 
 #
 # **Scaled in proportion.** Same maps (first order, the first `proxy_num_texts` official texts),
 # same seeds and training sizes (steps, batch, width) as the honest runs; the quirks are scaled to
-# the run as a fraction of it: BatchNorm freezes after the same 0.1 % of training as in
-# `olas_visual_model.py` (`batchnorm_freeze_step` in `olacore.proxy.official`; at least one step),
-# whatever the evaluation interval. One consequence the scaling cannot remove: BatchNorm's running
+# the run as a fraction of it: BatchNorm freezes after 0.1 % of training, as in
+# `olas_visual_model.py` (step 100 of 100,000), rounded and at least one step
+# (`batchnorm_freeze_step` in `olacore.proxy.official`: the line printed below gives the step
+# and its share of this run), whatever the evaluation interval. One consequence the scaling cannot remove: BatchNorm's running
 # statistics (momentum 0.1) are frozen after as many updates as steps before the freeze, so a
 # freeze after step 1 keeps statistics that are nine tenths their initial values (mean 0, variance
 # 1), where `olas_visual_model.py`'s, after 100 steps, have forgotten them.
@@ -515,7 +517,8 @@ Markdown(f"At the last evaluation the official protocol recognises {100 * offici
 # clean target maps). The profile's `official_quirk_rows` says which training quirks get a row
 # (`None`: all). The `default` profile trains only the BatchNorm freeze's row, cutting the
 # others: the full table was the costliest cell of a cold default build, the official protocol
-# does not learn at this size, and switching off the freeze alone makes it learn, so the rows
+# does not learn at that size, and switching off the freeze alone makes it learn there (at the
+# smoke profile nothing learns in its few steps), so the rows
 # that switch off the other training quirks would compare one unlearned run with another (the
 # measurement, time and learning curves, is recorded beside the setting in `olacore/profiles.py`).
 #
