@@ -257,8 +257,10 @@ def test_heatmaps_one_panel_per_task_and_kind():
                                                                                ("b", "b")])]
                  + [("dp", "encoder", "x", "x", 50.0)])
     fig = transfer_heatmaps(rows, ["re", "dp"])
-    axes = fig.axes
+    bars = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    axes = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
     assert len(axes) == 4
+    assert len(bars) == 2  # a colour bar beside each drawn panel, none beside a blank one
     assert axes[0].get_title().startswith("RE accuracy") and not axes[1].axison  # no encoder RE rows: blank panel
     texts = [t.get_text() for t in axes[0].texts]
     assert texts == ["0.0", "10.0", "20.0", "30.0"]
