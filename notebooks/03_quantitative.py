@@ -580,7 +580,7 @@ print(f"{selected}: evaluations per run: {int(shown['evaluations'].iloc[0])}; me
 # A fixed rule, decided before the runs (`olacore.verdicts.verdict`): a claim **holds**
 # when the measured rate is at least 50 % and at least 3x chance, **holds weakly** when it
 # is at least 5x chance (or the "holds" bar, if lower) but short of that, and otherwise
-# **does not hold here**. Retrieval is run only as the official code runs it (it selects
+# **does not hold here**. Retrieval is run only as the official `olas_retrieval.py` runs it (it selects
 # nothing on the targets); the proxy under both protocols.
 
 # %% tags=["remove-input"]

@@ -129,8 +129,8 @@ show_table(reports, "tbl-toa-data", "Examples per task, model and split after al
 # **dev** split (by dev LAS for DP, accuracy for POS, entity F1 for NER and WNUT, macro-F1 for
 # RE, the official SemEval score; `olacore.toa.train.SELECTION`), test scored once at the end.
 # The losses are cross-entropies (`olacore.toa.train.adapter_loss`): per token for POS and NER
-# (NER's `O` at half weight, as officially), of the 19-way label for RE, of head and relation
-# for DP. It is the syntax chapter's network with the head of its task: a per-token
+# (NER's `O` at half weight, as in the official `models/adapters.py` and `models/ola_model.py`),
+# of the 19-way label for RE, of head and relation for DP. It is the syntax chapter's network with the head of its task: a per-token
 # linear head for POS and NER, the biaffine scorer for DP, and for RE the mean of the
 # backbone's diagonal features over each entity span, the two means concatenated and mapped
 # to the relations (SemEval's 19; the label vocabulary is the training split's, so a tiny split may see
