@@ -349,7 +349,7 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 # Computed from the tables above; every rule was fixed before the runs (`olacore.verdicts`).
 
 # %% tags=["remove-input"]
-from olacore.report import show_findings
+from olacore.report import show_findings, value_span
 
 findings = []
 for _, r in learned.iterrows():
@@ -368,8 +368,8 @@ for task, group in verdicts.dropna(subset=["recovered"]).groupby("task", sort=Fa
     findings.append(f"- {task}: transfer keeps {group['recovered'].mean():.0f} % of the target-trained score on average.")
 re_cells = verdicts[verdicts["task"] == "re"]
 if len(re_cells):
-    findings.append(f"- Relation extraction, the paper's table: our transfer {re_cells['transfer'].min():.1f} to "
-                    f"{re_cells['transfer'].max():.1f} % on {settings.re.test} test sentences (majority "
+    findings.append(f"- Relation extraction, the paper's table: our transfer "
+                    f"{value_span(re_cells['transfer'])} % on {settings.re.test} test sentences (majority "
                     f"{float(model_free.loc[model_free['task'] == 're', 'score'].iloc[0]):.1f} %); the paper's 30.5 to "
                     "35.6 % with 7,200 training sentences, 3-24 times larger models and the official adapter.")
 show_findings("findings-06", findings, "No transfer cell could be read at this profile (no rows), so no finding could be computed.")

@@ -33,7 +33,7 @@ from olacore.verdicts import CANNOT_JUDGE, reproduction
 
 __all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
            "published_value", "load_chapters", "report_chapters", "report_table", "report_summary", "paper_comparison",
-           "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims"]
+           "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims", "value_span"]
 
 #: This book's causal models and the paper's model family each stands in for.
 ZOO_FAMILIES = {"qwen2.5-0.5b": "Q", "gemma-3-270m": "G", "smollm2-135m": "L"}
@@ -296,8 +296,9 @@ HEADLINE_CLAIMS = (
 )
 
 
-def _span(values: pd.Series) -> str:
-    values = values.dropna()
+def value_span(values: pd.Series) -> str:
+    """``"low to high"`` of ``values`` at one decimal (one value where they agree; ``"-"`` where there are none)."""
+    values = pd.Series(values).dropna()
     if values.empty:
         return "-"
     low, high = float(values.min()), float(values.max())
@@ -325,11 +326,11 @@ def claims_table(table: pd.DataFrame) -> pd.DataFrame:
         ours = group["ours: official protocol %"].fillna(group["ours: honest protocol %"])
         measured = group[ours.notna()]
         if measured.empty:
-            rows.append({"claim": claim, "paper %": _span(group["paper %"]), "ours %": "-",
+            rows.append({"claim": claim, "paper %": value_span(group["paper %"]), "ours %": "-",
                          "verdict": f"not measured at this profile (0 of {len(group)} published numbers)"})
             continue
         counts = measured["verdict"].value_counts()
-        rows.append({"claim": claim, "paper %": _span(measured["paper %"]), "ours %": _span(ours[ours.notna()]),
+        rows.append({"claim": claim, "paper %": value_span(measured["paper %"]), "ours %": value_span(ours[ours.notna()]),
                      "verdict": ", ".join(f"{verdict} {count}" for verdict, count in counts.items())
                      + f" ({len(measured)} of {len(group)} published numbers measured)"})
     return pd.DataFrame(rows, columns=["claim", "paper %", "ours %", "verdict"])

@@ -290,3 +290,13 @@ def test_the_claims_at_a_glance_table_spans_and_counts(tmp_path):
     path = write_claims(table, "smoke", tmp_path / "claims.md")
     text = path.read_text()
     assert text.startswith(":::{table}") and ":name: tbl-claims-at-a-glance" in text and "nan" not in text.lower()
+
+
+def test_value_span_gives_one_value_where_the_ends_agree():
+    import pandas as pd
+
+    from olacore.report import value_span
+
+    assert value_span(pd.Series([8.31, 8.29])) == "8.3"
+    assert value_span(pd.Series([3.0, float("nan"), 12.5])) == "3.0 to 12.5"
+    assert value_span(pd.Series([float("nan")])) == "-"
