@@ -16,6 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from olacore.tables import labelled_caption
+
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.ud import UDSentence
 
@@ -30,7 +32,6 @@ TEXT = {"parse_math": False}
 #: Tokenizer markers that are not part of the word: byte-level BPE's space (``Ġ``) and newline
 #: (``Ċ``), SentencePiece's space (``▁``); WordPiece's continuation prefix (``##``) is handled apart.
 _MARKERS = {"\u0120": " ", "\u010a": " ", "\u2581": " "}
-FIGURE_LABEL = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
 def readable_token(token: str) -> str:
@@ -272,11 +273,8 @@ class LabelledFigure:
     """
 
     def __init__(self, body: str, label: str, caption: str):
-        if not FIGURE_LABEL.match(label or ""):
-            raise ValueError(f"figure label {label!r} must be lowercase words joined by hyphens, e.g. 'fig-order-maps'")
-        caption = " ".join((caption or "").split())
-        if not caption:
-            raise ValueError(f"figure {label!r} needs a caption: one line saying what is plotted, in which units")
+        caption = labelled_caption("figure", label, caption, "fig-order-maps",
+                                   "one line saying what is plotted, in which units")
         self.body, self.label, self.caption = body, label, caption
 
     def to_markdown(self) -> str:

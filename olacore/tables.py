@@ -20,6 +20,17 @@ from numbers import Number
 import pandas as pd
 
 LABEL = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+
+def labelled_caption(kind: str, label: str, caption: str, example: str, needs: str) -> str:
+    """``caption`` on one line, after checking that a numbered ``kind`` ("table", "figure") has a
+    lowercase-hyphenated ``label`` and a caption (``ValueError`` naming the label otherwise)."""
+    if not LABEL.match(label or ""):
+        raise ValueError(f"{kind} label {label!r} must be lowercase words joined by hyphens, e.g. {example!r}")
+    caption = " ".join((caption or "").split())
+    if not caption:
+        raise ValueError(f"{kind} {label!r} needs a caption: {needs}")
+    return caption
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>$|{}#~])")
 
 
@@ -87,11 +98,7 @@ class LabelledTable:
         if not isinstance(frame, pd.DataFrame):
             raise ValueError(f"show_table needs a pandas DataFrame, got {type(frame).__name__}; "
                              "wrap a Series with .to_frame()")
-        if not LABEL.match(label or ""):
-            raise ValueError(f"table label {label!r} must be lowercase words joined by hyphens, e.g. 'tbl-retrieval'")
-        caption = " ".join((caption or "").split())
-        if not caption:
-            raise ValueError(f"table {label!r} needs a caption: one line saying what the numbers are")
+        caption = labelled_caption("table", label, caption, "tbl-retrieval", "one line saying what the numbers are")
         self.frame, self.label, self.caption = frame, label, caption
         self.decimals = pd.get_option("display.precision") if decimals is None else int(decimals)
         self.missing = " ".join(str(missing).split()) or "a value that does not exist"
