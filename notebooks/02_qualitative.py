@@ -203,7 +203,7 @@ print(watch.report())
 # from olacore.retrieval import same_text_gap
 # from olacore.texts import similarity_texts
 #
-# cfg = settings("qualitative", "default")          # the profile this page ran with (its parameters box)
+# cfg = settings("qualitative", profile)            # profile: this page's parameter (its parameters box)
 # texts = similarity_texts(cfg.num_texts)
 # groups = {"causal": ("smollm2-135m", "gemma-3-270m")}
 # for sinks in ("clean", "raw"):

@@ -714,7 +714,7 @@ print(watch.report())
 # from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
 # from olacore.texts import similarity_texts
 #
-# cfg = settings("quantitative", "default")          # the profile this page ran with (its parameters box)
+# cfg = settings("quantitative", profile)            # profile: this page's parameter (its parameters box)
 # texts = similarity_texts(cfg.num_texts)
 # source, target = cfg.causal[1], cfg.causal[0]      # the chapter's pair, the other way round
 # tokens = {name: token_maps(name, [t.text for t in texts], ("order1", "order2")) for name in (source, target)}

@@ -237,7 +237,7 @@ print(watch.report())
 # from olacore.texts import similarity_texts
 # from olacore.verdicts import vanishes
 #
-# cfg = settings("controls", "default")             # the profile this page ran with (its parameters box)
+# cfg = settings("controls", profile)               # profile: this page's parameter (its parameters box)
 # texts = similarity_texts(cfg.encoder_texts)
 # chance = chance_hits(len(texts), 1)
 # for seed in (cfg.seed, cfg.seed + 1):             # the chapter's control seed, then another one

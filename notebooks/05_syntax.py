@@ -603,7 +603,7 @@ print(watch.report())
 # from olacore.toa.syntax import syntax_splits
 # from olacore.toa.train import make_job, train_adapters
 #
-# settings = chapter_settings("syntax", "default")   # the profile this page ran with (its parameters box)
+# settings = chapter_settings("syntax", profile)     # profile: this page's parameter (its parameters box)
 # splits = syntax_splits(settings)
 # model = "qwen2.5-0.5b"                             # any model outside settings.full_grid
 # data = syntax_data(model, splits, settings)        # its maps, read back from the chapter's cache
@@ -640,7 +640,7 @@ print(watch.report())
 # from olacore.toa.syntax import layer_screen, syntax_splits
 # from olacore.toa.train import make_job, train_adapters
 #
-# settings = chapter_settings("syntax", "default")
+# settings = chapter_settings("syntax", profile)   # this page's profile
 # splits = syntax_splits(settings)
 # model = "minilm-l6"
 # data = syntax_data(model, splits, settings, sources=("ola", "attention"))  # raw layers as channels too

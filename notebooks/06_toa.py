@@ -444,7 +444,7 @@ print(watch.report())
 # from olacore.toa.syntax import syntax_splits
 # from olacore.toa.train import make_job, train_adapters
 #
-# settings = chapter_settings("transfer", "default")  # the profile this page ran with (its parameters box)
+# settings = chapter_settings("transfer", profile)    # profile: this page's parameter (its parameters box)
 # syntax = settings.syntax
 # splits = syntax_splits(syntax)
 # pos = {m: syntax_data(m, splits, syntax, task="pos") for m in ("minilm-l6", "mpnet-base", "smollm2-135m")}
@@ -465,7 +465,9 @@ print(watch.report())
 # transfer cell is nothing more than this call on another model's maps. The causal target is
 # refused with a message naming the two kinds: a causal LM's maps are lower-triangular (and
 # mirrored into the upper triangle for the adapter), an encoder's are not, so the two kinds
-# present the adapter with different images, and the official code never mixes them either.
+# present the adapter with different images. The official code keeps them apart too: `OLAModel.forward`
+# (`models/ola_model.py`) takes a causal model's sink statistics over the causal part only, and
+# the paper transfers only within a kind.
 # :::
 #
 # :::{admonition} Exercise 6.2: how many standard errors is a margin?

@@ -9,6 +9,7 @@ The test split is never read.
 
     python scripts/re_learning_curve.py                      # smollm2-135m, 1000x20 2000x10 2000x20 4000x10
     python scripts/re_learning_curve.py --model minilm-l6 --point 2000 20
+    python scripts/re_learning_curve.py --point 1000 20 --batch-size 4
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--point", nargs=2, type=int, action="append", metavar=("TRAIN", "EPOCHS"),
                         help="training sentences and epochs (repeatable; default: %(default)s)")
     parser.add_argument("--dev", type=int, default=800, help="dev sentences the checkpoint is chosen on (at most 800)")
+    parser.add_argument("--batch-size", type=int, default=None,
+                        help="sentences per optimiser step (default: the chapter's)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned, so times compare)")
     args = parser.parse_args(argv)
     if args.model not in ZOO:
@@ -45,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     bad = [p for p in points if not (0 < p[0] <= SEMEVAL_TRAIN and p[1] > 0)]
     if bad:
         parser.error(f"--point {bad[0][0]} {bad[0][1]}: training sentences must be 1..{SEMEVAL_TRAIN} and epochs positive")
+    if args.batch_size is not None and args.batch_size <= 0:
+        parser.error(f"--batch-size {args.batch_size}: choose a positive number of sentences per step")
     if not 0 < args.dev <= 800:
         parser.error(f"--dev {args.dev}: the dev split has 800 sentences; choose 1..800")
     torch.set_num_threads(args.threads)
@@ -53,18 +58,20 @@ def main(argv: list[str] | None = None) -> int:
     base = settings("transfer", "default", tasks=("re",), control_models=(), zero_shot_models=(),
                     causal=(args.model,) if kind == "causal" else (), encoders=(args.model,) if kind == "encoder" else ())
     for num_train, epochs in points:
-        chapter = dataclasses.replace(base, re=TaskSizes(num_train, args.dev, base.re.num_test, epochs=epochs))
+        chapter = dataclasses.replace(base, re=TaskSizes(num_train, args.dev, base.re.test, epochs=epochs))
         start = time.perf_counter()
         splits = task_splits("re", chapter)
         splits = {"train": splits["train"], "dev": splits["dev"]}  # test is never read
         data = task_data("re", chapter, [args.model], splits=splits, workers=1)[args.model]
         maps_s = time.perf_counter() - start
-        job = make_job(data["train"], data["dev"], input_spec(TOA_INPUT), chapter.syntax.adapter,
-                       chapter.training_for("re"), seed=0)
+        training = chapter.training_for("re")
+        if args.batch_size is not None:
+            training = dataclasses.replace(training, batch_size=args.batch_size)
+        job = make_job(data["train"], data["dev"], input_spec(TOA_INPUT), chapter.syntax.adapter, training, seed=0)
         adapter = train_adapters([job], workers=1, progress=False)[0]
         record = adapter.record
         print(json.dumps({
-            "model": args.model, "train": num_train, "epochs": epochs, "dev": len(data["dev"]),
+            "model": args.model, "train": num_train, "epochs": epochs, "batch_size": training.batch_size, "dev": len(data["dev"]),
             "best_epoch": record["best_epoch"], "dev_accuracy": round(record["dev"]["accuracy"], 2),
             "dev_macro_f1": round(record["dev"]["macro_f1"], 2),
             "dev_curve": [round(h["dev_accuracy"], 1) for h in record["history"]],
