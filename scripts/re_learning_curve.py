@@ -40,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dev", type=int, default=800, help="dev sentences the checkpoint is chosen on (at most 800)")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="sentences per optimiser step (default: the chapter's)")
+    parser.add_argument("--lr", type=float, default=None, help="AdamW peak learning rate (default: the chapter's)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (pinned, so times compare)")
     args = parser.parse_args(argv)
     if args.model not in ZOO:
@@ -50,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--point {bad[0][0]} {bad[0][1]}: training sentences must be 1..{SEMEVAL_TRAIN} and epochs positive")
     if args.batch_size is not None and args.batch_size <= 0:
         parser.error(f"--batch-size {args.batch_size}: choose a positive number of sentences per step")
+    if args.lr is not None and not args.lr > 0:
+        parser.error(f"--lr {args.lr}: choose a positive learning rate")
     if not 0 < args.dev <= 800:
         parser.error(f"--dev {args.dev}: the dev split has 800 sentences; choose 1..800")
     torch.set_num_threads(args.threads)
@@ -67,11 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         training = chapter.training_for("re")
         if args.batch_size is not None:
             training = dataclasses.replace(training, batch_size=args.batch_size)
+        if args.lr is not None:
+            training = dataclasses.replace(training, lr=args.lr)
         job = make_job(data["train"], data["dev"], input_spec(TOA_INPUT), chapter.syntax.adapter, training, seed=0)
         adapter = train_adapters([job], workers=1, progress=False)[0]
         record = adapter.record
         print(json.dumps({
-            "model": args.model, "train": num_train, "epochs": epochs, "batch_size": training.batch_size, "dev": len(data["dev"]),
+            "model": args.model, "train": num_train, "epochs": epochs, "batch_size": training.batch_size, "lr": training.lr, "dev": len(data["dev"]),
             "best_epoch": record["best_epoch"], "dev_accuracy": round(record["dev"]["accuracy"], 2),
             "dev_macro_f1": round(record["dev"]["macro_f1"], 2),
             "dev_curve": [round(h["dev_accuracy"], 1) for h in record["history"]],
