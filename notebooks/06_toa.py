@@ -385,7 +385,7 @@ show_findings("findings-06", findings, "No transfer cell could be read at this p
 # - **Data**: UNER English-EWT (PER / LOC / ORG on the EWT sentences; train and dev split from
 #   UNER dev, which has no train file here) and WNUT-17 (emerging entities in tweets, out of
 #   domain) for OntoNotes NER (licensed), EWT XPOS (the Penn Treebank tags) for CoNLL-2000
-#   POS; at the default profile 1,000 RE training sentences (the paper: 7,200), a few hundred
+#   POS; at the default profile 2,000 RE training sentences (the paper: 7,200), a few hundred
 #   for the other tasks, and fixed, evenly spread test subsets for RE (400 sentences) and
 #   WNUT-17 (30 tweets); the paper scores the full test splits of its own tasks (it has no
 #   WNUT). Every size, at every profile, is in the settings table printed above.

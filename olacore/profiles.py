@@ -417,12 +417,15 @@ class TransferSettings:
             Re-measured on the whole 800-sentence dev split (``scripts/re_learning_curve.py``,
             smollm2-135m, seed 0, 1 December 2026; majority "Other" 16.75 %, standard error about
             1.6 points): 1,000 x 20 epochs 24.8 % (kept epoch 17), 2,000 x 10 25.9 % (10),
-            2,000 x 20 31.6 % (17), 4,000 x 10 30.8 % (10). What buys accuracy is optimiser steps
-            over more sentences (the same 20,000 sentence-steps give the same score at 1,000 or
-            2,000 sentences; twice as many give +6 to +7 points), and twice the steps is twice
-            RE's training (about 270 CPU s per model at 1,000 x 20 on one thread): the default
-            stays at 1,000 x 20 to keep the chapter near its 25-minute budget; 2,000 x 20 is the
-            next step where time allows (``OLACORE_SETTINGS_OVERRIDES``).
+            2,000 x 20 31.6 % (17), 4,000 x 10 30.8 % (10); at 1,000 sentences neither more
+            steps (x 40 epochs: 25.4 %, kept epoch 25), smaller batches (4 instead of 8: 24.6 %)
+            nor a higher rate (6e-3: 20.9 %) helps. What buys accuracy is more sentences, given
+            enough passes over them (+6 to +7 points from 1,000 x 20 to 2,000 x 20 or 4,000 x 10).
+            The default is 2,000 x 20, the cheaper of the two (1,000 more sentences to extract per
+            model, twice RE's training: about 540 CPU s per model on one thread). At 1,000 x 20 the
+            default book's target-trained adapters scored, on the 400 test sentences (seed 0,
+            majority 16.75 %): smollm2-135m 21.8, gemma-3-270m 24.2, qwen2.5-0.5b 20.0, minilm-l6
+            24.5, mpnet-base 30.2 (qwen2.5-0.5b within 2 standard errors of the majority).
             NER (UNER English-EWT) was sized on UNER-derived dev only (300 sentences spread over
             UNER dev, seed 0, default adapter and training: 6 epochs, augmentation, ``O`` weight
             0.5; entity F1 per epoch, best): smollm2-135m 500 train 10.3 (precision 29, recall 6),
@@ -460,7 +463,7 @@ class TransferSettings:
 
     syntax: SyntaxSettings = field(default_factory=lambda: _SYNTAX["default"])
     tasks: tuple[str, ...] = TRANSFER_TASKS
-    re: TaskSizes = TaskSizes(1000, 300, 400, epochs=20)
+    re: TaskSizes = TaskSizes(2000, 300, 400, epochs=20)
     ner: TaskSizes = TaskSizes(500, 150, 300)
     wnut: TaskSizes = TaskSizes(200, 60, 30)
     causal: tuple[str, ...] = CAUSAL_ZOO
