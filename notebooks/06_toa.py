@@ -129,7 +129,10 @@ show_table(reports, "tbl-toa-data", "Examples per task, model and split after al
 # **dev** split (by dev LAS for DP, accuracy for POS, entity F1 for NER and WNUT, macro-F1 for
 # RE, the official SemEval score; `olacore.toa.train.SELECTION`), test scored once at the end.
 # The losses are cross-entropies (`olacore.toa.train.adapter_loss`): per token for POS and NER
-# (NER's `O` at half weight, as in the official `models/adapters.py` and `models/ola_model.py`),
+# (the `O` tag of NER and WNUT weighted by the settings table's `o_weight`: the official
+# `models/adapters.py` and `models/ola_model.py` give it half weight; at the default profile we
+# give it 0.1, chosen on UNER dev because at 0.5 the adapter answers `O` almost everywhere, as
+# `olacore.profiles.TaskSizes` records),
 # of the 19-way label for RE, of head and relation for DP. It is the syntax chapter's network with the head of its task: a per-token
 # linear head for POS and NER, the biaffine scorer for DP, and for RE the mean of the
 # backbone's diagonal features over each entity span, the two means concatenated and mapped

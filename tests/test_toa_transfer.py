@@ -62,6 +62,16 @@ def test_training_for_sets_epochs_of_re_and_ner_only():
             TaskSizes(10, 5, 5, epochs=bad)
 
 
+def test_an_entity_task_takes_its_own_o_weight():
+    s = TransferSettings(ner=TaskSizes(20, 10, 10, epochs=5, o_weight=0.1), wnut=TaskSizes(20, 10, 10), augment=None)
+    base = s.syntax.training
+    assert s.training_for("ner") == dataclasses.replace(base, epochs=5, ner_o_weight=0.1)
+    assert s.training_for("wnut").ner_o_weight == base.ner_o_weight == 0.5  # the official weight by default
+    for bad in (0, -0.5, True, "0.1"):
+        with pytest.raises(ValueError, match="o_weight"):
+            TaskSizes(10, 5, 5, o_weight=bad)
+
+
 def test_kind_of_names_the_model():
     s = TransferSettings()
     assert s.kind_of("minilm-l6") == "encoder" and s.kind_of("gemma-3-270m") == "causal"
