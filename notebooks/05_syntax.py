@@ -50,7 +50,10 @@
 # (the TOA input). Baselines: the **distance-only** twin (the same adapter given only the
 # relative positions `j - i` of words, no attention), the **random-init** model's OLA, and the
 # **best single raw attention layer**, chosen on dev. Then the claims are judged by a fixed
-# rule, and where a causal LM falls short of the goal the chapter measures why.
+# rule, and where a causal LM falls short of the goal the chapter measures why. Two larger
+# zoo models outside the grid, a third encoder family and a causal LM of the paper's Qwen
+# size, get order 1 and the distance-only twin in a section of their own, where the profile's
+# cost allows.
 #
 # **Departures from the paper** (stated once here, again beside the results they touch):
 #
@@ -106,13 +109,14 @@ from olacore.timing import Stopwatch
 from olacore.toa.data import LabelVocab, collate, encode_items, input_spec, syntax_data
 from olacore.toa.model import ToaModel
 from olacore.toa.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, distance_gaps,
-                                grid_plan, layer_cells, layer_screen, learning_curve, parse_examples, record_rows,
-                                record_syntax, summary, syntax_datasets, syntax_paper_numbers, syntax_splits,
-                                syntax_verdicts, wide_table)
+                                grid_plan, layer_cells, layer_screen, learning_curve, paired_margin, parse_examples,
+                                record_rows, record_syntax, summary, syntax_datasets, syntax_paper_numbers,
+                                syntax_splits, syntax_verdicts, wide_table)
 from olacore.toa.train import (adapter_loss, epoch_inputs, make_job, optimiser_for, predict, score, train_adapters,
                                train_epoch)
 from olacore.training import TRAINING_THREADS
-from olacore.verdicts import GOAL, MARGIN
+from olacore.verdicts import GOAL, MARGIN, claim_verdict
+from olacore.zoo import ZOO
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch("05_syntax")
@@ -132,6 +136,7 @@ show_table(pd.DataFrame([
      f"{training.warmup:.0%}"),
     ("seeds (repeated cells)", ", ".join(map(str, settings.seeds))),
     ("models (every input on)", f"{', '.join(settings.models)} ({', '.join(settings.full_grid)})"),
+    ("more models (order 1 and distance only)", ", ".join(settings.extra_models) or "none"),
 ], columns=["setting", "value"]), "tbl-syntax-settings", f"Settings of the `{profile}` profile "
            "(`olacore.profiles.settings(\"syntax\", profile)`).")
 show_table(grid_plan(settings), "tbl-syntax-plan", "What runs, per data set: its sentences (train / dev / test), "
@@ -402,6 +407,94 @@ for claim, group in overall.groupby("claim", sort=False):
     print(f"'{claim}': holds for {held} of {len(group)} ({', '.join(group['model'] + ': ' + group['overall'])})")
 
 # %% [markdown]
+# ## Two more models: a third encoder family and a paper-size Qwen
+#
+# The paper parsed with three encoders of one kind (BERT, RoBERTa, ELECTRA: masked-LM
+# pretraining); the grid above has two of one lineage (MiniLM, MPNet), so its encoder claim
+# rests on one pair. The zoo holds two larger models outside that grid:
+# `embeddinggemma-300m`, a third family (a Gemma-3 language model made bidirectional and
+# fine-tuned for sentence embeddings, 24 layers), and `qwen2.5-1.5b`, a causal LM of the
+# shape of the paper's Qwen2-1.5B (28 layers, dequantised 4-bit weights). The profile's
+# `extra_models` lists those that run here. Each gets what the distance claim needs and no
+# more: the order-1 adapter and its distance-only twin, the chapter's adapter and training,
+# every seed of the profile, the checkpoint kept on **dev** LAS, test scored once; their maps
+# are extracted in one process (the 1.5B model takes 6 GB of memory).
+#
+# Sizing (measured for `olacore.profiles.SyntaxSettings`, one single-threaded worker on the
+# 2-core machine, shared): extraction costs about 0.17 CPU seconds per sentence for
+# `embeddinggemma-300m` and 1.83 for `qwen2.5-1.5b`. For the 936 texts of `default` that is
+# about 3 and 36 minutes, and the 450 dev and test texts alone would cost the 1.5B model
+# about 17: over the 8 minutes this cell may add to the book, so `default` runs
+# `embeddinggemma-300m` only.
+#
+# The margin's standard error (`olacore.toa.syntax.paired_margin`) is over test sentences
+# (what another draw of test sentences would move); the verdict is the chapter's rule over
+# the seeds (`olacore.verdicts.claim_verdict`).
+
+# %%
+EXTRA_ROLES = {"embeddinggemma-300m": "a third encoder family", "qwen2.5-1.5b": "the paper's Qwen size"}
+extra_models = settings.extra_models
+extra_table = pd.DataFrame()
+if not extra_models:
+    print(f"This section did not run at the `{profile}` profile: its settings list no extra model "
+          "(SyntaxSettings.extra_models).")
+else:
+    with watch("more models: maps (attention, OLA order 1; one process)"):
+        extra_data = {m: syntax_data(m, splits, settings, max_order=1, workers=1, device=device) for m in extra_models}
+    extra_cells = [(m, name, s) for m in extra_models for name in ("order 1", "distance") for s in settings.seeds]
+    with watch("more models: order-1 and distance adapters"):
+        extra_jobs = [make_job(extra_data[m]["train"], extra_data[m]["dev"], input_spec(name), settings.adapter,
+                               settings.training, seed=s, model=m, input=name) for m, name, s in extra_cells]
+        extra_adapters = dict(zip(extra_cells, train_adapters(extra_jobs, workers=workers)))  # kept: best dev LAS
+        extra_rows = []
+        for (m, name, s), fitted in extra_adapters.items():
+            scores = fitted.evaluate(extra_data[m]["test"])  # test, once
+            extra_rows.append({"model": m, "kind": ZOO[m].kind, "input": name, "seed": s,
+                               "train": len(extra_data[m]["train"]), "epoch": fitted.record["best_epoch"],
+                               "dev_uas": fitted.record["dev"]["uas"], "dev_las": fitted.record["dev"]["las"],
+                               **{k: scores[k] for k in SCORE_COLUMNS}})
+        extra_table = pd.DataFrame(extra_rows)
+    extra_wide = wide_table(extra_table, extra_models, ["order 1", "distance"])
+    extra_summary = []
+    for m in extra_models:
+        margins = {metric: paired_margin([extra_adapters[m, "order 1", s] for s in settings.seeds],
+                                         [extra_adapters[m, "distance", s] for s in settings.seeds],
+                                         extra_data[m]["test"], metric) for metric in ("uas", "las")}
+        by_seed = extra_table[extra_table["model"] == m].pivot_table(index="seed", columns="input", values="uas")
+        extra_summary.append({
+            "model": m, "kind": ZOO[m].kind, "layers": ZOO[m].num_layers,
+            "order 1 UAS": extra_wide.loc[m, ("uas", "order 1")], "order 1 LAS": extra_wide.loc[m, ("las", "order 1")],
+            "distance UAS": extra_wide.loc[m, ("uas", "distance")], "distance LAS": extra_wide.loc[m, ("las", "distance")],
+            "margin UAS": margins["uas"]["margin"], "SE UAS": margins["uas"]["se"],
+            "margin LAS": margins["las"]["margin"], "SE LAS": margins["las"]["se"],
+            "test words": margins["uas"]["words"],
+            "verdict": claim_verdict(by_seed["order 1"] - by_seed["distance"], MARGIN)})
+    extra_summary = pd.DataFrame(extra_summary)
+    show_table(extra_summary, "tbl-syntax-more-models", "The models outside the grid: test UAS / LAS (%, mean over "
+               f"seeds {', '.join(map(str, settings.seeds))}) of the order-1 adapter and its distance-only twin, the "
+               "margin (order 1 minus distance, points) with its standard error over test sentences, and the verdict "
+               f"of the chapter's rule on the UAS margin over seeds (margin {MARGIN:g} points).")
+    for _, r in extra_summary.iterrows():
+        role = EXTRA_ROLES.get(r["model"], f"a {r['kind']} model")
+        beats = {"holds": "beats", "holds weakly": "beats only weakly"}.get(r["verdict"], "does not beat")
+        print(f"{r['model']} ({role}, {r['layers']} layers): order-1 OLA {beats} the distance-only baseline, "
+              f"{r['order 1 UAS']:.1f} against {r['distance UAS']:.1f} UAS, a margin of {r['margin UAS']:+.1f} points "
+              f"(standard error {r['SE UAS']:.1f} over {r['test words']} test words"
+              + (f", {r['margin UAS'] / r['SE UAS']:+.1f} SE" if r["SE UAS"] > 0 else "")
+              + f"); verdict: {r['verdict']}.")
+    beside = syntax_paper_numbers(pd.concat([table, extra_table], ignore_index=True))
+    beside = beside[(beside["input"] == "order 1") & beside["subject"].isin(list(settings.models) + list(extra_models))]
+    beside = paper_comparison("syntax", beside)
+    if len(beside):
+        show_table(beside.pivot_table(index=["published number", "paper %"], columns="ours: model", values="ours %",
+                                      sort=False), "tbl-syntax-more-paper", "Order-1 UAS / LAS (%): the paper's "
+                   "encoders (full EWT, official adapter, checkpoints chosen on test) beside our encoders (columns), "
+                   "those of the grid and those of this section (this profile's sentences, CPU-sized adapter, chosen "
+                   "on dev).")
+    else:
+        print("No encoder among these models: the paper's table (encoders only) has nothing to set beside them.")
+
+# %% [markdown]
 # ## Part of speech from OLA
 #
 # The same adapter with a token head (LeakyReLU and a linear map per word, as the official
@@ -552,6 +645,10 @@ if len(encoders):
                     f"order 1, the paper's BERT-base at 81.3, with an adapter of {sum(p.numel() for p in net.parameters()):,} "
                     f"parameters (the official one about 450 million), {len(splits['train'])} of EWT's 12,544 training "
                     "sentences and other models (the departures above).")
+for _, r in (extra_summary.iterrows() if len(extra_table) else ()):
+    findings.append(f"- {r['model']} ({EXTRA_ROLES.get(r['model'], r['kind'])}): order-1 OLA against the distance-only "
+                    f"twin, {r['margin UAS']:+.1f} UAS points (standard error {r['SE UAS']:.1f}): "
+                    f"*{r['verdict']}*.")
 show_findings("findings-05", findings, "No syntax claim of this chapter could be judged at this profile: no verdict was computed.")
 
 # %% [markdown]
@@ -570,6 +667,21 @@ record_rows(results, directions, "directions", ["model", "input", "direction"], 
             "gold-head direction on test", anchor="tbl-syntax-directions")
 record_rows(results, best_layer(table).assign(layer=lambda t: t["input"]), "best-layer", ["model", "layer"],
             ["dev_las", "uas", "las"], "best raw layer chosen on dev", anchor="tbl-syntax-baselines")
+if len(extra_table):  # the models outside the grid: new keys (syntax/<model>/..., verdict/..., syntax-margin/...)
+    record_syntax(results, extra_table, syntax_verdicts(extra_table), anchor="tbl-syntax-more-models",
+                  note=f"{profile} profile: {settings.num_train} training sentences, CPU-sized adapter, dev-selected; "
+                  "outside the chapter's grid")
+    for _, r in extra_summary.iterrows():
+        for metric in ("UAS", "LAS"):
+            results.add(f"syntax-margin/{r['model']}/{metric.lower()}", f"order 1 minus distance, test {metric}, "
+                        f"{r['model']} (points, mean over seeds)", r[f"margin {metric}"], unit="points",
+                        verdict=r["verdict"] if metric == "UAS" else "", anchor="tbl-syntax-more-models",
+                        subject=r["model"])
+            if pd.isna(r[f"SE {metric}"]):  # one test sentence: no spread to measure
+                continue
+            results.add(f"syntax-margin/{r['model']}/{metric.lower()}_se", f"standard error over test sentences of "
+                        f"the {metric} margin, {r['model']}", r[f"SE {metric}"], unit="points",
+                        anchor="tbl-syntax-more-models", subject=r["model"])
 headline = wide_table(table, settings.models, ["order 1", "order 1+2", "distance"])
 show_table(headline, "tbl-syntax-headline", "Headline: test UAS / LAS (%) from order-1 OLA, orders 1+2 and the "
            "distance-only twin, per model (mean over seeds where several ran).")

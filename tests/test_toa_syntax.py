@@ -17,10 +17,11 @@ from olacore.extraction import Extraction
 from olacore.profiles import DataSet, settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
-from olacore.toa.data import SYNTAX_GRID, InputSpec, build_task_data, input_spec, subset_splits
+from olacore.toa.data import SYNTAX_GRID, InputSpec, LabelVocab, build_task_data, input_spec, subset_splits
 from olacore.toa.syntax import (baseline_table, best_layer, data_reports, direction_table, grid_plan, head_directions,
-                                layer_cells, layer_screen, learning_curve, main_data_sets, record_rows, record_syntax,
-                                syntax_keys, syntax_paper_numbers, syntax_verdicts, wide_table)
+                                layer_cells, layer_screen, learning_curve, main_data_sets, paired_margin, record_rows,
+                                record_syntax, syntax_keys, syntax_paper_numbers, syntax_verdicts, wide_table)
+from olacore.toa.train import score
 from olacore.ud import UDSentence
 from olacore.verdicts import FAILS, GOAL, HOLDS, WEAK
 
@@ -68,6 +69,21 @@ def test_data_sets_and_cells_of_a_profile():
 def test_bad_settings_are_refused_with_the_field(override, message):
     with pytest.raises(ValueError, match=message):
         settings("syntax", "smoke", **override)
+
+
+def test_extra_models_refuse_an_unknown_model_or_one_of_the_grid(monkeypatch):
+    assert settings("syntax", "smoke").extra_models == () and settings("syntax", "paper").extra_models == ()
+    assert set(settings("syntax", "default").extra_models) <= {"embeddinggemma-300m", "qwen2.5-1.5b"}
+    assert settings("syntax", "smoke", extra_models=["qwen2.5-1.5b"]).extra_models == ("qwen2.5-1.5b",)
+    with pytest.raises(ValueError, match="gemma-9b") as error:
+        settings("syntax", "smoke", extra_models=["embeddinggemma-300m", "gemma-9b"])
+    assert "extra_models" in str(error.value) and "embeddinggemma-300m" in str(error.value)  # the zoo names listed
+    with pytest.raises(ValueError, match="minilm-l6"):  # already in the grid: its records would repeat
+        settings("syntax", "smoke", extra_models=["minilm-l6"])
+    monkeypatch.setenv("OLACORE_SETTINGS_OVERRIDES", '{"syntax": {"extra_models": ["qwen-1.5b"]}}')
+    with pytest.raises(ValueError, match="qwen-1.5b") as error:
+        settings("syntax", "smoke")
+    assert "OLACORE_SETTINGS_OVERRIDES" in str(error.value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -167,6 +183,48 @@ def test_head_directions_split_words_by_where_the_gold_head_lies():
     table = direction_table({("toy", "order 1", 0): _FixedAdapter(gold)}, {"toy": {"test": data}},
                             [("toy", "order 1", 0)])
     assert set(table["direction"]) == {"left", "right", "root"} and (table["model"] == "toy").all()
+
+
+class _LabelledAdapter(_FixedAdapter):
+    """Predicts the given heads and relation ids, with a vocabulary."""
+
+    def __init__(self, heads, rels, labels=("dep", "other")):
+        super().__init__(heads)
+        self.rels, self.vocab = rels, LabelVocab(labels)
+
+    def predict(self, data):
+        return [{"heads": torch.tensor(h), "rels": torch.tensor(r)} for h, r in zip(self.heads, self.rels)]
+
+
+def test_paired_margin_is_the_score_difference_with_a_sentence_standard_error():
+    data, _ = _planted(40, 5)
+    rng = np.random.default_rng(0)
+    gold = [np.array(item.heads) for item in data.items]
+
+    def noisy(p_right, p_label):
+        heads = [np.where(rng.random(len(g)) < p_right, g, (g + 1) % len(g)) for g in gold]
+        return _LabelledAdapter(heads, [(rng.random(len(g)) > p_label).astype(int) for g in gold])
+
+    good, poor, other = noisy(0.8, 0.9), noisy(0.4, 0.5), noisy(0.6, 0.7)
+    scores = {a: score("dp", data.items, a.predict(data), a.vocab) for a in (good, poor, other)}
+    for metric in ("uas", "las"):
+        found = paired_margin([good], [poor], data, metric)
+        assert found["margin"] == pytest.approx(scores[good][metric] - scores[poor][metric])
+        assert found["words"] == scores[good]["words"] and found["sentences"] == len(data.items)
+        # seeds: the mean of the per-seed margins
+        both = paired_margin([good, other], [poor, poor], data, metric)["margin"]
+        assert both == pytest.approx((scores[good][metric] + scores[other][metric]) / 2 - scores[poor][metric])
+    # the standard error agrees with a bootstrap over sentences (an independent estimate)
+    first = paired_margin([good], [poor], data)
+    right = lambda a: np.array([sum(int(h) == g for h, g in zip(p["heads"], item.heads))
+                                for item, p in zip(data.items, a.predict(data))], dtype=float)
+    diff, words = right(good) - right(poor), np.array([len(item.heads) for item in data.items], dtype=float)
+    draws = np.random.default_rng(1).integers(0, len(words), (4000, len(words)))
+    boot = 100 * diff[draws].sum(1) / words[draws].sum(1)
+    assert first["se"] == pytest.approx(boot.std(), rel=0.15) and first["se"] > 0
+    assert paired_margin([good], [good], data) == {"margin": 0.0, "se": 0.0, "sentences": 40, "words": first["words"]}
+    with pytest.raises(ValueError, match="metric"):
+        paired_margin([good], [], data)
 
 
 def test_data_reports_count_per_data_set_and_split():

@@ -28,14 +28,14 @@ from olacore.profiles import SyntaxSettings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import InputSpec, TaskData, official_sink_mask, subset_splits, syntax_data
+from olacore.toa.data import IGNORE, InputSpec, TaskData, official_sink_mask, subset_splits, syntax_data
 from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
 __all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "summary", "distance_gaps",
            "order_comparison", "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
            "learning_curve", "head_directions", "direction_table", "wide_table", "parse_examples",
            "baseline_table", "data_reports", "grid_plan", "PAPER_INPUTS", "syntax_paper_numbers",
-           "syntax_keys", "main_data_sets", "record_syntax", "record_rows"]
+           "syntax_keys", "main_data_sets", "record_syntax", "record_rows", "paired_margin"]
 
 SCORE_COLUMNS = ("uas", "las", "uas_nopunct", "las_nopunct")
 
@@ -132,6 +132,55 @@ def order_comparison(table: pd.DataFrame, reference: str = "order 1", others: Se
                          "min_diff": float(diff.min()), "all_seeds_better": bool((diff > 0).all())})
     return pd.DataFrame(rows, columns=["model", "other", "seeds", "mean_diff", "std_diff", "min_diff",
                                        "all_seeds_better"])
+def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData, metric: str = "uas"
+                  ) -> dict[str, float]:
+    """The margin of adapters ``first`` over adapters ``second`` on the same sentences, and its
+    standard error over those sentences.
+
+    Each list holds one DP adapter per seed (:class:`olacore.toa.train.TrainedAdapter`); a
+    sentence's right words are averaged over its list's seeds, so ``margin`` is the mean over
+    seeds of the two inputs' score difference (the scored words and punctuation as
+    :func:`olacore.toa.train.score`). ``se`` is the sentence-clustered standard error of that
+    difference (a ratio estimate: words in one sentence are not independent): the spread a new
+    draw of test sentences would give, not the seed spread (the verdict reads the seeds).
+
+    Args:
+        first, second: adapters, at least one in each.
+        data: test data of their task and kind.
+        metric: ``"uas"`` (right head) or ``"las"`` (right head and relation).
+
+    Returns:
+        ``{"margin", "se"}`` (points; ``se`` NaN for one sentence) and ``{"sentences", "words"}``.
+
+    Raises:
+        ValueError: an empty list, another metric, or no scored word.
+    """
+    if not first or not second or metric not in ("uas", "las"):
+        raise ValueError(f"paired_margin needs adapters on both sides and metric 'uas' or 'las'; got {len(first)}, "
+                         f"{len(second)} adapters and {metric!r}")
+
+    def right(adapters: Sequence[Any]) -> np.ndarray:
+        counts = np.zeros(len(data.items))
+        for adapter in adapters:
+            names = adapter.vocab.labels
+            for i, (item, p) in enumerate(zip(data.items, adapter.predict(data))):
+                for w, head in enumerate(item.heads):
+                    if head == -1 or head == IGNORE or int(p["heads"][w]) != head:
+                        continue
+                    counts[i] += metric == "uas" or names[int(p["rels"][w])] == item.word_labels[w]
+        return counts / len(adapters)
+
+    words = np.array([sum(h != -1 and h != IGNORE for h in item.heads) for item in data.items], dtype=float)
+    kept = words > 0
+    if not kept.any():
+        raise ValueError("paired_margin: no scored word in the data")
+    diff, words = (right(first) - right(second))[kept], words[kept]
+    share = diff.sum() / words.sum()
+    n = len(words)
+    se = np.sqrt(n / (n - 1) * ((diff - share * words) ** 2).sum()) / words.sum() if n > 1 else float("nan")
+    return {"margin": 100.0 * share, "se": 100.0 * se, "sentences": n, "words": int(words.sum())}
+
+
 def layer_screen(data: TaskData) -> pd.DataFrame:
     """Score every raw attention layer as a parser on its own, with no training (to choose one on dev).
 
