@@ -40,8 +40,9 @@ PROFILES = ("smoke", "default", "paper")
 #: become tuples. For shrinking a profile (the paper profile's test) without editing this table.
 SETTINGS_OVERRIDES_ENV = "OLACORE_SETTINGS_OVERRIDES"
 
-#: The zoo models the chapters read, by kind (:data:`olacore.zoo.BOOK_ZOO`, in its order): the
-#: zoo's models outside the book (``in_book=False``) load by name but enter no chapter.
+#: The zoo models of the chapters' grids, by kind (:data:`olacore.zoo.BOOK_ZOO`, in its order): the
+#: zoo's models outside the book (``in_book=False``) load by name and enter only the sections that
+#: name them (``QuantitativeSettings.size_models`` / ``extra_encoders``, ``SyntaxSettings.extra_models``).
 CAUSAL_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "causal")
 ENCODER_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "encoder")
 PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/Llama-3.2-3B-Instruct")

