@@ -143,10 +143,10 @@ class QuantitativeSettings(_Validated):
     at ``default`` from these rates (100 texts; 400-step proxy runs of about 20 CPU s, 3 seeds),
     cold: the 1.5B's extraction about 215 CPU s, all on one core (3.5 min wall; measured since
     with the package's calls outside the chapter: 191 CPU s for the 92 default texts the smoke
-    run had not cached, model load included); the encoder's about 80 CPU s (OLA alone: 26 CPU s
-    for the 100 texts, measured) (under 1 min on two workers); 3 new proxy runs for the size section and 12 for
-    the 4 new encoder pairs, about 300 CPU s (2.5 min); retrieval about 20 s: in all about 10 CPU
-    minutes, 7 minutes wall; a warm cache reads every step back.
+    run had not cached, model load included); the encoder's about 80 CPU s, under 1 min on two
+    workers (OLA alone, measured: 26 CPU s for the 100 texts); 3 new proxy runs for the size
+    section and 12 for the 4 new encoder pairs, about 300 CPU s (2.5 min); retrieval about 20 s:
+    in all about 10 CPU minutes, 7 minutes wall; a warm cache reads every step back.
     """
 
     causal: tuple[str, ...]
