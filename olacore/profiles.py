@@ -15,6 +15,7 @@ so that every size of the book is in this one table.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
 import os
 from dataclasses import dataclass, field, replace
@@ -120,6 +121,33 @@ class QuantitativeSettings(_Validated):
     The default's 400 proxy steps were chosen on held-out *source* maps only (target
     gemma-3-270m, order 1, seed 0; best validation accuracy): 60 steps 22 %, 200 44 %, 400 54 %,
     800 50 %, 1600 54 %; width 16 (48 %) and 32 px (48 %) did no better at 400 steps.
+
+    Two sections read zoo models that are in no other chapter (``in_book=False``: outside
+    ``CAUSAL_ZOO`` / ``ENCODER_ZOO``), only through these two fields; empty, a section does not
+    run (``smoke``: CI has none of these models; ``paper``: the paper's own models are the grid):
+
+    - ``size_models``: ``(smaller, larger)``, two causal zoo models of one family, for "Does
+      model size change OLAS?": the smaller one a model of ``causal`` (its grid runs are read
+      back), the larger one outside ``causal``; the larger one gets first-order OLA of the
+      ``num_texts`` texts (extracted in one process: fp32 weights of 1.5B parameters take 6 GB),
+      retrieval against every model of ``causal``, and the honest proxy trained on the models of
+      ``causal`` other than the smaller one (both targets on the same sources, ``seeds``).
+    - ``extra_encoders``: encoder zoo models added to ``encoders`` for "A third encoder family":
+      retrieval (every channel) and the honest first-order proxy over every ordered pair.
+
+    Cost, measured at ``smoke`` with both fields set through :data:`SETTINGS_OVERRIDES_ENV` (8 texts,
+    cold cache, the 2-core machine shared with other jobs; the chapter's phase table prints the
+    ``size:`` and ``encoder families:`` phases): qwen2.5-1.5b's order-1 OLA 32 s wall, 22 CPU s
+    (loading 6 CPU s, then 2.1 CPU s a text, in one process); embeddinggemma-300m's OLA and ALTI
+    22 s, 11 CPU s (0.24 CPU s a text for OLA, 0.5 for ALTI, 3 to load, per worker); retrieval
+    and the 10-step proxy runs 27 s, 13 CPU s (mostly starting the worker processes). Estimated
+    at ``default`` from these rates (100 texts; 400-step proxy runs of about 20 CPU s, 3 seeds),
+    cold: the 1.5B's extraction about 215 CPU s, all on one core (3.5 min wall; measured since
+    with the package's calls outside the chapter: 191 CPU s for the 92 default texts the smoke
+    run had not cached, model load included); the encoder's about 80 CPU s, under 1 min on two
+    workers (OLA alone, measured: 26 CPU s for the 100 texts); 3 new proxy runs for the size
+    section and 12 for the 4 new encoder pairs, about 300 CPU s (2.5 min); retrieval about 20 s:
+    in all about 10 CPU minutes, 7 minutes wall; a warm cache reads every step back.
     """
 
     causal: tuple[str, ...]
@@ -133,9 +161,12 @@ class QuantitativeSettings(_Validated):
     seeds: tuple[int, ...]
     official_eval_every: int
     official_quirk_rows: tuple[str, ...] | None = None
+    size_models: tuple[str, ...] = ()
+    extra_encoders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self._check_extra_models()
         unknown = [q for q in self.official_quirk_rows or () if q not in OfficialQuirks.names()]
         if unknown:
             raise ValueError(f"official_quirk_rows names no quirk {unknown}; the quirks: {', '.join(OfficialQuirks.names())}")
@@ -144,6 +175,37 @@ class QuantitativeSettings(_Validated):
         if self.official_eval_every > self.proxy.iterations:
             raise ValueError(f"official_eval_every ({self.official_eval_every}) exceeds the proxy's "
                              f"{self.proxy.iterations} steps: the official protocol would never evaluate")
+
+    def _check_extra_models(self) -> None:
+        """``size_models`` and ``extra_encoders`` name zoo models of the right kind, outside the grid."""
+        from olacore.zoo import ZOO
+
+        for name, kind in (("size_models", "causal"), ("extra_encoders", "encoder")):
+            where = f"QuantitativeSettings.{name}"
+            value = getattr(self, name)
+            for model in value:
+                if model not in ZOO:
+                    close = difflib.get_close_matches(str(model), list(ZOO), n=1, cutoff=0.6)
+                    raise ValueError(f"{where}: {model!r} is not a zoo model{f' (did you mean {close[0]!r}?)' if close else ''}"
+                                     f"; the zoo: {', '.join(sorted(ZOO))} (`olacore models` lists them)")
+                if ZOO[model].kind != kind:
+                    raise ValueError(f"{where}: {model!r} is a {ZOO[model].kind} model; {name} takes {kind} models")
+            if len(set(value)) != len(value):
+                raise ValueError(f"{where} lists a model twice: {list(value)}")
+        if self.size_models:
+            if len(self.size_models) != 2:
+                raise ValueError("QuantitativeSettings.size_models must be empty or (smaller, larger), two models; "
+                                 f"got {list(self.size_models)}")
+            smaller, larger = self.size_models
+            if smaller not in self.causal or larger in self.causal:
+                raise ValueError(f"QuantitativeSettings.size_models: the smaller model ({smaller!r}) must be one of "
+                                 f"causal {list(self.causal)} and the larger ({larger!r}) must not")
+            if len(self.causal) < 2:
+                raise ValueError("QuantitativeSettings.size_models needs a second model in causal to train the "
+                                 f"proxy on; causal is {list(self.causal)}")
+        inside = [m for m in self.extra_encoders if m in self.encoders]
+        if inside:
+            raise ValueError(f"QuantitativeSettings.extra_encoders: {inside} already in encoders {list(self.encoders)}")
 
 
 @dataclass(frozen=True)
@@ -610,7 +672,9 @@ _PROFILES: dict[str, dict[str, Any]] = {
         "default": QuantitativeSettings(CAUSAL_ZOO, ENCODER_ZOO, num_texts=100, max_order=3, size=50,
                                         proxy_num_texts=50, proxy_size=24, seeds=(0, 1, 2), official_eval_every=20,
                                         official_quirk_rows=("frozen_batchnorm",),
-                                        proxy=ProxyConfig(iterations=400, eval_every=50, **_CPU_PROXY)),
+                                        proxy=ProxyConfig(iterations=400, eval_every=50, **_CPU_PROXY),
+                                        size_models=("qwen2.5-0.5b", "qwen2.5-1.5b"),
+                                        extra_encoders=("embeddinggemma-300m",)),
         "paper": QuantitativeSettings(PAPER_CAUSAL, PAPER_ENCODERS, num_texts=1000, max_order=3, size=50,
                                       proxy_num_texts=1000, proxy_size=50, seeds=(0, 1, 2), official_eval_every=100,
                                       # every training quirk but official_optimiser: the paper's proxy

@@ -63,3 +63,29 @@ def test_seed_zero_is_allowed_and_unknown_names_list_the_known_ones():
         settings("quantitative", "fast")
     with pytest.raises(ValueError, match="controls, derivation, qualitative, quantitative"):
         settings("retrieval", "smoke")
+
+
+@pytest.mark.parametrize("field, names", [
+    ("size_models", ["qwen2.5-0.5b", "qwen2.5-15b"]),
+    ("extra_encoders", ["embedding-gemma"]),
+])
+def test_extra_models_of_the_quantitative_chapter_must_be_zoo_models(field, names, monkeypatch):
+    unknown = names[-1]
+    with pytest.raises(ValueError, match=unknown) as refused:
+        settings("quantitative", "smoke", **{field: names})
+    assert field in str(refused.value)
+    # the same check at the environment's boundary
+    monkeypatch.setenv("OLACORE_SETTINGS_OVERRIDES", f'{{"quantitative": {{"{field}": {list(names)!r}}}}}'.replace("'", '"'))
+    with pytest.raises(ValueError, match=unknown):
+        settings("quantitative", "smoke")
+
+
+def test_extra_models_of_the_quantitative_chapter_run_at_default_only():
+    smoke, default, paper = (settings("quantitative", p) for p in PROFILES)
+    assert smoke.size_models == paper.size_models == () and smoke.extra_encoders == paper.extra_encoders == ()
+    assert default.size_models[0] in default.causal and default.size_models[1] not in default.causal
+    assert not set(default.extra_encoders) & set(default.encoders)
+    with pytest.raises(ValueError, match="encoder"):  # a causal model is no encoder
+        settings("quantitative", "smoke", extra_encoders=["qwen2.5-1.5b"])
+    with pytest.raises(ValueError, match="size_models"):  # the larger model must be outside the grid
+        settings("quantitative", "smoke", size_models=["qwen2.5-1.5b", "qwen2.5-0.5b"])
