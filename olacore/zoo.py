@@ -252,7 +252,7 @@ ZOO: dict[str, ModelSpec] = {
             num_heads=12,
             num_kv_heads=2,
             note="dequantised 4-bit weights; the Qwen tokenizer adds no BOS token; the shape of the paper's "
-                 "Qwen2-1.5B-Instruct; not yet in the chapters",
+                 "Qwen2-1.5B-Instruct",
         ),
         ModelSpec(
             name="embeddinggemma-300m",
@@ -271,7 +271,7 @@ ZOO: dict[str, ModelSpec] = {
             num_heads=3,
             num_kv_heads=1,
             note="sentence-embedding fine-tune of a Gemma-3 LM made bidirectional (not a masked-LM encoder); "
-                 "not quantised; not yet in the chapters",
+                 "not quantised",
         ),
     ]
 }

@@ -77,4 +77,4 @@ def test_olacore_models_lists_every_model_with_its_shape_licence_and_source(caps
         (line,) = [line for line in lines if line.split()[0] == spec.name]
         assert spec.kind in line and f"{spec.num_layers} x {spec.num_heads}" in line and spec.licence in line
         assert ("downloaded on first use" in line) == (spec.delivery == "download")
-        assert ("not yet in the chapters" in line) == (not spec.in_book)
+        assert ("outside the grids" in line) == (not spec.in_book)
