@@ -798,7 +798,8 @@ if cfg.size_models:
 # masked-LM or replaced-token pretraining); ours are sentence-embedding fine-tunes, and the third
 # comes from Gemma-3, a causal language model, made bidirectional rather than pretrained as a
 # masked LM. Fewer texts and classes, as above. Each pair is judged by the fixed rule of the
-# section "Verdicts" below (holds at 50 % and 3x chance, holds weakly at 5x chance).
+# section "Verdicts" below (holds: at least 50 % and at least 3x chance; holds weakly: at
+# least 5x chance, or the "holds" bar if that is lower, but short of "holds").
 
 # %%
 encoder_findings: list[str] = []

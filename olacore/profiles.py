@@ -3,7 +3,7 @@
 The book's introduction tells readers how to use them ("Re-running a chapter with other parameters").
 
 - ``smoke``: seconds to a few minutes per notebook on real models, tiny sizes; tests and CI.
-- ``default``: the published book on a 2-core CPU (whole book under an hour cold).
+- ``default``: the published book on a 2-core CPU (about 1.5 to 2 hours cold: ``book/compute.md``).
 - ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
 
 Each chapter has one settings class, validated when it is made; :func:`settings` returns the
@@ -50,11 +50,23 @@ PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/
 PAPER_ENCODERS = ("bert-base-cased", "roberta-base", "google/electra-base-generator")
 
 
+def _check_lists(settings: Any) -> None:
+    """Every field declared as a tuple holds a tuple (a JSON list in an override): a bare string
+    would otherwise be read as a list of its characters."""
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        declared = str(f.type)
+        if declared.startswith("tuple") and not isinstance(value, tuple) and not (value is None and "None" in declared):
+            hint = f": give [{value!r}] for one value" if isinstance(value, str) else " ([] for none)"
+            raise ValueError(f"{type(settings).__name__}.{f.name} must be a list (a tuple in Python); got {value!r}{hint}")
+
+
 class _Validated:
-    """Checks every field when an instance is made: ints positive (``seed`` may be 0), model
-    lists and seed lists non-empty, noise scales and orders non-negative."""
+    """Checks every field when an instance is made: lists are lists, ints positive (``seed`` may
+    be 0), model lists and seed lists non-empty, noise scales and orders non-negative."""
 
     def __post_init__(self) -> None:
+        _check_lists(self)
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             where = f"{type(self).__name__}.{f.name}"
@@ -189,7 +201,8 @@ class QuantitativeSettings(_Validated):
                     raise ValueError(f"{where}: {model!r} is not a zoo model{f' (did you mean {close[0]!r}?)' if close else ''}"
                                      f"; the zoo: {', '.join(sorted(ZOO))} (`olacore models` lists them)")
                 if ZOO[model].kind != kind:
-                    raise ValueError(f"{where}: {model!r} is a {ZOO[model].kind} model; {name} takes {kind} models")
+                    raise ValueError(f"{where}: {model!r} is {'an' if ZOO[model].kind == 'encoder' else 'a'} {ZOO[model].kind} model; "
+                                     f"{name} takes {kind} models")
             if len(set(value)) != len(value):
                 raise ValueError(f"{where} lists a model twice: {list(value)}")
         if self.size_models:
@@ -200,6 +213,11 @@ class QuantitativeSettings(_Validated):
             if smaller not in self.causal or larger in self.causal:
                 raise ValueError(f"QuantitativeSettings.size_models: the smaller model ({smaller!r}) must be one of "
                                  f"causal {list(self.causal)} and the larger ({larger!r}) must not")
+            from olacore.report import paper_family
+
+            if paper_family(smaller) != paper_family(larger):
+                raise ValueError(f"QuantitativeSettings.size_models: {smaller!r} and {larger!r} are of two families; "
+                                 "the size table compares two sizes of one family (e.g. qwen2.5-0.5b, qwen2.5-1.5b)")
             if len(self.causal) < 2:
                 raise ValueError("QuantitativeSettings.size_models needs a second model in causal to train the "
                                  f"proxy on; causal is {list(self.causal)}")
@@ -364,6 +382,7 @@ class SyntaxSettings:
     extra_models: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        _check_lists(self)
         for name in ("num_train", "num_dev", "num_test", "max_tokens", "workers"):
             value = getattr(self, name)
             if value is not None and not _positive(value):
@@ -384,11 +403,12 @@ class SyntaxSettings:
         if unknown:
             raise ValueError(f"SyntaxSettings.extra_models: unknown model {', '.join(map(repr, unknown))}; zoo models: "
                              f"{', '.join(ZOO)}")
-        twice = [m for m in self.extra_models if m in self.models] + [
-            m for i, m in enumerate(self.extra_models) if m in self.extra_models[:i]]
-        if twice:
-            raise ValueError(f"SyntaxSettings.extra_models: {twice} already in models {list(self.models)} or listed "
-                             "twice; each model runs once")
+        in_grid = [m for m in self.extra_models if m in self.models]
+        if in_grid:
+            raise ValueError(f"SyntaxSettings.extra_models: {in_grid} already in models {list(self.models)}; "
+                             "each model runs once")
+        if len(set(self.extra_models)) != len(self.extra_models):
+            raise ValueError(f"SyntaxSettings.extra_models lists a model twice: {list(self.extra_models)}")
         sizes = [("alti_subset", v) for v in (self.alti_subset or ())] + [("curve_sizes", v) for v in self.curve_sizes]
         bad = [(name, v) for name, v in sizes if not _positive(v)]
         if bad or (self.alti_subset is not None and len(self.alti_subset) != 3):
@@ -482,7 +502,7 @@ class TaskSizes:
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"TaskSizes.{name} must be a positive int; got {value!r}")
         if self.o_weight is not None and (isinstance(self.o_weight, bool) or not isinstance(self.o_weight, (int, float))
-                                          or not self.o_weight > 0):
+                                          or not 0 < self.o_weight < float("inf")):
             raise ValueError(f"TaskSizes.o_weight must be a positive number or None; got {self.o_weight!r}")
 
     def training(self, base: TrainConfig) -> TrainConfig:
@@ -510,7 +530,7 @@ class TransferSettings:
             (SemEval dev 150; source-trained / transferred to the other two causal models,
             smollm2-135m then qwen2.5-0.5b as source): 1,500 x 15 epochs 33.3 / 26.7 / 24.7 and
             30.0 / 28.7 / 24.7; 1,000 x 20 34.0 / 20.0 / 27.3 and 27.3 / 25.3 / 23.3; 1,000 x 15
-            26.0 / 20.0 / 23.3 and 22.7 / 22.7 / 24.7. The default, 1,000 x 20, is within a
+            26.0 / 20.0 / 23.3 and 22.7 / 22.7 / 24.7. The former default, 1,000 x 20, is within a
             standard error (about 3.6 points) of 1,500 x 15 and extracts a third fewer maps,
             which keeps the chapter within its 20 minutes cold (measured: 1,169 s in a fresh-clone cold book).
             Re-measured on the whole 800-sentence dev split (``scripts/re_learning_curve.py``,
@@ -592,6 +612,9 @@ class TransferSettings:
             if not isinstance(getattr(self, name), TaskSizes):
                 raise ValueError(f"TransferSettings.{name} must be a TaskSizes(train, dev, test); "
                                  f"got {getattr(self, name)!r}")
+        if self.re.o_weight is not None:
+            raise ValueError("TransferSettings.re.o_weight: relation extraction has no O tag; leave o_weight unset "
+                             "(it weights NER's and WNUT's O)")
         if not self.causal + self.encoders:
             raise ValueError("TransferSettings needs at least one model (causal or encoders)")
         both = [m for m in self.causal if m in self.encoders]

@@ -36,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="smollm2-135m", help="a zoo model (olacore models lists them)")
     parser.add_argument("--point", nargs=2, type=int, action="append", metavar=("TRAIN", "EPOCHS"),
-                        help="training sentences and epochs (repeatable; default: %(default)s)")
+                        help="training sentences and epochs (repeatable; default: "
+                             + " ".join(f"{n}x{e}" for n, e in DEFAULT_POINTS) + ")")
     parser.add_argument("--dev", type=int, default=800, help="dev sentences the checkpoint is chosen on (at most 800)")
     parser.add_argument("--batch-size", type=int, default=None,
                         help="sentences per optimiser step (default: the chapter's)")
@@ -51,8 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--point {bad[0][0]} {bad[0][1]}: training sentences must be 1..{SEMEVAL_TRAIN} and epochs positive")
     if args.batch_size is not None and args.batch_size <= 0:
         parser.error(f"--batch-size {args.batch_size}: choose a positive number of sentences per step")
-    if args.lr is not None and not args.lr > 0:
+    if args.lr is not None and not 0 < args.lr < float("inf"):
         parser.error(f"--lr {args.lr}: choose a positive learning rate")
+    if args.threads < 1:
+        parser.error(f"--threads {args.threads}: choose at least one thread")
     if not 0 < args.dev <= 800:
         parser.error(f"--dev {args.dev}: the dev split has 800 sentences; choose 1..800")
     torch.set_num_threads(args.threads)

@@ -89,3 +89,16 @@ def test_extra_models_of_the_quantitative_chapter_run_at_default_only():
         settings("quantitative", "smoke", extra_encoders=["qwen2.5-1.5b"])
     with pytest.raises(ValueError, match="size_models"):  # the larger model must be outside the grid
         settings("quantitative", "smoke", size_models=["qwen2.5-1.5b", "qwen2.5-0.5b"])
+
+
+def test_the_size_pair_is_one_family_and_a_list_is_a_list(monkeypatch):
+    with pytest.raises(ValueError, match="famil"):  # Llama's SmolLM2 against a Qwen is no size step
+        settings("quantitative", "default", size_models=["smollm2-135m", "qwen2.5-1.5b"])
+    # a bare string would be read as a list of its characters
+    monkeypatch.setenv("OLACORE_SETTINGS_OVERRIDES", '{"syntax": {"extra_models": "embeddinggemma-300m"}}')
+    with pytest.raises(ValueError, match="extra_models") as refused:
+        settings("syntax", "smoke")
+    assert "list" in str(refused.value)
+    monkeypatch.setenv("OLACORE_SETTINGS_OVERRIDES", '{"quantitative": {"size_models": null}}')
+    with pytest.raises(ValueError, match="size_models"):
+        settings("quantitative", "smoke")

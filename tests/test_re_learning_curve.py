@@ -22,7 +22,8 @@ def _script():
                                          (["--point", "0", "5"], "--point"),
                                          (["--dev", "900"], "--dev"),
                                          (["--batch-size", "0"], "--batch-size"),
-                                         (["--lr", "-1"], "--lr")])
+                                         (["--lr", "-1"], "--lr"), (["--lr", "inf"], "--lr"),
+                                         (["--threads", "0"], "--threads")])
 def test_bad_arguments_are_refused_by_name(argv, named, capsys):
     with pytest.raises(SystemExit):
         _script().main(argv)
