@@ -458,9 +458,8 @@ else:
     extra_wide = wide_table(extra_table, extra_models, ["order 1", "distance"])
     extra_summary = []
     for m in extra_models:
-        margins = {metric: paired_margin([extra_adapters[m, "order 1", s] for s in settings.seeds],
-                                         [extra_adapters[m, "distance", s] for s in settings.seeds],
-                                         extra_data[m]["test"], metric) for metric in ("uas", "las")}
+        margins = paired_margin([extra_adapters[m, "order 1", s] for s in settings.seeds],
+                                [extra_adapters[m, "distance", s] for s in settings.seeds], extra_data[m]["test"])
         by_seed = extra_table[extra_table["model"] == m].pivot_table(index="seed", columns="input", values="uas")
         extra_summary.append({
             "model": m, "kind": ZOO[m].kind, "layers": ZOO[m].num_layers,

@@ -207,23 +207,24 @@ def test_paired_margin_is_the_score_difference_with_a_sentence_standard_error():
 
     good, poor, other = noisy(0.8, 0.9), noisy(0.4, 0.5), noisy(0.6, 0.7)
     scores = {a: score("dp", data.items, a.predict(data), a.vocab) for a in (good, poor, other)}
+    found = paired_margin([good], [poor], data)
+    both = paired_margin([good, other], [poor, poor], data)
     for metric in ("uas", "las"):
-        found = paired_margin([good], [poor], data, metric)
-        assert found["margin"] == pytest.approx(scores[good][metric] - scores[poor][metric])
-        assert found["words"] == scores[good]["words"] and found["sentences"] == len(data.items)
+        assert found[metric]["margin"] == pytest.approx(scores[good][metric] - scores[poor][metric])
+        assert found[metric]["words"] == scores[good]["words"] and found[metric]["sentences"] == len(data.items)
         # seeds: the mean of the per-seed margins
-        both = paired_margin([good, other], [poor, poor], data, metric)["margin"]
-        assert both == pytest.approx((scores[good][metric] + scores[other][metric]) / 2 - scores[poor][metric])
+        assert both[metric]["margin"] == pytest.approx((scores[good][metric] + scores[other][metric]) / 2
+                                                       - scores[poor][metric])
     # the standard error agrees with a bootstrap over sentences (an independent estimate)
-    first = paired_margin([good], [poor], data)
     right = lambda a: np.array([sum(int(h) == g for h, g in zip(p["heads"], item.heads))
                                 for item, p in zip(data.items, a.predict(data))], dtype=float)
     diff, words = right(good) - right(poor), np.array([len(item.heads) for item in data.items], dtype=float)
     draws = np.random.default_rng(1).integers(0, len(words), (4000, len(words)))
     boot = 100 * diff[draws].sum(1) / words[draws].sum(1)
-    assert first["se"] == pytest.approx(boot.std(), rel=0.15) and first["se"] > 0
-    assert paired_margin([good], [good], data) == {"margin": 0.0, "se": 0.0, "sentences": 40, "words": first["words"]}
-    with pytest.raises(ValueError, match="metric"):
+    assert found["uas"]["se"] == pytest.approx(boot.std(), rel=0.15) and found["uas"]["se"] > 0
+    same = paired_margin([good], [good], data)
+    assert same["las"] == {"margin": 0.0, "se": 0.0, "sentences": 40, "words": found["uas"]["words"]}
+    with pytest.raises(ValueError, match="adapters"):
         paired_margin([good], [], data)
 
 

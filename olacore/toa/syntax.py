@@ -29,6 +29,7 @@ from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
 from olacore.toa.data import IGNORE, InputSpec, TaskData, official_sink_mask, subset_splits, syntax_data
+from olacore.toa.train import attachment_words
 from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
 __all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "summary", "distance_gaps",
@@ -132,53 +133,53 @@ def order_comparison(table: pd.DataFrame, reference: str = "order 1", others: Se
                          "min_diff": float(diff.min()), "all_seeds_better": bool((diff > 0).all())})
     return pd.DataFrame(rows, columns=["model", "other", "seeds", "mean_diff", "std_diff", "min_diff",
                                        "all_seeds_better"])
-def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData, metric: str = "uas"
-                  ) -> dict[str, float]:
-    """The margin of adapters ``first`` over adapters ``second`` on the same sentences, and its
-    standard error over those sentences.
+def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -> dict[str, dict[str, float]]:
+    """The UAS and LAS margins of adapters ``first`` over adapters ``second`` on the same
+    sentences, each with its standard error over those sentences.
 
     Each list holds one DP adapter per seed (:class:`olacore.toa.train.TrainedAdapter`); a
-    sentence's right words are averaged over its list's seeds, so ``margin`` is the mean over
-    seeds of the two inputs' score difference (the scored words and punctuation as
-    :func:`olacore.toa.train.score`). ``se`` is the sentence-clustered standard error of that
-    difference (a ratio estimate: words in one sentence are not independent): the spread a new
-    draw of test sentences would give, not the seed spread (the verdict reads the seeds).
+    sentence's right words are averaged over its list's seeds, so a margin is the mean over
+    seeds of the two inputs' score difference (words scored as by :func:`olacore.toa.train.score`,
+    punctuation included). ``se`` is the sentence-clustered standard error of that difference (a
+    ratio estimate: words in one sentence are not independent): the spread a new draw of test
+    sentences would give, not the seed spread (the verdict reads the seeds).
 
     Args:
         first, second: adapters, at least one in each.
         data: test data of their task and kind.
-        metric: ``"uas"`` (right head) or ``"las"`` (right head and relation).
 
     Returns:
-        ``{"margin", "se"}`` (points; ``se`` NaN for one sentence) and ``{"sentences", "words"}``.
+        ``{"uas": {...}, "las": {...}}``, each ``{"margin", "se"}`` (points; ``se`` NaN for one
+        sentence) and ``{"sentences", "words"}``.
 
     Raises:
-        ValueError: an empty list, another metric, or no scored word.
+        ValueError: an empty list, or no scored word.
     """
-    if not first or not second or metric not in ("uas", "las"):
-        raise ValueError(f"paired_margin needs adapters on both sides and metric 'uas' or 'las'; got {len(first)}, "
-                         f"{len(second)} adapters and {metric!r}")
+    if not first or not second:
+        raise ValueError(f"paired_margin needs adapters on both sides; got {len(first)} and {len(second)}")
 
     def right(adapters: Sequence[Any]) -> np.ndarray:
-        counts = np.zeros(len(data.items))
+        """Per sentence, right heads and right labelled heads, averaged over ``adapters``: (N, 2)."""
+        counts = np.zeros((len(data.items), 2))
         for adapter in adapters:
-            names = adapter.vocab.labels
-            for i, (item, p) in enumerate(zip(data.items, adapter.predict(data))):
-                for w, head in enumerate(item.heads):
-                    if head == -1 or head == IGNORE or int(p["heads"][w]) != head:
-                        continue
-                    counts[i] += metric == "uas" or names[int(p["rels"][w])] == item.word_labels[w]
+            gold_heads, gold_rels, heads, rels, _ = attachment_words(data.items, adapter.predict(data), adapter.vocab)
+            for i, sentence in enumerate(zip(gold_heads, gold_rels, heads, rels)):
+                head_ok = [g == p for g, p in zip(sentence[0], sentence[2])]
+                counts[i] += sum(head_ok), sum(h and g == p for h, g, p in zip(head_ok, sentence[1], sentence[3]))
         return counts / len(adapters)
 
     words = np.array([sum(h != -1 and h != IGNORE for h in item.heads) for item in data.items], dtype=float)
     kept = words > 0
     if not kept.any():
         raise ValueError("paired_margin: no scored word in the data")
-    diff, words = (right(first) - right(second))[kept], words[kept]
-    share = diff.sum() / words.sum()
-    n = len(words)
-    se = np.sqrt(n / (n - 1) * ((diff - share * words) ** 2).sum()) / words.sum() if n > 1 else float("nan")
-    return {"margin": 100.0 * share, "se": 100.0 * se, "sentences": n, "words": int(words.sum())}
+    diffs, words, n = (right(first) - right(second))[kept], words[kept], int(kept.sum())
+    margins = {}
+    for column, metric in enumerate(("uas", "las")):
+        diff = diffs[:, column]
+        share = diff.sum() / words.sum()
+        se = np.sqrt(n / (n - 1) * ((diff - share * words) ** 2).sum()) / words.sum() if n > 1 else float("nan")
+        margins[metric] = {"margin": 100.0 * share, "se": 100.0 * se, "sentences": n, "words": int(words.sum())}
+    return margins
 
 
 def layer_screen(data: TaskData) -> pd.DataFrame:

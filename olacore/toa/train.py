@@ -52,7 +52,7 @@ from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVoc
 from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
-__all__ = ["predict", "score", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
+__all__ = ["predict", "score", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
            "adapter_loss", "epoch_inputs", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter", "make_job",
            "train_adapters"]
 
@@ -128,6 +128,17 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
                 "words": sum(len(g) for g in gold_words)}
     if kind == "relation":
         return semeval_scores([item.label for item in items], [names[int(p["label"][0])] for p in predictions])
+    return attachment_scores(*attachment_words(items, predictions, vocab))
+
+
+def attachment_words(items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]], vocab: LabelVocab
+                     ) -> tuple[list[list], list[list], list[list], list[list], list[list]]:
+    """Per DP sentence, its scored words' gold heads, gold relations, predicted heads, predicted
+    relations and punctuation flags: the arguments of :func:`olacore.metrics.attachment_scores`.
+
+    A word is scored unless it is the root token or its head is ``IGNORE`` (cut or unaligned).
+    """
+    names = vocab.labels
     gold_heads, gold_rels, pred_heads, pred_rels, punct = [], [], [], [], []
     for item, p in zip(items, predictions):
         scored = [w for w, head in enumerate(item.heads) if head != -1 and head != IGNORE]
@@ -136,7 +147,7 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
         pred_heads.append([int(p["heads"][w]) for w in scored])
         pred_rels.append([names[int(p["rels"][w])] for w in scored])
         punct.append([item.punct[w] for w in scored])
-    return attachment_scores(gold_heads, gold_rels, pred_heads, pred_rels, punct)
+    return gold_heads, gold_rels, pred_heads, pred_rels, punct
 
 
 # Bump when training gives other results for the same inputs: every stored adapter is then ignored.
