@@ -306,8 +306,26 @@ def test_settings_refuse_no_model():
 
 
 def test_settings_refuse_model_in_both_kinds():
-    with pytest.raises(ValueError, match="both"):
+    with pytest.raises(ValueError, match="twice"):
         TransferSettings(causal=("smollm2-135m",), encoders=("smollm2-135m",), control_models=(),
+                         zero_shot_models=())
+
+
+def test_extra_encoders_join_dp_and_pos_only_and_must_be_zoo_encoders():
+    s = TransferSettings(causal=("smollm2-135m",), encoders=("minilm-l6",), extra_encoders=("embeddinggemma-300m",),
+                         control_models=("embeddinggemma-300m",), zero_shot_models=())
+    assert s.models_for("dp") == s.models_for("pos") == ("smollm2-135m", "minilm-l6", "embeddinggemma-300m")
+    assert all(s.models_for(task) == ("smollm2-135m", "minilm-l6") for task in ("re", "ner", "wnut"))
+    assert s.kind_of("embeddinggemma-300m") == "encoder"
+    for extra in (("smollm2-135m",), ("not-a-model",)):
+        with pytest.raises(ValueError, match="extra_encoders"):
+            TransferSettings(causal=(), encoders=("minilm-l6",), extra_encoders=extra, control_models=(),
+                             zero_shot_models=())
+    with pytest.raises(ValueError, match="twice"):
+        TransferSettings(causal=(), encoders=("minilm-l6",), extra_encoders=("minilm-l6",), control_models=(),
+                         zero_shot_models=())
+    with pytest.raises(ValueError, match="list"):
+        TransferSettings(causal=(), encoders=("minilm-l6",), extra_encoders="embeddinggemma-300m", control_models=(),
                          zero_shot_models=())
 
 

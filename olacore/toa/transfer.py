@@ -124,7 +124,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     Args:
         task: a key of :data:`TRANSFER_TASKS` (``re``, ``dp``, ``pos``, ``ner``, ``wnut``).
         settings: sizes, models, the length cut and grid (``settings.syntax``).
-        models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models``).
+        models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models_for(task)``).
         splits: word-level examples (default :func:`task_splits`).
         workers: extraction processes on a miss (default one per core).
         store: the tensor store (default ``$OLACORE_CACHE/tensors``).
@@ -147,7 +147,7 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     """
     _check_task(task)
     splits = splits if splits is not None else task_splits(task, settings)
-    models = settings.models if models is None else models
+    models = settings.models_for(task) if models is None else models
     workers = workers or settings.workers or cpu_workers()
     # Order 3 everywhere: one cache entry per text serves this chapter and the syntax chapter.
     return {getattr(m, "name", m): syntax_data(m, splits, settings.syntax, task=task, max_order=3,
@@ -189,14 +189,15 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
 
     workers = workers or settings.workers or cpu_workers()
     splits = {task: task_splits(task, settings) for task in settings.tasks}
-    texts = [x.text for by_split in splits.values() for split in by_split.values() for x in split]
+    shared = []
     if similarity:  # the retrieval texts of :func:`olacore.toa.transfer.similarity_hits`, same pass
         from olacore.texts import similarity_texts
 
-        texts += [t.text for t in similarity_texts(settings.similarity_texts)]
-    texts = list(dict.fromkeys(texts))
+        shared = [t.text for t in similarity_texts(settings.similarity_texts)]
     for model in settings.models:
-        cached_ola(model, texts, 3, workers=workers, progress=progress, store=store)
+        texts = [x.text for task, by_split in splits.items() if model in settings.models_for(task)
+                 for split in by_split.values() for x in split]
+        cached_ola(model, list(dict.fromkeys(texts + shared)), 3, workers=workers, progress=progress, store=store)
     return {task: task_data(task, settings, splits=splits[task], workers=workers, store=store)
             for task in settings.tasks}
 
@@ -839,7 +840,8 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
     """
     from olacore.results import results_dir
 
-    kinds = [(k, n) for k, n in (("causal", settings.causal), ("encoder", settings.encoders)) if len(n) >= 2]
+    kinds = [(k, n) for k, n in (("causal", settings.causal), ("encoder", settings.encoders + settings.extra_encoders))
+             if len(n) >= 2]
     columns = ["kind", "source", "target", "hits@1"]
     if not kinds:
         return pd.DataFrame(columns=columns), "no similarity: no kind has two models (a pair is needed)"
