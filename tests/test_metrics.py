@@ -6,7 +6,10 @@ import math
 
 import pytest
 
-from olacore.metrics import attachment_scores, entity_f1, semeval_relation_type, semeval_scores, token_accuracy
+from hypothesis import given, settings, strategies as st
+
+from olacore.metrics import (attachment_scores, entity_counts, entity_f1, semeval_relation_type, semeval_scores,
+                             token_accuracy)
 
 
 def test_token_accuracy_counts_exact_matches_and_ignores_a_label():
@@ -18,6 +21,22 @@ def test_token_accuracy_counts_exact_matches_and_ignores_a_label():
         token_accuracy(gold, [["DT", "NN"], ["VB"]])
     with pytest.raises(ValueError, match="no label"):
         token_accuracy([["x"]], [["x"]], ignore="x")
+
+
+_TAGS = st.sampled_from(["O", "O", "B-PER", "I-PER", "B-LOC", "I-LOC"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=6).flatmap(
+    lambda lengths: st.tuples(*[st.tuples(st.lists(_TAGS, min_size=n, max_size=n), st.lists(_TAGS, min_size=n, max_size=n))
+                                for n in lengths])))
+def test_entity_counts_summed_over_sentences_give_entity_f1(sentences):
+    gold, pred = [list(g) for g, _ in sentences], [list(p) for _, p in sentences]
+    counts = entity_counts(gold, pred)
+    assert counts.shape == (len(gold), 3) and (counts[:, 0] <= counts[:, 1:].min(1)).all()
+    found, guessed, truth = counts.sum(0)
+    if truth:  # entity_f1 needs a gold entity
+        assert 200 * found / (guessed + truth) == pytest.approx(entity_f1(gold, pred)["f1"])
 
 
 def test_entity_f1_needs_type_and_both_boundaries():

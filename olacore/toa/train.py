@@ -52,7 +52,7 @@ from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVoc
 from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
-__all__ = ["predict", "score", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
+__all__ = ["predict", "score", "word_tags", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
            "adapter_loss", "epoch_inputs", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter", "make_job",
            "train_adapters"]
 
@@ -114,8 +114,7 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
     kind = task_kind(task)
     names = vocab.labels
     if kind == "tokens":
-        gold_words = [list(item.word_labels) for item in items]
-        pred_words = [[names[int(p["labels"][t])] for t in item.word_tokens] for item, p in zip(items, predictions)]
+        gold_words, pred_words = word_tags(items, predictions, vocab)
         if task in ENTITY_TASKS:
             return entity_f1(gold_words, pred_words)
         gold_tokens, pred_tokens = [], []
@@ -129,6 +128,15 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
     if kind == "relation":
         return semeval_scores([item.label for item in items], [names[int(p["label"][0])] for p in predictions])
     return attachment_scores(*attachment_words(items, predictions, vocab))
+
+
+def word_tags(items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]], vocab: LabelVocab
+              ) -> tuple[list[list[str]], list[list[str]]]:
+    """Per sentence of a ``tokens`` task, the gold and the predicted tag of each scored word (read
+    at its first sub-token): what :func:`score` scores."""
+    names = vocab.labels
+    gold = [list(item.word_labels) for item in items]
+    return gold, [[names[int(p["labels"][t])] for t in item.word_tokens] for item, p in zip(items, predictions)]
 
 
 def attachment_words(items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]], vocab: LabelVocab

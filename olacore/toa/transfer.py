@@ -42,18 +42,19 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.metrics import entity_f1
+from olacore.metrics import entity_counts, entity_f1
 from olacore.profiles import TransferSettings
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
 from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
 from olacore.toa.syntax import syntax_splits
-from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter
+from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter, word_tags
 from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
 from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
            "matrix", "data_table", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
+           "surface_margins",
            "zero_shot_rows", "PROMPTED", "ZERO_SHOT_TASK", "ZERO_SHOT_COLUMNS",
            "gap_table", "verdict_table", "learned_table", "re_keys", "zero_shot_keys", "re_paper_numbers",
            "PAPER_NAMES", "transfer_heatmaps", "record_transfer", "similarity_hits", "similarity_vs_transfer"]
@@ -462,6 +463,49 @@ def surface_bounds(settings: TransferSettings, tasks: Sequence[str] | None = Non
         rows.append({"task": task, "bound": f"capitalised word not at sentence start = {b['type']}",
                      "score": b["f1"], "precision": b["precision"], "recall": b["recall"]})
     return pd.DataFrame(rows, columns=["task", "bound", "score", "precision", "recall"])
+
+
+def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
+                    data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
+                    draws: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Each entity task's target-trained adapters against the capitalisation rule on the very
+    words they are scored on, with a standard error over test sentences.
+
+    The rule (:func:`capitalisation_tags`, the commonest training type) tags the words each
+    adapter is scored on (those before the length cut), so the two F1s differ only by what
+    they predict. ``se`` is the standard deviation of the F1 difference over ``draws`` paired
+    bootstrap resamples of the test sentences (seed ``seed``): the spread another draw of test
+    sentences would give (the entity counts of :func:`olacore.metrics.entity_counts`).
+
+    Returns:
+        ``task, kind, model, seed, f1, capitalisation, margin, se`` (percent; points) and
+        ``sentences, entities``; one row per diagonal adapter of an entity task.
+    """
+    def f1(counts: np.ndarray) -> np.ndarray:
+        found, guessed, gold = counts[..., 0].sum(-1), counts[..., 1].sum(-1), counts[..., 2].sum(-1)
+        return 200.0 * found / np.maximum(guessed + gold, 1)
+
+    rows = []
+    for task in [t for t in settings.tasks if t in ENTITY_TASKS]:
+        splits = task_splits(task, settings)
+        kind_of_entity = capitalisation_bound(splits["train"], splits["test"])["type"]
+        words = {s.sent_id: s.words for s in splits["test"]}
+        for (cell_task, model, s), adapter in adapters.items():
+            test = data[task].get(model, {}).get("test") if cell_task == task else None
+            if test is None or not len(test):
+                continue
+            gold, pred = word_tags(test.items, adapter.predict(test), adapter.vocab)
+            rule = [capitalisation_tags(words[item.sent_id][:len(tags)], kind_of_entity)
+                    for item, tags in zip(test.items, gold)]
+            ours, bound = entity_counts(gold, pred), entity_counts(gold, rule)
+            picks = np.random.default_rng(seed).integers(0, len(gold), (draws, len(gold)))
+            spread = np.std(f1(ours[picks]) - f1(bound[picks])) if len(gold) > 1 else float("nan")
+            rows.append({"task": task, "kind": "causal" if test.causal else "encoder", "model": model, "seed": s,
+                         "f1": float(f1(ours)), "capitalisation": float(f1(bound)),
+                         "margin": float(f1(ours) - f1(bound)), "se": float(spread),
+                         "sentences": len(gold), "entities": int(ours[:, 2].sum())})
+    return pd.DataFrame(rows, columns=["task", "kind", "model", "seed", "f1", "capitalisation", "margin", "se",
+                                       "sentences", "entities"])
 
 
 def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = None, *,
