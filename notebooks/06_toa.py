@@ -382,9 +382,11 @@ for claim in ("beats random init", "beats zero-shot", "beats majority"):
     if parts:
         findings.append(f"- Transfer {claim}, over the pairs whose source adapter learned: " + "; ".join(parts) + ".")
 for task, group in surface_gap.groupby("task", sort=False):
+    above = int((group["margin"] > 2 * group["se"]).sum())
     findings.append(f"- {task}: the target-trained adapters' entity F1 minus the capitalisation rule's on the same "
-                    f"words, {value_span(group['margin'])} points (standard errors {value_span(group['se'])}): what OLA "
-                    "gives beyond the surface form, which the adapter never sees.")
+                    f"words, {value_span(group['margin'])} points (standard errors {value_span(group['se'])}); {above} of "
+                    f"{len(group)} adapters are more than two standard errors above the rule, which reads only the "
+                    "surface form (the adapter never sees it).")
 for task, group in verdicts.dropna(subset=["recovered"]).groupby("task", sort=False):
     findings.append(f"- {task}: transfer keeps {group['recovered'].mean():.0f} % of the target-trained score on average.")
 re_cells = verdicts[verdicts["task"] == "re"]
