@@ -108,6 +108,8 @@ def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) 
     from seqeval.metrics.sequence_labeling import get_entities
 
     _check_pairs(gold, pred, "entity_counts")
+    _check_bio(gold, "gold")
+    _check_bio(pred, "predicted")
     counts = np.zeros((len(gold), 3), dtype=np.int64)
     for i, (g, p) in enumerate(zip(gold, pred)):
         truth, guess = set(get_entities(list(g))), set(get_entities(list(p)))

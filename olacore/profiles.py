@@ -575,8 +575,9 @@ class TransferSettings:
         extra_encoders: encoders outside the book's grid (zoo models, issue #23) that join the
             ``dp`` and ``pos`` tasks only, as source and target, so the encoder matrices of the EWT
             tasks hold a third family (``default``: ``embeddinggemma-300m``, 3 x 3). Their EWT
-            sentences are the syntax chapter's; RE, NER and WNUT would add 3,100 more sentences
-            of extraction at 0.17 CPU s each (about 9 CPU minutes) and two trainings of minutes.
+            sentences are the syntax chapter's; RE, NER and WNUT would add about 3,700 more
+            sentences of extraction at 0.17 CPU s each (about 11 CPU minutes) and RE's training
+            (about 9 CPU minutes a model). A model of no task of ``tasks`` is left out.
         seeds: training seeds (mean and std where more than one).
         augment: the augmentation of this chapter's own adapters (``re``, ``ner``, ``wnut``): the official
             fake sinks and noise (:class:`olacore.augment.Augmentation`, made for transfer);
@@ -631,25 +632,27 @@ class TransferSettings:
                              "(it weights NER's and WNUT's O)")
         if not self.causal + self.encoders:
             raise ValueError("TransferSettings needs at least one model (causal or encoders)")
+        from olacore.zoo import ZOO
+        for model in self.extra_encoders:
+            if not isinstance(model, str) or model not in ZOO or ZOO[model].kind != "encoder":
+                raise ValueError(f"TransferSettings.extra_encoders: {model!r} is not an encoder of the zoo; "
+                                 f"encoders: {', '.join(n for n, spec in ZOO.items() if spec.kind == 'encoder')}")
         listed = self.causal + self.encoders + self.extra_encoders
-        twice = sorted({m for m in listed if listed.count(m) > 1})
+        twice = sorted({m for m in listed if isinstance(m, str) and listed.count(m) > 1})
         if twice:
             raise ValueError(f"TransferSettings: {twice} listed twice (causal, encoders, extra_encoders); list each once")
-        from olacore.zoo import ZOO
         for kind, names in (("causal", self.causal), ("encoder", self.encoders)):
             wrong = [m for m in names if m in ZOO and ZOO[m].kind != kind]
             if wrong:
                 raise ValueError(f"TransferSettings: zoo models {wrong} are not of kind {kind!r}; move them "
                                  "to the other list")
-        for model in self.extra_encoders:
-            if model not in ZOO or ZOO[model].kind != "encoder":
-                raise ValueError(f"TransferSettings.extra_encoders: {model!r} is not an encoder of the zoo; "
-                                 f"encoders: {', '.join(n for n, spec in ZOO.items() if spec.kind == 'encoder')}")
         models = self.models
         for name in ("control_models", "zero_shot_models"):
             missing = [m for m in getattr(self, name) if m not in models]
             if missing:
-                raise ValueError(f"TransferSettings.{name}: {missing} are not models of the chapter {list(models)}")
+                raise ValueError(f"TransferSettings.{name}: {missing} are not models of the chapter {list(models)}; "
+                                 f"list them among the models (causal, encoders, extra_encoders) or remove them from "
+                                 f"{name} too")
         if any(m not in self.causal for m in self.zero_shot_models):
             raise ValueError(f"TransferSettings.zero_shot_models must be causal LMs (of {list(self.causal)}); "
                              "an encoder cannot be prompted")

@@ -372,6 +372,49 @@ def _smoke_re():
                              control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
 
 
+def test_surface_margins_score_the_rule_on_the_adapters_own_words():
+    """On the smoke UNER test split, every third sentence cut to half its words: an adapter that
+    predicts the rule's own tags is the rule (margin 0, no spread); one that predicts the gold tags
+    scores F1 100; the rule's F1 is entity_f1 on the kept words."""
+    from olacore.metrics import entity_f1
+    from olacore.toa.data import LabelVocab, TaskItem
+    from olacore.toa.transfer import surface_margins, task_splits
+
+    chapter = settings("transfer", "smoke", tasks=("ner",), causal=("smollm2-135m",), encoders=(), control_models=(),
+                       zero_shot_models=())
+    splits = task_splits("ner", chapter)
+    kind = capitalisation_bound(splits["train"], splits["test"])["type"]
+    sentences = splits["test"]
+    kept = [len(x.words) // 2 if i % 3 == 0 else len(x.words) for i, x in enumerate(sentences)]
+    items = [TaskItem(x.sent_id, x.text, n, word_tokens=tuple(range(n)), word_labels=tuple(x.tags[:n]))
+             for x, n in zip(sentences, kept)]
+    rule = [capitalisation_tags(x.words, kind)[:n] for x, n in zip(sentences, kept)]
+    vocab = LabelVocab.from_labels([t for x in sentences for t in x.tags] + [t for r in rule for t in r])
+
+    class Tagger:  # predicts given word tags (the adapter's interface: predict and vocab)
+        def __init__(self, tags):
+            self.tags, self.vocab = tags, vocab
+
+        def predict(self, data):
+            return [{"labels": np.array([vocab.index(t) for t in tags])} for tags in self.tags]
+
+    class Test(list):  # the target's test data: its items, and whether it is causal
+        causal = True
+
+        @property
+        def items(self):
+            return list(self)
+
+    data = {"ner": {"smollm2-135m": {"test": Test(items)}}}
+    gold = [list(i.word_labels) for i in items]
+    same = surface_margins({("ner", "smollm2-135m", 0): Tagger(rule)}, data, chapter)
+    assert len(same) == 1 and same.loc[0, "margin"] == 0 and same.loc[0, "se"] == 0
+    assert same.loc[0, "capitalisation"] == pytest.approx(entity_f1(gold, rule)["f1"])
+    perfect = surface_margins({("ner", "smollm2-135m", 0): Tagger(gold)}, data, chapter)
+    assert perfect.loc[0, "f1"] == pytest.approx(100) and perfect.loc[0, "se"] > 0
+    assert perfect.loc[0, "entities"] == entity_f1(gold, gold)["entities"] and perfect.loc[0, "sentences"] == len(items)
+
+
 def test_capitalisation_bound_tags_capitalised_runs_off_the_sentence_start():
     from olacore.corpora import NERSentence, join_words
     from olacore.metrics import entity_f1

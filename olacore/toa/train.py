@@ -144,7 +144,7 @@ def attachment_words(items: Sequence[TaskItem], predictions: Sequence[dict[str, 
     """Per DP sentence, its scored words' gold heads, gold relations, predicted heads, predicted
     relations and punctuation flags: the arguments of :func:`olacore.metrics.attachment_scores`.
 
-    A word is scored unless it is the root token or its head is ``IGNORE`` (cut or unaligned).
+    A word is scored unless its gold head is ``-1`` (beyond the length cut) or ``IGNORE``.
     """
     names = vocab.labels
     gold_heads, gold_rels, pred_heads, pred_rels, punct = [], [], [], [], []

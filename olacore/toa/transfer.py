@@ -198,7 +198,8 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
     for model in settings.models:
         texts = [x.text for task, by_split in splits.items() if model in settings.models_for(task)
                  for split in by_split.values() for x in split]
-        cached_ola(model, list(dict.fromkeys(texts + shared)), 3, workers=workers, progress=progress, store=store)
+        if texts:  # an extra encoder with neither dp nor pos among the tasks takes part in nothing
+            cached_ola(model, list(dict.fromkeys(texts + shared)), 3, workers=workers, progress=progress, store=store)
     return {task: task_data(task, settings, splits=splits[task], workers=workers, store=store)
             for task in settings.tasks}
 
@@ -884,8 +885,8 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
     """
     from olacore.results import results_dir
 
-    kinds = [(k, n) for k, n in (("causal", settings.causal), ("encoder", settings.encoders + settings.extra_encoders))
-             if len(n) >= 2]
+    extra = tuple(m for m in settings.extra_encoders if any(m in settings.models_for(t) for t in settings.tasks))
+    kinds = [(k, n) for k, n in (("causal", settings.causal), ("encoder", settings.encoders + extra)) if len(n) >= 2]
     columns = ["kind", "source", "target", "hits@1"]
     if not kinds:
         return pd.DataFrame(columns=columns), "no similarity: no kind has two models (a pair is needed)"
