@@ -16,14 +16,17 @@
 # The central observation of {cite}`liang2025olas` is that the OLA of a given order looks
 # alike across *different* language models reading the same text (Order-Level Attention
 # Similarity, OLAS), while it differs between texts. This chapter lets you see it: one text
-# through all five offline models (causal models together, encoders together, since the
-# paper never mixes the two kinds), orders 1 to 3 beside rollout, a second text for
-# contrast, the attention sink before and after cleaning, and a first number.
+# through every model of the profile (causal models together, encoders together, since the
+# paper never mixes the two kinds; at `default` the five of the book's grids and the two
+# larger ones, Qwen2.5-1.5B beside its 0.5B sibling and EmbeddingGemma-300M as a third encoder
+# family), orders 1 to 3 beside rollout, a second text for contrast, the attention sink before
+# and after cleaning, and a first number.
 #
 # **Departures from the paper.** The paper compares Qwen2, Gemma-2 and Llama-3 (1.5 to 9 B
 # parameters) and BERT/RoBERTa/ELECTRA; here the models are small offline checkpoints
-# (SmolLM2-135M, Gemma-3-270M, Qwen2.5-0.5B, dequantised from 4-bit GGUF files; MiniLM-L6 and
-# MPNet-base, sentence-embedding fine-tunes of masked LMs). Texts come from UD English EWT
+# (SmolLM2-135M, Gemma-3-270M, Qwen2.5-0.5B and, at `default`, Qwen2.5-1.5B, dequantised from
+# 4-bit GGUF files; MiniLM-L6 and MPNet-base, sentence-embedding fine-tunes of masked LMs, and at
+# `default` EmbeddingGemma-300M, an embedding fine-tune of a Gemma-3 LM made bidirectional). Texts come from UD English EWT
 # instead of OntoNotes. See [Models and data](../models_and_data.md).
 
 # %% tags=["parameters"]
@@ -44,6 +47,7 @@ from olacore.sinks import clean_sinks
 from olacore.tables import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
+from olacore.zoo import ZOO
 
 cfg = settings("qualitative", profile)
 watch = Stopwatch("02_qualitative")
@@ -54,7 +58,7 @@ CHANNELS = (*(f"order{k}" for k in range(1, cfg.max_order + 1)), "rollout")
 print(f"profile={profile}; causal: {cfg.causal}; encoders: {cfg.encoders}")
 
 # %% [markdown]
-# ## One text, five models
+# ## One text, every model
 #
 # Each tokenizer cuts the text differently, so token-level maps differ in size. To put them
 # side by side with readable axes we pool each map onto the words of the text (our
@@ -81,11 +85,12 @@ for index, text in enumerate([text_a, text_b]):
                     "j in row i (rows sum to 1), each panel on its own scale, clipped at its 99th percentile.")
 
 # %% [markdown]
-# Read each figure down a column: for a fixed order, the three causal models draw much the
-# same picture of the first text at order 1 (the diagonal and the previous word), and the
-# second text, a question, draws a different one, again shared across them. The encoders are
-# where the eye sees models part: MPNet's orders 2 and 3 and its rollout collapse into one
-# bright column on the last word (every word attends to it), while MiniLM's stay diffuse. How
+# Read each figure down a column: for a fixed order, the causal models draw much the same
+# picture of the first text at order 1 (the diagonal and the previous word; the two Qwen sizes
+# are hard to tell apart), and the second text, a question, draws a different one, again
+# shared across them. The encoders are where the eye sees models part: MPNet's orders 2 and 3
+# and its rollout collapse into one bright column on the last word (every word attends to it),
+# as EmbeddingGemma's rollout does, while MiniLM's stay diffuse. How
 # much of this likeness survives the sink cleaning, and how much is measurable, is what the
 # SSIM numbers below and the next chapter's retrieval ask.
 #
@@ -127,7 +132,8 @@ show_figure(fig, "fig-sink-cleaning", f"Token-level maps of the first text by {s
 # %%
 texts = similarity_texts(cfg.num_texts)
 with watch("OLA of the similarity texts (cache or models)"):
-    maps = {name: model_maps(name, texts, CHANNELS, align="resize", sinks="clean", size=cfg.size, workers=cpu_workers())
+    maps = {name: model_maps(name, texts, CHANNELS, align="resize", sinks="clean", size=cfg.size,
+                             workers=1 if name in ZOO and not ZOO[name].in_book else cpu_workers())  # large: one process
             for names in groups.values() for name in names}
 with watch("SSIM"):
     first_number = same_text_gap(maps, groups)
@@ -150,12 +156,15 @@ for group in positive.index:
 # %% [markdown]
 # How to read it (the numbers above are the ones this run computed; the sentences describe the
 # `default` profile run of the book). For the **causal** models the gap is positive at orders
-# 1 to 3 for every pair but small in absolute terms (a few hundredths of SSIM): resized causal
-# maps all share the same triangle and diagonal, so different texts already score about 0.8.
-# The gap shrinks with the order and **vanishes for rollout**, the paper's argument for
-# splitting rollout by order. For the two **encoders** the gap is several times larger and
-# does *not* vanish for rollout: with only 6 and 12 layers, their rollout is a binomial mix
-# dominated by low orders, unlike the 18 to 30 layers of the causal models. A mean gap says
+# 1 to 3 for every pair but small in absolute terms (a few hundredths of SSIM; about 0.15
+# between the two Qwen sizes, one family): resized causal maps all share the same triangle and
+# diagonal, so different texts already score about 0.8. The gap shrinks with the order and
+# **all but vanishes for rollout** (under 0.02 between families, about 0.05 within Qwen), the
+# paper's argument for splitting rollout by order. For the **encoders** the gap is larger (up
+# to several times) and does *not* vanish for rollout. With only 6 and 12 layers, MiniLM's and
+# MPNet's rollout is a binomial mix dominated by low orders, unlike the 18 to 30 layers of the
+# causal models; but EmbeddingGemma has 24 layers and keeps a rollout gap too (about 0.05 with
+# MPNet, 0.15 with MiniLM), so depth is not the whole story. A mean gap says
 # nothing yet about single texts; the next chapter asks how often the right text is
 # *retrieved* from this similarity, and trains a classifier on it.
 
