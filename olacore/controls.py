@@ -39,7 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "random_init", "shuffle_layers", "perturb_weights", "layer_stack", "control_variants", "controls_retrieval",
-    "controls_proxy", "control_pair", "control_hits_table", "control_hits_summary", "random_init_identity",
+    "controls_proxy", "control_pair", "control_hits_table", "control_hits_summary",
 ]
 
 
@@ -52,19 +52,6 @@ def _variant(model: LoadedModel, backbone: nn.Module, tag: str) -> LoadedModel:
     backbone.requires_grad_(False)
     name, fingerprint = _identity(model.name, model.fingerprint, tag)
     return dataclasses.replace(model, name=name, backbone=backbone.to(model.device), fingerprint=fingerprint)
-
-
-def random_init_identity(name: str, fingerprint: str, seed: int = 0) -> tuple[str, str]:
-    """The ``(name, fingerprint)`` :func:`random_init` gives a model, without building the twin.
-
-    Lets a caller look its cached maps up (keyed by the fingerprint) before paying for a load.
-
-    Args:
-        name, fingerprint: the trained model's :attr:`LoadedModel.name` and ``fingerprint``
-            (:func:`olacore.loading.model_fingerprint` of its name, for a zoo model).
-        seed: the initialisation seed.
-    """
-    return _identity(name, fingerprint, f"random init seed={seed}")
 
 
 def random_init(model: LoadedModel, seed: int = 0) -> LoadedModel:
