@@ -13,7 +13,7 @@ Where we depart from the official script ``olas_visual_model.py`` (and why):
   keeps ``model.state_dict()``, references to the live tensors, not a copy). Here the
   checkpoint is chosen on **held-out source maps** and the target is evaluated **once**, for
   every seed. The official protocol itself, with each of its quirks a named switch, is
-  :mod:`olacore.proxy.official` (runs cached by :mod:`olacore.proxy.official_runs`).
+  :mod:`olacore.proxy.official` (its runs cached there too, :func:`olacore.proxy.official.official_proxy_experiment`).
   Validation split (:func:`split_sources`): with two or more source models, the map of
   text ``i`` from source ``i mod S`` is held out, so every class keeps ``S - 1`` training
   maps, each source model contributes to training, and validation asks the same question
@@ -43,14 +43,15 @@ from olacore.proxy.network import make_resnet18
 from olacore.proxy.official import (
     BATCHNORM_FREEZE_FRACTION,
     OFFICIAL_OPTIMISER,
+    OfficialProxyJob,
     OfficialQuirks,
     OfficialRun,
     batchnorm_freeze_step,
     family_splits,
+    official_proxy_experiment,
     official_view,
     train_official,
 )
-from olacore.proxy.official_runs import OfficialProxyJob, official_proxy_experiment
 from olacore.proxy.train import ProxyConfig, ProxyRun, accuracy, split_sources, train_proxy
 
 __all__ = [

@@ -17,7 +17,7 @@ def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence
     """Target accuracy (%) per protocol variant: mean ± std over seeds per target, mean, and points vs official.
 
     Args:
-        official: rows of :func:`olacore.proxy.official_runs.official_proxy_experiment`
+        official: rows of :func:`olacore.proxy.official.official_proxy_experiment`
             (``variant, target, seed, reported``).
         honest: rows of :func:`olacore.proxy.proxy_experiment` for the same targets, channel and
             seeds (``target, seed, test_acc``).
@@ -49,7 +49,7 @@ def learning_curves(histories: Mapping[tuple, list[dict]], variants: Sequence[st
 
     Args:
         histories: ``(variant, target, seed) -> history`` of
-            :func:`olacore.proxy.official_runs.official_proxy_experiment` (``step``, ``train_loss``,
+            :func:`olacore.proxy.official.official_proxy_experiment` (``step``, ``train_loss``,
             ``train_acc``, ``test_acc``, ``test_acc_clean``; fractions).
         variants: the variants to draw (solid: the first, dashed: the next ones).
         targets: one column of panels each.
@@ -96,7 +96,7 @@ def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict
     diamonds are each seed's reported maximum, blue circles each seed's honest test-once accuracy.
 
     Args:
-        official, histories: the two results of :func:`olacore.proxy.official_runs.official_proxy_experiment`.
+        official, histories: the two results of :func:`olacore.proxy.official.official_proxy_experiment`.
         honest: :func:`olacore.proxy.proxy_experiment` rows of the same targets and seeds.
         variant: which official variant to draw (the official protocol).
         chance: chance accuracy (fraction), drawn as a dotted line.
