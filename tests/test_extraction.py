@@ -121,7 +121,7 @@ def test_empty_text_names_index(minilm):
 @pytest.mark.slow
 def test_too_long_text_gives_lengths(minilm):
     text = "word " * 600
-    with pytest.raises(ValueError, match=r"texts\[1\] has 602 tokens.*512 tokens"):
+    with pytest.raises(ValueError, match=r"texts\[1\].*602.*512"):
         extract_attention(minilm, ["short", text], progress=False)
 
 

@@ -73,7 +73,7 @@ def test_a_tokenizer_far_smaller_than_the_vocabulary_is_refused(minilm_files, tm
 
     folder = _folder(minilm_files, tmp_path / "m", files=("config.json",))
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]) + "\n")
-    with pytest.raises(ModelLoadError, match=r"has 7 entries but the model's config.json says vocab_size 30522"):
+    with pytest.raises(ModelLoadError, match=r"7.*config.json.*vocab_size 30522"):
         load_model(str(folder), device="cpu")
 
 
@@ -84,7 +84,7 @@ def test_a_tokenizer_that_maps_ordinary_words_to_unknown_is_refused(minilm_files
     folder = _folder(minilm_files, tmp_path / "m", files=("config.json",))
     junk = [f"tok{i}" for i in range(30_000)]  # as large as the vocabulary, but not this model's
     (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *junk]) + "\n")
-    with pytest.raises(ModelLoadError, match=r"ordinary words .* to its unknown token '\[UNK\]'"):
+    with pytest.raises(ModelLoadError, match=r"\[UNK\]"):
         load_model(str(folder), device="cpu")
 
 
