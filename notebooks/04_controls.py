@@ -41,7 +41,11 @@
 # The encoder pair (MiniLM-L6 as target, MPNet-base as source) carries the whole sweep,
 # because a MiniLM forward pass is cheap on a CPU; the causal pair (Gemma-3-270M target,
 # Qwen2.5-0.5B source) gets fewer texts and scales. Departures from the paper: smaller,
-# quantised models (the causal ones), EWT text, fewer texts, a CPU-sized proxy.
+# quantised models (the causal ones), EWT text, fewer texts, a CPU-sized proxy. The two larger
+# zoo models (`qwen2.5-1.5b`, `embeddinggemma-300m`, read by chapters 02, 03, 05 and 06) are not
+# among the controls: every control re-extracts the target's maps once per variant, and the
+# 1.5B Qwen costs about 1.8 CPU s a sentence (six times the 0.5B's) and 6 GB a process; the
+# controls ask whether OLAS survives a perturbation, which one pair per kind answers.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
