@@ -86,11 +86,13 @@ for index, text in enumerate([text_a, text_b]):
 
 # %% [markdown]
 # Read each figure down a column: for a fixed order, the causal models draw much the same
-# picture of the first text at order 1 (the diagonal and the previous word; the two Qwen sizes
-# are hard to tell apart), and the second text, a question, draws a different one, again
-# shared across them. The encoders are where the eye sees models part: MPNet's orders 2 and 3
-# and its rollout collapse into one bright column on the last word (every word attends to it),
-# as EmbeddingGemma's rollout does, while MiniLM's stay diffuse. How
+# picture of the first text at order 1 (the diagonal and the previous word; SmolLM2 adds a
+# column on "the"; the two Qwen sizes are hard to tell apart), and the second text, a question,
+# draws a different one, again shared across them. The encoders are where the eye sees models
+# part: MPNet's orders 2 and 3 and its rollout collapse into one bright column on the closing
+# punctuation mark (every word attends to it), as EmbeddingGemma's rollout does (on the second
+# text with a second column on "Why"), while MiniLM's are flatter and its rollout keeps the
+# diagonal. How
 # much of this likeness survives the sink cleaning, and how much is measurable, is what the
 # SSIM numbers below and the next chapter's retrieval ask.
 #
@@ -158,13 +160,16 @@ for group in positive.index:
 # `default` profile run of the book). For the **causal** models the gap is positive at orders
 # 1 to 3 for every pair but small in absolute terms (a few hundredths of SSIM; about 0.15
 # between the two Qwen sizes, one family): resized causal maps all share the same triangle and
-# diagonal, so different texts already score about 0.8. The gap shrinks with the order and
-# **all but vanishes for rollout** (under 0.02 between families, about 0.05 within Qwen), the
-# paper's argument for splitting rollout by order. For the **encoders** the gap is larger (up
-# to several times) and does *not* vanish for rollout. With only 6 and 12 layers, MiniLM's and
-# MPNet's rollout is a binomial mix dominated by low orders, unlike the 18 to 30 layers of the
-# causal models; but EmbeddingGemma has 24 layers and keeps a rollout gap too (about 0.05 with
-# MPNet, 0.15 with MiniLM), so depth is not the whole story. A mean gap says
+# diagonal, so different texts already score high. The gap shrinks with the order and
+# **all but vanishes for rollout** (under 0.02 between families, one pair of six slightly
+# negative; about 0.05 within Qwen), the paper's argument for splitting rollout by order. For
+# the **encoders** the gap is larger than between causal families (about 0.10 to 0.35 at orders
+# 1 to 3, though the MPNet-EmbeddingGemma pair is no larger than the two Qwen sizes) and does
+# *not* vanish for rollout. With only 6 and 12 layers, MiniLM's and MPNet's rollout is a
+# binomial mix dominated by low orders, unlike the 18 to 30 layers of the causal models;
+# EmbeddingGemma has 24 layers and keeps a rollout gap too (about 0.05 with MPNet, 0.15 with
+# MiniLM), but every pair it is in includes a shallow encoder, so this table cannot separate
+# depth from the partner. A mean gap says
 # nothing yet about single texts; the next chapter asks how often the right text is
 # *retrieved* from this similarity, and trains a classifier on it.
 
