@@ -61,6 +61,24 @@ def _check_lists(settings: Any) -> None:
             raise ValueError(f"{type(settings).__name__}.{f.name} must be a list (a tuple in Python); got {value!r}{hint}")
 
 
+def _check_zoo_extras(where: str, models: tuple, kind: str | None = None, grid: tuple = (), grid_name: str = "") -> None:
+    """Zoo models a chapter reads outside its grid (``size_models``, ``extra_encoders``,
+    ``extra_models``): each a zoo model (of ``kind`` where given), none in ``grid``, none listed twice."""
+    for model in models:
+        if not isinstance(model, str) or model not in ZOO:
+            close = difflib.get_close_matches(str(model), list(ZOO), n=1, cutoff=0.6)
+            raise ValueError(f"{where}: {model!r} is not a zoo model{f' (did you mean {close[0]!r}?)' if close else ''}"
+                             f"; the zoo: {', '.join(sorted(ZOO))} (`olacore models` lists them)")
+        if kind is not None and ZOO[model].kind != kind:
+            raise ValueError(f"{where}: {model!r} is {'an' if ZOO[model].kind == 'encoder' else 'a'} {ZOO[model].kind} "
+                             f"model; it takes {kind} models")
+    in_grid = [m for m in models if m in grid]
+    if in_grid:
+        raise ValueError(f"{where}: {in_grid} already in {grid_name} {list(grid)}; a model listed twice would run twice")
+    if len(set(models)) != len(models):
+        raise ValueError(f"{where} lists a model twice: {list(models)}")
+
+
 class _Validated:
     """Checks every field when an instance is made: lists are lists, ints positive (``seed`` may
     be 0), model lists and seed lists non-empty, noise scales and orders non-negative."""
@@ -190,21 +208,8 @@ class QuantitativeSettings(_Validated):
 
     def _check_extra_models(self) -> None:
         """``size_models`` and ``extra_encoders`` name zoo models of the right kind, outside the grid."""
-        from olacore.zoo import ZOO
-
-        for name, kind in (("size_models", "causal"), ("extra_encoders", "encoder")):
-            where = f"QuantitativeSettings.{name}"
-            value = getattr(self, name)
-            for model in value:
-                if model not in ZOO:
-                    close = difflib.get_close_matches(str(model), list(ZOO), n=1, cutoff=0.6)
-                    raise ValueError(f"{where}: {model!r} is not a zoo model{f' (did you mean {close[0]!r}?)' if close else ''}"
-                                     f"; the zoo: {', '.join(sorted(ZOO))} (`olacore models` lists them)")
-                if ZOO[model].kind != kind:
-                    raise ValueError(f"{where}: {model!r} is {'an' if ZOO[model].kind == 'encoder' else 'a'} {ZOO[model].kind} model; "
-                                     f"{name} takes {kind} models")
-            if len(set(value)) != len(value):
-                raise ValueError(f"{where} lists a model twice: {list(value)}")
+        _check_zoo_extras("QuantitativeSettings.size_models", self.size_models, "causal")
+        _check_zoo_extras("QuantitativeSettings.extra_encoders", self.extra_encoders, "encoder", self.encoders, "encoders")
         if self.size_models:
             if len(self.size_models) != 2:
                 raise ValueError("QuantitativeSettings.size_models must be empty or (smaller, larger), two models; "
@@ -221,9 +226,6 @@ class QuantitativeSettings(_Validated):
             if len(self.causal) < 2:
                 raise ValueError("QuantitativeSettings.size_models needs a second model in causal to train the "
                                  f"proxy on; causal is {list(self.causal)}")
-        inside = [m for m in self.extra_encoders if m in self.encoders]
-        if inside:
-            raise ValueError(f"QuantitativeSettings.extra_encoders: {inside} already in encoders {list(self.encoders)}")
 
 
 @dataclass(frozen=True)
@@ -399,16 +401,7 @@ class SyntaxSettings:
             missing = [m for m in getattr(self, name) if m not in self.models]
             if missing:
                 raise ValueError(f"SyntaxSettings.{name}: {missing} are not in models {list(self.models)}")
-        unknown = [m for m in self.extra_models if m not in ZOO]
-        if unknown:
-            raise ValueError(f"SyntaxSettings.extra_models: unknown model {', '.join(map(repr, unknown))}; zoo models: "
-                             f"{', '.join(ZOO)}")
-        in_grid = [m for m in self.extra_models if m in self.models]
-        if in_grid:
-            raise ValueError(f"SyntaxSettings.extra_models: {in_grid} already in models {list(self.models)}; "
-                             "each model runs once")
-        if len(set(self.extra_models)) != len(self.extra_models):
-            raise ValueError(f"SyntaxSettings.extra_models lists a model twice: {list(self.extra_models)}")
+        _check_zoo_extras("SyntaxSettings.extra_models", self.extra_models, grid=self.models, grid_name="models")
         sizes = [("alti_subset", v) for v in (self.alti_subset or ())] + [("curve_sizes", v) for v in self.curve_sizes]
         bad = [(name, v) for name, v in sizes if not _positive(v)]
         if bad or (self.alti_subset is not None and len(self.alti_subset) != 3):
@@ -632,11 +625,7 @@ class TransferSettings:
                              "(it weights NER's and WNUT's O)")
         if not self.causal + self.encoders:
             raise ValueError("TransferSettings needs at least one model (causal or encoders)")
-        from olacore.zoo import ZOO
-        for model in self.extra_encoders:
-            if not isinstance(model, str) or model not in ZOO or ZOO[model].kind != "encoder":
-                raise ValueError(f"TransferSettings.extra_encoders: {model!r} is not an encoder of the zoo; "
-                                 f"encoders: {', '.join(n for n, spec in ZOO.items() if spec.kind == 'encoder')}")
+        _check_zoo_extras("TransferSettings.extra_encoders", self.extra_encoders, "encoder")
         listed = self.causal + self.encoders + self.extra_encoders
         twice = sorted({m for m in listed if isinstance(m, str) and listed.count(m) > 1})
         if twice:
