@@ -28,7 +28,7 @@ from olacore.profiles import SyntaxSettings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import IGNORE, InputSpec, TaskData, official_sink_mask, subset_splits, syntax_data
+from olacore.toa.data import InputSpec, TaskData, official_sink_mask, subset_splits, syntax_data
 from olacore.toa.train import attachment_words
 from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
@@ -159,20 +159,20 @@ def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -
         raise ValueError(f"paired_margin needs adapters on both sides; got {len(first)} and {len(second)}")
 
     def right(adapters: Sequence[Any]) -> np.ndarray:
-        """Per sentence, right heads and right labelled heads, averaged over ``adapters``: (N, 2)."""
-        counts = np.zeros((len(data.items), 2))
+        """Per sentence, scored words, right heads and right labelled heads, averaged over ``adapters``: (N, 3)."""
+        counts = np.zeros((len(data.items), 3))
         for adapter in adapters:
-            gold_heads, gold_rels, heads, rels, _ = attachment_words(data.items, adapter.predict(data), adapter.vocab)
-            for i, sentence in enumerate(zip(gold_heads, gold_rels, heads, rels)):
-                head_ok = [g == p for g, p in zip(sentence[0], sentence[2])]
-                counts[i] += sum(head_ok), sum(h and g == p for h, g, p in zip(head_ok, sentence[1], sentence[3]))
+            lists = attachment_words(data.items, adapter.predict(data), adapter.vocab)
+            for i, (gold_heads, gold_rels, heads, rels, _) in enumerate(zip(*lists)):
+                head_ok = [g == p for g, p in zip(gold_heads, heads)]
+                counts[i] += len(gold_heads), sum(head_ok), sum(h and g == p for h, g, p in zip(head_ok, gold_rels, rels))
         return counts / len(adapters)
 
-    words = np.array([sum(h != -1 and h != IGNORE for h in item.heads) for item in data.items], dtype=float)
-    kept = words > 0
+    ours, theirs = right(first), right(second)
+    kept = ours[:, 0] > 0
     if not kept.any():
         raise ValueError("paired_margin: no scored word in the data")
-    diffs, words, n = (right(first) - right(second))[kept], words[kept], int(kept.sum())
+    diffs, words, n = (ours - theirs)[kept, 1:], ours[kept, 0], int(kept.sum())
     margins = {}
     for column, metric in enumerate(("uas", "las")):
         diff = diffs[:, column]
