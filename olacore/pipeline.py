@@ -39,6 +39,7 @@ __all__ = [
     "TokenMaps",
     "token_maps",
     "register_source",
+    "source_records",
     "OLAResult",
     "cached_attention",
     "cached_ola",
@@ -323,6 +324,21 @@ def register_source(name: str, producer: Source) -> None:
     _SOURCES[name] = producer
 
 
+def source_records(source: str, model: str | LoadedModel, texts: Sequence[str], channels: Sequence[Any] = (),
+                   **settings: Any) -> list[Any]:
+    """The cached records of one channel source (``"ola"``, ``"attention"``, ``"alti"``...) per text.
+
+    ``channels`` are the :class:`olacore.channels.Channel` entries wanted from it (the ``"ola"``
+    source computes the highest order they name); ``settings`` are those of :func:`cached_attention`.
+
+    Raises:
+        ValueError: no producer is registered for ``source`` (the message lists the registered ones).
+    """
+    if source not in _SOURCES:
+        raise ValueError(f"no producer for the channel source {source!r}; registered: {sorted(_SOURCES)}")
+    return _SOURCES[source](model, texts, list(channels), **settings)
+
+
 def token_maps(
     model: str | LoadedModel,
     texts: Sequence[str],
@@ -354,9 +370,7 @@ def token_maps(
     settings = dict(workers=workers, device=device, progress=progress, store=store)
     records: dict[str, list[Any]] = {}
     for source in dict.fromkeys(c.source for c in wanted):
-        if source not in _SOURCES:
-            raise ValueError(f"no producer for the channel source {source!r}; registered: {sorted(_SOURCES)}")
-        records[source] = _SOURCES[source](model, texts, [c for c in wanted if c.source == source], **settings)
+        records[source] = source_records(source, model, texts, [c for c in wanted if c.source == source], **settings)
     name = model.name if isinstance(model, LoadedModel) else str(model)
     out = []
     for index, text in enumerate(texts):

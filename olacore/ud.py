@@ -15,7 +15,6 @@ from typing import Iterable, Sequence
 import conllu
 import numpy as np
 
-from olacore.alignment import WordText
 from olacore.settings import data_file
 
 __all__ = [
@@ -108,10 +107,6 @@ class UDSentence:
 
     def __len__(self) -> int:
         return len(self.words)
-
-    def word_text(self) -> WordText:
-        """The sentence as a :class:`WordText` (text, words, spans) for the map functions."""
-        return WordText(text=self.text, words=self.words, spans=self.spans)
 
 
 @dataclass(frozen=True)

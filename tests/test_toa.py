@@ -10,11 +10,12 @@ import pytest
 import torch
 
 from olacore.corpora import NERSentence, RelationExample, join_words
+from olacore.sinks import sink_flags
 from olacore.store import TensorStore
 from olacore.augment import Augmentation, augment, fake_sinks, map_noise
 from olacore.toa.data import (DISTANCE_CHANNELS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskItem,
-                              build_input, build_task_data, distance_input, encode_items, official_sink_mask,
-                              stack_channels, toa_channels)
+                              build_input, build_task_data, distance_input, encode_items,
+                              stack_channels)
 from olacore.toa.model import AdapterConfig, ToaModel
 from olacore.toa.train import TrainConfig, TrainedAdapter, make_job, train_adapters
 from olacore.ud import UDSentence
@@ -61,7 +62,7 @@ def test_sink_mask_is_the_official_one_sample_std_and_every_tie(causal):
     generator = torch.Generator().manual_seed(0)
     maps = stochastic(generator, 9, causal, channels=6).double()
     for num_std in (3.0, 1.0):
-        flags = official_sink_mask(maps, causal, num_std)
+        flags = sink_flags(maps, causal, num_std, stats="causal")
         differs_from_population = False
         for c in range(maps.shape[0]):
             for i in range(9):
@@ -72,32 +73,30 @@ def test_sink_mask_is_the_official_one_sample_std_and_every_tie(causal):
                 differs_from_population |= expected != _reference_mask(row, interested, num_std, ddof=0)
         if num_std == 1.0:
             assert differs_from_population  # the test would catch a population-std version
-    ties = official_sink_mask(torch.tensor([[0.4, 0.4, 0.2], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]), causal=False)
+    ties = sink_flags(torch.tensor([[0.4, 0.4, 0.2], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]]), causal=False, stats="causal")
     assert ties[0].tolist() == [True, True, False]
-    first_row = official_sink_mask(torch.tensor([[1.0, 0.0], [0.3, 0.7]]), causal=True)
+    first_row = sink_flags(torch.tensor([[1.0, 0.0], [0.3, 0.7]]), causal=True, stats="causal")
     assert first_row.tolist() == [[True, False], [False, True]]
 
 
-def test_toa_channels_official_stack_normalised_and_mirrored():
+def test_official_stack_normalised_and_mirrored():
     generator = torch.Generator().manual_seed(1)
     orders = torch.cat([torch.eye(5)[None], stochastic(generator, 5, True, channels=2)])
-    out = toa_channels(orders, causal=True)
+    out = stack_channels(orders[[1, 2]], causal=True)  # the official input: orders 1 and 2
     assert out.shape == (4, 5, 5) and out.dtype == torch.float32
     assert torch.allclose(out, out.transpose(-1, -2))  # a CLM's stack is mirrored
     lower = out.tril()
     assert torch.allclose(lower[:2], orders[1:].float().tril(), atol=1e-6)  # raw orders 1, 2 (rows already sum to 1)
-    clean = orders[1:].float().masked_fill(official_sink_mask(orders[1:].float(), True), 0)
+    clean = orders[1:].float().masked_fill(sink_flags(orders[1:].float(), True, stats="causal"), 0)
     clean = clean / (clean.sum(-1, keepdim=True) + 1e-10)
     assert torch.allclose(lower[2:], clean.tril(), atol=1e-6)
     sums = lower.sum(-1)
     assert torch.allclose(sums[:2], torch.ones(2, 5), atol=1e-5)
     assert torch.all(((sums[2:] - 1).abs() < 1e-5) | (sums[2:] == 0))
     assert sums[2:, 0].abs().sum() == 0  # the first row of a causal map is all sink
-    encoder = toa_channels(torch.cat([torch.eye(5)[None], stochastic(generator, 5, False, 2)]), causal=False)
+    encoder = stack_channels(stochastic(generator, 5, False, 2), causal=False)
     assert not torch.allclose(encoder, encoder.transpose(-1, -2))
     assert torch.allclose(encoder.sum(-1), torch.ones(4, 5), atol=1e-5)
-    with pytest.raises(ValueError, match="use_orders"):
-        toa_channels(orders, causal=True, use_orders=(3,))
 
 
 def test_build_input_takes_any_channel_by_name_and_cuts():

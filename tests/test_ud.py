@@ -76,8 +76,6 @@ def test_spanish_contraction():
     assert second.words == ("Al", "de", "el", "mar", ".")
     assert second.spans[1] == second.spans[2] == (3, 6)
     assert second.text[3:6] == "del"
-    word_text = second.word_text()
-    assert (word_text.text, word_text.words, word_text.spans) == (second.text, second.words, second.spans)
 
 
 def test_unaligned_sentence_is_counted_not_dropped_silently():

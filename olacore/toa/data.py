@@ -21,8 +21,10 @@ from its code, for the default input ``use_orders=[1, 2]`` with ``remove_outlier
 4. **Mirror** (causal LMs only): the strictly upper triangle receives the transposed lower
    one, ``M[i, j] = M[j, i]`` for ``j > i``, after the normalisation.
 
-The flags are :func:`olacore.sinks.sink_flags` with statistics over the causal part (the
-similarity chapters take them over the whole row, as the official similarity scripts do).
+The flags are :func:`olacore.sinks.sink_flags` with ``stats="causal"``: the official TOA path
+(``OLAModel.forward`` in ``models/ola_model.py``) passes the causal flag to ``cal_maskes``, so the
+statistics cover the causal part (the similarity chapters take them over the whole row, as the
+official similarity scripts do).
 
 Beyond the official input, :func:`build_input` builds the same kind of stack from any channels
 of :mod:`olacore.channels` (``"order3"``, ``"rollout"``, later ``"alti"``), raw and/or clean, so
@@ -90,7 +92,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from olacore.profiles import SyntaxSettings
     from olacore.store import TensorStore
 
-__all__ = ["DISTANCE", "VARIANTS", "InputSpec", "official_sink_mask", "stack_channels", "toa_channels",
+__all__ = ["DISTANCE", "VARIANTS", "InputSpec", "stack_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
            "input_spec", "SPECIAL", "TASKS", "ENTITY_TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
            "build_task_data", "universal", "IGNORE", "LabelVocab", "encode_items", "collate",
@@ -103,27 +105,6 @@ VARIANTS = ("raw", "clean")
 #: Offsets ``j - i`` that get an indicator channel in :func:`distance_input`.
 _NEAR = (-2, -1, 0, 1, 2)
 DISTANCE_CHANNELS = len(_NEAR) + 3
-
-
-def official_sink_mask(maps: torch.Tensor, causal: bool, num_std: float = 3.0) -> torch.Tensor:
-    """The official TOA sink flags: the official rule with statistics over the causal part.
-
-    :func:`olacore.sinks.sink_flags` with ``stats="causal"``: the official TOA path
-    (``OLAModel.forward`` in ``models/ola_model.py``) passes the causal flag to ``cal_maskes``
-    (``models/ola_utils.py``), unlike the official similarity scripts.
-
-    Args:
-        maps: ``(..., T, T)`` float maps (rows: queries), one sentence each, unpadded.
-        causal: a causal LM's maps: only ``j <= i`` is looked at.
-        num_std: the threshold in sample standard deviations (official: 3).
-
-    Returns:
-        ``(..., T, T)`` bool tensor, ``True`` where an entry is flagged as a sink.
-
-    Raises:
-        ValueError: the maps are not square.
-    """
-    return sink_flags(maps, causal, num_std, stats="causal")
 
 
 def _row_normalise(maps: torch.Tensor) -> torch.Tensor:
@@ -147,33 +128,10 @@ def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = V
     maps = maps.float()
     blocks = []
     for variant in variants:
-        block = maps if variant == "raw" else maps.masked_fill(official_sink_mask(maps, causal), 0.0)
+        block = maps if variant == "raw" else maps.masked_fill(sink_flags(maps, causal, stats="causal"), 0.0)
         blocks.append(block)
     stacked = _row_normalise(torch.cat(blocks, 0))
     return mirror_causal(stacked) if causal and mirror else stacked
-
-
-def toa_channels(orders: torch.Tensor, causal: bool, use_orders: Sequence[int] = (1, 2)) -> torch.Tensor:
-    """The official TOA input from OLA orders (paper section 4.4; the official preprocessing, module docstring).
-
-    Args:
-        orders: ``(K + 1, T, T)`` output of :func:`olacore.ola.order_level_attention` for one
-            sentence (``orders[k]`` = order ``k``), or an :class:`~olacore.pipeline.OLAResult`'s
-            ``orders``.
-        causal: the model is a causal LM.
-        use_orders: the orders to stack (official: 1 and 2).
-
-    Returns:
-        ``(2 * len(use_orders), T, T)`` float32: ``[raw o_1, raw o_2, clean o_1, clean o_2]``,
-        each row normalised, mirrored for a causal LM.
-
-    Raises:
-        ValueError: an order outside ``1..K`` (the orders computed).
-    """
-    available = orders.shape[0] - 1
-    if any(not 1 <= k <= available for k in use_orders):
-        raise ValueError(f"use_orders must be in 1..{available} (orders computed); got {list(use_orders)}")
-    return stack_channels(orders[list(use_orders)], causal)
 
 
 @dataclass(frozen=True)
@@ -828,16 +786,6 @@ def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = N
     return out
 
 
-def _source_records(model: Any, texts: list[str], source: str, **settings: Any) -> list[Any]:
-    if source == "alti":
-        from olacore.alti import cached_alti
-
-        return cached_alti(model, texts, **settings)
-    from olacore.pipeline import cached_attention
-
-    return cached_attention(model, texts, **settings)  # Extractions: the "attention" source records
-
-
 def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: SyntaxSettings, *, task: str = "dp",
                 sources: Sequence[str] = ("ola",), max_order: int = 3, workers: int = 1, device: str | None = None,
                 progress: bool = False, store: TensorStore | None = None) -> dict[str, TaskData]:
@@ -862,14 +810,14 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Synta
         ``{split: TaskData}``; each report counts unaligned sentences and what the cut lost;
         ``TaskData.sources`` holds the ``"alti"`` / ``"attention"`` records of its items.
     """
-    from olacore.pipeline import cached_ola
+    from olacore.pipeline import cached_ola, source_records
 
     unique = list({s.text: s for split in splits.values() for s in split}.values())
     texts = [s.text for s in unique]
     options = dict(workers=workers, device=device, progress=progress, store=store)
     records = cached_ola(model, texts, max_order, **options)
     by_text = dict(zip(texts, records))
-    extra = {source: dict(zip(texts, _source_records(model, texts, source, **options)))
+    extra = {source: dict(zip(texts, source_records(source, model, texts, **options)))
              for source in dict.fromkeys(sources) if source != "ola"}
     out = {}
     for name, split in splits.items():

@@ -27,8 +27,9 @@ from olacore import paper
 from olacore.profiles import SyntaxSettings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
+from olacore.sinks import sink_flags
 from olacore.store import TensorStore
-from olacore.toa.data import InputSpec, TaskData, official_sink_mask, subset_splits, syntax_data
+from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
 from olacore.toa.train import attachment_words
 from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
@@ -186,7 +187,7 @@ def layer_screen(data: TaskData) -> pd.DataFrame:
     """Score every raw attention layer as a parser on its own, with no training (to choose one on dev).
 
     For each layer: the head-averaged attention on the data's grid, sink entries removed
-    (:func:`olacore.toa.data.official_sink_mask`), made symmetric (``A + A^T``: attention
+    (:func:`olacore.sinks.sink_flags`, ``stats="causal"``), made symmetric (``A + A^T``: attention
     either way between two words), the diagonal left out; a word's predicted head is the word it
     shares most attention with. The score is the share of words (root words and heads beyond the
     cut left out) whose predicted head is the gold one: the "attention attaches to the head"
@@ -212,7 +213,7 @@ def layer_screen(data: TaskData) -> pd.DataFrame:
     for layer in range(1, layers + 1):
         spec = InputSpec((f"layer{layer}",))
         for maps, item in zip(data.raw(spec), data.items):
-            grid = maps[0].masked_fill(official_sink_mask(maps[0], data.causal), 0.0)
+            grid = maps[0].masked_fill(sink_flags(maps[0], data.causal, stats="causal"), 0.0)
             both = (grid + grid.T).fill_diagonal_(-1.0)
             guess = both.argmax(-1).tolist()
             scored = [(w, h) for w, h in enumerate(item.heads) if h >= 0 and h != item.word_tokens[w]]
