@@ -470,3 +470,27 @@ def test_adapter_key_changes_with_everything_that_changes_the_weights(monkeypatc
     changed["backbone code version"] = key()
     keys = [base, *changed.values()]
     assert len(set(keys)) == len(keys), changed
+
+
+def test_dev_curves_script_reads_the_trained_adapters_curves(tmp_path, capsys):
+    """scripts/dev_curves.py (the compute page's "what epochs buy"): it finds a trained adapter in
+    a cache and reports the epoch its checkpoint was chosen at, as the adapter's own record says."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "dev_curves.py"
+    spec = importlib.util.spec_from_file_location("dev_curves", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    train, dev = _toy_parsing(24, 21), _toy_parsing(8, 22)
+    job = make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=4, lr=5e-3, batch_size=8), seed=0)
+    adapter = train_adapters([job], store=TensorStore(tmp_path / "tensors"), progress=False)[0]
+    assert script.main(["--cache", str(tmp_path), "--fewer", "2"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| dp |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:5] == ["24", "4", "1", str(adapter.record["best_epoch"])]
+    kept = int(adapter.record["best_epoch"] <= 2)
+    assert cells[6].startswith(f"2: {kept}/1,")
+    with pytest.raises(SystemExit):
+        script.main(["--cache", str(tmp_path / "nowhere")])
+    assert "OLACORE_CACHE" in capsys.readouterr().err
