@@ -3,9 +3,14 @@
 A :class:`Maps` holds one model's maps for a list of texts, aligned so that maps of different
 models can be compared, together with everything that says what they are: the channel names
 (:mod:`olacore.channels`), whether the model is causal, the model, the alignment and the sink
-handling. Retrieval, the visual proxy, the TOA adapters, the controls and the qualitative
-panels all build their maps with :func:`make_maps` (from token-level maps,
-:func:`olacore.pipeline.token_maps`) or :func:`model_maps` (both steps at once).
+handling. Retrieval, the visual proxy, the controls and the qualitative panels build their
+maps with :func:`make_maps` (from token-level maps, :func:`olacore.pipeline.token_maps`) or
+:func:`model_maps` (both steps at once). The TOA adapters compose the same steps in the official
+TOA order instead (:mod:`olacore.toa.data`): cut to 64 tokens, keep the word grid (the first
+sub-tokens of :func:`olacore.alignment.first_tokens`), then, once per epoch and after the
+augmentations of :mod:`olacore.augment`, flag sinks (:func:`olacore.sinks.sink_flags`,
+``stats="causal"``), row-normalise and mirror (:func:`olacore.sinks.mirror_causal`); a
+:class:`Maps`, built once, cleaned before it is aligned, could not serve that order.
 
 The constructor works per text, in this order (each step names its official counterpart):
 
@@ -25,7 +30,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
@@ -37,7 +42,7 @@ from olacore.store import tensor_digest
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.pipeline import TokenMaps
 
-__all__ = ["Maps", "ALIGNMENTS", "SINKS", "make_maps", "model_maps", "split_maps"]
+__all__ = ["Maps", "ALIGNMENTS", "SINKS", "make_maps", "model_maps"]
 
 ALIGNMENTS = ("resize", "words", "first")
 SINKS = ("raw", "clean", "raw+clean")
@@ -235,42 +240,3 @@ def model_maps(
     items = token_maps(model, strings, channels, workers=workers, device=device, progress=progress)
     words = None if align == "resize" else list(texts)
     return make_maps(items, align=align, sinks=sinks, size=size, words=words, sink_stats=sink_stats)
-
-
-def split_maps(
-    model: Any,
-    splits: Mapping[str, Sequence[Any]],
-    channels: Sequence[str],
-    *,
-    aligns: Sequence[str] = ("words",),
-    sinks: str = "raw",
-    size: int = 50,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = False,
-) -> dict[str, dict[str, Maps]]:
-    """A model's maps of every split of a data set, for each alignment: ``maps[align][split]``.
-
-    The token maps of the distinct texts of all splits are computed (or read from the cache)
-    once; each alignment then makes :class:`Maps` per split.
-
-    Args:
-        model: model name or :class:`olacore.loading.LoadedModel`.
-        splits: split name -> texts with ``.text`` and ``.spans`` (e.g. UD sentences).
-        channels: channel names.
-        aligns: alignments to make (``"words"``, ``"first"``, ``"resize"``).
-        sinks, size: as :func:`make_maps`.
-        workers, device, progress: extraction settings on a cache miss.
-
-    Returns:
-        nested dict ``align -> split -> Maps`` (texts in the order of each split).
-    """
-    from olacore.pipeline import token_maps
-
-    unique = list(dict.fromkeys(item.text for items in splits.values() for item in items))
-    by_text = dict(zip(unique, token_maps(model, unique, channels, workers=workers, device=device,
-                                          progress=progress)))
-    return {align: {name: make_maps([by_text[item.text] for item in items], align=align, sinks=sinks, size=size,
-                                    words=None if align == "resize" else items)
-                    for name, items in splits.items()}
-            for align in aligns}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import html
-import re
 import textwrap
 from typing import TYPE_CHECKING, Mapping, Sequence
 

@@ -1,5 +1,5 @@
 """The typed maps (olacore.maps): every alignment x sink handling of make_maps, channel layout,
-selection, and the errors; split_maps and model_maps on a real model."""
+selection, and the errors; model_maps on a real model."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from conftest import random_attention
 from olacore import pipeline
 from olacore.alignment import WordText, first_subtoken_maps, pool_to_words, resize_maps
-from olacore.maps import ALIGNMENTS, SINKS, Maps, make_maps, model_maps, split_maps
+from olacore.maps import ALIGNMENTS, SINKS, Maps, make_maps, model_maps
 from olacore.pipeline import TokenMaps
 from olacore.sinks import clean_sinks
 from olacore.store import TensorStore
@@ -164,29 +164,17 @@ def test_make_maps_refuses_what_it_cannot_build():
 
 
 @pytest.mark.slow
-def test_split_maps_and_model_maps_on_minilm(tmp_path, monkeypatch):
+def test_model_maps_on_minilm_is_token_maps_then_make_maps(tmp_path, monkeypatch):
     monkeypatch.setattr(pipeline, "TensorStore", lambda root=None: TensorStore(tmp_path))
-    calls = []
-    real = pipeline.token_maps
-    monkeypatch.setattr(pipeline, "token_maps", lambda model, texts, *a, **k: calls.append(list(texts)) or real(model, texts, *a, **k))
-    texts = [WordText.of(t) for t in ("The cat sat on the mat.", "Unbelievably, tokenizers split words.",
-                                      "Short one.", "A fourth text, for the dev split.")]
-    splits = {"train": texts[:3], "dev": [texts[2], texts[3]]}
+    texts = [WordText.of(t) for t in ("The cat sat on the mat.", "Unbelievably, tokenizers split words.", "Short one.")]
     channels = ("order1", "rollout")
-    maps = split_maps("minilm-l6", splits, channels, aligns=("words", "first", "resize"), sinks="raw", size=SIZE)
-    assert calls == [[t.text for t in texts]]  # every distinct text once, in one call
-    tokens = real("minilm-l6", [t.text for t in texts], channels, progress=False)
+    tokens = pipeline.token_maps("minilm-l6", [t.text for t in texts], channels, progress=False)
     for align in ("words", "first", "resize"):
-        for name, items in splits.items():
-            got = maps[align][name]
-            assert got.texts == tuple(t.text for t in items) and got.model == "minilm-l6" and not got.causal
-            expected = make_maps([tokens[texts.index(t)] for t in items], align=align, sinks="raw", size=SIZE,
-                                 words=items)
-            for a, b in zip(got.tensors, expected.tensors):
-                assert torch.equal(a, b)
-            if align != "resize":
-                assert [tuple(t.shape) for t in got.tensors] == [(2, len(t.words), len(t.words)) for t in items]
-            if align == "words":  # pooled rows stay stochastic
-                torch.testing.assert_close(got.tensors[0].sum(-1), torch.ones(2, len(items[0].words)), atol=1e-5, rtol=0)
-    direct = model_maps("minilm-l6", texts[:3], channels, align="words", sinks="raw", progress=False)
-    assert all(torch.equal(a, b) for a, b in zip(direct.tensors, maps["words"]["train"].tensors))
+        got = model_maps("minilm-l6", texts, channels, align=align, sinks="raw", size=SIZE, progress=False)
+        assert got.texts == tuple(t.text for t in texts) and got.model == "minilm-l6" and not got.causal
+        expected = make_maps(tokens, align=align, sinks="raw", size=SIZE, words=texts)
+        assert all(torch.equal(a, b) for a, b in zip(got.tensors, expected.tensors))
+        if align != "resize":
+            assert [tuple(t.shape) for t in got.tensors] == [(2, len(t.words), len(t.words)) for t in texts]
+        if align == "words":  # pooled rows stay stochastic
+            torch.testing.assert_close(got.tensors[0].sum(-1), torch.ones(2, len(texts[0].words)), atol=1e-5, rtol=0)
