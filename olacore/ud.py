@@ -38,7 +38,6 @@ UD_RELATIONS: tuple[str, ...] = (
     "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative", "xcomp",
 )
 
-_UPOS_INDEX = {tag: i for i, tag in enumerate(UPOS_TAGS)}
 _REL_INDEX = {rel: i for i, rel in enumerate(UD_RELATIONS)}
 
 

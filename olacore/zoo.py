@@ -25,9 +25,6 @@ __all__ = ["ModelSpec", "ZOO", "BOOK_ZOO", "MODEL_FORMAT_VERSION", "zoo_key", "u
 # model folders in the cache and every fingerprint, hence every cached tensor.
 MODEL_FORMAT_VERSION = 1
 
-_MANIFEST = "olacore-model.json"
-
-
 
 @dataclass(frozen=True)
 class ModelSpec:

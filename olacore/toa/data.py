@@ -87,6 +87,7 @@ import torch
 from olacore.alignment import first_tokens, word_assignment
 from olacore.channels import channel as lookup_channel
 from olacore.sinks import mirror_causal, sink_flags
+from olacore.ud import universal_relation
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.profiles import SyntaxSettings
@@ -95,7 +96,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["DISTANCE", "VARIANTS", "InputSpec", "stack_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
            "input_spec", "SPECIAL", "TASKS", "ENTITY_TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
-           "build_task_data", "universal", "IGNORE", "LabelVocab", "encode_items", "collate",
+           "build_task_data", "IGNORE", "LabelVocab", "encode_items", "collate",
            "length_batches", "SOURCES", "subset_splits", "syntax_data"]
 
 #: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
@@ -312,11 +313,6 @@ def task_kind(task: str) -> str:
     if task not in TASKS:
         raise ValueError(f"unknown TOA task {task!r}; choose one of {', '.join(TASKS)}")
     return TASKS[task][0]
-
-
-def universal(deprel: str) -> str:
-    """The universal part of a UD relation: ``"nmod:poss" -> "nmod"``."""
-    return deprel.split(":", 1)[0]
 
 
 @dataclass(frozen=True)
@@ -540,7 +536,7 @@ def _dependency_item(source, share, keep, task, report) -> TaskItem:
         words.append(t)
         heads.append(head_token)
         gold_heads.append(head_word)
-        labels.append(source.deprels[w] if task == "dp" else universal(source.deprels[w]))
+        labels.append(source.deprels[w] if task == "dp" else universal_relation(source.deprels[w]))
         punct.append(source.upos[w] == "PUNCT")
     return TaskItem(source.sent_id, source.text, keep, word_tokens=tuple(words), word_labels=tuple(labels),
                     heads=tuple(heads), gold_heads=tuple(gold_heads), punct=tuple(punct))
