@@ -17,7 +17,8 @@ import time
 import torch
 
 from olacore.corpora import read_semeval
-from olacore.zeroshot import PROMPTS, build_prompt, evenly_spread, generate_greedy, load_generator, prompt_form
+from olacore.ud import evenly_spread
+from olacore.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form
 
 
 def main(model: str = "smollm2-135m", count: int = 16, threads: int = 1) -> None:

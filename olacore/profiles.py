@@ -466,7 +466,7 @@ class TaskSizes:
 
     ``re`` / ``wnut``: ``train`` and ``dev`` are the first examples of their split (SemEval dev:
     every 10th TRAIN example, :func:`olacore.corpora.read_semeval`); ``test`` is spread evenly
-    over the test split (:func:`olacore.zeroshot.evenly_spread`): the same fixed subset the
+    over the test split (:func:`olacore.ud.evenly_spread`): the same fixed subset the
     zero-shot baseline answers. ``ner``: ``train`` and ``dev`` both come from UNER dev (dev
     spread evenly over it, train the first of the rest), ``test`` from UNER test, spread as the
     syntax chapter's EWT test (:func:`olacore.toa.transfer.task_splits`).

@@ -20,7 +20,7 @@ from olacore.settings import data_file
 __all__ = [
     "EWT_SPLITS", "UPOS_TAGS", "UD_RELATIONS", "universal_relation", "read_ewt", "ewt_path",
     "AlignmentError", "UDSentence", "UDTreebank", "align_ud_sentence", "ud_treebank", "read_ewt_syntax",
-    "ewt_splits", "long_sentences",
+    "ewt_splits", "long_sentences", "evenly_spread",
 ]
 
 EWT_SPLITS = ("train", "dev", "test")
@@ -250,6 +250,23 @@ def read_ewt_syntax(split: str) -> UDTreebank:
     return ud_treebank(read_ewt(split), name=f"ewt-{split}")
 
 
+def evenly_spread(items: Sequence, n: int | None) -> list:
+    """``n`` items spread evenly over ``items`` (first and last included, order kept); all if ``n`` is
+    ``None`` or at least ``len(items)``. Deterministic: a fixed subset, chosen without looking at labels;
+    every spread test subset of the book (EWT, UNER, SemEval-2010, WNUT-17) is drawn with it.
+
+    Raises:
+        ValueError: ``n`` below 1.
+    """
+    items = list(items)
+    if n is None or n >= len(items):
+        return items
+    if n < 1:
+        raise ValueError(f"n must be >= 1 or None; got {n}")
+    picked = np.unique(np.linspace(0, len(items) - 1, n).round().astype(int))
+    return [items[i] for i in picked]
+
+
 def long_sentences(sentences: Sequence[UDSentence], min_words: int = 30) -> list[int]:
     """Indices of the sentences with more than ``min_words`` words (the length-generalisation split)."""
     return [i for i, s in enumerate(sentences) if len(s) > min_words]
@@ -268,14 +285,9 @@ def ewt_splits(num_train: int | None, num_dev: int | None, num_test: int | None,
     train = list(read_ewt_syntax("train").sentences)
     dev = list(read_ewt_syntax("dev").sentences)
     test = list(read_ewt_syntax("test").sentences)
-    if num_test is not None and num_test < len(test):
-        picked = np.linspace(0, len(test) - 1, num_test).round().astype(int)
-        sample = [test[i] for i in sorted(set(picked.tolist()))]
-    else:
-        sample = test
     return {
         "train": train[:num_train] if num_train else train,
         "dev": dev[:num_dev] if num_dev else dev,
-        "test": sample,
+        "test": evenly_spread(test, num_test),
         "test_long": [test[i] for i in long_sentences(test, long_min_words)],
     }

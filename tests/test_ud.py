@@ -10,6 +10,7 @@ from olacore.ud import (
     AlignmentError,
     UDSentence,
     align_ud_sentence,
+    evenly_spread,
     ewt_splits,
     long_sentences,
     read_ewt_syntax,
@@ -147,3 +148,11 @@ def test_ewt_splits_spread_the_test_sample_and_keep_the_long_sentences():
     assert positions[0] == 0 and positions[-1] == len(test) - 1 and positions == sorted(positions)
     assert splits["test_long"] and all(len(s) > 30 for s in splits["test_long"])
     assert len(splits["test_long"]) == sum(len(s) > 30 for s in test)
+
+
+def test_evenly_spread():
+    assert evenly_spread(range(10), 3) == [0, 4, 9]
+    assert evenly_spread(range(5), 9) == list(range(5)) and evenly_spread(range(5), None) == list(range(5))
+    assert evenly_spread(range(100), 100) == list(range(100))
+    with pytest.raises(ValueError):
+        evenly_spread(range(5), 0)

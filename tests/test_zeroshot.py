@@ -15,7 +15,6 @@ from olacore.zeroshot import (
     PROMPTS,
     answer_keys,
     build_prompt,
-    evenly_spread,
     example_prompt,
     instructions,
     load_generator,
@@ -288,14 +287,6 @@ def test_zero_shot_scores_ner_is_seqeval_entity_f1():
         zero_shot_scores(rows.assign(model=["a", "b"]), "ner")
     with pytest.raises(ValueError, match="unknown"):
         zero_shot_scores(rows, "pos")
-
-
-def test_evenly_spread():
-    assert evenly_spread(range(10), 3) == [0, 4, 9]
-    assert evenly_spread(range(5), 9) == list(range(5)) and evenly_spread(range(5), None) == list(range(5))
-    assert evenly_spread(range(100), 100) == list(range(100))
-    with pytest.raises(ValueError):
-        evenly_spread(range(5), 0)
 
 
 # --------------------------------------------------------------------------------- cache keys

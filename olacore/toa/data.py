@@ -87,7 +87,7 @@ import torch
 from olacore.alignment import first_tokens, word_assignment
 from olacore.channels import channel as lookup_channel
 from olacore.sinks import mirror_causal, sink_flags
-from olacore.ud import universal_relation
+from olacore.ud import evenly_spread, universal_relation
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.profiles import SyntaxSettings
@@ -773,10 +773,8 @@ def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = N
     (which is itself spread over EWT's genres). ``None`` keeps a split whole; ``test_long`` is
     dropped when a split is cut.
     """
-    test = list(splits["test"])
-    if num_test is not None and num_test < len(test):
-        test = [test[i] for i in sorted(set(np.linspace(0, len(test) - 1, num_test).round().astype(int).tolist()))]
-    out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev], "test": test}
+    out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev],
+           "test": evenly_spread(splits["test"], num_test)}
     if "test_long" in splits and num_train is None and num_dev is None and num_test is None:
         out["test_long"] = list(splits["test_long"])
     return out

@@ -46,15 +46,13 @@ def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
     """The EWT sentences of the syntax chapter (:func:`olacore.ud.ewt_splits`): ``train``,
     ``dev``, ``test`` and, with ``settings.long_sentences``, ``test_long`` (> 30 words; every
     one of them, or, where ``settings.num_test`` is set, at most that many spread evenly over them)."""
-    from olacore.ud import ewt_splits
+    from olacore.ud import evenly_spread, ewt_splits
 
     splits = ewt_splits(settings.num_train, settings.num_dev, settings.num_test)
     if not settings.long_sentences:
         splits.pop("test_long", None)
     elif settings.num_test is not None and settings.num_test < len(splits["test_long"]):
-        long = splits["test_long"]
-        picked = np.linspace(0, len(long) - 1, settings.num_test).round().astype(int)
-        splits["test_long"] = [long[i] for i in sorted(set(picked.tolist()))]
+        splits["test_long"] = evenly_spread(splits["test_long"], settings.num_test)
     return splits
 
 

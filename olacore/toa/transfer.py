@@ -93,7 +93,7 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     if task == "ner":
         return _uner_splits(settings.ner)
     from olacore.corpora import read_semeval, read_wnut17
-    from olacore.zeroshot import evenly_spread
+    from olacore.ud import evenly_spread
 
     read, sizes = (read_semeval, settings.re) if task == "re" else (read_wnut17, settings.wnut)
     return {"train": list(read("train").items[:sizes.train]), "dev": list(read("dev").items[:sizes.dev]),
@@ -102,8 +102,7 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
 
 def _uner_splits(sizes) -> dict[str, list[Any]]:
     from olacore.corpora import read_uner
-    from olacore.ud import read_ewt_syntax
-    from olacore.zeroshot import evenly_spread
+    from olacore.ud import evenly_spread, read_ewt_syntax
 
     pool = read_uner("dev").items
     if sizes.train + sizes.dev > len(pool):

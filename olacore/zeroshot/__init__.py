@@ -17,7 +17,7 @@ One module per step:
   (accuracy and SemEval macro-F1; seqeval entity F1; unparseable answers counted).
 """
 
-from olacore.zeroshot.experiment import answer_keys, evenly_spread, semeval_macro_f1, zero_shot, zero_shot_scores
+from olacore.zeroshot.experiment import answer_keys, semeval_macro_f1, zero_shot, zero_shot_scores
 from olacore.zeroshot.generate import GenerativeLM, Generation, generate_greedy, load_generator, load_tokenizer
 from olacore.zeroshot.likelihood import LIKELIHOOD_VERSION, likelihood_zero_shot, rank_labels
 from olacore.zeroshot.parse import EntityParse, RelationParse, parse_entities, parse_relation
@@ -25,7 +25,7 @@ from olacore.zeroshot.prompts import (PROMPT_VERSION, PROMPTS, build_prompt, exa
                                       prompt_forms)
 
 __all__ = [
-    "zero_shot", "zero_shot_scores", "evenly_spread", "semeval_macro_f1", "answer_keys",
+    "zero_shot", "zero_shot_scores", "semeval_macro_f1", "answer_keys",
     "GenerativeLM", "Generation", "load_generator", "load_tokenizer", "generate_greedy",
     "likelihood_zero_shot", "rank_labels", "LIKELIHOOD_VERSION",
     "parse_relation", "parse_entities", "RelationParse", "EntityParse",

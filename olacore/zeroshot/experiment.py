@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from typing import Sequence
 
-import numpy as np
 import pandas as pd
 import torch
 
@@ -25,23 +24,7 @@ from olacore.zeroshot.generate import GenerativeLM, generate_greedy, load_genera
 from olacore.zeroshot.parse import RELATION_TYPES, parse_entities, parse_relation
 from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
 
-__all__ = ["zero_shot", "zero_shot_scores", "answer_keys", "evenly_spread", "semeval_macro_f1"]
-
-
-def evenly_spread(items: Sequence, n: int | None) -> list:
-    """``n`` items spread evenly over ``items`` (first and last included, order kept); all if ``n`` is
-    ``None`` or at least ``len(items)``. Deterministic: a fixed subset, chosen without looking at labels.
-
-    Raises:
-        ValueError: ``n`` below 1.
-    """
-    items = list(items)
-    if n is None or n >= len(items):
-        return items
-    if n < 1:
-        raise ValueError(f"n must be >= 1 or None; got {n}")
-    picked = np.unique(np.linspace(0, len(items) - 1, n).round().astype(int))
-    return [items[i] for i in picked]
+__all__ = ["zero_shot", "zero_shot_scores", "answer_keys", "semeval_macro_f1"]
 
 
 def _decoding(task: str, form: str) -> dict:
