@@ -12,7 +12,6 @@ left out), NER entity-level F1 (seqeval); unparseable answers score as wrong and
 
 from __future__ import annotations
 
-import os
 from typing import Sequence
 
 import pandas as pd
@@ -20,7 +19,7 @@ import torch
 
 from olacore.corpora import SEMEVAL_LABELS, NERSentence, RelationExample
 from olacore.store import TensorStore
-from olacore.zeroshot.generate import GenerativeLM, generate_greedy, load_generator, load_tokenizer
+from olacore.zeroshot.generate import GenerativeLM, answer_identity, generate_greedy, load_generator
 from olacore.zeroshot.parse import RELATION_TYPES, parse_entities, parse_relation
 from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
 
@@ -87,13 +86,7 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
     """
     examples = _check_examples(task, examples)
     store = store if store is not None else TensorStore()
-    name = model.name if isinstance(model, GenerativeLM) else os.fspath(model)
-    tokenizer = model.tokenizer if isinstance(model, GenerativeLM) else load_tokenizer(name)
-    fingerprint = model.fingerprint if isinstance(model, GenerativeLM) else None
-    if fingerprint is None:
-        from olacore.loading import model_fingerprint
-
-        fingerprint = model_fingerprint(name)
+    name, tokenizer, fingerprint = answer_identity(model)
     form = prompt_form(tokenizer, form)
     prompts = [build_prompt(tokenizer, task, x, form) for x in examples]
     keys = answer_keys(store, fingerprint, task, form, prompts, [x.text for x in examples])

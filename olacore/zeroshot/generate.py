@@ -34,7 +34,7 @@ from olacore.zoo_build import zoo_folder
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["GenerativeLM", "Generation", "load_tokenizer", "load_generator", "generate_greedy", "END_OF_TURN"]
+__all__ = ["GenerativeLM", "Generation", "load_tokenizer", "load_generator", "answer_identity", "generate_greedy", "END_OF_TURN"]
 
 #: Tokens that end an answer when the vocabulary has them (besides the configured EOS ids).
 END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<|eot_id|>", "<|end|>")
@@ -102,6 +102,25 @@ class GenerativeLM:
     device: torch.device
     fingerprint: str
     end_ids: frozenset[int]
+
+
+def answer_identity(model: "str | GenerativeLM") -> tuple[str, "PreTrainedTokenizerBase", str]:
+    """``(name, tokenizer, fingerprint)`` of a causal LM given by name or loaded: what cached
+    answers are keyed on, read without loading the weights (a warm run loads none).
+
+    Raises:
+        ValueError: unknown model (lists the zoo names), or an encoder.
+    """
+    if isinstance(model, GenerativeLM):
+        name, tokenizer, fingerprint = model.name, model.tokenizer, model.fingerprint
+    else:
+        name = os.fspath(model)
+        tokenizer, fingerprint = load_tokenizer(name), None
+    if fingerprint is None:
+        from olacore.loading import model_fingerprint
+
+        fingerprint = model_fingerprint(name)
+    return name, tokenizer, fingerprint
 
 
 def _end_ids(model, tokenizer) -> frozenset[int]:

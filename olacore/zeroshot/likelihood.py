@@ -30,7 +30,6 @@ last 3-4 tokens) would about halve that; not done.
 from __future__ import annotations
 
 import copy
-import os
 import time
 from typing import Sequence
 
@@ -39,7 +38,7 @@ import torch
 
 from olacore.corpora import SEMEVAL_LABELS, RelationExample
 from olacore.store import TensorStore
-from olacore.zeroshot.generate import GenerativeLM, _common_prefix, load_generator, load_tokenizer
+from olacore.zeroshot.generate import GenerativeLM, _common_prefix, answer_identity, load_generator
 from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
 
 __all__ = ["LIKELIHOOD_VERSION", "SCORINGS", "BATCHINGS", "candidate_texts", "rank_labels", "likelihood_keys",
@@ -257,13 +256,7 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
         raise ValueError(f"batching must be one of {BATCHINGS}; got {batching!r}")
     examples = _check_examples("re", examples)
     store = store if store is not None else TensorStore()
-    name = model.name if isinstance(model, GenerativeLM) else os.fspath(model)
-    tokenizer = model.tokenizer if isinstance(model, GenerativeLM) else load_tokenizer(name)  # refuses encoders
-    fingerprint = model.fingerprint if isinstance(model, GenerativeLM) else None
-    if fingerprint is None:
-        from olacore.loading import model_fingerprint
-
-        fingerprint = model_fingerprint(name)
+    name, tokenizer, fingerprint = answer_identity(model)  # refuses encoders
     form = prompt_form(tokenizer, form)
     candidates = candidate_texts(form)
     prompts = [build_prompt(tokenizer, "re", x, form) for x in examples]
