@@ -251,18 +251,19 @@ def read_ewt_syntax(split: str) -> UDTreebank:
 
 
 def evenly_spread(items: Sequence, n: int | None) -> list:
-    """``n`` items spread evenly over ``items`` (first and last included, order kept); all if ``n`` is
-    ``None`` or at least ``len(items)``. Deterministic: a fixed subset, chosen without looking at labels;
-    every spread test subset of the book (EWT, UNER, SemEval-2010, WNUT-17) is drawn with it.
+    """``n`` items spread evenly over ``items`` (order kept; the first and, for ``n > 1``, the last
+    included); all if ``n`` is ``None`` or at least ``len(items)``. Deterministic: a fixed subset,
+    chosen without looking at labels; every spread test subset of the book (EWT, UNER,
+    SemEval-2010, WNUT-17) is drawn with it.
 
     Raises:
         ValueError: ``n`` below 1.
     """
+    if n is not None and n < 1:
+        raise ValueError(f"n must be >= 1 or None; got {n}")
     items = list(items)
     if n is None or n >= len(items):
         return items
-    if n < 1:
-        raise ValueError(f"n must be >= 1 or None; got {n}")
     picked = np.unique(np.linspace(0, len(items) - 1, n).round().astype(int))
     return [items[i] for i in picked]
 

@@ -32,15 +32,23 @@ from olacore.settings import cache_dir  # noqa: E402
 from olacore.toa.train import SELECTION  # noqa: E402
 
 
-def adapter_records(tensors: Path) -> list[dict]:
-    """The record of every TOA adapter entry under ``tensors`` (the store's folder)."""
-    records = []
+RECORD_FIELDS = ("task", "train_size", "training", "best_epoch", "history", "seconds")
+
+
+def adapter_records(tensors: Path) -> tuple[list[dict], list[Path]]:
+    """The record of every TOA adapter entry under ``tensors`` (the store's folder), and the
+    entries that could not be read (damaged or foreign files: the store itself rebuilds those)."""
+    records, unreadable = [], []
     for path in sorted(tensors.glob("*/*.safetensors")):
-        with safe_open(str(path), "pt") as entry:
-            meta = json.loads((entry.metadata() or {}).get("olacore", "{}"))
-        if "history" in meta and "best_epoch" in meta:
+        try:
+            with safe_open(str(path), "pt") as entry:
+                meta = json.loads((entry.metadata() or {}).get("olacore", "{}"))
+        except Exception:  # a truncated or foreign file: counted, never fatal
+            unreadable.append(path)
+            continue
+        if isinstance(meta, dict) and all(field in meta for field in RECORD_FIELDS):
             records.append(meta)
-    return records
+    return records, unreadable
 
 
 def curve(record: dict) -> list[float]:
@@ -60,18 +68,23 @@ def main(argv: list[str] | None = None) -> int:
     if any(n < 1 for n in args.fewer):
         parser.error("--fewer takes epoch counts of at least 1")
     groups = defaultdict(list)
-    for record in adapter_records(tensors):
+    records, unreadable = adapter_records(tensors)
+    if unreadable:
+        print(f"{len(unreadable)} entries could not be read and were skipped (e.g. {unreadable[0]})", file=sys.stderr)
+    for record in records:
         groups[record["task"], record["train_size"], record["training"]["epochs"]].append(record)
     if not groups:
         print(f"no trained adapter in {tensors}")
         return 0
+    print("Dev loss in points of each task's checkpoint metric (DP LAS, POS accuracy, NER/WNUT F1, RE macro-F1); "
+          "runs of other settings with the same task, size and epochs share a row.\n")
     print("| task | train sentences | epochs | adapters | chosen at epoch | recorded s | fewer epochs: checkpoints kept, "
           "largest dev loss (points), seconds saved |")
     print("|---|---:|---:|---:|---|---:|---|")
     for (task, size, epochs), records in sorted(groups.items()):
         seconds = sum(r["seconds"] for r in records)
         cuts = []
-        for n in sorted(n for n in args.fewer if n < epochs):
+        for n in sorted(n for n in set(args.fewer) if n < epochs):
             kept = sum(r["best_epoch"] <= n for r in records)
             loss = max(max(curve(r)) - max(curve(r)[:n]) for r in records)
             cuts.append(f"{n}: {kept}/{len(records)}, {loss:.1f}, {seconds * (epochs - n) / epochs:,.0f}")

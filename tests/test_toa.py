@@ -485,8 +485,12 @@ def test_dev_curves_script_reads_the_trained_adapters_curves(tmp_path, capsys):
     train, dev = _toy_parsing(24, 21), _toy_parsing(8, 22)
     job = make_job(train, dev, InputSpec(("order1",)), SMALL, TrainConfig(epochs=4, lr=5e-3, batch_size=8), seed=0)
     adapter = train_adapters([job], store=TensorStore(tmp_path / "tensors"), progress=False)[0]
+    (tmp_path / "tensors" / "zz").mkdir()
+    (tmp_path / "tensors" / "zz" / "damaged.safetensors").write_bytes(b"not a safetensors file")
     assert script.main(["--cache", str(tmp_path), "--fewer", "2"]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| dp |"))
+    printed = capsys.readouterr()
+    assert "damaged.safetensors" in printed.err  # skipped and named, not fatal
+    row = next(line for line in printed.out.splitlines() if line.startswith("| dp |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:5] == ["24", "4", "1", str(adapter.record["best_epoch"])]
     kept = int(adapter.record["best_epoch"] <= 2)
