@@ -34,9 +34,10 @@
 #
 # **The parser** is the dependency head of the Transferable OLA Adapter (TOA, paper section
 # 4.4; `olacore.toa`), the same network the next chapter moves between models. It reads a
-# sentence's maps as a `T x T` image: a 1x1 convolution into `dim` channels, then axial
-# attention (attention along each row, then along each column of the grid, per block) with
-# 3x3-convolution feed-forwards, as the official `AxialTransformerDPAdapter`
+# sentence's maps as a `T x T` image: a per-cell linear map into `dim` channels (a 1x1
+# convolution; printed below as `Linear`), then axial attention (attention along each row, then
+# along each column of the grid, per block) with a depthwise 3x3 convolution (`mix`) and a
+# 3x3-convolution feed-forward, as the official `AxialTransformerDPAdapter`
 # (`models/adapters.py` of the official code); each word's features are read from the
 # diagonal and a biaffine scorer {cite}`dozat2017biaffine` picks its head among all words (greedy, no tree
 # constraint) and the relation on that arc; loss CE(arc) + CE(relation). No word form and no
