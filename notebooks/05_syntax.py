@@ -36,9 +36,9 @@
 # 4.4; `olacore.toa`), the same network the next chapter moves between models. It reads a
 # sentence's maps as a `T x T` image: a per-cell linear map into `dim` channels (a 1x1
 # convolution; printed below as `Linear`), then axial attention (attention along each row, then
-# along each column of the grid, per block) with a depthwise 3x3 convolution (`mix`) and a
-# 3x3-convolution feed-forward, as the official `AxialTransformerDPAdapter`
-# (`models/adapters.py` of the official code); each word's features are read from the
+# along each column of the grid, per block) with a 3x3-convolution feed-forward, as the official
+# `AxialTransformerDPAdapter` (`models/adapters.py` of the official code), plus a depthwise 3x3
+# convolution (`mix`, not in the official network); each word's features are read from the
 # diagonal and a biaffine scorer {cite}`dozat2017biaffine` picks its head among all words (greedy, no tree
 # constraint) and the relation on that arc; loss CE(arc) + CE(relation). No word form and no
 # position enters except what the maps carry. Every map is given raw and sink-cleaned, each
@@ -130,7 +130,8 @@ show_table(pd.DataFrame([
     ("ALTI comparison sentences (train / dev / test)", " / ".join(map(str, settings.alti_subset or ("as above",)))),
     ("length cut (tokens), grid", f"{settings.max_tokens}, {settings.grid}"),
     ("adapter: width, depth, heads, feed-forward", f"{adapter.dim}, {adapter.depth}, {adapter.heads}, "
-     f"{adapter.ffn_mult}x wide {adapter.ffn_kernel}x{adapter.ffn_kernel} conv"),
+     f"{adapter.ffn_mult}x wide {adapter.ffn_kernel}x{adapter.ffn_kernel} conv"
+     f"{' + depthwise 3x3 mix (not official)' if adapter.local_mix else ''}"),
     ("DP head: arc / relation MLP, dropout", f"{adapter.arc_dim} / {adapter.rel_dim}, {adapter.mlp_dropout}"),
     ("pair-cell scores, input scaling", f"{adapter.pair_scores}, {adapter.input_transform}"),
     ("training: epochs, batch, AdamW lr, warm-up", f"{training.epochs}, {training.batch_size}, {training.lr:g}, "
