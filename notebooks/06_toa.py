@@ -115,7 +115,10 @@ show_table(pd.DataFrame([
 # NER reads UNER English-EWT, which annotates the EWT sentences themselves (matched by
 # `sent_id`; the 3 + 3 sentences whose tokens differ from EWT's are left out and named below):
 # its test split is the syntax chapter's very test sentences, and as UNER has no training file
-# here its train and dev come from UNER dev. SemEval, WNUT and the other UNER sentences are
+# here its train and dev come from UNER dev (dev spread evenly over it, train the first of the
+# other sentences: disjoint). SemEval has no dev file: its dev is every 10th example of the
+# training file, its train the others (`olacore.corpora.read_semeval`); WNUT-17's dev is its
+# official `emerging.dev.conll`. SemEval, WNUT and the other UNER sentences are
 # extracted once per model (one process per core) and cached. The RE and WNUT test sets are
 # fixed subsets spread evenly over the official test files: the same examples the zero-shot
 # baseline answers. A sentence a tokenizer cannot align is left out and counted (the column
