@@ -54,7 +54,9 @@ def test_data_sets_and_cells_of_a_profile():
     assert all(cell[1] in SYNTAX_GRID for cell in cells)
     plan = grid_plan(chosen).set_index("data set")
     assert plan["adapters"].sum() == len(cells) and plan.loc["minilm-l6 [ALTI subset]", "train"] == 20
-    assert plan.loc["minilm-l6", "train"] == chosen.num_train and plan.loc["minilm-l6", "seeds"] == "0, 1"
+    assert plan.loc["minilm-l6", "train"] == chosen.num_train and plan.loc["minilm-l6", "seeds"] == (
+        "0, 1 (" + ", ".join(i for i in SYNTAX_GRID if i in chosen.seed_inputs) + "); 0 (" +
+        ", ".join(i for i in plan.loc["minilm-l6", "inputs"].split(", ") if i not in chosen.seed_inputs) + ")")
     assert plan.loc["qwen2.5-0.5b", "inputs"] == ", ".join(chosen.basic_inputs)
 
 

@@ -265,8 +265,8 @@ def grid_plan(settings: Any) -> pd.DataFrame:
 
     Returns:
         columns ``data set``, ``model``, ``train``, ``dev``, ``test`` (sentences; the profile's
-        where the data set keeps a split whole), ``inputs`` and ``seeds`` (comma-separated),
-        ``adapters``; the best-layer cells are added once a layer is chosen on dev.
+        where the data set keeps a split whole), ``inputs`` (comma-separated), ``seeds`` (with the
+        inputs each set of seeds runs, where they differ), ``adapters``; the best-layer cells are added once a layer is chosen on dev.
     """
     sets = settings.datasets()
     rows = []
@@ -276,9 +276,16 @@ def grid_plan(settings: Any) -> pd.DataFrame:
             continue
         size = {split: getattr(dataset, f"num_{split}") or getattr(settings, f"num_{split}")
                 for split in ("train", "dev", "test")}
-        rows.append({"data set": name, "model": dataset.model, **size,
-                     "inputs": ", ".join(dict.fromkeys(i for i, _ in cells)),
-                     "seeds": ", ".join(str(s) for s in sorted({s for _, s in cells})), "adapters": len(cells)})
+        seeds_of: dict[str, list[int]] = {}
+        for input_name, seed in cells:
+            seeds_of.setdefault(input_name, []).append(seed)
+        by_seeds: dict[str, list[str]] = {}
+        for input_name, seeds in seeds_of.items():
+            by_seeds.setdefault(", ".join(map(str, sorted(seeds))), []).append(input_name)
+        rows.append({"data set": name, "model": dataset.model, **size, "inputs": ", ".join(seeds_of),
+                     "seeds": next(iter(by_seeds)) if len(by_seeds) == 1 else
+                     "; ".join(f"{seeds} ({', '.join(inputs)})" for seeds, inputs in by_seeds.items()),
+                     "adapters": len(cells)})
     return pd.DataFrame(rows)
 
 
