@@ -266,7 +266,8 @@ def grid_plan(settings: Any) -> pd.DataFrame:
     Returns:
         columns ``data set``, ``model``, ``train``, ``dev``, ``test`` (sentences; the profile's
         where the data set keeps a split whole), ``inputs`` (comma-separated), ``seeds`` (with the
-        inputs each set of seeds runs, where they differ), ``adapters``; the best-layer cells are added once a layer is chosen on dev.
+        inputs each set of seeds runs, where they differ), ``adapters``; the best-layer cells are
+        added once a layer is chosen on dev.
     """
     sets = settings.datasets()
     rows = []

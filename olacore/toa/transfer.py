@@ -279,11 +279,12 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
             splits = task_splits(task, settings)
             test = splits["test"] if task in ("re", "wnut") else subset_splits(splits, num_test=settings.control_test)["test"]
             twin_test = task_data(task, settings, [twin], splits={"test": test}, workers=1, store=store)[twin.name]["test"]
-            real_test = (data[task][target]["test"] if task in ("re", "wnut") else
-                         task_data(task, settings, [target], splits={"test": test}, workers=1, store=store)[target]["test"])
+            real_test = (data[task][target]["test"] if task in ("re", "wnut") else  # the twin's sentences
+                         task_data(task, settings, [target], splits={"test": test}, workers=1,
+                                   store=store)[target]["test"])
             paired = {(r["source"], r["seed"]): r["score"] for r in _rows(adapters, task, target, real_test)}
-            rows += [{**row, "target": target, "control": "random init", "transfer": paired[row["source"], row["seed"]]}
-                     for row in _rows(adapters, task, target, twin_test)]
+            rows += [{**row, "target": target, "control": "random init",
+                      "transfer": paired[row["source"], row["seed"]]} for row in _rows(adapters, task, target, twin_test)]
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control", "transfer"])
 
 
