@@ -10,7 +10,7 @@ predict (unknown to its label vocabulary) are simply compared as given and count
 from __future__ import annotations
 
 import warnings
-from typing import Hashable, Sequence
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
@@ -18,6 +18,8 @@ __all__ = [
     "token_accuracy",
     "entity_f1",
     "entity_counts",
+    "f1_of_counts",
+    "paired_bootstrap_se",
     "semeval_scores",
     "semeval_relation_type",
     "attachment_scores",
@@ -115,6 +117,33 @@ def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) 
         truth, guess = set(get_entities(list(g))), set(get_entities(list(p)))
         counts[i] = len(truth & guess), len(guess), len(truth)
     return counts
+
+
+def f1_of_counts(counts: np.ndarray) -> np.ndarray:
+    """Entity F1 (percent) of :func:`entity_counts` summed over sentences: ``(..., 3) -> (...)``."""
+    return 200.0 * counts[..., 0] / np.maximum(counts[..., 1] + counts[..., 2], 1)
+
+
+def paired_bootstrap_se(ours: np.ndarray, theirs: np.ndarray, score: Callable[[np.ndarray], np.ndarray],
+                        draws: int = 2000, seed: int = 0) -> float:
+    """Standard error of ``score(ours) - score(theirs)`` over test sentences, by a paired bootstrap.
+
+    Args:
+        ours, theirs: ``(N, k)`` per-sentence counts of the same ``N`` sentences, row ``i`` the
+            same sentence on both sides (e.g. :func:`entity_counts` of two taggers).
+        score: the metric (percent) of counts summed over sentences, ``(..., k) -> (...)``
+            (e.g. :func:`f1_of_counts`).
+        draws: resamples of the ``N`` sentences with replacement, the same for both sides,
+            drawn with ``numpy.random.default_rng(seed)``.
+
+    Returns:
+        The standard deviation of the difference over the resamples (points): the spread another
+        draw of test sentences would give; NaN for fewer than two sentences.
+    """
+    if len(ours) < 2:
+        return float("nan")
+    picks = np.random.default_rng(seed).integers(0, len(ours), (draws, len(ours)))
+    return float(np.std(score(ours[picks].sum(1)) - score(theirs[picks].sum(1))))
 
 
 def semeval_relation_type(label: str) -> str:

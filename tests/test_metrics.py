@@ -8,8 +8,10 @@ import pytest
 
 from hypothesis import given, settings, strategies as st
 
-from olacore.metrics import (attachment_scores, entity_counts, entity_f1, semeval_relation_type, semeval_scores,
-                             token_accuracy)
+import numpy as np
+
+from olacore.metrics import (attachment_scores, entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se,
+                             semeval_relation_type, semeval_scores, token_accuracy)
 
 
 def test_token_accuracy_counts_exact_matches_and_ignores_a_label():
@@ -37,6 +39,21 @@ def test_entity_counts_summed_over_sentences_give_entity_f1(sentences):
     found, guessed, truth = counts.sum(0)
     if truth:  # entity_f1 needs a gold entity
         assert 200 * found / (guessed + truth) == pytest.approx(entity_f1(gold, pred)["f1"])
+        assert f1_of_counts(counts.sum(0)) == pytest.approx(entity_f1(gold, pred)["f1"])
+
+
+def _accuracy(counts):
+    return 100.0 * counts[..., 0] / counts[..., 1]
+
+
+def test_paired_bootstrap_se_matches_the_binomial_and_cancels_what_both_sides_share():
+    right = np.random.default_rng(1).random(900) < 0.3  # one unit per sentence, p = 0.3
+    ours = np.stack([right, np.ones(900, dtype=bool)], 1).astype(np.int64)
+    nothing = np.stack([np.zeros(900), np.ones(900)], 1).astype(np.int64)
+    binomial = 100 * math.sqrt(0.3 * 0.7 / 900)  # the textbook standard error of an accuracy: 1.53 points
+    assert paired_bootstrap_se(ours, nothing, _accuracy) == pytest.approx(binomial, rel=0.1)
+    assert paired_bootstrap_se(ours, ours, _accuracy) == 0.0  # the same predictions: no spread in the difference
+    assert math.isnan(paired_bootstrap_se(ours[:1], nothing[:1], _accuracy))
 
 
 def test_entity_f1_needs_type_and_both_boundaries():

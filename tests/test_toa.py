@@ -17,7 +17,7 @@ from olacore.toa.data import (DISTANCE_CHANNELS, IGNORE, SPECIAL, InputSpec, Lab
                               build_input, build_task_data, distance_input, encode_items,
                               stack_channels)
 from olacore.toa.model import AdapterConfig, ToaModel
-from olacore.toa.train import TrainConfig, TrainedAdapter, make_job, train_adapters
+from olacore.toa.train import TrainConfig, TrainedAdapter, counts_score, make_job, sentence_counts, train_adapters
 from olacore.ud import UDSentence
 
 
@@ -287,6 +287,25 @@ def test_ner_and_relation_items_and_what_the_cut_drops():
     assert len(dropped) == 0 and dropped.report.dropped_beyond_cut == 1
 
 
+def test_sentence_counts_of_token_tasks_sum_to_their_score():
+    from olacore.toa.train import score
+
+    words = ("Paris", "is", "big", "Bob")
+    text, spans = join_words(words)
+    offsets = [(0, 3), (3, 5), (6, 8), (9, 12), (13, 16)]
+    ner = NERSentence("n1", text, words, spans, ("B-location", "O", "O", "B-person"))
+    data = {"ner": build_task_data("ner", "toy", [ner, replace(ner, sent_id="n2")], records=[_record(text, offsets)] * 2),
+            "pos": build_task_data("pos", "toy", [_ud("a"), _ud("b")], records=[_record(), _record()])}
+    rng = np.random.default_rng(0)
+    for task, d in data.items():
+        vocab = LabelVocab.from_labels(d.labels())
+        for _ in range(20):  # random taggers: right and wrong words, found and missed entities
+            guesses = [{"labels": rng.integers(0, len(vocab), item.num_tokens)} for item in d.items]
+            counts = sentence_counts(task, d.items, guesses, vocab)
+            expected = score(task, d.items, guesses, vocab)["f1" if task == "ner" else "accuracy"]
+            assert counts_score(task, counts.sum(0)) == pytest.approx(expected), task
+
+
 def test_label_vocabulary_counts_unknown_labels():
     vocab = LabelVocab.from_labels(["b", "a", "b"])
     assert vocab.labels == ("a", "b") and vocab.index("c") == IGNORE and vocab.index(None) == IGNORE
@@ -330,6 +349,8 @@ def test_tiny_end_to_end_training_beats_chance():
     scores = adapter.evaluate(test)
     chance = 100.0 * np.mean([1 / item.num_tokens for item in test.items])
     assert scores["uas"] > chance + 30
+    counts = sentence_counts("dp", test.items, adapter.predict(test), adapter.vocab)  # what a bootstrap resamples
+    assert counts.shape == (len(test), 2) and counts_score("dp", counts.sum(0)) == pytest.approx(scores["uas"])
     assert adapter.record["best_epoch"] >= 1 and adapter.record["dev"]["las"] == max(
         h["dev_las"] for h in adapter.record["history"])
 

@@ -90,12 +90,13 @@ def test_gap_recovered_and_verdicts():
     assert ab["gap"] == pytest.approx(25.0) and ab["recovered"] == pytest.approx(50.0)
     ner = gaps[gaps["task"] == "ner"].iloc[0]
     assert math.isnan(ner["recovered"])  # a target-trained score of 0 leaves the share undefined
-    control = pd.DataFrame([{"task": "re", "source": "a", "target": "b", "score": 30.0, "transfer": 25.0}])
+    control = pd.DataFrame([{"task": "re", "source": "a", "target": "b", "score": 30.0, "transfer": 25.0, "se": 2.0}])
     bounds = pd.DataFrame([{"task": "re", "bound": "majority", "score": 19.0}, {"task": "ner", "bound": "O", "score": 0.0}])
     zs = pd.DataFrame([{"task": "re", "model": "b", "score": 5.0}, {"task": "re", "model": "a", "score": 10.0}])
     v = verdict_table(gaps, control, bounds, zs).set_index(["task", "source", "target"])
     assert v.loc[("re", "a", "b"), "beats zero-shot"] == "holds"
     assert v.loc[("re", "a", "b"), "beats random init"] == "does not hold here"  # 25 < 30, on the same sentences
+    assert v.loc[("re", "a", "b"), "SE vs random init"] == 2.0 and math.isnan(v.loc[("re", "b", "a"), "SE vs random init"])
     paired = control.assign(transfer=31.0)  # the matrix cell (25) is not what the twin is compared with
     assert verdict_table(gaps, paired, bounds, zs).set_index(["task", "source", "target"]).loc[
         ("re", "a", "b"), "beats random init"] == "holds"
@@ -241,11 +242,26 @@ def test_random_init_control_reads_the_twin(smoke, one_thread):
     assert set(control["control"]) == {"random init"} and set(control["target"]) == {"smollm2-135m"}
     assert set(control["source"]) == {"smollm2-135m"}  # only adapters of the twin's kind
     assert np.isfinite(control["score"]).all() and np.isfinite(control["transfer"]).all()
+    assert (control["se"] >= 0).all()  # a paired standard error over the test sentences
+    assert (control.loc[control["score"] != control["transfer"], "se"] > 0).all()  # the two differ: a spread
     re_cells = control[control["task"] == "re"]  # RE's twin reads the whole test subset: the matrix's sentences
     for _, row in re_cells.iterrows():
         from olacore.toa.transfer import transfer_scores
         real = transfer_scores(adapters["re", row["source"], row["seed"]], data["re"][row["target"]]["test"])
         assert row["transfer"] == pytest.approx(real["score"])
+
+
+@pytest.mark.slow
+def test_sentence_counts_sum_to_every_tasks_headline_score(smoke, one_thread):
+    from olacore.toa.train import counts_score, sentence_counts
+    from olacore.toa.transfer import transfer_scores
+
+    _, data, adapters = smoke
+    for (task, source, _), adapter in adapters.items():
+        test = data[task][source]["test"]
+        counts = sentence_counts(task, test.items, adapter.predict(test), adapter.vocab)
+        assert len(counts) == len(test)
+        assert counts_score(task, counts.sum(0)) == pytest.approx(transfer_scores(adapter, test)["score"]), task
 
 
 @pytest.mark.slow
@@ -481,4 +497,4 @@ def test_no_rows_give_empty_frames_with_their_columns():
         matrix(rows, "re", "causal")
     assert gap_table(rows).empty
     control = random_init_rows({}, {"re": {"minilm-l6": None}}, _smoke_re())  # the control model is in no task
-    assert control.empty and list(control.columns) == [*ROW_COLUMNS, "control", "transfer"]
+    assert control.empty and list(control.columns) == [*ROW_COLUMNS, "control", "transfer", "se"]

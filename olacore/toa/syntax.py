@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from olacore import paper
+from olacore.metrics import paired_bootstrap_se
 from olacore.profiles import SyntaxSettings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
@@ -139,9 +140,10 @@ def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -
     Each list holds one DP adapter per seed (:class:`olacore.toa.train.TrainedAdapter`); a
     sentence's right words are averaged over its list's seeds, so a margin is the mean over
     seeds of the two inputs' score difference (words scored as by :func:`olacore.toa.train.score`,
-    punctuation included). ``se`` is the sentence-clustered standard error of that difference (a
-    ratio estimate: words in one sentence are not independent): the spread a new draw of test
-    sentences would give, not the seed spread (the verdict reads the seeds).
+    punctuation included). ``se`` is the standard error of that difference from a paired bootstrap
+    over sentences (:func:`olacore.metrics.paired_bootstrap_se`: words in one sentence are not
+    independent): the spread a new draw of test sentences would give, not the seed spread (the
+    verdict reads the seeds).
 
     Args:
         first, second: adapters, at least one in each.
@@ -171,13 +173,13 @@ def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -
     kept = ours[:, 0] > 0
     if not kept.any():
         raise ValueError("paired_margin: no scored word in the data")
-    diffs, words, n = (ours - theirs)[kept, 1:], ours[kept, 0], int(kept.sum())
+    ours, theirs = ours[kept], theirs[kept]
+    words, n = ours[:, 0], int(kept.sum())
     margins = {}
-    for column, metric in enumerate(("uas", "las")):
-        diff = diffs[:, column]
-        share = diff.sum() / words.sum()
-        se = np.sqrt(n / (n - 1) * ((diff - share * words) ** 2).sum()) / words.sum() if n > 1 else float("nan")
-        margins[metric] = {"margin": 100.0 * share, "se": 100.0 * se, "sentences": n, "words": int(words.sum())}
+    for column, metric in enumerate(("uas", "las"), start=1):
+        share = (ours[:, column] - theirs[:, column]).sum() / words.sum()
+        se = paired_bootstrap_se(ours, theirs, lambda c: 100.0 * c[..., column] / c[..., 0])
+        margins[metric] = {"margin": 100.0 * share, "se": se, "sentences": n, "words": int(words.sum())}
     return margins
 
 

@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from olacore.augment import Augmentation, augment
-from olacore.metrics import attachment_scores, entity_f1, semeval_scores, token_accuracy
+from olacore.metrics import attachment_scores, entity_counts, entity_f1, f1_of_counts, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
 from olacore.store import TensorStore
 from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, collate,
@@ -52,7 +52,7 @@ from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVoc
 from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
-__all__ = ["predict", "score", "word_tags", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
+__all__ = ["predict", "score", "sentence_counts", "counts_score", "word_tags", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
            "adapter_loss", "epoch_inputs", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter", "make_job",
            "train_adapters"]
 
@@ -128,6 +128,39 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
     if kind == "relation":
         return semeval_scores([item.label for item in items], [names[int(p["label"][0])] for p in predictions])
     return attachment_scores(*attachment_words(items, predictions, vocab))
+
+
+def sentence_counts(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]],
+                    vocab: LabelVocab) -> np.ndarray:
+    """Per sentence, the counts whose sums over sentences give the task's headline score
+    (:data:`METRICS`, as :func:`score` computes it), for a bootstrap over sentences.
+
+    Returns:
+        ``(N, 3)`` ints for the entity tasks: found, predicted and gold entities
+        (:func:`olacore.metrics.entity_counts`); ``(N, 2)`` ints for the others: right and scored
+        units, the unit a word (POS tag; DP head, punctuation included) or the sentence (RE
+        relation). :func:`counts_score` turns their sums into the score.
+    """
+    if task in ENTITY_TASKS:
+        return entity_counts(*word_tags(items, predictions, vocab))
+    kind = task_kind(task)
+    if kind == "relation":
+        names = vocab.labels
+        pairs = [([item.label], [names[int(p["label"][0])]]) for item, p in zip(items, predictions)]
+    elif kind == "tokens":
+        pairs = list(zip(*word_tags(items, predictions, vocab)))
+    else:
+        gold_heads, _, pred_heads, _, _ = attachment_words(items, predictions, vocab)
+        pairs = list(zip(gold_heads, pred_heads))
+    return np.array([[sum(g == p for g, p in zip(gold, pred)), len(gold)] for gold, pred in pairs],
+                    dtype=np.int64).reshape(-1, 2)
+
+
+def counts_score(task: str, counts: np.ndarray) -> np.ndarray:
+    """The headline score (percent) of :func:`sentence_counts` summed over sentences: ``(..., k) -> (...)``."""
+    if task in ENTITY_TASKS:
+        return f1_of_counts(counts)
+    return 100.0 * counts[..., 0] / np.maximum(counts[..., 1], 1)
 
 
 def word_tags(items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]], vocab: LabelVocab
@@ -431,8 +464,10 @@ class TrainedAdapter:
         targets, _ = encode_items(data.items, data.kind, self.vocab)
         return predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
 
-    def evaluate(self, data: TaskData, batch_size: int = 32) -> dict[str, float]:
-        """Scores on ``data`` (a model the adapter may never have seen), plus ``unknown_labels``.
+    def evaluate(self, data: TaskData, batch_size: int = 32,
+                 predictions: Sequence[dict[str, np.ndarray]] | None = None) -> dict[str, float]:
+        """Scores on ``data`` (a model the adapter may never have seen), plus ``unknown_labels``;
+        ``predictions``: this adapter's :meth:`predict` on ``data`` when already made.
 
         Raises:
             ValueError: ``data`` is for another task or grid, or from a model of the other
@@ -440,7 +475,8 @@ class TrainedAdapter:
         """
         self._check(data)
         targets, unknown = encode_items(data.items, data.kind, self.vocab)
-        predictions = predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
+        if predictions is None:
+            predictions = predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
         scores = score(self.task, data.items, predictions, self.vocab)
         scores["unknown_labels"] = unknown
         return scores

@@ -42,13 +42,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.metrics import entity_counts, entity_f1
+from olacore.metrics import entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se
 from olacore.profiles import TransferSettings
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
 from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
 from olacore.toa.syntax import syntax_splits
-from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter, word_tags
+from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter, counts_score, sentence_counts, word_tags
 from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
 from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
@@ -203,8 +203,10 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
             for task in settings.tasks}
 
 
-def transfer_scores(adapter: TrainedAdapter, test: TaskData) -> dict[str, Any]:
-    """One cell of a transfer matrix: ``adapter`` (trained on its source) scored on a target's test data.
+def transfer_scores(adapter: TrainedAdapter, test: TaskData, predictions: Sequence[dict[str, np.ndarray]] | None = None
+                    ) -> dict[str, Any]:
+    """One cell of a transfer matrix: ``adapter`` (trained on its source) scored on a target's test data
+    (its ``predictions`` there when already made, :meth:`~olacore.toa.train.TrainedAdapter.predict`).
 
     Returns:
         ``score`` (the task's :data:`METRICS` value, percent), every other numeric score of the
@@ -215,21 +217,10 @@ def transfer_scores(adapter: TrainedAdapter, test: TaskData) -> dict[str, Any]:
         ValueError: the target is of the other kind (CLM vs encoder) or for another task or grid
             (:meth:`olacore.toa.train.TrainedAdapter.evaluate`).
     """
-    scores = adapter.evaluate(test)
+    scores = adapter.evaluate(test, predictions=predictions)
     numbers = {k: scores[k] for k in sorted(scores) if isinstance(scores[k], (int, float))}
     return {"score": numbers[METRICS[adapter.task]], **numbers, "examples": len(test),
             "unaligned": len(test.report.unaligned)}
-
-
-def _rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter], task: str, target: str, test: TaskData
-          ) -> list[dict[str, Any]]:
-    if not len(test):  # every test example cut or unaligned (counted in the data table): nothing to score
-        return []
-    kind = "causal" if test.causal else "encoder"
-    return [{"task": task, "kind": kind, "source": source, "target": target, "seed": seed, "diagonal": False,
-             **transfer_scores(adapter, test)}
-            for (cell_task, source, seed), adapter in adapters.items()
-            if cell_task == task and bool(adapter.record["causal"]) == bool(test.causal)]
 
 
 def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
@@ -257,8 +248,10 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
         target`` (the target's zoo name), ``seed, diagonal`` (False), the
         :func:`transfer_scores` on the twin, ``control = "random init"`` and ``transfer``: the same
         adapter's score on the real target's maps of the same test sentences, so that the two are
-        compared sentence for sentence; with no row, an empty frame with the columns
-        :data:`ROW_COLUMNS`, ``control`` and ``transfer``.
+        compared sentence for sentence, and ``se``: the standard error of ``transfer`` minus the
+        twin's score over those sentences (:func:`olacore.metrics.paired_bootstrap_se`, points);
+        with no row, an empty frame with the columns :data:`ROW_COLUMNS`, ``control``,
+        ``transfer`` and ``se``.
 
     Raises:
         FileNotFoundError: a data file of a task is missing (the message names ``OLACORE_DATA``).
@@ -282,10 +275,20 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
             real_test = (data[task][target]["test"] if task in ("re", "wnut") else  # the twin's sentences
                          task_data(task, settings, [target], splits={"test": test}, workers=1,
                                    store=store)[target]["test"])
-            paired = {(r["source"], r["seed"]): r["score"] for r in _rows(adapters, task, target, real_test)}
-            rows += [{**row, "target": target, "control": "random init",
-                      "transfer": paired[row["source"], row["seed"]]} for row in _rows(adapters, task, target, twin_test)]
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control", "transfer"])
+            if not len(twin_test):
+                continue
+            kind = "causal" if twin_test.causal else "encoder"
+            for (cell_task, source, seed), adapter in adapters.items():
+                if cell_task != task or bool(adapter.record["causal"]) != bool(twin_test.causal):
+                    continue
+                on_twin, on_real = adapter.predict(twin_test), adapter.predict(real_test)
+                counts = [sentence_counts(task, d.items, p, adapter.vocab)
+                          for d, p in ((real_test, on_real), (twin_test, on_twin))]
+                rows.append({"task": task, "kind": kind, "source": source, "target": target, "seed": seed,
+                             "diagonal": False, **transfer_scores(adapter, twin_test, on_twin),
+                             "control": "random init", "transfer": transfer_scores(adapter, real_test, on_real)["score"],
+                             "se": paired_bootstrap_se(*counts, lambda c: counts_score(task, c))})
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control", "transfer", "se"])
 
 
 def matrix(rows: pd.DataFrame, task: str, kind: str, value: str = "score") -> pd.DataFrame:
@@ -488,10 +491,6 @@ def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
         ``task, kind, model, seed, f1, capitalisation, margin, se`` (percent; points) and
         ``sentences, entities``; one row per diagonal adapter of an entity task.
     """
-    def f1(counts: np.ndarray) -> np.ndarray:
-        found, guessed, gold = counts[..., 0].sum(-1), counts[..., 1].sum(-1), counts[..., 2].sum(-1)
-        return 200.0 * found / np.maximum(guessed + gold, 1)
-
     rows = []
     for task in [t for t in settings.tasks if t in ENTITY_TASKS]:
         splits = task_splits(task, settings)
@@ -505,11 +504,10 @@ def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
             rule = [capitalisation_tags(words[item.sent_id][:len(tags)], kind_of_entity)
                     for item, tags in zip(test.items, gold)]
             ours, bound = entity_counts(gold, pred), entity_counts(gold, rule)
-            picks = np.random.default_rng(seed).integers(0, len(gold), (draws, len(gold)))
-            spread = np.std(f1(ours[picks]) - f1(bound[picks])) if len(gold) > 1 else float("nan")
+            f1, rule_f1 = f1_of_counts(ours.sum(0)), f1_of_counts(bound.sum(0))
             rows.append({"task": task, "kind": "causal" if test.causal else "encoder", "model": model, "seed": s,
-                         "f1": float(f1(ours)), "capitalisation": float(f1(bound)),
-                         "margin": float(f1(ours) - f1(bound)), "se": float(spread),
+                         "f1": float(f1), "capitalisation": float(rule_f1), "margin": float(f1 - rule_f1),
+                         "se": paired_bootstrap_se(ours, bound, f1_of_counts, draws, seed),
                          "sentences": len(gold), "entities": int(ours[:, 2].sum())})
     return pd.DataFrame(rows, columns=["task", "kind", "model", "seed", "f1", "capitalisation", "margin", "se",
                                        "sentences", "entities"])
@@ -637,7 +635,8 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     Columns: the :func:`gap_table` columns, ``random init`` (the same adapter on the
     target's random-init twin; NaN where no twin ran) and ``transfer, same sentences`` (the
     adapter on the real target's maps of the twin's test sentences: ``beats random init``
-    compares these two, sentence for sentence), ``majority``, ``zero-shot`` (the
+    compares these two, sentence for sentence), ``SE vs random init`` (the standard error of
+    their difference over those sentences, mean over seeds), ``majority``, ``zero-shot`` (the
     target prompted, causal RE / NER only), and ``beats zero-shot``, ``beats random init``,
     ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured /
     ``"not tested: source did not learn"`` where the source's own diagonal score does not beat
@@ -648,7 +647,7 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     Args:
         gaps: :func:`gap_table`.
         control: :func:`olacore.toa.transfer.random_init_rows` (``task, source, target,
-            score, transfer``; may be empty).
+            score, transfer, se``; may be empty).
         bounds: :func:`majority_bounds` (``task, bound, score``, percent).
         zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
 
@@ -659,13 +658,14 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
         KeyError: a frame lacks one of the columns above.
     """
     out = gaps.copy()
-    ri = (control.groupby(["task", "source", "target"])[["score", "transfer"]].mean() if len(control)
-          else pd.DataFrame(columns=["score", "transfer"], dtype=float))
+    ri = (control.groupby(["task", "source", "target"])[["score", "transfer", "se"]].mean() if len(control)
+          else pd.DataFrame(columns=["score", "transfer", "se"], dtype=float))
     majority = bounds.set_index("task")["score"]
     zs = zero_shot.set_index(["task", "model"])["score"] if zero_shot is not None and len(zero_shot) else {}
     cells = list(zip(out["task"], out["source"], out["target"]))
     out["random init"] = [ri["score"].get(c, np.nan) for c in cells]
     out["transfer, same sentences"] = [ri["transfer"].get(c, np.nan) for c in cells]
+    out["SE vs random init"] = [ri["se"].get(c, np.nan) for c in cells]
     out["majority"] = [majority.get(t, np.nan) for t in out["task"]]
     out["zero-shot"] = [zs.get((t, g), np.nan) if len(zs) else np.nan for t, g in zip(out["task"], out["target"])]
     # A cell is tested only when its source adapter learned its task on its own model (diagonal
@@ -819,8 +819,8 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
             ``results``) or a value that is not a finite number, such as a NaN score or bound
             (:meth:`olacore.results.ChapterResults.add`).
         KeyError: a frame lacks a column read here (``rows``: ``task, kind, source, target,
-            score``; ``verdicts``: ``task, source, target, random init, transfer, same sentences, beats random init,
-            beats zero-shot, recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
+            score``; ``verdicts``: ``task, source, target, random init, transfer, same sentences, SE vs random
+            init, beats random init, beats zero-shot, recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
             ``task, bound, score``), or a task outside :data:`olacore.toa.train.METRICS`.
     """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
@@ -850,7 +850,8 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
                         f"TOA {v['task'].upper()}, adapter from {v['source']} on random-init {v['target']}",
                         v["random init"], verdict=v["beats random init"], anchor="tbl-toa-verdicts",
                         note=f"against the same adapter on the real {v['target']}'s maps of the same test sentences: "
-                             f"{v['transfer, same sentences']:.1f}")
+                             f"{v['transfer, same sentences']:.1f} (paired standard error of the difference "
+                             f"{v['SE vs random init']:.1f} points)")
         if math.isnan(v["recovered"]):
             continue
         results.add(f"toa/{v['task']}/{v['source']}->{v['target']}/recovered",
