@@ -41,7 +41,11 @@
 # convolution (`mix`, not in the official network); each word's features are read from the
 # diagonal and a biaffine scorer {cite}`dozat2017biaffine` picks its head among all words (greedy, no tree
 # constraint) and the relation on that arc; loss CE(arc) + CE(relation). No word form and no
-# position enters except what the maps carry. Every map is given raw and sink-cleaned, each
+# position enters except what the maps carry. Every map is given raw and sink-cleaned
+# (sink-cleaned: in each row, the entries the official outlier rule flags, the row's maximum
+# and anything above its mean plus three standard deviations, set to zero and the row
+# renormalised; they are mostly attention to *sink* tokens such as the first, which draw
+# attention whatever the sentence; chapter 02 shows them), each
 # row normalised, causal maps mirrored into their upper triangle (the official TOA input,
 # `preprocess_ola` in `models/ola_model.py`).
 #
@@ -65,7 +69,9 @@
 #   parameters with the DP head); ours has width 32 and depth 2 (about 160 thousand), sized
 #   for a 2-core CPU, with two additions measured to matter at this size
 #   (`olacore.profiles.SyntaxSettings`): arc and relation scores also read the pair's own cell `(i, j)`,
-#   and maps enter as `log1p(T m)`. The settings table below lists every size.
+#   and maps enter as `log1p(T m)`, `T` the sentence's length in tokens and `m` a map entry
+#   (so a row uniform over all `T` tokens gives the same values whatever the length; "input scaling: log-length"
+#   in the settings table). The settings table below lists every size.
 # - *Data size.* The official DP configs (`configs/train_*_udewt_dp.json`) train on all 12,544
 #   EWT training sentences for 15 epochs; the `default` profile trains on the first 500 for 6
 #   epochs, selects on the first 150 dev sentences and tests on 300 spread over the test
@@ -164,8 +170,9 @@ with watch("maps: attention, OLA, ALTI (extract or read back)"):
     data = syntax_datasets(settings, splits, workers=workers, device=device)
 reports = data_reports(data)
 show_table(reports[reports["data set"].isin(settings.models)], "tbl-syntax-data",
-           "Sentences and words per model and split after alignment and the length cut; words past the cut and "
-           "words whose head lies past it are not scored.", decimals=0)
+           "Sentences and words per model and split after alignment and the length cut: 'kept' sentences are "
+           "those aligned to the model's tokens ('not aligned': the rest), 'cut' those longer than the cut (kept, "
+           "but their words past it, and words whose head lies past it, are not scored).", decimals=0)
 
 # %% [markdown]
 # ## One adapter, taken apart
@@ -339,7 +346,7 @@ show_table(wide_table(table, settings.models, ORDERS), "tbl-syntax-grid",
 
 # %%
 seeded = summary(table[table["model"].isin(settings.full_grid)])
-seeded = seeded[seeded["uas_count"] > 1]
+seeded = seeded[seeded["uas_count"] > 1].reset_index(drop=True)
 show_table(seeded, "tbl-syntax-seeds", f"Spread over seeds {', '.join(map(str, settings.seeds))} (initialisation, "
            "batch order, dropout): mean, standard deviation and number of seeds of test UAS and LAS (%).")
 
@@ -362,14 +369,19 @@ show_table(paper_comparison("syntax", syntax_paper_numbers(table)), "tbl-syntax-
 #   `j - i` from -2 to 2, `j > i`, `exp(-|j - i| / 4)`, `|j - i| / T`) and no attention: what a
 #   parser learns from where words sit (for example "attach to the next word").
 # - **Random init**: the same language model with freshly initialised weights, first-order OLA:
-#   attention that knows no language but still carries position (and, for a causal model,
-#   the mask).
+#   attention that knows no language. It carries position only weakly (a random network's
+#   attention is close to uniform over the tokens it sees; for a causal model the mask still
+#   shows how far into the sentence a word is), while the distance-only twin is handed the
+#   offsets outright, so an adapter on random-init maps can score below distance only. (An
+#   adapter *trained* on the random-init model's maps, here; chapter 06's random-init control
+#   instead *applies* an adapter trained on the real model to the random-init twin's maps.)
 # - **Best raw layer**: the layer chosen on dev above, one map, raw and cleaned.
 
 # %%
 baselines = baseline_table(table, settings.models)
-show_table(baselines, "tbl-syntax-baselines", "Test UAS (%), seed 0: order-1 OLA beside the distance-only twin, the "
-           "random-init model's order-1 OLA and the best raw layer chosen on dev (empty where not run).")
+show_table(baselines, "tbl-syntax-baselines", "Test UAS (%), seed 0 (the grid above gives the mean over seeds): "
+           "order-1 OLA beside the distance-only twin, the random-init model's order-1 OLA and the best raw layer "
+           "chosen on dev, with its adapter's test UAS ('best layer score'; empty where not run).")
 
 # %% [markdown]
 # ## ALTI
@@ -424,9 +436,11 @@ for claim, group in overall.groupby("claim", sort=False):
 #
 # Sizing (measured for `olacore.profiles.SyntaxSettings`, one single-threaded worker on the
 # 2-core machine, shared): extraction costs about 0.17 CPU seconds per sentence for
-# `embeddinggemma-300m` and 1.83 for `qwen2.5-1.5b`. For the chapter's texts at `default`
-# (936 train, dev and test sentences) that is about 3 and 36 minutes, and the 450 dev and test
-# texts alone would cost the 1.5B model about 17: more than this section is worth on a 2-core
+# `embeddinggemma-300m` and 1.83 for `qwen2.5-1.5b`, on a sample of 20 sentences of 18-20
+# tokens. The chapter's texts at `default` are longer (22-24 tokens on average) and number 936
+# (the 950 train, dev and test sentences less the texts EWT repeats); scaled by length, that is
+# about 3 and 36 minutes, and the 450 dev and test texts alone would cost the 1.5B model about
+# 17: more than this section is worth on a 2-core
 # machine (the chapter takes half an hour already), so `default` runs `embeddinggemma-300m`
 # only; `extra_models=["qwen2.5-1.5b"]` adds it, at that cost.
 #
@@ -532,7 +546,8 @@ show_table(pos[["model", "input", "epoch", "dev_accuracy", "accuracy", "subtoken
 
 # %%
 gaps = distance_gaps(table).assign(goal_met=lambda t: t["gap"] >= GOAL)
-show_table(gaps, "tbl-syntax-gaps", f"Test UAS (%), seed 0: order 1, the distance-only twin and the gap; goal_met: "
+show_table(gaps, "tbl-syntax-gaps", f"Test UAS (%), seed 0 (the grid gives the mean over seeds): order 1, the "
+           f"distance-only twin and the gap; goal_met: "
            f"a gap of at least {GOAL:g} points.")
 
 # %% [markdown]
