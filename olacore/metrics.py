@@ -120,7 +120,8 @@ def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) 
 
 
 def f1_of_counts(counts: np.ndarray) -> np.ndarray:
-    """Entity F1 (percent) of :func:`entity_counts` summed over sentences: ``(..., 3) -> (...)``."""
+    """Entity F1 (percent) of :func:`entity_counts` summed over sentences: ``(..., 3) -> (...)``; 0
+    where there is neither a predicted nor a gold entity."""
     return 200.0 * counts[..., 0] / np.maximum(counts[..., 1] + counts[..., 2], 1)
 
 

@@ -157,7 +157,8 @@ def sentence_counts(task: str, items: Sequence[TaskItem], predictions: Sequence[
 
 
 def counts_score(task: str, counts: np.ndarray) -> np.ndarray:
-    """The headline score (percent) of :func:`sentence_counts` summed over sentences: ``(..., k) -> (...)``."""
+    """The headline score (percent) of :func:`sentence_counts` summed over sentences: ``(..., k) -> (...)``;
+    a sum with no unit (no scored word, no entity predicted or gold) scores 0."""
     if task in ENTITY_TASKS:
         return f1_of_counts(counts)
     return 100.0 * counts[..., 0] / np.maximum(counts[..., 1], 1)

@@ -282,8 +282,10 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                 if cell_task != task or bool(adapter.record["causal"]) != bool(twin_test.causal):
                     continue
                 on_twin, on_real = adapter.predict(twin_test), adapter.predict(real_test)
-                counts = [sentence_counts(task, d.items, p, adapter.vocab)
-                          for d, p in ((real_test, on_real), (twin_test, on_twin))]
+                real, twin = (dict(zip((item.sent_id for item in d.items), sentence_counts(task, d.items, p, adapter.vocab)))
+                              for d, p in ((real_test, on_real), (twin_test, on_twin)))
+                both = [sent_id for sent_id in twin if sent_id in real]  # row i: one sentence on both sides
+                counts = [np.array([side[i] for i in both]).reshape(len(both), -1) for side in (real, twin)]
                 rows.append({"task": task, "kind": kind, "source": source, "target": target, "seed": seed,
                              "diagonal": False, **transfer_scores(adapter, twin_test, on_twin),
                              "control": "random init", "transfer": transfer_scores(adapter, real_test, on_real)["score"],
@@ -636,7 +638,8 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     target's random-init twin; NaN where no twin ran) and ``transfer, same sentences`` (the
     adapter on the real target's maps of the twin's test sentences: ``beats random init``
     compares these two, sentence for sentence), ``SE vs random init`` (the standard error of
-    their difference over those sentences, mean over seeds), ``majority``, ``zero-shot`` (the
+    their difference over those sentences; with several seeds, the mean of the per-seed
+    standard errors, not the standard error of the seed mean), ``majority``, ``zero-shot`` (the
     target prompted, causal RE / NER only), and ``beats zero-shot``, ``beats random init``,
     ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured /
     ``"not tested: source did not learn"`` where the source's own diagonal score does not beat
