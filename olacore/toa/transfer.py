@@ -282,10 +282,10 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                 if cell_task != task or bool(adapter.record["causal"]) != bool(twin_test.causal):
                     continue
                 on_twin, on_real = adapter.predict(twin_test), adapter.predict(real_test)
-                real, twin = (dict(zip((item.sent_id for item in d.items), sentence_counts(task, d.items, p, adapter.vocab)))
-                              for d, p in ((real_test, on_real), (twin_test, on_twin)))
-                both = [sent_id for sent_id in twin if sent_id in real]  # row i: one sentence on both sides
-                counts = [np.array([side[i] for i in both]).reshape(len(both), -1) for side in (real, twin)]
+                by_id = [dict(zip((item.sent_id for item in d.items), sentence_counts(task, d.items, p, adapter.vocab)))
+                         for d, p in ((real_test, on_real), (twin_test, on_twin))]
+                both = [sent_id for sent_id in by_id[1] if sent_id in by_id[0]]  # row i: one sentence on both sides
+                counts = [np.array([side[i] for i in both]).reshape(len(both), -1) for side in by_id]
                 rows.append({"task": task, "kind": kind, "source": source, "target": target, "seed": seed,
                              "diagonal": False, **transfer_scores(adapter, twin_test, on_twin),
                              "control": "random init", "transfer": transfer_scores(adapter, real_test, on_real)["score"],
