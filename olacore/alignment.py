@@ -1,20 +1,14 @@
 """Aligning token maps of different tokenizers: resize, pool onto words, or pick first sub-tokens.
 
-Paper section 4.1 and the official similarity scripts (named below). Different tokenizers give maps
-of different sizes. Three ways to line them up:
+Paper section 4.1 and the official similarity scripts:
 
-- :func:`resize_maps`, the paper's way: every token x token map is resized to ``S x S``
-  (bilinear, antialiased: torchvision's ``Resize(antialias=True)`` in ``ClassifyDataset`` of the
-  official ``olas_retrieval.py`` and ``olas_visual_model.py``) and maps are paired only by text.
-- :func:`pool_to_words`, our addition: token rows and columns are pooled onto the words of
-  the text using the tokenizer's character offsets, so every model gives a ``W x W`` map
-  for a ``W``-word text, without resampling, and rows stay stochastic.
-
-- :func:`first_subtoken_maps`: the rows and columns of each word's first sub-token, read from
-  the full token map (nothing renormalised). The official parser scores each word at its first
-  sub-token (the ``begin_mask`` of ``map_ola_data`` in the official ``data_utils/dp_utils.py``),
-  but its adapter reads the whole token map first (``AxialTransformerDPAdapter`` in the official
-  ``models/adapters.py``); this alignment keeps only the rows and columns it scores.
+- :func:`resize_maps`, the paper's way: each map resized to ``S x S`` as torchvision's ``Resize(antialias=True)`` in
+  ``ClassifyDataset`` of the official ``olas_retrieval.py`` and ``olas_visual_model.py``; maps paired by text only.
+- :func:`pool_to_words`, our addition: rows and columns pooled onto the words by character offsets (``W x W`` per
+  ``W``-word text, no resampling, rows stochastic).
+- :func:`first_subtoken_maps`: each word's first sub-token's rows and columns. The official parser scores words
+  there (``begin_mask`` of ``map_ola_data`` in ``data_utils/dp_utils.py``) but its adapter reads the whole token map
+  (``AxialTransformerDPAdapter`` in ``models/adapters.py``); this keeps only the scored rows and columns.
 """
 
 from __future__ import annotations
@@ -38,9 +32,7 @@ class WordText:
 
     Attributes:
         text: the string given to the models.
-        words: the words, in order.
-        spans: ``(start, end)`` character offsets of each word in ``text``
-            (``text[start:end] == word``).
+        spans: ``(start, end)`` character offsets of each word in ``text`` (``text[start:end] == word``).
     """
 
     text: str
@@ -65,11 +57,8 @@ _BREAKING_FORMAT = frozenset("\u200b")
 def _char_class(char: str) -> str:
     """``"word"``, ``"extend"`` (belongs to the character before it), ``"space"``, ``"skip"`` or ``"punct"``.
 
-    ``extend`` follows UAX #29's Extend and Format classes: combining marks (Mn, Mc, Me:
-    accents, Indic vowel signs, variation selectors), format characters (Cf: soft hyphen,
-    zero-width (non-)joiners, word joiner, direction marks) except the zero-width space, and
-    emoji skin-tone modifiers. ``skip``: control characters and the zero-width space, which
-    are never part of a word.
+    ``extend``: UAX #29 Extend and Format (combining marks, format characters but the zero-width space, emoji skin
+    tones); ``skip``: control characters and the zero-width space.
     """
     if _WORD_CHAR.match(char):
         return "word"
@@ -89,16 +78,10 @@ def word_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the words of a free text: runs of word characters, and each
     punctuation mark or symbol on its own (a stand-in for a treebank's tokenisation).
 
-    Characters that belong inside a word never split it (UAX #29, rule WB4): combining marks,
-    Indic vowel signs, variation selectors, emoji skin tones and format characters such as the
-    soft hyphen (``"co\u00adoperation"`` is one word) or the zero-width (non-)joiner stay with
-    the word or symbol they are in; a zero-width joiner also joins the next symbol (emoji
-    sequences). An apostrophe between word characters is inside the word (``"don't"``).
-    Control characters and the zero-width space are no part of any word, and a span made only
-    of invisible characters is no word.
-
-    Returns:
-        ``[(start, end), ...]`` with ``text[start:end]`` the word, in order.
+    Characters inside a word never split it (UAX #29, WB4: combining marks, variation selectors, skin tones, format
+    characters such as the soft hyphen, ``"co\u00adoperation"``); a zero-width joiner also joins the next symbol, and an
+    apostrophe between word characters is inside the word (``"don't"``). Control characters, the zero-width space and
+    spans of invisible characters only are no word. Returns ``(start, end)`` per word, in order.
     """
     classes = [_char_class(char) for char in text]
     spans: list[tuple[int, int]] = []
@@ -130,15 +113,9 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
     """Resize square maps to ``size x size`` as the official similarity scripts do (bilinear, antialiased).
 
-    The official ``olas_retrieval.py`` and ``olas_visual_model.py`` resize with torchvision's
-    ``transforms.Resize(antialias=True)`` (bilinear on tensors), after sink cleaning.
-
-    Args:
-        maps: ``(..., T, T)`` float tensor.
-        size: output side ``S`` (paper: 50).
-
-    Returns:
-        ``(..., S, S)`` tensor, same dtype and device. Rows are not renormalised.
+    ``transforms.Resize(antialias=True)``, after sink cleaning, in the official ``olas_retrieval.py`` and
+    ``olas_visual_model.py``. ``(..., T, T)`` float -> ``(..., S, S)``, same dtype and device, rows not renormalised
+    (paper: ``S = 50``).
     """
     lead = maps.shape[:-2]
     flat = maps.reshape(-1, 1, *maps.shape[-2:])
@@ -151,14 +128,9 @@ def word_assignment(
 ) -> torch.Tensor:
     """Soft assignment of tokens to words by character overlap.
 
-    Args:
-        token_offsets: ``T`` character spans of the tokens; ``(0, 0)`` marks a special token.
-        word_spans: ``W`` character spans of the words in the same text.
-
-    Returns:
-        ``(W, T)`` float64 tensor; entry ``[w, t]`` is the share of token ``t``'s characters
-        that fall in word ``w``, renormalised over words. A column sums to 1 when the token
-        overlaps some word, and is all zero for special and whitespace-only tokens.
+    ``T`` token spans (``(0, 0)``: a special token), ``W`` word spans of the same text -> ``(W, T)`` float64: ``[w, t]``
+    is the share of token ``t``'s characters in word ``w``, renormalised over words (a column sums to 1, or to 0 for
+    special and whitespace-only tokens).
 
     Raises:
         ValueError: some word overlaps no token (the offsets do not cover the text).
@@ -191,21 +163,12 @@ def pool_to_words(
 ) -> torch.Tensor:
     """Pool token x token maps onto words (our addition to the paper; module docstring).
 
-    Key tokens of a word are summed (a token shared by two words is split by character
-    overlap) and query tokens of a word are averaged. Attention to special tokens (BOS,
-    [CLS], [SEP]) and whitespace tokens has no word to go to: it is dropped and each row
-    renormalised, so rows of the result are stochastic whenever some word receives mass.
-
-    Args:
-        maps: ``(..., T, T)`` float tensor (rows: queries, columns: keys).
-        token_offsets: ``T`` character spans of the tokens, ``(0, 0)`` for special tokens.
-        word_spans: ``W`` character spans of the words.
-
-    Returns:
-        ``(..., W, W)`` tensor, same dtype and device as ``maps``.
+    ``(..., T, T)`` (rows: queries) -> ``(..., W, W)``, same dtype and device; spans as :func:`word_assignment`. Key
+    tokens of a word are summed (a shared token split by character overlap), query tokens averaged; attention to
+    special and whitespace tokens is dropped and rows renormalised, so they are stochastic whenever a word gets mass.
 
     Raises:
-        ValueError: a word has no token (:func:`word_assignment`).
+        ValueError: a word has no token.
     """
     share = word_assignment(token_offsets, word_spans).to(device=maps.device, dtype=maps.dtype)
     members = (share > 0).to(maps.dtype)
@@ -218,14 +181,8 @@ def pool_to_words(
 def first_token_indices(
     token_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
 ) -> list[int]:
-    """Index of each word's first sub-token: the first token overlapping the word's span.
-
-    Args:
-        token_offsets: ``T`` character spans of the tokens, ``(0, 0)`` for special tokens.
-        word_spans: ``W`` character spans of the words.
-
-    Returns:
-        ``W`` token indices (words of one multi-word token share theirs).
+    """Index of each word's first sub-token, the first token overlapping its span: ``W`` indices
+    (words of one multi-word token share theirs); arguments as :func:`word_assignment`.
 
     Raises:
         ValueError: a word overlaps no token.
@@ -245,21 +202,10 @@ def first_subtoken_maps(
 ) -> torch.Tensor:
     """Word maps at each word's first sub-token: the rows and columns the official parser scores.
 
-    ``out[..., i, j] = maps[..., t_i, t_j]`` with ``t_i`` the first token of word ``i``
-    (:func:`first_token_indices`). Unlike :func:`olacore.maps.pool_to_words` nothing is
-    renormalised, and attention to special tokens and to later sub-tokens is dropped. The
-    official parser does not drop it: its adapter (``AxialTransformerDPAdapter``, official
-    ``models/adapters.py``) runs axial attention over the whole token map, and every token is a
-    candidate head; only the dependents are read at first sub-tokens (official
-    ``data_utils/dp_utils.py``). This alignment is the cheaper grid our adapter reads instead.
-
-    Args:
-        maps: ``(..., T, T)`` token maps.
-        token_offsets: ``T`` token character spans.
-        word_spans: ``W`` word character spans.
-
-    Returns:
-        ``(..., W, W)`` tensor, same dtype and device.
+    ``out[..., i, j] = maps[..., t_i, t_j]``, ``t_i`` word ``i``'s first token: ``(..., W, W)``, same dtype and device,
+    nothing renormalised (spans as :func:`word_assignment`). Departure: the official adapter
+    (``AxialTransformerDPAdapter``, ``models/adapters.py``) attends over the whole token map, every token a candidate
+    head, and reads only the dependents at first sub-tokens (``data_utils/dp_utils.py``); ours reads this cheaper grid.
 
     Raises:
         ValueError: a word has no token.

@@ -1,19 +1,15 @@
 """Where ALTI reads each architecture's attention block: per-family data and the forward hooks.
 
-ALTI (:mod:`olacore.alti`) needs, for every layer, five tensors of the model's own forward pass:
-the layer input (the residual), the value projection's output, the attention probabilities,
-the input of the norm it linearises, and the block output it decomposes. Where these live
-differs by architecture only in module names and in where the norm sits, so each family is
-one :class:`ALTIFamily` record (data, in the spirit of the per-model entries of the ALTI
-reference's ``src/config.yaml`` in mt-upc/transformer-contributions and of the OLAS
-``utils/config.yaml``), and one :class:`LayerRecorder` hooks any of them.
-
-Norm placements (the block output ``y`` the decomposition must reproduce):
+Per layer, ALTI (:mod:`olacore.alti`) needs five tensors of the model's own forward pass: the layer input (the
+residual), the value projection's output, the attention probabilities, the input of the norm it linearises, and the
+block output. Families differ only in module names and norm placement, so each is one :class:`ALTIFamily` record
+(as the per-model entries of the ALTI reference's ``src/config.yaml`` in mt-upc/transformer-contributions and of
+the OLAS ``utils/config.yaml``), and one :class:`LayerRecorder` hooks any of them. Placements (block output ``y``):
 
 - ``"sum"`` (post-norm encoders: BERT, RoBERTa, ELECTRA, MPNet): ``y = LN(x + Attn(x))``.
 - ``"attention"`` (Gemma 2/3 sandwich norm): ``y = x + RMSNorm(Attn(RMSNorm(x)))``.
-- ``None`` (pre-norm Llama, Mistral, Qwen2/3, Gemma 1): ``y = x + Attn(RMSNorm(x))``; the input
-  norm acts on each token alone, so it sits inside each token's value vector.
+- ``None`` (pre-norm Llama, Mistral, Qwen2/3, Gemma 1): ``y = x + Attn(RMSNorm(x))``; the input norm acts on each
+  token alone, so it sits inside each token's value vector.
 """
 
 from __future__ import annotations
@@ -31,24 +27,17 @@ class ALTIFamily:
     """Where one architecture family keeps the parts of its attention block (module paths).
 
     Attributes:
-        name: family name, e.g. ``"llama"``.
         model_types: the ``config.model_type`` values it covers.
         layers: dotted path from the backbone to the ``ModuleList`` of layers.
         attention: path inside a layer to the module returning ``(output, probabilities, ...)``.
-        value: path inside a layer to the value projection (``nn.Linear``, bias included).
-        output: path inside a layer to the attention output projection (``nn.Linear``, ``W_O``).
+        value, output: paths inside a layer to the value projection and to ``W_O`` (``nn.Linear``, bias included).
         norm: path inside a layer to the norm ALTI linearises, ``None`` for plain pre-norm.
-        placement: ``"sum"`` (post-norm ``LN(x + attn)``), ``"attention"`` (``x + N(attn)``)
-            or ``None`` (``x + attn``): see the module docstring.
-        norm_kind: ``"layer"`` (centre, then scale by the standard deviation) or ``"rms"``
-            (scale by the root mean square, no centring).
+        placement: ``"sum"``, ``"attention"`` or ``None`` (module docstring).
+        norm_kind: ``"layer"`` (centre, then scale by the std) or ``"rms"`` (scale by the RMS, no centring).
         norm_weight_offset: added to the norm weight (Gemma's RMSNorm multiplies by ``1 + w``).
-        block_output: ``(path inside a layer, "input" | "output")``: the module whose input or
-            output is the block output ``y`` in the model's own forward pass.
-        needs_output_attentions: the attention module returns its probabilities only when the
-            forward is called with ``output_attentions=True`` (MPNet).
-        eager_only: the attention module always computes probabilities in eager form (MPNet has
-            no other implementation), so the ``attn_implementation`` check is skipped.
+        block_output: ``(path inside a layer, "input" | "output")``: the module whose input or output is ``y``.
+        needs_output_attentions: probabilities are returned only with ``output_attentions=True`` (MPNet).
+        eager_only: the attention is always eager (MPNet), so the ``attn_implementation`` check is skipped.
     """
 
     name: str
@@ -131,10 +120,9 @@ def family_of(backbone: torch.nn.Module) -> ALTIFamily:
     """The :class:`ALTIFamily` of a Hugging Face base model, checked to be usable.
 
     Raises:
-        ValueError: the architecture is not covered (names it and lists the covered
-            families), or its modules are not where the family expects them.
-        RuntimeError: the model does not run eager attention, so no attention probabilities
-            are computed (says how to load it).
+        ValueError: the architecture is not covered (lists the covered families), or its modules are not where the
+            family expects them.
+        RuntimeError: the model does not run eager attention (says how to load it).
     """
     config = getattr(backbone, "config", None)
     model_type = getattr(config, "model_type", None)
@@ -178,12 +166,9 @@ class LayerWeights:
     """The constants of one layer's attention block that ALTI needs (float32, model device).
 
     Attributes:
-        w_o: ``(d, H * d_head)`` output projection weight.
-        b_o: ``(d,)`` output projection bias, or ``None``.
-        gamma: ``(d,)`` effective norm weight (offset included), ``None`` without a norm.
-        beta: ``(d,)`` norm bias, or ``None``.
-        eps: the norm's epsilon.
-        num_heads, head_dim: query heads and their size; ``num_kv_heads`` value heads (GQA).
+        w_o, b_o: ``(d, H * d_head)`` output projection weight; ``(d,)`` bias or ``None``.
+        gamma, beta: ``(d,)`` effective norm weight (offset included) and norm bias; ``None`` without them.
+        num_heads, head_dim, num_kv_heads: query heads and their size; value heads (GQA).
     """
 
     w_o: torch.Tensor
@@ -220,12 +205,9 @@ def layer_weights(backbone: torch.nn.Module, family: ALTIFamily, layer: int) -> 
 class LayerRecorder:
     """Forward hooks that hand each layer's ALTI inputs to ``on_layer`` during ONE forward pass.
 
-    For layer ``l`` it records the layer input ``residual`` ``(B, T, d)``, the value projection
-    output ``values`` ``(B, T, H_kv * d_head)``, the attention ``probs`` ``(B, H, T, T)``, the
-    ``norm_input`` ``(B, T, d)`` (when the family has a norm) and, at the block output, calls
-    ``on_layer(l, record)`` with ``record["output"]`` ``(B, T, d)`` added; the record is then
-    dropped, so at most one layer's tensors are held. Use as a context manager: the hooks are
-    removed on exit, also after an error.
+    At layer ``l``'s block output, ``on_layer(l, record)`` gets ``residual`` ``(B, T, d)``, ``values``
+    ``(B, T, H_kv * d_head)``, ``probs`` ``(B, H, T, T)``, ``norm_input`` ``(B, T, d)`` (with a norm) and ``output``
+    ``(B, T, d)``; the record is then dropped. A context manager: hooks removed on exit, also after an error.
 
     Raises (from inside the forward pass):
         RuntimeError: a layer's attention module returned no probabilities.

@@ -22,14 +22,9 @@ _CAUSAL_BLOCKS = 8  # key blocks for causal models: blocks skip the keys after t
 def contributions_from_vectors(transformed: torch.Tensor, output: torch.Tensor, causal: bool = False) -> torch.Tensor:
     """ALTI contributions from explicit transformed vectors (the ALTI paper's layer-wise measure).
 
-    Args:
-        transformed: ``(T, T, d)``, ``transformed[i, j] = T_i(x_j)``.
-        output: ``(T, d)``, the block outputs ``y_i``.
-        causal: zero the entries above the diagonal (keys after the query).
-
-    Returns:
-        ``(T, T)`` with ``C_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1)`` normalised per row
-        (rows sum to 1; an all-zero row becomes the identity row, with a warning).
+    ``transformed[i, j] = T_i(x_j)`` ``(T, T, d)`` and block outputs ``y_i`` ``(T, d)`` -> ``(T, T)``:
+    ``C_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1)`` normalised per row (an all-zero row becomes the identity row,
+    with a warning); ``causal`` zeroes the entries above the diagonal.
     """
     distance = (transformed - output[:, None, :]).abs().sum(-1)
     return _normalise(output.abs().sum(-1)[:, None] - distance, causal)
@@ -56,11 +51,7 @@ def _normalise(proximity: torch.Tensor, causal: bool) -> torch.Tensor:
 def alti_rollout(contributions: torch.Tensor) -> torch.Tensor:
     """ALTI's aggregation across layers (the paper's rollout): ``C^(N) @ ... @ C^(1)`` in float64.
 
-    Args:
-        contributions: ``(N, T, T)``, layer 1 first, rows summing to 1.
-
-    Returns:
-        ``(T, T)`` float64 on the input's device, rows summing to 1.
+    ``(N, T, T)`` contributions, layer 1 first -> ``(T, T)`` float64 on the input's device; rows sum to 1.
     """
     layers = contributions.double()
     total = layers[0]
@@ -90,17 +81,13 @@ def layer_factors(
     """The two factors whose batched product gives every transformed vector, and the bias.
 
     Args:
-        record: one text's tensors of one layer (cropped to its ``T`` tokens): ``probs``
-            ``(H, T, T)``, ``values`` ``(T, H_kv * d_head)``, ``residual`` ``(T, d)``,
-            ``norm_input`` ``(T, d)`` (families with a norm).
-        weights: the layer's :class:`~olacore.alti_families.LayerWeights`.
-        family: the architecture's :class:`~olacore.alti_families.ALTIFamily`.
+        record: one text's tensors of one layer, cropped to its ``T`` tokens: ``probs`` ``(H, T, T)``, ``values``
+            ``(T, H_kv * d_head)``, ``residual`` ``(T, d)``, ``norm_input`` ``(T, d)`` (families with a norm).
 
     Returns:
-        ``left`` ``(T_j, T_i, H + 1)``, ``right`` ``(T_j, H + 1, d)`` and ``bias`` ``(T_i, d)``,
-        float32, with ``T_i(x_j) = left[j, i] @ right[j]``: the first ``H`` columns carry the
-        attention weights (scaled by the norm statistic of token ``i``) and the per-head
-        transformed values ``v^h_j W_O^h``; the last carries the residual on the diagonal.
+        ``left`` ``(T_j, T_i, H + 1)``, ``right`` ``(T_j, H + 1, d)`` and ``bias`` ``(T_i, d)``, float32, with
+        ``T_i(x_j) = left[j, i] @ right[j]``: the first ``H`` columns carry the attention weights (scaled by token
+        ``i``'s norm statistic) and the per-head values ``v^h_j W_O^h``; the last the residual on the diagonal.
     """
     probs = record["probs"].float()
     num_heads, size = probs.shape[0], probs.shape[-1]
@@ -131,19 +118,12 @@ def layer_factors(
 
 
 def layer_contributions(left: torch.Tensor, right: torch.Tensor, output: torch.Tensor, causal: bool) -> torch.Tensor:
-    """One layer's ALTI contributions from the factors of :func:`layer_factors`.
+    """One layer's ALTI contributions from the factors of :func:`layer_factors`: ``(T_i, T_j)`` float32.
 
-    Equals ``contributions_from_vectors(bmm(left, right).transpose(0, 1), output, causal)``
-    without holding the ``(T, T, d)`` vectors: per block of key tokens ``j`` one
-    ``baddbmm`` gives ``T_i(x_j) - y_i`` and is reduced to L1 distances in place. For causal
-    models a block skips the queries before its first key (their entries are zero).
-
-    Args:
-        left: ``(T_j, T_i, K)``; right: ``(T_j, K, d)``; output: ``(T_i, d)`` block outputs ``y``.
-        causal: zero the entries above the diagonal.
-
-    Returns:
-        ``(T_i, T_j)`` float32, rows summing to 1.
+    ``left`` ``(T_j, T_i, K)``, ``right`` ``(T_j, K, d)``, ``output`` ``(T_i, d)``. Equals
+    ``contributions_from_vectors(bmm(left, right).transpose(0, 1), output, causal)`` without holding the ``(T, T, d)``
+    vectors: one ``baddbmm`` per block of key tokens, reduced to L1 distances in place (causal: a block skips the
+    queries before its first key).
     """
     size, dim = left.shape[0], right.shape[-1]
     output = output.float()

@@ -1,41 +1,29 @@
 """OLA augmentations for training: the official fake sinks and map noise, and the honest proxy's batch variant.
 
-**The official augmentations** (``models/ola_augmentations.py`` of the official code,
-``RandomHightlightColumns`` then ``AddGuassianNoise``), one text's ``(C, T, T)`` maps at a time:
+**Official** (``models/ola_augmentations.py``: ``RandomHightlightColumns`` then ``AddGuassianNoise``), one text's
+``(C, T, T)`` maps at a time:
 
-- **Fake sinks** (:func:`fake_sinks`): with probability ``sink_p``, ``k`` columns (``k``
-  uniform in ``[sink_min, sink_max]``) are drawn uniformly among the tokens; in every row each
-  drawn column gets ``m1 + (u - 0.5)(m1 - m2)`` added, where ``m1``, ``m2`` are the row's two
-  largest entries and ``u ~ U(0, 1)`` is drawn once per column and channel; rows are
-  renormalised.
-- **Map noise** (:func:`map_noise`): with probability ``noise_p``, Gaussian noise of standard
-  deviation ``noise_std_ratio`` x the row's population std (over its covered entries that are
-  not sinks, :func:`olacore.sinks.sink_flags` recomputed on the current maps) is added, negatives
-  are clipped to zero, rows renormalised.
+- fake sinks (:func:`fake_sinks`): with probability ``sink_p``, ``k`` columns (``k`` uniform in
+  ``[sink_min, sink_max]``) drawn uniformly; in every row each gets ``m1 + (u - 0.5)(m1 - m2)`` added (``m1``,
+  ``m2``: the row's two largest entries; ``u ~ U(0, 1)`` once per column and channel); rows renormalised.
+- map noise (:func:`map_noise`): with probability ``noise_p``, Gaussian noise of std ``noise_std_ratio`` x the
+  row's population std over its covered non-sink entries (:func:`olacore.sinks.sink_flags` on the current maps);
+  negatives clipped to zero, rows renormalised.
 
-Both change only the entries the sink statistics cover (:func:`olacore.sinks.stats_mask`), so
-with ``stats="causal"`` a causal map keeps its zeros above the diagonal. Two trainings use
-them, as two settings and two parameters of :func:`augment`:
+Both change only the entries the sink statistics cover (:func:`olacore.sinks.stats_mask`: with
+``stats="causal"`` a causal map keeps its zeros above the diagonal). Settings: :data:`TOA` (the defaults of
+``utils/arguments.py``: p 0.3 and 0.3, noise 0.2 x the row std; ``stats="causal"``, as ``models/ola_model.py``
+passes the causal flag), on raw maps before the adapter's sink cleaning; :data:`VISUAL_PROXY` (those of
+``olas_visual_model.py``: p 0.3 and 0.15, noise 0.13; ``stats="row"``: its dataset is built without the causal
+flag), :mod:`olacore.proxy.official`. ``column_draw`` ``"permutation"`` (TOA runs) and ``"multinomial"``
+(official-proxy runs) draw the same distribution from different random streams, kept so that seeded runs
+reproduce. The coins are drawn once per text (the official TOA code: once per batch of 2), not at all where a
+probability is 0.
 
-- the TOA adapters (:data:`TOA`, the defaults of ``utils/arguments.py``: p 0.3 and 0.3, noise
-  0.2 x the row std; ``stats="causal"``, as ``models/ola_model.py`` passes the causal flag),
-  on the raw maps before the adapter's sink cleaning;
-- the official visual-proxy protocol (:data:`VISUAL_PROXY`, the settings of
-  ``olas_visual_model.py``: p 0.3 and 0.15, noise 0.13 x the row std; ``stats="row"``: its
-  dataset is built without the causal flag, so a causal map's upper triangle is covered too),
-  :mod:`olacore.proxy.official`.
-
-``column_draw`` says how the ``k`` distinct columns are drawn: ``"permutation"`` (the first
-``k`` of a random permutation; the TOA runs) or ``"multinomial"`` (``torch.multinomial`` over
-uniform weights without replacement; the official-proxy runs). Both draw the same distribution;
-they differ only in the random stream, kept so that every seeded run gives its numbers again.
-The coins are drawn once per text (the official TOA code draws them once per batch of 2), and
-not at all where a probability is 0.
-
-**The honest proxy's augmentations** (:class:`BatchAugmentation`, :func:`augment_batch`): the
-same kinds and the strengths of ``olas_visual_model.py`` plus an optional temperature, on a
-batch of cleaned, resized maps on the training device, with simpler rules: a fake sink column is
-raised to the row maximum, the noise scale is the std of the whole row, and rows keep their mass.
+**Honest proxy** (:class:`BatchAugmentation`, :func:`augment_batch`): the same kinds and the strengths of
+``olas_visual_model.py``, plus an optional temperature, on batches of cleaned, resized maps on the training
+device, with simpler rules: a fake sink column is raised to the row maximum, the noise scale is the whole row's
+std, rows keep their mass.
 """
 
 from __future__ import annotations
@@ -58,14 +46,12 @@ class Augmentation:
     """Settings of the official augmentations (module docstring); the defaults are the TOA's (:data:`TOA`).
 
     Attributes:
-        sink_p: probability of fake sinks per text (0 switches them off).
+        sink_p, noise_p: probability per text of fake sinks, of map noise (0: off).
         sink_min, sink_max: columns per fake-sink draw (official 1 and 3).
-        noise_p: probability of map noise per text (0 switches it off).
         noise_std_ratio: noise std as a share of the row std.
 
     Raises:
-        ValueError: a probability outside ``[0, 1]``, ``sink_min > sink_max`` or below 1, a
-            negative ``noise_std_ratio``.
+        ValueError: a probability outside ``[0, 1]``, not ``1 <= sink_min <= sink_max``, a negative noise ratio.
     """
 
     sink_p: float = 0.3
@@ -102,18 +88,10 @@ def _renormalise(maps: torch.Tensor) -> torch.Tensor:
 
 def fake_sinks(maps: torch.Tensor, causal: bool, columns: int, generator: torch.Generator, *,
                stats: str = "causal", column_draw: str = "permutation") -> torch.Tensor:
-    """Add ``columns`` fake sink columns to one text's maps (module docstring).
+    """Add ``columns`` (at most ``T``) fake sink columns to one text's maps (module docstring).
 
-    Args:
-        maps: ``(C, T, T)`` non-negative float maps on the CPU (rows: queries).
-        causal: the maps come from a causal model.
-        columns: how many columns (at most ``T`` are used).
-        generator: CPU random source.
-        stats: ``"row"`` or ``"causal"``: which entries change (:func:`olacore.sinks.stats_mask`).
-        column_draw: one of :data:`COLUMN_DRAWS`.
-
-    Returns:
-        ``(C, T, T)`` row-renormalised maps; ``maps`` itself when ``T < 2``.
+    ``maps``: ``(C, T, T)`` non-negative float maps on the CPU (rows: queries), returned row-renormalised (as they
+    are when ``T < 2``); ``stats`` picks the entries changed (:func:`olacore.sinks.stats_mask`).
     """
     channels, size = maps.shape[0], maps.shape[-1]
     if size < 2:
@@ -135,17 +113,10 @@ def fake_sinks(maps: torch.Tensor, causal: bool, columns: int, generator: torch.
 
 def map_noise(maps: torch.Tensor, causal: bool, std_ratio: float, generator: torch.Generator, *,
               stats: str = "causal") -> torch.Tensor:
-    """Add row-scaled Gaussian noise to one text's maps (module docstring).
+    """Add row-scaled Gaussian noise to one text's ``(C, T, T)`` non-negative CPU maps (module docstring).
 
-    Args:
-        maps: ``(C, T, T)`` non-negative float maps on the CPU.
-        causal: the maps come from a causal model.
-        std_ratio: noise std as a share of each row's std over its covered non-sink entries.
-        generator: CPU random source.
-        stats: ``"row"`` or ``"causal"``: where the row std is taken and which entries change.
-
-    Returns:
-        ``(C, T, T)`` non-negative, row-renormalised maps, zero outside the covered entries.
+    Noise std: ``std_ratio`` x each row's std over its covered non-sink entries (``stats``). The result is
+    non-negative, row-renormalised and zero outside the covered entries.
     """
     covered = stats_mask(maps.shape[-1], causal, stats).to(maps.dtype)
     calm = covered * ~sink_flags(maps, causal, stats=stats)
@@ -160,18 +131,9 @@ def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator:
             stats: str = "causal", column_draw: str = "permutation") -> torch.Tensor:
     """The official augmentations of one text, in order (fake sinks, then map noise), each with its probability.
 
-    Args:
-        maps: ``(C, T, T)`` maps of one text (raw for the TOA adapters and the official proxy).
-        causal: the maps come from a causal model.
-        settings: probabilities and sizes (:data:`TOA`, :data:`VISUAL_PROXY`).
-        generator: CPU random source (seeded by the training run).
-        stats: where statistics are taken, which entries change (TOA ``"causal"``, the official
-            proxy ``"row"``).
-        column_draw: how fake-sink columns are drawn (TOA ``"permutation"``, the official proxy
-            ``"multinomial"``).
-
-    Returns:
-        ``(C, T, T)`` maps (``maps`` itself when nothing fired, and for a ``(0, T, T)`` stack).
+    ``maps``: ``(C, T, T)`` (raw for the TOA adapters and the official proxy), returned as they are when nothing
+    fires (and for a ``(0, T, T)`` stack). ``stats``, ``column_draw``: TOA ``"causal"``, ``"permutation"``; the
+    official proxy ``"row"``, ``"multinomial"``. ``generator``: CPU, seeded by the training run.
     """
     if maps.shape[0] == 0:
         return maps
@@ -185,17 +147,13 @@ def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator:
 
 @dataclass(frozen=True)
 class BatchAugmentation:
-    """The honest proxy's augmentations (module docstring), each optional.
+    """The honest proxy's augmentations (module docstring), each optional; defaults as ``olas_visual_model.py``.
 
     Attributes:
-        noise_p: probability per map of adding Gaussian noise ...
-        noise_std_ratio: ... of standard deviation ``ratio x`` the row's std (the official
-            ``olas_visual_model.py`` sets 0.15 and 0.13).
-        sink_p: probability per map of highlighting fake sink columns ...
-        sink_columns: ... up to this many random key columns raised to the row maximum
-            (the official ``olas_visual_model.py`` sets p 0.3, 1 to 3 columns).
-        temperature: ``(low, high)``: rows are re-sharpened as ``p^(1/tau)`` (renormalised)
-            with ``tau`` uniform in the range; ``None`` turns it off.
+        noise_p, noise_std_ratio: probability per map of Gaussian noise of std ``ratio x`` the row's std.
+        sink_p, sink_columns: probability per map of raising 1 to ``sink_columns`` random key columns to the row max.
+        temperature: ``(low, high)``: rows re-sharpened as ``p^(1/tau)`` (renormalised), ``tau`` uniform in the
+            range; ``None``: off.
     """
 
     noise_p: float = 0.15
@@ -211,15 +169,9 @@ class BatchAugmentation:
 
 
 def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Apply :class:`BatchAugmentation` to a batch of cleaned, resized OLA images.
+    """Apply :class:`BatchAugmentation` to a ``(B, C, S, S)`` batch of cleaned, resized OLA images (rows: queries).
 
-    Args:
-        maps: ``(B, C, S, S)`` non-negative maps (rows: queries).
-        settings: which augmentations, with which strength.
-        generator: random source (on the maps' device) for reproducibility.
-
-    Returns:
-        ``(B, C, S, S)`` augmented copy; rows are renormalised to their original mass.
+    Returns an augmented copy whose rows keep their original mass; ``generator`` lives on the maps' device.
     """
     out = maps.clone()
     b, c, s, _ = out.shape

@@ -1,8 +1,7 @@
 """Timing the OLA recurrence against enumeration and against its bare matrix products.
 
-Used by ``benchmarks/bench_ola.py`` and by the derivation chapter, so the numbers in the
-book and in the benchmark come from one function. Ratios are measured in one run, on the
-same random inputs, with the same thread count; they are reported, never asserted.
+Used by ``benchmarks/bench_ola.py`` and the derivation chapter. Ratios are measured in one run, on
+the same random inputs and thread count; they are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -65,10 +64,6 @@ def time_ola(num_layers: int, max_order: int, size: int, batch: int, repeats: in
         num_layers, max_order, size, batch: ``N``, ``K``, ``T`` and the batch of maps.
         repeats: calls per method; the best time is kept.
         bruteforce: also time enumeration (slow for large ``N`` and ``K``); NaN when False.
-        device: where to run.
-
-    Returns:
-        An :class:`OLATiming` (seconds per call).
     """
     attn = random_row_stochastic(batch, num_layers, size, device=device)
     recurrence = _best_of(repeats, lambda: order_level_attention(attn, max_order))

@@ -1,18 +1,10 @@
 """The channel vocabulary: one name for each kind of token-to-token map, used everywhere.
 
-A *channel* is one ``(T, T)`` map per text: an OLA order (``"order1"``, ``"order2"``, ...,
-any ``"order<k>"``), the attention ``"rollout"``, the raw head-averaged attention of one layer
-(``"layer<n>"``, layer 1 nearest the input), ``"alti"`` (ALTI's token-to-token contributions
-aggregated over layers, :mod:`olacore.alti`), and whatever :func:`register` adds. Every
-experiment, table and figure names channels by these strings; the display label (``"order 1"``)
-is derived from the vocabulary, never typed by hand.
-
-Each channel says which *source* computes it (``"ola"``: :func:`olacore.pipeline.cached_ola`,
-which gives every order and the rollout of a text at once; ``"attention"``:
-:func:`olacore.pipeline.cached_attention`; ``"alti"``: :func:`olacore.alti.cached_alti`) and how to take its map out of that source's
-per-text record. Adding a kind of map is one :func:`register` call here (or in
-the module that computes it) plus one source producer (:func:`olacore.pipeline.register_source`);
-no consumer changes.
+A *channel* is one ``(T, T)`` map per text: an OLA order (``"order<k>"``), the attention ``"rollout"``, one layer's
+head-averaged attention (``"layer<n>"``, layer 1 nearest the input), ``"alti"`` (:mod:`olacore.alti`), or whatever
+:func:`register` adds; display labels (``"order 1"``) derive from the names. Each channel names the *source* that
+computes it (``"ola"``, ``"attention"``, ``"alti"``, or one of :func:`olacore.pipeline.register_source`) and how to
+take its map from that source's per-text record.
 """
 
 from __future__ import annotations
@@ -34,11 +26,10 @@ class Channel:
     """One kind of map.
 
     Attributes:
-        name: the vocabulary name (``"order1"``, ``"rollout"``, ``"alti"``).
-        label: the display label (``"order 1"``, ``"rollout"``, ``"ALTI"``).
+        name, label: vocabulary name and display label (``"order1"``, ``"order 1"``).
         source: the producer that computes it (``"ola"`` or a registered one).
-        take: ``record -> (T, T) tensor``: the map of one text out of the source's record.
-        order: the OLA order ``k`` of an ``order<k>`` channel, else ``None``.
+        take: ``record -> (T, T) tensor``: one text's map from the source's record.
+        order: ``k`` of an ``order<k>`` channel, else ``None``.
     """
 
     name: str
@@ -79,7 +70,7 @@ def register(entry: Channel) -> Channel:
     """Add a channel to the vocabulary (an existing name is replaced); returns it.
 
     Raises:
-        ValueError: the name is empty, has spaces, or has the reserved ``order<k>`` form.
+        ValueError: the name is empty, has spaces, or has the reserved ``order<k>`` / ``layer<n>`` form.
     """
     if not entry.name or " " in entry.name or _ORDER.match(entry.name) or _LAYER.match(entry.name):
         raise ValueError(f"a channel name is one word and not of the form 'order<k>' or 'layer<n>'; got {entry.name!r}")
@@ -96,7 +87,7 @@ def channel(name: str) -> Channel:
     """The :class:`Channel` called ``name``.
 
     Raises:
-        ValueError: an unknown name; the message lists the vocabulary.
+        ValueError: an unknown name (the message lists the vocabulary).
     """
     if isinstance(name, Channel):
         return name

@@ -139,8 +139,7 @@ def _one_line_warnings() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the exit status (2 with a one-line message on bad input).
 
-    A cache that cannot be written (read-only, full) is no error: the result is printed and
-    one ``warning:`` line names ``OLACORE_CACHE`` and what to do.
+    A cache that cannot be written is no error: the result is printed with one ``warning:`` line.
     """
     args = build_parser().parse_args(argv)
     _one_line_warnings()

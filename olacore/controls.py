@@ -1,22 +1,15 @@
 """Controls: models whose parameters carry no (or less) learned knowledge (paper section 4.1).
 
-If OLAS comes from pre-training, it must vanish when the knowledge is removed. Three ways
-to remove it, each returning a new :class:`olacore.loading.LoadedModel` with the same
-tokenizer and architecture and its **own fingerprint** (so the attention cache never mixes
-a control with the trained model):
+If OLAS comes from pre-training, it must vanish when the knowledge is removed. Each control is a new
+:class:`olacore.loading.LoadedModel`, same tokenizer and architecture, with its **own fingerprint** (so the
+attention cache never mixes it with the trained model); the trained model passed in is never modified.
 
-- :func:`random_init`: fresh random weights from the same config (the official code's
-  ``load_method="random_all"``: ``model_class(config)`` in ``OLAModel`` of the official
-  ``models/ola_model.py``).
-- :func:`shuffle_layers`: the trained layers in a random order (the official
-  ``load_method="layer_disorder"``, same file: it shuffles the weights of the transformer
-  layers); embeddings and final norm stay in place.
-- :func:`perturb_weights`: Gaussian noise added to every parameter tensor, with standard deviation
-  ``scale`` times that tensor's own standard deviation (the paper's "parameter
-  perturbation"; ``scale = 0`` is the trained model, ``scale = 1`` drowns each tensor in
-  noise as large as its own spread).
-
-The trained model passed in is never modified.
+- :func:`random_init`: fresh random weights from the same config (the official ``load_method="random_all"``:
+  ``model_class(config)`` in ``OLAModel`` of ``models/ola_model.py``).
+- :func:`shuffle_layers`: the trained transformer layers in a random order (the official
+  ``load_method="layer_disorder"``, same file); embeddings and final norm stay in place.
+- :func:`perturb_weights`: Gaussian noise on every parameter tensor, std ``scale`` x the tensor's own std (the
+  paper's "parameter perturbation").
 """
 
 from __future__ import annotations
@@ -55,15 +48,9 @@ def _variant(model: LoadedModel, backbone: nn.Module, tag: str) -> LoadedModel:
 
 
 def random_init(model: LoadedModel, seed: int = 0) -> LoadedModel:
-    """The same architecture with freshly initialised weights (Hugging Face's own initialiser).
+    """The same architecture with freshly initialised weights (Hugging Face's own initialiser), seeded.
 
-    Args:
-        model: the trained model (left unchanged).
-        seed: seeds the initialisation.
-
-    Returns:
-        A new :class:`LoadedModel`; ``name`` gets ``" [random init seed=S]"``, the fingerprint
-        ``"|control:random init seed=S"``.
+    ``name`` gets ``" [random init seed=S]"``, the fingerprint ``"|control:random init seed=S"``.
     """
     config = copy.deepcopy(model.backbone.config)
     config._attn_implementation = "eager"
@@ -81,10 +68,7 @@ def random_init(model: LoadedModel, seed: int = 0) -> LoadedModel:
 
 
 def layer_stack(backbone: nn.Module, num_layers: int) -> tuple[str, nn.ModuleList]:
-    """Find the ``nn.ModuleList`` of transformer layers: the one with ``num_layers`` entries and most parameters.
-
-    Returns:
-        ``(dotted name, module list)``.
+    """``(dotted name, nn.ModuleList)`` of the transformer layers: the list of ``num_layers`` with most parameters.
 
     Raises:
         ValueError: no module list of that length (the message names the architecture).
@@ -101,18 +85,10 @@ def layer_stack(backbone: nn.Module, num_layers: int) -> tuple[str, nn.ModuleLis
 
 
 def shuffle_layers(model: LoadedModel, seed: int = 0) -> tuple[LoadedModel, list[int]]:
-    """The trained layers in a random order (never the identity when ``N >= 2``).
+    """The trained layers in a random order (never the identity when ``N >= 2``): ``(control, permutation)``.
 
-    Each layer moves with all its own weights and settings (its attention type, e.g.
-    Gemma 3's sliding window, goes with it); position ``i`` of the new stack holds the old
-    layer ``permutation[i]``.
-
-    Args:
-        model: the trained model (left unchanged).
-        seed: seeds the permutation.
-
-    Returns:
-        ``(control model, permutation)``.
+    Each layer moves with all its weights and settings (its attention type, e.g. Gemma 3's sliding window);
+    position ``i`` of the new stack holds the old layer ``permutation[i]``.
     """
     backbone = copy.deepcopy(model.backbone)
     name, layers = layer_stack(backbone, model.num_layers)
@@ -129,15 +105,8 @@ def shuffle_layers(model: LoadedModel, seed: int = 0) -> tuple[LoadedModel, list
 def perturb_weights(model: LoadedModel, scale: float, seed: int = 0) -> LoadedModel:
     """Add Gaussian noise to every parameter, ``scale`` x that tensor's own standard deviation.
 
-    A tensor whose entries are all equal (std 0) or that has a single entry is left as it is.
-
-    Args:
-        model: the trained model (left unchanged).
-        scale: relative noise level, ``>= 0`` (``0`` gives an unchanged copy).
-        seed: seeds the noise.
-
-    Returns:
-        A new :class:`LoadedModel` tagged ``"noise=scale seed=S"``.
+    A tensor whose entries are all equal (std 0) or that has a single entry is left as it is; ``scale = 0`` gives
+    an unchanged copy. The result is tagged ``"noise=scale seed=S"``.
 
     Raises:
         ValueError: negative ``scale``.
@@ -187,22 +156,13 @@ def controls_retrieval(
 ) -> tuple[pd.DataFrame, dict[tuple[str, float], list["TokenMaps"]]]:
     """SSIM retrieval of a trained source's maps by the target model and by its controls.
 
-    For every variant of ``target`` (:func:`control_variants`) the maps of ``texts`` are made
-    exactly as ``source`` was made (same channels, alignment, sinks, size; the OLA is cached
-    under the variant's own fingerprint) and every map queries the gallery ``source``.
-
-    Args:
-        target: the trained target model.
-        source: :class:`olacore.maps.Maps` of a trained source model for ``texts``.
-        texts: the texts of ``source`` (strings, or objects with ``.text`` and ``.spans``).
-        noise_scales, seed, structural: which controls (:func:`control_variants`).
-        workers, progress: extraction settings (:func:`olacore.pipeline.cached_attention`).
+    For every variant of ``target`` (:func:`control_variants`: ``noise_scales``, ``seed``, ``structural``) the maps
+    of ``texts`` (strings, or objects with ``.text`` and ``.spans``) are made exactly as ``source`` was (the OLA
+    cached under the variant's own fingerprint) and query the gallery ``source``.
 
     Returns:
-        ``(table, token_maps)``: a DataFrame with columns ``control, scale, channel, sinks,
-        hits@1, hits@5, chance@1, chance@5`` and a dict ``(control, scale) ->`` the variant's
-        :class:`olacore.pipeline.TokenMaps` of the texts (to make other maps of them, e.g. for
-        the proxy, with :func:`olacore.maps.make_maps`).
+        ``(table, token_maps)``: columns ``control, scale, channel, sinks, hits@1, hits@5, chance@1, chance@5``, and
+        ``(control, scale) ->`` the variant's :class:`olacore.pipeline.TokenMaps` (for other maps of the texts).
     """
     from olacore.maps import make_maps
     from olacore.pipeline import token_maps
@@ -236,20 +196,10 @@ def controls_proxy(
 ) -> pd.DataFrame:
     """The visual proxy trained on a trained source's maps, tested on the target under each control.
 
-    One proxy per seed is trained on ``source`` alone (its checkpoint chosen on a fixed
-    augmented view of the source maps, never on a target; cached) and evaluated, unchanged,
-    on every map set of ``controls``.
-
-    Args:
-        source: resized :class:`olacore.maps.Maps` of the trained source (text ``i`` = class ``i``).
-        controls: ``(control, scale) -> Maps`` of the target under each control, same texts,
-            channels and size (e.g. from :func:`controls_retrieval` with maps at the proxy's size).
-        config: :class:`olacore.proxy.ProxyConfig`.
-        seeds: one proxy per seed.
-        device, workers, progress: as :func:`olacore.proxy.proxy_experiment`.
-
-    Returns:
-        DataFrame ``control, scale, seed, accuracy`` (fraction), one row per control and seed.
+    One proxy per seed is trained on ``source`` alone (resized maps, text ``i`` = class ``i``; checkpoint chosen on
+    a fixed augmented view of the source maps, never on a target; cached) and evaluated, unchanged, on every map set
+    of ``controls`` (``(control, scale) -> Maps``: same texts, channels and size). Returns ``control, scale, seed,
+    accuracy`` (fraction), one row per control and seed.
     """
     from olacore.proxy import ProxyJob
     from olacore.training import run_cached
@@ -279,24 +229,13 @@ def control_pair(
 ) -> tuple[pd.DataFrame, Maps, dict[tuple[str, float], list["TokenMaps"]]]:
     """Retrieval under every control for one (target, source) pair, and with both models random.
 
-    The trained source's maps (resize to ``size``, sinks cleaned: the paper-faithful setting)
-    are the gallery; the trained target and each of its controls (:func:`controls_retrieval`)
-    query it; a last row set, ``"both random init"``, has a random-init target query a
-    random-init source (seed ``seed + 1``), so no learned knowledge is left on either side.
-
-    Args:
-        target_name, source_name: model names (zoo, folder or Hugging Face id).
-        texts: the texts (strings, or objects with ``.text``).
-        channels: channel names.
-        noise_scales, seed: the controls (:func:`control_variants`).
-        size: resize side.
-        device, workers, progress: loading and extraction settings (``workers`` extract the
-            trained source's missing texts in worker processes: :func:`olacore.pipeline.cached_attention`).
+    The trained source's maps (resized to ``size``, sinks cleaned: the paper-faithful setting) are the gallery; the
+    trained target and each of its controls (:func:`controls_retrieval`) query it; a last row set, ``"both random
+    init"``, has a random-init target query a random-init source (seed ``seed + 1``).
 
     Returns:
-        ``(table, source_maps, token_maps)``: the retrieval table (``control, scale, channel,
-        sinks, hits@k, chance@k``), the trained source's Maps, and the target variants' token
-        maps by ``(control, scale)``.
+        ``(table, source_maps, token_maps)``: the retrieval table (``control, scale, channel, sinks, hits@k,
+        chance@k``), the trained source's Maps, and the target variants' token maps by ``(control, scale)``.
     """
     from olacore.loading import load_model
     from olacore.maps import make_maps, model_maps
@@ -321,15 +260,10 @@ def control_pair(
 def control_hits_table(table: pd.DataFrame) -> pd.DataFrame:
     """Hits@1 (%) of a :func:`control_pair` table, one row per (control, noise scale), one column per channel.
 
-    Args:
-        table: :func:`control_pair`'s table (columns ``control``, ``scale``, ``channel``,
-            ``hits@1`` as a fraction).
-
-    Returns:
-        The wide table in percent, rounded to 0.1, rows with no value dropped.
+    Rounded to 0.1; rows with no value dropped.
 
     Raises:
-        KeyError: a column above is missing.
+        KeyError: ``table`` lacks ``control``, ``scale``, ``channel`` or ``hits@1`` (a fraction).
     """
     wide = table.assign(**{"hits@1": 100 * table["hits@1"]}).pivot_table(
         index=["control", "scale"], columns="channel", values="hits@1", dropna=False, sort=False)
@@ -337,24 +271,13 @@ def control_hits_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def control_hits_summary(table: pd.DataFrame, target: str, source: str, num_texts: int) -> tuple[pd.DataFrame, str]:
-    """One control pair's Hits@1 table (:func:`control_hits_table`) and the line that introduces it.
+    """One control pair's Hits@1 table (:func:`control_hits_table`) and the caption that introduces it.
 
-    Paper section 4.1 (the controls): the target, under each control, queries the trained
-    source's gallery of ``num_texts`` maps.
-
-    Args:
-        table: :func:`control_pair`'s table for this pair (``control``, ``scale``, ``channel``,
-            ``hits@1`` as a fraction).
-        target, source: the pair's model names (the controlled target, the trained source).
-        num_texts: the texts retrieved among (gallery size), for the chance level
-            (:func:`olacore.similarity.chance_hits`).
-
-    Returns:
-        ``(hits, caption)``: the wide Hits@1 table in percent, and ``"target T vs trained
-        source S: Hits@1 % (N texts; chance C %)"``.
+    Paper section 4.1 (the controls): the target, under each control, queries the trained source's gallery of
+    ``num_texts`` maps. Caption: ``"target T vs trained source S: Hits@1 % (N texts; chance C %)"``.
 
     Raises:
-        KeyError: ``table`` lacks a column above.
+        KeyError: ``table`` lacks a column :func:`control_hits_table` needs.
     """
     from olacore.similarity import chance_hits
 

@@ -1,30 +1,18 @@
 """Readers for the TOA task corpora: UNER English-EWT and WNUT-17 (named entities), SemEval-2010 Task 8 (relations).
 
-Both are read word by word from the data folder (:func:`olacore.settings.data_file`, read
-only) into word-level records that carry the text given to the models and each word's
-character span in it, so that any tokenizer's offsets can be aligned to the words later
-(:mod:`olacore.toa.data`). Nothing is silently dropped: malformed lines or examples are
-named and counted in the corpus's ``skipped`` list (and its :meth:`report`).
+Each is read from the data folder (:func:`olacore.settings.data_file`, read only) into word-level records with the
+text the models read and each word's character span (aligned to tokens in :mod:`olacore.toa.data`); malformed
+lines or examples are named and counted in ``skipped`` (:meth:`Corpus.report`).
 
-- WNUT-17 (CC BY 4.0): CoNLL-style ``word<TAB>tag`` lines, sentences separated by lines that
-  are empty or hold only whitespace, BIO tags of 6 types (13 tags). The text of a sentence is
-  its words joined by single spaces (as the official TOA data code joins its CoNLL words,
-  ``data_utils/ola_dataset.py``). The paper used OntoNotes NER (licensed); WNUT-17 is the
-  out-of-domain NER row (tweets, emerging entities).
-- UNER English-EWT v1 (CC BY-SA 4.0, Mayhew et al., NAACL 2024): PER / LOC / ORG in BIO over the
-  UD English EWT sentences themselves (``# sent_id`` and ``id<TAB>form<TAB>tag<TAB>..`` lines;
-  dev and test only, no train file here). Each sentence is matched to EWT by ``sent_id`` and
-  takes EWT's text, words and spans (:func:`olacore.ud.read_ewt_syntax`), so the models read
-  exactly the text the syntax chapter gives them (the same OLA cache entries). A sentence whose
-  tokens differ from EWT's (dev 3, test 3 in EWT v2.16) is skipped and named.
-- SemEval-2010 Task 8 (CC BY 3.0): ``<id><TAB>"<sentence with <e1>..</e1> and <e2>..</e2>>"``,
-  then the directed label and a ``Comment:`` line. As in the official code
-  (``data_utils/ola_dataset.py``, ``OLADataset_SemEvalRe``): spaces are put around the four
-  markers, the sentence is split on spaces, the markers are removed and the remaining words
-  joined by single spaces; each entity is the run of words between its markers. The dev
-  split is a fixed held-out part of TRAIN (every 10th example, ids 10, 20, ..., 8000), never
-  the test file; the last 800 examples would not do: 31 % of them are ``Other`` against 16 %
-  in the rest of TRAIN (the file is not shuffled).
+- WNUT-17 (CC BY 4.0; the out-of-domain NER row, the paper's OntoNotes NER being licensed): ``word<TAB>tag`` lines,
+  BIO over 6 types (13 tags); the words joined by single spaces, as the official TOA data code joins its CoNLL
+  words (``data_utils/ola_dataset.py``).
+- UNER English-EWT v1 (CC BY-SA 4.0, Mayhew et al., NAACL 2024): PER / LOC / ORG in BIO over EWT (dev and test
+  only), each sentence matched by ``sent_id`` and read on EWT's text, words and spans, as the syntax chapter's.
+- SemEval-2010 Task 8 (CC BY 3.0), as the official code (``data_utils/ola_dataset.py``, ``OLADataset_SemEvalRe``):
+  spaces put around the four markers, the sentence split on spaces, the markers removed, the words joined by single
+  spaces; an entity is the run of words between its markers. Dev: every 10th example of TRAIN, never the test
+  file (TRAIN is not shuffled: its last 800 would not do).
 """
 
 from __future__ import annotations
@@ -69,11 +57,9 @@ class NERSentence:
 
     Attributes:
         sent_id: WNUT-17: ``"<split>-<index>"`` (position in the file, from 0); UNER: EWT's ``sent_id``.
-        text: what the models read. WNUT-17: the words joined by single spaces; UNER: EWT's
-            ``# text``.
-        words: the words (UNER: EWT's syntactic words).
-        spans: ``(start, end)`` character span of each word in ``text`` (UNER: EWT's spans; the
-            words of a multi-word token share its span, :class:`olacore.ud.UDSentence`).
+        text: what the models read (WNUT-17: the words joined by single spaces; UNER: EWT's ``# text``).
+        words, spans: the words and their character spans in ``text`` (UNER: EWT's syntactic words and spans; a
+            multi-word token's words share its span).
         tags: the BIO tag of each word (``"B-person"``, ``"I-person"``, ``"O"``).
     """
 
@@ -93,11 +79,8 @@ class RelationExample:
 
     Attributes:
         sent_id: the example's number in the release (``"1"`` .. ``"10717"``).
-        text: the words joined by single spaces (what the models read).
-        words: the words (markers removed).
-        spans: ``(start, end)`` character span of each word in ``text``.
-        e1, e2: ``(first word, last word + 1)`` of each entity, word indices.
-        label: the directed relation (one of :data:`SEMEVAL_LABELS`).
+        text, spans: the words joined by single spaces (what the models read), each word's character span in it.
+        e1, e2: ``(first word, last word + 1)`` of each entity; label: one of :data:`SEMEVAL_LABELS`.
     """
 
     sent_id: str
@@ -114,12 +97,8 @@ class RelationExample:
 
 @dataclass(frozen=True)
 class Corpus:
-    """The records of one split and the ones that could not be read.
-
-    Attributes:
-        name: e.g. ``"wnut17-train"``.
-        items: :class:`NERSentence` or :class:`RelationExample` records, in file order.
-        skipped: ``(id, reason)`` of every record left out (malformed line, missing marker).
+    """The records of one split (:class:`NERSentence` or :class:`RelationExample`, in file order) and
+    ``skipped``: ``(id, reason)`` of every record left out (malformed line, missing marker).
     """
 
     name: str
@@ -156,8 +135,7 @@ def _split_name(split: str, known) -> None:
 def read_wnut17(split: str) -> Corpus:
     """WNUT-17 ``split`` ('train', 'dev' or 'test': 3,394 / 1,009 / 1,287 sentences) as word-level BIO.
 
-    A line that is not ``word<TAB>tag`` (or whose tag is not ``O`` / ``B-<type>`` / ``I-<type>``)
-    makes its sentence skipped, named in ``Corpus.skipped``.
+    A sentence with a line that is not ``word<TAB>tag`` (tag ``O`` / ``B-<type>`` / ``I-<type>``) is skipped.
 
     Raises:
         ValueError: unknown split.
@@ -239,12 +217,9 @@ def _uner_file(split: str) -> tuple[list[tuple[str, list[str], list[str]]], list
 def read_uner(split: str) -> Corpus:
     """UNER English-EWT ``split`` ('dev' or 'test'), each sentence on EWT's own text (BIO, PER / LOC / ORG).
 
-    Sentences are matched to UD English EWT (:func:`olacore.ud.read_ewt_syntax` of the same
-    split) by ``# sent_id`` and take EWT's ``text``, ``words`` and ``spans``, so their OLA maps
-    are the syntax chapter's (the pipeline caches per model and text). A sentence is skipped
-    and named in ``Corpus.skipped`` when its tokens differ from EWT's words (in EWT v2.16:
-    3 of 2,001 dev and 3 of 2,077 test sentences; 1,998 / 2,074 kept), when EWT has no
-    sentence of its ``sent_id`` or could not align it, or when a line is malformed.
+    Matched to :func:`olacore.ud.read_ewt_syntax` of the same split by ``# sent_id``. Skipped and named: a sentence
+    whose tokens differ from EWT's words (EWT v2.16: 3 of 2,001 dev, 3 of 2,077 test), one EWT lacks or could not
+    align, one with a malformed line.
 
     Raises:
         ValueError: unknown split (there is no UNER train file here).
@@ -332,10 +307,8 @@ def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[s
 def read_semeval(split: str, dev_every: int = 10) -> Corpus:
     """SemEval-2010 Task 8 ``split`` ('train', 'dev' or 'test') with entity spans, markers removed.
 
-    ``dev`` is every ``dev_every``-th example of TRAIN_FILE.TXT (ids ``dev_every``,
-    ``2 * dev_every``, ...: 800 examples for 10), ``train`` the rest of TRAIN (7,200), ``test``
-    TEST_FILE_FULL.TXT (2,717). An example whose markers or label cannot be read is skipped
-    and named (in the split it would have belonged to; all of TRAIN's in ``train``).
+    ``dev``: every ``dev_every``-th example of TRAIN_FILE.TXT by id (800 for 10); ``train``: the rest (7,200); ``test``:
+    TEST_FILE_FULL.TXT (2,717). An unreadable example is skipped and named (TRAIN's all in ``train``).
 
     Raises:
         ValueError: unknown split, or ``dev_every`` below 2.

@@ -1,11 +1,9 @@
 """Attention extraction: the head-averaged attention of every layer, per text (paper section 3.1).
 
-As in the official code (models loaded by ``OLAModel`` in ``models/ola_model.py``), tokens are kept
-exactly as each tokenizer adds them (BOS for Llama/Gemma, none for Qwen and for SmolLM2 from GGUF,
-``[CLS]``/``[SEP]`` for BERT-like encoders). Every text runs in a forward pass of its own, so its
-attention is computed from its own tokens alone, in shapes set by its own length: it is
-bit-identical whichever other texts were extracted with it (a cached map does not depend on which
-texts were missing from the cache; issue #13).
+As in the official code (models loaded by ``OLAModel`` in ``models/ola_model.py``), tokens are kept exactly as each
+tokenizer adds them (BOS for Llama/Gemma, none for Qwen and for SmolLM2 from GGUF, ``[CLS]``/``[SEP]`` for BERT-like
+encoders). Every text runs in a forward pass of its own, so its attention is bit-identical whichever other texts
+were extracted with it (a cached map does not depend on which texts were missing from the cache).
 """
 
 from __future__ import annotations
@@ -31,14 +29,12 @@ class Extraction:
     """Attention of one text (paper section 3.1).
 
     Attributes:
-        text: the input text.
         tokens: the ``T`` tokens as the tokenizer gives them, special tokens kept.
-        offsets: ``T`` character spans ``(start, end)`` into ``text``, trimmed of surrounding
-            whitespace (so ``text[start:end]`` is the token's visible characters); ``(0, 0)`` for
-            special tokens; a whitespace-only token gets an empty span ``(start, start)``.
+        offsets: ``T`` character spans ``(start, end)`` into ``text``, trimmed of surrounding whitespace; ``(0, 0)``
+            for special tokens, ``(start, start)`` for a whitespace-only token.
         is_causal: the model is a decoder-only LM (:attr:`LoadedModel.is_causal`).
-        attentions: ``(N, T, T)`` float32 CPU tensor, head-averaged, layer 1 first; each row is a
-            probability distribution over keys (sums to 1); lower-triangular for causal models.
+        attentions: ``(N, T, T)`` float32 CPU, head-averaged, layer 1 first; rows sum to 1; lower-triangular for
+            causal models.
     """
 
     text: str
@@ -81,17 +77,11 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], list[str], list[tuple[int, int]]]]:
     """Token ids, tokens and trimmed character offsets of each text, checked against the context.
 
-    Args:
-        model: a :class:`LoadedModel` (only its tokenizer and ``max_length`` are used).
-        texts: the texts; special tokens are added as the tokenizer adds them, and a special
-            token's spelling inside a text (``"Press [SEP] to continue."``) is read as text.
-
-    Returns:
-        One ``(ids, tokens, offsets)`` per text; offsets as in :class:`Extraction`.
+    One ``(ids, tokens, offsets)`` per text, offsets as in :class:`Extraction`; special tokens are added as the
+    tokenizer adds them, and a special token's spelling inside a text (``"Press [SEP] to continue."``) is read as text.
 
     Raises:
-        TypeError / ValueError: as :func:`check_texts`; and a text longer than the model's
-            context (says the limit and the text's length in tokens).
+        TypeError / ValueError: as :func:`check_texts`; a text longer than the model's context (both lengths given).
     """
     result = []
     for index, text in enumerate(check_texts(texts)):
@@ -134,10 +124,7 @@ ATTENTION_BUDGET_ENV = "OLACORE_ATTENTION_GB"
 
 
 def _check_memory(model: LoadedModel, length: int) -> None:
-    """Refuse a text whose attention alone exceeds the memory budget.
-
-    ``output_attentions`` holds every layer's ``(1, H, T, T)`` float32 attention at once:
-    ``N * H * T^2 * 4`` bytes. The budget is ``$OLACORE_ATTENTION_GB`` gigabytes (default 4).
+    """Refuse a text whose attention (``N * H * T^2 * 4`` bytes) exceeds ``$OLACORE_ATTENTION_GB`` GB (default 4).
 
     Raises:
         MemoryError: the message gives the text's length, what it would need and how to proceed.
@@ -155,24 +142,10 @@ def _check_memory(model: LoadedModel, length: int) -> None:
 def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool = True) -> list[Extraction]:
     """Head-averaged attention of every layer for each text (paper section 3.1).
 
-    Each text runs in a forward pass of its own (no padding, no batch): its result is
-    bit-identical whatever other texts are in the call, so a cached map never depends on which
-    texts were missing from the cache (issue #13). Batches were dropped for this: padding
-    changes the last bits of every map, and even unpadded batches of equal length do for short
-    texts (measured: 52 of 252 UD sentences of 4-11 tokens through MiniLM), because the matrix
-    kernels chosen depend on the batch. For the same reason it runs on
-    :data:`olacore.settings.COMPUTE_THREADS` torch thread(s) whatever the caller's setting (the
-    caller's is restored). Cost against padded batches of 8, one thread: 1.1-1.3x for 50-word
-    chunks, 1.6x for UD sentences. Runs under :func:`torch.inference_mode` on ``model.device``.
-
-    Args:
-        model: a :class:`LoadedModel`.
-        texts: non-empty strings, each within ``model.max_length`` tokens.
-        progress: show a tqdm progress bar over the texts.
-
-    Returns:
-        One :class:`Extraction` per text, in input order; ``attentions`` is ``(N, T, T)``
-        float32 on the CPU, row-stochastic, lower-triangular for causal models.
+    One :class:`Extraction` per text, in order. Each text runs in a forward pass of its own (padding, and even
+    equal-length batches, change the last bits), on :data:`olacore.settings.COMPUTE_THREADS` thread(s) whatever the
+    caller's setting (restored after), under :func:`torch.inference_mode` on ``model.device``: a result is
+    bit-identical whatever other texts are in the call. Cost against padded batches: up to 1.6x (book/compute.md).
 
     Raises:
         TypeError / ValueError: as :func:`tokenize` (empty text, text longer than the context).
@@ -241,24 +214,11 @@ def per_text(
 ) -> list[Any]:
     """``compute(loaded_model, texts)`` (:func:`extract_attention`, :func:`olacore.alti.alti`), spread over processes.
 
-    Each text's result is computed alone, on :data:`olacore.settings.COMPUTE_THREADS` thread(s),
-    so it is the same bits wherever it runs; on a CPU the texts are therefore split over one
-    worker process per core (:func:`olacore.settings.cpu_workers`), each loading the model once,
-    which gives back the cores that one-thread extraction leaves idle. A
-    :class:`~olacore.loading.LoadedModel` (a control, say), a GPU, or fewer than eight texts per
-    worker (a worker's start and model load cost seconds) run here, in this process.
-
-    Args:
-        compute: a top-level function ``(LoadedModel, texts, progress=...) -> results``
-            returning one dataclass per text.
-        model: a model name (loaded here or in each worker) or a :class:`LoadedModel`.
-        texts: the texts.
-        device: where to load a named model.
-        workers: processes (default :func:`olacore.settings.cpu_workers`).
-        progress: a tqdm bar.
-
-    Returns:
-        ``compute``'s results, in the order of ``texts``.
+    ``compute``: a top-level function ``(LoadedModel, texts, progress=...)`` giving one dataclass per text; results come
+    in the order of ``texts``. Each text is computed alone on :data:`olacore.settings.COMPUTE_THREADS` thread(s), so its
+    bits do not depend on where it runs; on a CPU the texts are split over ``workers`` processes (default
+    :func:`olacore.settings.cpu_workers`, one per core), each loading the model once. A
+    :class:`~olacore.loading.LoadedModel`, a GPU, or fewer than eight texts per worker run in this process.
     """
     from olacore.loading import load_model
     from olacore.settings import cpu_workers, resolve_device

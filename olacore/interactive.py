@@ -1,10 +1,8 @@
 """Interactive OLA heatmaps for static pages (plotly): pick a model and an order, hover a cell to read it.
 
-The figure needs no kernel: the maps travel in the page as JSON and plotly.js redraws them in
-the browser. The book loads plotly.js once from its own ``_static`` folder
-(``scripts/book_ext.py``), so the output here never embeds the 4 MB library. The layout
-follows the page's width, from a phone's 390 px to a desktop column: the controls stacked above
-the map, the colour bar laid flat below it (``tests/test_interactive.py`` draws it at both).
+The figure needs no kernel: the maps travel in the page as JSON and plotly.js redraws them. The
+output never embeds plotly.js (the book loads it once from ``_static``, ``scripts/book_ext.py``).
+The layout follows the page's width, from a phone's 390 px to a desktop column.
 """
 
 from __future__ import annotations
@@ -22,9 +20,8 @@ __all__ = ["InteractiveFigure", "order_explorer"]
 class InteractiveFigure:
     """A plotly figure as a notebook output that also works in a static HTML page.
 
-    Its mime bundle holds ``application/vnd.plotly.v1+json`` (JupyterLab draws it with plotly's
-    own renderer), ``text/html`` (a ``<div>`` and a ``Plotly.newPlot`` call that expect
-    ``window.Plotly``, as the book provides) and a ``text/plain`` description.
+    Its mime bundle holds ``application/vnd.plotly.v1+json`` (for JupyterLab), ``text/html`` (a ``<div>``
+    and a ``Plotly.newPlot`` call that expect ``window.Plotly``) and a ``text/plain`` description.
 
     Attributes:
         figure: the ``plotly.graph_objects.Figure``.
@@ -55,9 +52,7 @@ class InteractiveFigure:
 
 
 def _plain(text) -> str:
-    """``text`` as plotly shows it literally: plotly reads ``<b>``, ``<br>``, ``&...;`` as markup
-    and a string holding two ``$`` as LaTeX (where MathJax is loaded, as in the book), so these
-    characters become HTML entities, which plotly draws as the characters themselves."""
+    """``text`` as plotly shows it literally: ``&``, ``<``, ``>``, ``$`` (markup, LaTeX) become HTML entities."""
     return (str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace("$", "&#36;"))
 
@@ -81,16 +76,14 @@ def order_explorer(maps: Mapping[str, Mapping[str, object]], labels: Mapping[str
             columns = keys), the same order names for every model (e.g. ``"order 1"`` ...
             ``"rollout"``, OLA as in section 3 of the paper); T may differ between models.
         labels: ``{model: T labels}``, the query/key tokens or words of each model's maps.
-        title: shown above the plot (wrapped at 70 characters). Title, labels, model and order
-            names are shown as typed: ``<b>``, ``&`` or ``$...$`` in them are text, not markup.
+        title: shown above the plot (wrapped). Title, labels, model and order names are shown as
+            typed: ``<b>``, ``&`` or ``$...$`` in them are text, not markup.
         unit: what a row stands for (``"word"`` or ``"token"``), in the hover text and axes.
-        clip_quantile: each map's colour scale runs from 0 to this quantile of its weights
-            (as the static figures do: one bright sink does not wash out the rest).
-        significant: significant digits kept in the page's JSON (size, not precision, matters).
+        clip_quantile: each map's colour scale runs from 0 to this quantile of its weights.
+        significant: significant digits kept in the page's JSON.
 
     Returns:
-        An :class:`InteractiveFigure`; its JSON grows as models x orders x T^2 (about 60 kB for
-        five models, four orders and T = 12 words).
+        An :class:`InteractiveFigure`; its JSON grows as models x orders x T^2.
 
     Raises:
         ValueError: no maps, order names that differ between models, a map that is not square

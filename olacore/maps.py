@@ -1,29 +1,15 @@
 """Comparable maps: the one typed object every experiment consumes, and its one constructor.
 
-A :class:`Maps` holds one model's maps for a list of texts, aligned so that maps of different
-models can be compared, together with everything that says what they are: the channel names
-(:mod:`olacore.channels`), whether the model is causal, the model, the alignment and the sink
-handling. Retrieval, the visual proxy, the controls and the qualitative panels build their
-maps with :func:`make_maps` (from token-level maps, :func:`olacore.pipeline.token_maps`) or
-:func:`model_maps` (both steps at once). The TOA adapters compose the same steps in the official
-TOA order instead (:mod:`olacore.toa.data`): cut to 64 tokens, keep the word grid (the first
-sub-tokens of :func:`olacore.alignment.first_tokens`), then, once per epoch and after the
-augmentations of :mod:`olacore.augment`, flag sinks (:func:`olacore.sinks.sink_flags`,
-``stats="causal"``), row-normalise and mirror (:func:`olacore.sinks.mirror_causal`); a
-:class:`Maps`, built once, cleaned before it is aligned, could not serve that order.
+A :class:`Maps` holds one model's aligned maps of a list of texts and says what they are. Retrieval, the visual
+proxy, the controls and the qualitative panels build them with :func:`make_maps` or :func:`model_maps`; the TOA
+adapters follow the official TOA order instead (:mod:`olacore.toa.data`: sinks flagged per epoch, after the
+augmentations), which a :class:`Maps` built once cannot serve. Per text:
 
-The constructor works per text, in this order (each step names its official counterpart):
-
-1. sinks (``"clean"``): :func:`olacore.sinks.clean_sinks` on the token-level maps, its
-   statistics over the whole row (``sink_stats="row"``, what the official similarity scripts
-   ``olas_retrieval.py`` and ``olas_visual_model.py`` do for causal models too) or over the causal
-   part of a causal map (``"causal"``, the official TOA path: ``OLAModel.forward`` in the official
-   ``models/ola_model.py``); ``"raw+clean"`` keeps both, raw
-   channels first;
-2. alignment: ``"resize"`` (the paper: bilinear, antialiased, to ``size x size``), ``"words"``
-   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (the rows and columns of
-   each word's first sub-token, where the official parser scores words;
-   :func:`olacore.alignment.first_subtoken_maps`).
+1. sinks: ``"clean"`` (:func:`olacore.sinks.clean_sinks`; ``sink_stats="row"`` as the official similarity scripts
+   ``olas_retrieval.py`` and ``olas_visual_model.py`` do for causal models too, ``"causal"`` as the official TOA
+   path, ``OLAModel.forward`` in ``models/ola_model.py``), ``"raw"`` or ``"raw+clean"`` (raw channels first);
+2. alignment: ``"resize"`` (the paper: bilinear, antialiased, ``size x size``), ``"words"`` (ours: pooled onto the
+   words, rows stay stochastic) or ``"first"`` (each word's first sub-token, where the official parser scores words).
 """
 
 from __future__ import annotations
@@ -53,19 +39,9 @@ class Maps:
     """One model's comparable maps for a list of texts.
 
     Attributes:
-        tensors: one ``(C, S, S)`` float32 CPU tensor per text; ``S`` is ``size`` for
-            ``"resize"`` and the text's word count for ``"words"`` and ``"first"``.
-        channels: the channel names (:mod:`olacore.channels`), in the order of the channel axis
-            (with ``sinks="raw+clean"`` the axis holds them twice: raw, then cleaned; see
-            :meth:`layout`).
-        causal: the maps come from a causal (decoder-only) model.
-        model: the model's name.
-        align: ``"resize"``, ``"words"`` or ``"first"``.
-        sinks: ``"raw"``, ``"clean"`` or ``"raw+clean"``.
-        size: side of resized maps (``None`` for word-level alignments).
-        texts: the text of each map.
-        sink_stats: where the sink statistics were taken (:data:`olacore.sinks.SINK_STATS`:
-            ``"row"`` or ``"causal"``); meaningful when ``sinks`` cleans.
+        tensors: one ``(C, S, S)`` float32 CPU tensor per text; ``S``: ``size`` for ``"resize"``, else the word count.
+        channels: the channel names along the channel axis (twice with ``sinks="raw+clean"``: raw, then cleaned).
+        align, sinks, sink_stats: as :func:`make_maps`; size: side of resized maps (``None`` for word alignments).
     """
 
     tensors: tuple[torch.Tensor, ...]
@@ -158,23 +134,16 @@ def make_maps(
     """Build comparable :class:`Maps` from one model's token-level maps (module docstring).
 
     Args:
-        token_maps: one :class:`olacore.pipeline.TokenMaps` per text, all from the same model
-            and with the same channels.
+        token_maps: one :class:`olacore.pipeline.TokenMaps` per text, same model and channels.
         align: ``"resize"`` (paper), ``"words"`` (ours) or ``"first"`` (first sub-tokens).
-        sinks: ``"raw"``, ``"clean"`` (the official ``olas_retrieval.py`` and
-            ``olas_visual_model.py`` clean) or ``"raw+clean"``.
-        size: side of resized maps (paper: 50); ignored for word-level alignments.
-        words: for ``"words"`` and ``"first"``: per text an object with ``.spans``, the
-            character spans of its words (:class:`olacore.alignment.WordText`, a UD sentence).
-        sink_stats: ``"row"`` (default: whole-row statistics even for causal maps, as the official
-            ``olas_retrieval.py`` and ``olas_visual_model.py``) or ``"causal"`` (the causal part, as
-            the official TOA path in ``models/ola_model.py``).
-
-    Returns:
-        :class:`Maps`; every tensor float32 on the CPU (sinks and alignment run in float32).
+        sinks: ``"raw"``, ``"clean"`` (as the official ``olas_retrieval.py`` and ``olas_visual_model.py``) or
+            ``"raw+clean"``.
+        size: side of resized maps (paper: 50).
+        words: for ``"words"`` and ``"first"``: per text an object with ``.spans``, its words' character spans.
+        sink_stats: ``"row"`` (the official similarity scripts) or ``"causal"`` (the official TOA path).
 
     Raises:
-        ValueError: unknown ``align``, ``sinks`` or ``sink_stats``, missing or mismatched ``words``.
+        ValueError: unknown ``align``, ``sinks`` or ``sink_stats``; missing or mismatched ``words``.
     """
     if align not in ALIGNMENTS:
         raise ValueError(f"align must be one of {ALIGNMENTS}; got {align!r}")
@@ -220,16 +189,8 @@ def model_maps(
 ) -> Maps:
     """:func:`olacore.pipeline.token_maps` then :func:`make_maps`: a model's maps of some texts.
 
-    Args:
-        model: zoo name, local folder, Hugging Face id or :class:`olacore.loading.LoadedModel`.
-        texts: strings, or objects with ``.text`` (and ``.spans`` for word alignments).
-        channels: channel names, e.g. ``("order1", "order2", "rollout")``.
-        align, sinks, size, sink_stats: as :func:`make_maps`.
-        workers, device, progress: extraction settings on a cache miss
-            (:func:`olacore.pipeline.cached_attention`).
-
-    Returns:
-        :class:`Maps`.
+    ``texts``: strings, or objects with ``.text`` (and ``.spans`` for word alignments); ``workers``, ``device``,
+    ``progress``: extraction on a cache miss (:func:`olacore.pipeline.cached_attention`); the rest as :func:`make_maps`.
 
     Raises:
         ValueError: as :func:`olacore.pipeline.token_maps` and :func:`make_maps`.

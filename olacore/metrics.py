@@ -1,10 +1,8 @@
 """Task metrics of the TOA chapter: POS accuracy, NER entity F1, SemEval RE scores, UAS/LAS.
 
-Every metric takes gold and predicted labels as plain Python sequences (strings or ints) and
-returns percentages in ``[0, 100]``. Where a well-kept library computes the metric it is used:
-``seqeval`` for entity-level F1 (CoNLL-style chunking of BIO tags), scikit-learn's
-``confusion_matrix`` for the SemEval-2010 Task 8 scores. Gold labels a model could never
-predict (unknown to its label vocabulary) are simply compared as given and count as errors.
+Labels are plain Python sequences (strings or ints); scores are percentages in ``[0, 100]``. ``seqeval``
+computes entity-level F1 (CoNLL-style chunking of BIO tags), scikit-learn's ``confusion_matrix`` the SemEval-2010
+Task 8 counts. Gold labels a model could never predict are compared as given and count as errors.
 """
 
 from __future__ import annotations
@@ -38,13 +36,8 @@ def token_accuracy(gold: Sequence[Sequence[Hashable]], pred: Sequence[Sequence[H
                    ignore: Hashable | None = None) -> float:
     """Share of labels predicted exactly, in percent (POS accuracy per word or per sub-token).
 
-    Args:
-        gold, pred: per sentence, one label per unit (word, or sub-token for the official
-            per-sub-token accuracy of the POS task).
-        ignore: a gold label left out of the count (e.g. a padding label); ``None`` keeps all.
-
-    Returns:
-        ``100 * correct / counted``.
+    ``gold``, ``pred``: per sentence, one label per unit (word, or sub-token for the official per-sub-token POS
+    accuracy); ``ignore``: a gold label left out of the count (e.g. padding).
 
     Raises:
         ValueError: sentence or label counts disagree, or nothing is left to count.
@@ -66,21 +59,13 @@ def _check_bio(tags: Sequence[Sequence], what: str) -> None:
 
 
 def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
-    """Entity-level precision, recall and F1 of BIO tag sequences (``seqeval``, CoNLL chunking).
+    """Entity-level precision, recall and F1 of BIO tag sequences (``seqeval``, CoNLL chunking), in percent.
 
-    An entity counts as found only when its type and both boundaries match. Word-level tags
-    are expected (one per word; the TOA tasks read each word's tag at its first sub-token).
-
-    Args:
-        gold, pred: per sentence, BIO tags such as ``"B-person"``, ``"I-person"``, ``"O"``.
-
-    Returns:
-        ``{"precision", "recall", "f1"}`` in percent, plus ``"entities"`` (gold entity count).
+    An entity counts as found only when its type and both boundaries match. Tags are per word (the TOA tasks read
+    each word's tag at its first sub-token). Also returns ``"entities"``, the gold entity count.
 
     Raises:
-        ValueError: no sentence or no tag at all; sentence or tag counts disagree; a tag that is
-            not BIO (names the tag, its sentence and word); no entity in gold (F1 is undefined:
-            score a set with at least one entity).
+        ValueError: no tag; sentence or tag counts disagree; a non-BIO tag (named); no gold entity (F1 undefined).
     """
     from seqeval.metrics import f1_score, precision_score, recall_score
     from seqeval.metrics.sequence_labeling import get_entities
@@ -103,10 +88,8 @@ def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> d
 
 
 def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> np.ndarray:
-    """Per sentence, the entities :func:`entity_f1` counts: ``(N, 3)`` ints, found (type and both
-    boundaries right), predicted, gold. Summed over any set of sentences they give its F1,
-    ``200 found / (predicted + gold)`` (entities never cross a sentence), which a bootstrap over
-    sentences needs."""
+    """Per sentence, the entities :func:`entity_f1` counts: ``(N, 3)`` ints, found, predicted, gold. Summed
+    over sentences they give F1 ``200 found / (predicted + gold)``, as a bootstrap over sentences needs."""
     from seqeval.metrics.sequence_labeling import get_entities
 
     _check_pairs(gold, pred, "entity_counts")
@@ -127,19 +110,14 @@ def f1_of_counts(counts: np.ndarray) -> np.ndarray:
 
 def paired_bootstrap_se(ours: np.ndarray, theirs: np.ndarray, score: Callable[[np.ndarray], np.ndarray],
                         draws: int = 2000, seed: int = 0) -> float:
-    """Standard error of ``score(ours) - score(theirs)`` over test sentences, by a paired bootstrap.
+    """Standard error (points) of ``score(ours) - score(theirs)`` over test sentences, by a paired bootstrap.
 
     Args:
-        ours, theirs: ``(N, k)`` per-sentence counts of the same ``N`` sentences, row ``i`` the
-            same sentence on both sides (e.g. :func:`entity_counts` of two taggers).
-        score: the metric (percent) of counts summed over sentences, ``(..., k) -> (...)``
-            (e.g. :func:`f1_of_counts`).
-        draws: resamples of the ``N`` sentences with replacement, the same for both sides,
-            drawn with ``numpy.random.default_rng(seed)``.
-
-    Returns:
-        The standard deviation of the difference over the resamples (points): the spread another
-        draw of test sentences would give; NaN for fewer than two sentences.
+        ours, theirs: ``(N, k)`` per-sentence counts, row ``i`` the same sentence on both sides (e.g.
+            :func:`entity_counts` of two taggers).
+        score: the metric (percent) of counts summed over sentences, ``(..., k) -> (...)`` (e.g. :func:`f1_of_counts`).
+        draws: resamples of the ``N`` sentences with replacement, the same for both sides
+            (``numpy.random.default_rng(seed)``); NaN for fewer than two sentences.
     """
     if len(ours) < 2:
         return float("nan")
@@ -153,29 +131,24 @@ def semeval_relation_type(label: str) -> str:
 
 
 def semeval_scores(gold: Sequence[str], pred: Sequence[str], other: str = "Other") -> dict[str, float]:
-    """Accuracy and the official SemEval-2010 Task 8 score of directed relation labels.
+    """Accuracy and the official SemEval-2010 Task 8 score of directed relation labels, in percent.
 
-    The official score (scorer ``semeval2010_task8_scorer-v1.2.pl``, evaluation (iii): "(9+1)-way,
-    directionality taken into account") is the macro-average over the relation types present
-    in the gold labels, ``Other`` excluded, of ``F1 = 2PR / (P + R)`` with, for a type ``R``,
-    ``P = exact / (predictions of type R, either direction)`` and
-    ``R = exact / (gold labels of type R, either direction)``, where ``exact`` counts the
-    predictions equal to the gold label including its direction (a right type with the wrong
-    direction is an error that still counts in both denominators).
+    The official score (scorer ``semeval2010_task8_scorer-v1.2.pl``, evaluation (iii): "(9+1)-way, directionality
+    taken into account") is the macro-average over the relation types present in gold, ``Other`` excluded, of
+    ``F1 = 2PR / (P + R)``: for a type, ``P`` and ``R`` are the predictions equal to the gold label, direction
+    included, over the predictions and over the gold labels of that type (either direction; a right type with the
+    wrong direction is an error that still counts in both denominators).
 
     Args:
-        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``);
-            a ``None`` prediction (an answer that could not be parsed) counts as wrong.
+        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``); a ``None`` prediction
+            (an answer that could not be parsed) counts as wrong.
         other: the label of the undirected "no relation" class.
 
     Returns:
-        ``{"accuracy", "macro_f1", "macro_precision", "macro_recall"}`` in percent
-        (accuracy over all labels, 19-way), plus ``"examples"``.
+        ``{"accuracy", "macro_f1", "macro_precision", "macro_recall", "examples"}`` (accuracy 19-way).
 
     Raises:
-        ValueError: the lists differ in length or are empty; a gold label that is not a string,
-            or a prediction that is neither a string nor ``None`` (e.g. a class id: map ids to
-            label names first); names the value and its position.
+        ValueError: lists of unequal length or empty; a label neither a string nor (predicted) ``None``.
     """
     from sklearn.metrics import confusion_matrix
 
@@ -223,19 +196,13 @@ def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[S
                       punct: Sequence[Sequence[bool]] | None = None) -> dict[str, float]:
     """Unlabelled and labelled attachment scores (UAS, LAS), with and without punctuation.
 
-    A word's head is right when the predicted head equals the gold one; its label is right
-    when, in addition, the relation matches. Heads are compared as given (word indices, or
-    any other consistent numbering).
-
-    Args:
-        gold_heads, pred_heads: per sentence, one head per scored word.
-        gold_rels, pred_rels: per sentence, one relation per scored word.
-        punct: per sentence, ``True`` for punctuation words (left out of the ``*_nopunct``
-            scores); ``None`` gives only the scores with punctuation.
+    Heads are compared as given (any consistent numbering); a label is right when the head and the relation are.
+    ``punct``: per sentence, ``True`` for punctuation words, left out of the ``*_nopunct`` scores (``None``: only the
+    scores with punctuation).
 
     Returns:
-        ``{"uas", "las", "words"}`` and, with ``punct``, ``{"uas_nopunct", "las_nopunct",
-        "words_nopunct"}``; scores in percent (NaN when no word is left).
+        ``{"uas", "las", "words"}`` and, with ``punct``, ``{"uas_nopunct", "las_nopunct", "words_nopunct"}``; scores
+        in percent (NaN when no word is left).
 
     Raises:
         ValueError: sentence or word counts disagree, or there is no word at all.

@@ -1,13 +1,10 @@
 """The files of a local model folder: are they all there and whole, and which of them key the cache.
 
-A model folder is loaded only after :func:`check_model_folder` found its config, its tokenizer
-files and whole weight files, and its tokenizer is kept only after :func:`check_tokenizer`
-found it fit for the model: transformers otherwise builds an empty tokenizer for a folder
-without tokenizer files (every word becomes ``[UNK]``) and lets a truncated weight file escape
-as a ``SafetensorError``. Every failure is a :class:`ModelLoadError`, a one-line ``ValueError``
-that names the folder, the file and what to do. :func:`folder_fingerprint` hashes every file
-that can change what is extracted (config, weights, tokenizer files, special-token maps,
-generation config, ...), so that a changed file gives new cache keys.
+A folder is loaded only after :func:`check_model_folder` found its config, tokenizer files and whole weight files,
+and its tokenizer is kept only after :func:`check_tokenizer` found it fit for the model (transformers otherwise
+builds an empty tokenizer for a folder without tokenizer files and lets a truncated weight file escape as a
+``SafetensorError``). Every failure is a :class:`ModelLoadError`, a one-line ``ValueError`` naming the folder, the
+file and what to do. :func:`folder_fingerprint` hashes every file that can change what is extracted.
 """
 
 from __future__ import annotations
@@ -64,21 +61,12 @@ _DIGESTS: dict[tuple, str] = {}  # (folder, names, sizes, mtimes) -> digest: a w
 
 
 def folder_fingerprint(path: str | os.PathLike) -> str:
-    """Fingerprint of a local model folder: the cache key of everything extracted from it.
+    """Fingerprint of a local model folder, ``"folder:<absolute path>:<16 hex digits>"``: the cache key
+    of everything extracted from it.
 
-    Every regular file at the top of the folder counts except documentation (README, licence,
-    images): ``config.json``, the tokenizer files (``tokenizer.json``, ``vocab.txt``,
-    ``tokenizer_config.json``, ``special_tokens_map.json``, ``added_tokens.json``, ...),
-    ``generation_config.json`` and any other setting by name and content; weight files
-    (``*.safetensors``, ``*.bin``, ...) and other files over 64 MB by name, size and
-    modification time. Sub-folders (e.g. a sentence-transformers pooling head) are not read
-    by extraction and do not count.
-
-    Args:
-        path: the folder (made absolute).
-
-    Returns:
-        ``"folder:<absolute path>:<16 hex digits>"``.
+    Every regular file at the top of the folder counts but documentation (README, licence, images): settings
+    (``config.json``, tokenizer files, ``generation_config.json``, ...) by name and content, weight files and other
+    files over 64 MB by name, size and modification time. Sub-folders are not read by extraction and do not count.
     """
     folder = Path(path).expanduser().resolve()
     entries = sorted((p for p in folder.iterdir() if _fingerprinted(p)), key=lambda p: p.name)
@@ -139,13 +127,12 @@ def _check_zip_checkpoint(path: Path, folder: Path) -> None:
 def check_model_folder(path: str | os.PathLike) -> None:
     """Check, without loading anything, that a model folder has what extraction needs, whole.
 
-    Checks that ``config.json`` is valid JSON; that some tokenizer file is there (one of
-    :data:`TOKENIZER_FILES`; ``vocab.json`` needs ``merges.txt``); that there is a weight file,
-    that every shard an index file lists exists, and that every safetensors file is as long as
-    its header says (a torch zip checkpoint: that its directory is readable).
+    ``config.json`` is valid JSON; a tokenizer file is there (:data:`TOKENIZER_FILES`; ``vocab.json`` needs
+    ``merges.txt``); a weight file and every shard an index lists exist; every safetensors file is as long as its
+    header says (a torch zip checkpoint: its directory is readable).
 
     Raises:
-        ModelLoadError: one line naming the folder, the missing or damaged file, and what to do.
+        ModelLoadError: naming the folder, the missing or damaged file, and what to do.
     """
     folder = Path(path).expanduser().resolve()
     config = folder / "config.json"
@@ -189,14 +176,11 @@ def check_model_folder(path: str | os.PathLike) -> None:
 def check_tokenizer(tokenizer: Any, config: Any, where: str) -> None:
     """Refuse a tokenizer that cannot be the model's: far smaller than its vocabulary, or blind to common words.
 
-    Args:
-        tokenizer: a loaded transformers tokenizer.
-        config: the model's (text) config; its ``vocab_size`` is compared with ``len(tokenizer)``.
-        where: the model's name or folder, for the message.
+    ``config``: the model's (text) config, whose ``vocab_size`` is compared with ``len(tokenizer)``; ``where``: the
+    model's name or folder, for the message.
 
     Raises:
-        ModelLoadError: the tokenizer has fewer than half the config's ``vocab_size`` entries,
-            or it maps ordinary English words (the, of, and, ...) to its unknown token.
+        ModelLoadError: fewer than half of ``vocab_size`` entries, or common English words mapped to the unknown token.
     """
     vocab_size = getattr(config, "vocab_size", None)
     size = len(tokenizer)
@@ -221,11 +205,8 @@ def check_tokenizer(tokenizer: Any, config: Any, where: str) -> None:
 def guard_load(where: str, what: str, call: Callable[[], T]) -> T:
     """``call()``, with any failure (but a :class:`ModelLoadError`) turned into a one-line :class:`ModelLoadError`.
 
-    Args:
-        where: the model's name or folder; what: ``"config"``, ``"tokenizer"``, ``"weights"``.
-
-    Raises:
-        ModelLoadError: naming ``where``, ``what``, the original error's type and first line.
+    ``where``: the model's name or folder; ``what``: ``"config"``, ``"tokenizer"`` or ``"weights"``; the message names
+    both and the original error's type and first line.
     """
     try:
         return call()
@@ -241,19 +222,13 @@ def guard_load(where: str, what: str, call: Callable[[], T]) -> T:
 
 
 def check_loading_info(info: dict, where: str) -> None:
-    """Refuse weights that leave parameters of the model to random initialisation.
+    """Refuse weights that leave parameters of the model to random initialisation (transformers only warns).
 
-    transformers only warns when a checkpoint lacks some of the parameters ``config.json``
-    describes (a config of another size, a partial checkpoint) and fills them with random
-    numbers: attention from such a model is noise. The pooler, which extraction never uses
-    and which masked-LM checkpoints often lack, is not counted.
-
-    Args:
-        info: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``.
-        where: the model's name or folder, for the message.
+    ``info``: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``; ``where``: for the message.
+    The pooler (never used by extraction, often missing in masked-LM checkpoints) is not counted.
 
     Raises:
-        ModelLoadError: some parameters are missing from the weights (the message names a few).
+        ModelLoadError: some parameters are missing (the message names a few).
     """
     missing = sorted(key for key in info.get("missing_keys", ()) if "pooler" not in key)
     if missing:

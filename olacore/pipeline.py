@@ -1,22 +1,10 @@
 """The cached pipeline: texts -> attention -> OLA -> token-level maps of any channel.
 
-One part of the package's data flow (module map in :mod:`olacore`). Each step is cached in a
-:class:`olacore.store.TensorStore`, one entry per (model fingerprint, text, settings), so that a
-larger text set reuses the entries of a smaller one and a warm notebook never loads a model.
-:func:`cached_per_text` is the one caching loop; each product names its key, computation and
-entry:
-
-- :func:`cached_attention`: the ``(N, T, T)`` head-averaged attention of
-  :func:`olacore.extraction.extract_attention`.
-- :func:`cached_ola`: OLA orders ``0..K`` and the rollout, computed in float64 from the attention
-  and stored in float32 (small: a warm run reads no attention at all).
-- :func:`olacore.alti.cached_alti`: ALTI's contributions and their rollout.
-- :func:`token_maps`: the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`) per
-  text, each taken from the cached *source* record that computes it (``"ola"``:
-  :class:`OLAResult`; ``"attention"``: :class:`~olacore.extraction.Extraction`; ``"alti"``:
-  :class:`~olacore.alti.ALTIResult`; further sources are added with :func:`register_source`).
-  Every record says whether its model is causal (``is_causal``, from
-  :attr:`olacore.loading.LoadedModel.is_causal` when it was computed).
+Each step is cached in a :class:`olacore.store.TensorStore`, one entry per (model fingerprint, text, settings), so a
+larger text set reuses a smaller one's entries and a warm run never loads a model. :func:`cached_attention` gives the
+``(N, T, T)`` head-averaged attention, :func:`cached_ola` OLA orders ``0..K`` and the rollout (computed in float64,
+stored in float32), :func:`token_maps` the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`), each
+from its source's cached record (sources: :func:`register_source`).
 """
 
 from __future__ import annotations
@@ -75,28 +63,12 @@ def cached_per_text(
 ) -> list[Any]:
     """The one caching rule of the pipeline: a per-text product, one store entry per text.
 
-    Serves attention (:func:`cached_attention`), OLA (:func:`cached_ola`) and ALTI
-    (:func:`olacore.alti.cached_alti`). Each text's entry is looked up under the key
-    ``(kind, model fingerprint, text, **parts)``; the texts the store lacks (or whose entry
-    ``rebuild`` refuses) are computed by one ``compute`` call and stored, atomically, with
-    their tokens, offsets, the model's kind and ``meta_fields``; a text given twice is
-    computed once. A read-back result is identical to a computed one.
-
-    Args:
-        model: model name or :class:`LoadedModel` (its ``fingerprint`` keys the store).
-        texts: non-empty strings.
-        kind: the entry kind in the key (``"attention"``, ``"ola"``, ``"alti"``).
-        parts: everything else that changes the result (settings dicts), in the key.
-        compute: ``missing texts -> results`` (one per text, in order), each result with
-            ``text``, ``tokens``, ``offsets`` and ``is_causal``.
-        tensors_of: a result's tensors to store.
-        rebuild: ``(text, tensors, meta) -> result`` from a stored entry, or ``None`` when the
-            entry does not hold what is asked for (it is then recomputed and replaced).
-        meta_fields: further result attributes stored in the entry's description.
-        store: the store; default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
-
-    Returns:
-        One result per text, in order (a repeated text gets its own copy).
+    Key: ``(kind, model fingerprint, text, **parts)`` (``parts``: the settings dicts). The texts the store lacks, or
+    whose entry ``rebuild(text, tensors, meta)`` refuses with ``None``, are computed by one ``compute(missing texts)``
+    call (results with ``text``, ``tokens``, ``offsets``, ``is_causal``) and stored atomically: ``tensors_of(result)``,
+    tokens, offsets, model kind and ``meta_fields``. Returns one result per text, in order; a text given twice is
+    computed once and gets its own copy; a read-back result is identical to a computed one. ``store``: default
+    ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
     """
     texts = check_texts(texts)
     store = store if store is not None else TensorStore()
@@ -138,28 +110,19 @@ def cached_attention(
 ) -> list[Extraction]:
     """:func:`~olacore.extraction.extract_attention`, cached per (model fingerprint, text).
 
-    Args:
-        model: a model name (zoo, folder or Hugging Face id: loaded only if some text misses
-            the cache) or a :class:`LoadedModel` (its ``fingerprint`` keys the cache, so a
-            modified copy must carry its own).
-        texts: non-empty strings.
-        workers: processes extracting the texts the cache lacks, one thread each
-            (:func:`olacore.extraction.per_text`; :func:`olacore.settings.cpu_workers` gives one
-            per core). The default, 1, extracts in this process: a script that passes more must
-            guard its top level with ``if __name__ == "__main__":`` (spawned processes import it).
-        device: where to load the model on a miss (default CUDA if available); ignored for a
-            :class:`LoadedModel`.
-        progress: tqdm bar while extracting the misses.
-        store: the store; default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
+    Returns one :class:`Extraction` per text (also the ``"attention"`` source record of :func:`token_maps`),
+    ``attentions`` ``(N, T, T)`` float32 CPU, identical whether read or computed.
 
-    Returns:
-        One :class:`Extraction` per text, in order; ``attentions`` ``(N, T, T)`` float32 CPU,
-        identical whether read from the cache or computed. An :class:`Extraction` is also the
-        ``"attention"`` source record of :func:`token_maps` (``layer<n>`` channels).
+    Args:
+        model: a model name (loaded only on a cache miss) or a :class:`LoadedModel` (its ``fingerprint`` keys the
+            cache: a modified copy must carry its own).
+        workers: processes extracting the misses, one thread each (:func:`olacore.extraction.per_text`); with more
+            than 1 a script must guard its top level with ``if __name__ == "__main__":``.
+        device: where to load the model on a miss (default CUDA if available).
+        store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
 
     Raises:
-        ValueError: unknown model (lists the zoo names), empty text (names its index), text
-            longer than the model's context (gives both lengths).
+        ValueError: unknown model (lists the zoo names), empty text, text longer than the model's context.
         ModuleNotFoundError / ImportError: a zoo model's package is missing (pip line given).
     """
     check_compute_options(workers, device)
@@ -178,11 +141,10 @@ class OLAResult:
     """OLA and rollout of one text (paper section 3.1, derived in the book's first chapter).
 
     Attributes:
-        text, tokens, offsets: as in :class:`~olacore.extraction.Extraction`.
-        is_causal: the model is a decoder-only LM (maps are lower-triangular).
+        text, tokens, offsets, is_causal: as in :class:`~olacore.extraction.Extraction`.
         num_layers: ``N`` of the model.
-        orders: ``(max_order + 1, T, T)`` float32 CPU; ``orders[k]`` is the k-th order OLA
-            (``orders[0]`` the identity), each row-stochastic.
+        orders: ``(max_order + 1, T, T)`` float32 CPU; ``orders[k]`` the k-th order OLA (``orders[0]`` the identity),
+            row-stochastic.
         rollout: ``(T, T)`` float32 CPU, the row-stochastic rollout ``prod_n (A^(n)/2 + I/2)``.
     """
 
@@ -232,25 +194,13 @@ def cached_ola(
 ) -> list[OLAResult]:
     """OLA orders ``0..max_order`` and rollout of each text, cached (paper section 3.1).
 
-    On a miss, the attention comes from :func:`cached_attention` (itself cached), and
-    :func:`~olacore.ola.order_level_attention` and :func:`~olacore.ola.attention_rollout` run in
-    float64; the results are stored in float32. An entry keeps the highest order computed so far:
-    asking for fewer orders slices it, asking for more recomputes and replaces it.
-
-    Args:
-        model: model name or :class:`LoadedModel`, as for :func:`cached_attention`.
-        texts: non-empty strings.
-        max_order: highest order ``K``, ``0 <= K <= N``.
-        workers, device, progress, store: as for :func:`cached_attention`.
-
-    Returns:
-        One :class:`OLAResult` per text, in order: ``orders`` ``(K + 1, T, T)`` and ``rollout``
-        ``(T, T)``, float32 on the CPU.
+    ``max_order``: ``0 <= K <= N``; the other arguments as for :func:`cached_attention`, from which the attention comes.
+    Computed in float64, stored in float32 (:class:`OLAResult`). An entry keeps the highest order computed so far:
+    fewer orders slice it, more recompute and replace it.
 
     Raises:
         TypeError: ``max_order`` is not an int.
-        ValueError: ``max_order`` negative or above the model's number of layers; and the
-            errors of :func:`cached_attention`.
+        ValueError: ``max_order`` negative or above the model's number of layers; as :func:`cached_attention`.
     """
     check_compute_options(workers, device)
     if isinstance(max_order, bool) or not isinstance(max_order, int):
@@ -279,8 +229,7 @@ class TokenMaps:
     Attributes:
         text, tokens, offsets: as in :class:`olacore.extraction.Extraction`.
         causal: the model is a decoder-only LM (maps are lower-triangular).
-        model: the model's name.
-        channels: the channel names (:mod:`olacore.channels`), in the order of ``maps``.
+        channels: the channel names, in the order of ``maps``.
         maps: ``(C, T, T)`` float32 CPU tensor.
     """
 
@@ -315,11 +264,8 @@ _SOURCES: dict[str, Source] = {"ola": _ola_source, "attention": _attention_sourc
 def register_source(name: str, producer: Source) -> None:
     """Register the producer of a channel source (e.g. ``"alti"``).
 
-    Args:
-        name: the source name that :class:`olacore.channels.Channel` entries refer to.
-        producer: ``producer(model, texts, wanted_channels, *, workers, device, progress,
-            store) -> records``: one record per text with ``text``, ``tokens``, ``offsets`` and
-            ``is_causal`` attributes, from which each wanted channel's ``take`` reads its map.
+    ``producer(model, texts, wanted_channels, *, workers, device, progress, store)`` returns one record per text with
+    ``text``, ``tokens``, ``offsets`` and ``is_causal``, from which each wanted channel's ``take`` reads its map.
     """
     _SOURCES[name] = producer
 
@@ -328,11 +274,11 @@ def source_records(source: str, model: str | LoadedModel, texts: Sequence[str], 
                    **settings: Any) -> list[Any]:
     """The cached records of one channel source (``"ola"``, ``"attention"``, ``"alti"``...) per text.
 
-    ``channels`` are the :class:`olacore.channels.Channel` entries wanted from it (the ``"ola"``
-    source computes the highest order they name); ``settings`` are those of :func:`cached_attention`.
+    ``channels``: the :class:`olacore.channels.Channel` entries wanted (``"ola"`` computes the highest order they
+    name); ``settings``: those of :func:`cached_attention`.
 
     Raises:
-        ValueError: no producer is registered for ``source`` (the message lists the registered ones).
+        ValueError: no producer is registered for ``source``.
     """
     if source not in _SOURCES:
         raise ValueError(f"no producer for the channel source {source!r}; registered: {sorted(_SOURCES)}")
@@ -351,18 +297,11 @@ def token_maps(
 ) -> list[TokenMaps]:
     """The ``(C, T, T)`` token-level maps of the named channels, per text (cached sources).
 
-    Args:
-        model: model name or :class:`LoadedModel`, as for :func:`cached_attention`.
-        texts: non-empty strings.
-        channels: channel names (:mod:`olacore.channels`), e.g. ``("order1", "rollout")``.
-        workers, device, progress, store: as for :func:`cached_attention`.
-
-    Returns:
-        One :class:`TokenMaps` per text, in order.
+    ``channels``: names of :mod:`olacore.channels`, e.g. ``("order1", "rollout")``; the other arguments as for
+    :func:`cached_attention`.
 
     Raises:
-        ValueError: an unknown or repeated channel (the message lists the vocabulary), a
-            channel whose source is not registered, and the errors of the sources.
+        ValueError: an unknown or repeated channel, an unregistered source, and the errors of the sources.
     """
     check_compute_options(workers, device)
     wanted = vocabulary.channels(channels)

@@ -23,8 +23,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve", "readable_token", "LabelledFigure",
            "show_figure"]
 
-#: Keyword arguments for every matplotlib text that shows the user's words (titles, tick
-#: labels, row names): drawn as typed, never parsed as mathtext (``$5 and $10`` stays text).
+#: Keyword arguments for every matplotlib text that shows the user's words: never parsed as mathtext.
 TEXT = {"parse_math": False}
 
 
@@ -36,8 +35,7 @@ _MARKERS = {"\u0120": " ", "\u010a": " ", "\u2581": " "}
 def readable_token(token: str) -> str:
     """A token as a reader would write it: tokenizer markers (``Ġ``, ``▁``, ``##``) removed.
 
-    ``"Ġpreacher"`` -> ``"preacher"``, ``"▁the"`` -> ``"the"``, ``"##ing"`` -> ``"-ing"`` (a
-    word piece), a token that is only a marker (a space) -> ``"␣"``.
+    ``"Ġpreacher"`` -> ``"preacher"``, ``"##ing"`` -> ``"-ing"``, a token that is only a marker -> ``"␣"``.
     """
     text = str(token)
     piece = text.startswith("##") and len(text) > 2
@@ -73,14 +71,11 @@ def draw_maps(
             panel names (e.g. models x orders). Maps may differ in size between rows.
         labels: optional ``{row name: T tick labels}`` (tokens or words), shown when short,
             without tokenizer markers (:func:`readable_token`).
-        title: figure title, drawn as plain text (no mathtext) and wrapped to the figure's width.
+        title: figure title, plain text, wrapped to the figure's width.
         panel_size: inches per panel.
-        cmap: matplotlib colormap.
-        robust: clip the colour scale of each panel at its 99th percentile, so a sink column
-            does not wash out the rest of the map.
-        max_columns: at most this many panels side by side, so that the figure is readable at a
-            page's width: one row of many panels wraps onto several lines; several rows with
-            more panels than ``max_columns`` are drawn transposed (one column per row name).
+        robust: clip each panel's colour scale at its 99th percentile (a sink column does not wash out the map).
+        max_columns: at most this many panels side by side: one row of many panels wraps; several rows
+            with more panels are drawn transposed (one column per row name).
         colorbar_label: what the colour of every panel measures.
 
     Returns:
@@ -143,11 +138,8 @@ def draw_arcs(
 ):
     """Draw gold and predicted dependency arcs over a word-level OLA heatmap.
 
-    The heatmap shows ``word_map[i, j]`` (row: dependent / query ``i``, column: key ``j``).
-    For each word ``i`` with head ``h > 0`` a marker sits at cell ``(i, h - 1)``: a green
-    circle for the gold head, an orange cross for the predicted head (both on one cell when
-    the prediction is right); root attachments are listed in the title. A good OLA parser
-    has its crosses in circles; the grey cells show what it had to go on.
+    Row ``i`` (dependent / query), column ``j`` (key); for a head ``h > 0`` a marker at cell ``(i, h - 1)``:
+    green circle gold, orange cross predicted; root attachments are listed in the title.
 
     Args:
         ax: a matplotlib Axes.
@@ -155,7 +147,6 @@ def draw_arcs(
         sentence: the gold sentence (words, heads).
         predicted_heads: ``W`` predicted heads (1-based, 0 = root).
         title: axes title (the root words are appended).
-        cmap: colormap of the heatmap.
 
     Returns:
         the Axes.
@@ -188,16 +179,13 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
                   title: str | None = None):
     """Model x model heatmaps of a retrieval metric (%): one column of panels per group, one row per channel.
 
-    One colour scale (0 to 100 %) for every panel, shown by one colour bar; each cell also
-    carries its number.
+    One colour scale (0 to 100 %) for every panel; each cell carries its number.
 
     Args:
-        table: a :func:`olacore.retrieval.retrieval_table` (or one variant of a grid) with a
-            ``group`` column.
+        table: a :func:`olacore.retrieval.retrieval_table` with a ``group`` column.
         groups: group label -> model names (columns of panels).
         channels: channel names (rows of panels).
         metric: ``"hits@1"`` or ``"hits@5"``.
-        title: figure title.
 
     Returns:
         The matplotlib ``Figure`` (rows of each panel: source = gallery; columns: target = queries).
@@ -256,11 +244,9 @@ def training_curve(history, *, title: str = "", chance: float | None = None):
 class LabelledFigure:
     """A figure with a caption and a stable label: numbered in the book, captioned in Jupyter.
 
-    The figure itself is glued (``myst_nb.glue`` under ``label``, not displayed); this object's
-    ``text/markdown`` is the MyST ``{glue:figure}`` directive that pastes it with its caption
-    and ``:name:`` (``_config.yml`` renders markdown outputs as MyST), so the book numbers it
-    ("Fig. 3") and ``{numref}`label``` links to it. In Jupyter its HTML shows the figure and
-    the caption.
+    The figure is glued under ``label``; this object's ``text/markdown`` is the MyST ``{glue:figure}``
+    directive that pastes it with caption and ``:name:`` (so ``{numref}`label``` links to it); its HTML
+    shows figure and caption in Jupyter.
 
     Args:
         body: the figure as HTML, for Jupyter (an ``<img>`` of its PNG, or an interactive figure's ``<div>``).
@@ -294,11 +280,8 @@ class LabelledFigure:
 def show_figure(fig, label: str, caption: str) -> None:
     """Show ``fig`` numbered, under ``caption`` and the stable ``label`` (see :class:`LabelledFigure`).
 
-    ``fig``: a matplotlib ``Figure`` or an :class:`olacore.interactive.InteractiveFigure`. The
-    figure is glued under ``label`` (a matplotlib one is then closed, so that pyplot does not
-    show it a second time); its alt text is the kernel's figure description
-    (``scripts/kernel_setup.py``), kept with the glued image. Returns ``None``, so a cell that
-    ends with it shows the figure once.
+    ``fig``: a matplotlib ``Figure`` (closed once glued) or an :class:`olacore.interactive.InteractiveFigure`.
+    Returns ``None``, so a cell that ends with it shows the figure once.
 
     Raises:
         ValueError: see :class:`LabelledFigure`.

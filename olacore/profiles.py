@@ -1,15 +1,12 @@
 """Run profiles: one ``profile`` parameter sets every size a chapter uses.
 
-The book's introduction tells readers how to use them ("Re-running a chapter with other parameters").
-
 - ``smoke``: seconds to a few minutes per notebook on real models, tiny sizes; tests and CI.
-- ``default``: the published book on a 2-core CPU (about 1.5 to 2 hours cold: ``book/compute.md``).
+- ``default``: the published book on a 2-core CPU (cost: ``book/compute.md``).
 - ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
 
-Each chapter has one settings class, validated when it is made; :func:`settings` returns the
-instance of a chapter and profile, with a notebook's own parameters applied on top. The
-syntax and transfer chapters' settings (the TOA adapter's sizes and training) live here too,
-so that every size of the book is in this one table.
+Each chapter (the syntax and transfer chapters' TOA adapters included) has one settings class, validated
+when it is made; :func:`settings` returns the instance of a chapter and profile, with a notebook's own
+parameters applied on top.
 """
 
 from __future__ import annotations
@@ -35,15 +32,14 @@ __all__ = [
 
 PROFILES = ("smoke", "default", "paper")
 
-#: Environment variable: JSON ``{chapter: {field: value}}`` of settings overrides applied by
-#: :func:`settings` under every profile, before a notebook's own parameters. A nested settings
-#: object takes an object of its own fields (``{"syntax": {"adapter": {"dim": 16}}}``); lists
-#: become tuples. For shrinking a profile (the paper profile's test) without editing this table.
+#: Environment variable: JSON ``{chapter: {field: value}}`` of overrides applied by :func:`settings` under
+#: every profile, before a notebook's own parameters; a nested settings object takes an object of its own
+#: fields (``{"syntax": {"adapter": {"dim": 16}}}``); lists become tuples.
 SETTINGS_OVERRIDES_ENV = "OLACORE_SETTINGS_OVERRIDES"
 
-#: The zoo models of the chapters' grids, by kind (:data:`olacore.zoo.BOOK_ZOO`, in its order): the
-#: zoo's models outside the book (``in_book=False``) load by name and enter only the sections that
-#: name them (``QuantitativeSettings.size_models`` / ``extra_encoders``, ``SyntaxSettings.extra_models``).
+#: The zoo models of the chapters' grids, by kind (:data:`olacore.zoo.BOOK_ZOO`, in its order); zoo models
+#: with ``in_book=False`` enter only the sections that name them (``size_models``, ``extra_encoders``,
+#: ``extra_models``).
 CAUSAL_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "causal")
 ENCODER_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "encoder")
 PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/Llama-3.2-3B-Instruct")
@@ -51,8 +47,7 @@ PAPER_ENCODERS = ("bert-base-cased", "roberta-base", "google/electra-base-genera
 
 
 def _check_lists(settings: Any) -> None:
-    """Every field declared as a tuple holds a tuple (a JSON list in an override): a bare string
-    would otherwise be read as a list of its characters."""
+    """Every field declared as a tuple holds a tuple (a bare string would be read as a list of its characters)."""
     for f in dataclasses.fields(settings):
         value = getattr(settings, f.name)
         declared = str(f.type)
@@ -135,49 +130,17 @@ class QuantitativeSettings(_Validated):
     (the official ``olas_visual_model.py``: every 100 of 100k steps) and trains one variant per
     quirk of ``official_quirk_rows`` switched off (``None``: every quirk).
 
-    ``official_quirk_rows`` at the default profile: the quirk table of every quirk (then four
-    trainings per target and seed, five with ``official_optimiser``) took 772 s wall, 674 CPU s, of
-    a cold default build (then with the BatchNorm freeze after 20 of 400 steps, lr 0.05 cosine).
-    With the official optimiser and the freeze after 0.1 % of training (step 1 of 400), seed 0,
-    the official protocol does not learn its own training maps on any target: training loss 3.91
-    (= ln 50) at every evaluation, source-map accuracy 0-4 %, target 0-4 %. Without
-    ``frozen_batchnorm`` (target smollm2-135m, seed 0) it does: loss 3.91 at step 20, 2.27 at
-    100, 0.28 at 400; source maps 69 % at step 80, 99 % at 100, 100 % from 120; re-augmented
-    target 36 % at step 100, 66 % at the last evaluation, 72 % the maximum (about 20 CPU s a
-    run). The other training quirks switched off alone were not measured at this size. So the
-    default trains the official protocol and the one quirk whose removal makes it learn (two
-    trainings; the read-out quirks re-read them).
+    Two sections read zoo models outside ``CAUSAL_ZOO`` / ``ENCODER_ZOO`` (``in_book=False``), only
+    through these fields; empty, a section does not run:
 
-    The default's 400 proxy steps were chosen on held-out *source* maps only (target
-    gemma-3-270m, order 1, seed 0; best validation accuracy): 60 steps 22 %, 200 44 %, 400 54 %,
-    800 50 %, 1600 54 %; width 16 (48 %) and 32 px (48 %) did no better at 400 steps.
+    - ``size_models``: ``(smaller, larger)``, two causal models of one family ("Does model size change
+      OLAS?"): the smaller one of ``causal``, the larger one not; the larger one gets first-order OLA
+      (extracted in one process: 6 GB), retrieval against ``causal`` and the honest proxy trained on
+      ``causal`` less the smaller one.
+    - ``extra_encoders``: encoders added to ``encoders`` ("A third encoder family"): retrieval and the
+      honest first-order proxy over every ordered pair.
 
-    Two sections read zoo models that are in no other chapter (``in_book=False``: outside
-    ``CAUSAL_ZOO`` / ``ENCODER_ZOO``), only through these two fields; empty, a section does not
-    run (``smoke``: CI has none of these models; ``paper``: the paper's own models are the grid):
-
-    - ``size_models``: ``(smaller, larger)``, two causal zoo models of one family, for "Does
-      model size change OLAS?": the smaller one a model of ``causal`` (its grid runs are read
-      back), the larger one outside ``causal``; the larger one gets first-order OLA of the
-      ``num_texts`` texts (extracted in one process: fp32 weights of 1.5B parameters take 6 GB),
-      retrieval against every model of ``causal``, and the honest proxy trained on the models of
-      ``causal`` other than the smaller one (both targets on the same sources, ``seeds``).
-    - ``extra_encoders``: encoder zoo models added to ``encoders`` for "A third encoder family":
-      retrieval (every channel) and the honest first-order proxy over every ordered pair.
-
-    Cost, measured at ``smoke`` with both fields set through :data:`SETTINGS_OVERRIDES_ENV` (8 texts,
-    cold cache, the 2-core machine shared with other jobs; the chapter's phase table prints the
-    ``size:`` and ``encoder families:`` phases): qwen2.5-1.5b's order-1 OLA 32 s wall, 22 CPU s
-    (loading 6 CPU s, then 2.1 CPU s a text, in one process); embeddinggemma-300m's OLA and ALTI
-    22 s, 11 CPU s (0.24 CPU s a text for OLA, 0.5 for ALTI, 3 to load, per worker); retrieval
-    and the 10-step proxy runs 27 s, 13 CPU s (mostly starting the worker processes). Estimated
-    at ``default`` from these rates (100 texts; 400-step proxy runs of about 20 CPU s, 3 seeds),
-    cold: the 1.5B's extraction about 215 CPU s, all on one core (3.5 min wall; measured since
-    with the package's calls outside the chapter: 191 CPU s for the 92 default texts the smoke
-    run had not cached, model load included); the encoder's about 80 CPU s, under 1 min on two
-    workers (OLA alone, measured: 26 CPU s for the 100 texts); 3 new proxy runs for the size
-    section and 12 for the 4 new encoder pairs, about 300 CPU s (2.5 min); retrieval about 20 s:
-    in all about 10 CPU minutes, 7 minutes wall; a warm cache reads every step back.
+    Default sizes: measured on the book's compute page (``book/compute.md``, "Compute budget").
     """
 
     causal: tuple[str, ...]
@@ -254,15 +217,12 @@ class DataSet:
     """One data set of the syntax grid: a model's EWT splits at some size, from some map sources.
 
     Attributes:
-        name: the key of the data set in :func:`olacore.toa.syntax.syntax_datasets`'s
-            result and the ``model`` column of the grid's table (``"minilm-l6"``,
-            ``"minilm-l6 [ALTI subset]"``, ``"minilm-l6 [train 125]"``, ``"minilm-l6 [random init]"``).
+        name: its key in :func:`olacore.toa.syntax.syntax_datasets` and the ``model`` column of the
+            grid's table (``"minilm-l6"``, ``"minilm-l6 [ALTI subset]"``, ``"minilm-l6 [random init]"``).
         model: the zoo model (name, id or folder).
-        num_train, num_dev, num_test: sentences of each split (``None``: the chapter's split;
-            a smaller test is spread evenly over the chapter's, see
-            :func:`olacore.toa.data.subset_splits`).
-        sources: the channel sources whose records it carries (``"ola"`` always; ``"alti"``,
-            ``"attention"``).
+        num_train, num_dev, num_test: sentences of each split (``None``: the chapter's split; a
+            smaller test is spread evenly over it, :func:`olacore.toa.data.subset_splits`).
+        sources: the channel sources whose records it carries (``"ola"`` always; ``"alti"``, ``"attention"``).
         random_init: the model's randomly initialised twin instead of the model.
     """
 
@@ -283,80 +243,35 @@ def _positive(value: Any) -> bool:
 class SyntaxSettings:
     """Chapter "Syntax in OLA": the EWT data, the TOA adapter and its training, the grid of inputs.
 
-    Sizing notes for ``default`` (measured on the 2-core machine, EWT first 500 train / first 150
-    dev / 300 test sentences, cut at 64 tokens, seed 0, DP, ``torch.set_num_threads(1)``; UAS with
-    punctuation on test):
-
-    - The official-shaped adapter (diagonal features only, maps fed as they are, token grid) on
-      minilm-l6 reached 32.8 UAS at order 1+2 after 10 epochs, no better than its distance-only
-      twin (30.6). Reading arc scores also from the pair cell (``pair_scores``) and feeding
-      ``log1p(T m)`` (``input_transform``) took it to 56.9 (250 sentences x 6 epochs: 32 -> 40
-      -> 49 for none -> pair -> pair + scaling).
-    - The word grid (first sub-tokens only) against the token grid, order 1, 10 epochs:
-      smollm2-135m 46.6 vs 40.1, minilm-l6 55.4 vs 56.6; the distance-only twin gets 34.6 on
-      words (29.9 on tokens, where it cannot tell word-initial tokens); 20 % cheaper.
-    - 3x3 convolutions in the feed-forward (``ffn_kernel=3``, as the official one) instead of a
-      position-wise one, words, 8 epochs: minilm-l6 58.2 vs 55.0, smollm2-135m 47.5 vs 45.0,
-      distance unchanged (34.5), at 5 % more time.
-    - No gain from: a learned offset embedding (smollm2-135m, tokens: 38.8 vs 40.1), leaving
-      CLM maps unmirrored (39.2), a larger adapter (dim 48, depth 3: 42.2, 2.4x the time;
-      words, k=3, depth 3: 48.1 vs 47.5), 20 epochs instead of 10 (41.8), lr 4e-3 (41.5),
-      dim 16 (words, k=3: minilm-l6 54.9 vs 58.2, smollm2-135m 46.2 vs 47.5).
-    - Cost (single thread, no other load): about 85-90 sentences/s training, 47 s per adapter
-      at 8 epochs; the 30 adapters of the default grid took 17 minutes on 2 workers (8 epochs,
-      a shared machine); with attention extraction (about 6.5 minutes for the 1,047 texts and
-      five models) that overran the 20-minute budget, hence 6 epochs (see the report of issue #9).
-    - The two zoo models outside the book's grid (``extra_models``; issue #23), extraction
-      (attention -> OLA orders 0..1) of 20 sentences spread over the 936 texts of ``default``,
-      one single-threaded worker, a fresh store, the machine shared with two other jobs (1
-      December 2026): ``embeddinggemma-300m`` 0.17 CPU s (0.29 wall s) per sentence, 1.9 GB,
-      about 3.3 minutes of CPU for the 936 texts (scaled linearly by their mean length, 24
-      tokens against 20 in the sample); ``qwen2.5-1.5b`` 1.83 CPU s (3.0 wall s) per sentence,
-      6.4 GB, about 36 minutes for the 936 texts (22 tokens against 18) in its one worker (6 GB a process: never two): over
-      the 8 minutes the issue allows the cell, and the 450 dev and test texts alone take about
-      17, so no smaller training set fits either; ``default`` runs ``embeddinggemma-300m`` only
-      (four adapters more: order 1 and distance, two seeds).
-
+    Default sizes: measured on the book's compute page (``book/compute.md``, "Compute budget").
 
     Attributes:
-        num_train, num_dev, num_test: EWT sentences (:func:`olacore.ud.ewt_splits`;
-            ``None``: the whole split).
+        num_train, num_dev, num_test: EWT sentences (:func:`olacore.ud.ewt_splits`; ``None``: the whole split).
         max_tokens: the length cut (official 64).
-        grid: ``"words"`` (each word's first sub-token: the maps the parser scores) or
-            ``"tokens"`` (official: every token, special ones included); see
-            :mod:`olacore.toa.data`.
-        long_sentences: also score the test sentences of more than 30 words (``test_long``
-            of :func:`olacore.ud.ewt_splits`; their maps cost extraction time).
-        adapter, training: the adapter's sizes and its training.
-        seeds: seeds of the cells that are repeated (``seed_inputs`` x ``full_grid``).
-        models: every model of the chapter: ``basic_inputs`` run on each.
-        basic_inputs: inputs run on every model.
+        grid: ``"words"`` (each word's first sub-token: the maps the parser scores) or ``"tokens"``
+            (official: every token, special ones included); see :mod:`olacore.toa.data`.
+        long_sentences: also score the test sentences of more than 30 words (``test_long`` of
+            :func:`olacore.ud.ewt_splits`).
+        seeds: seeds of the repeated cells (``seed_inputs`` x ``full_grid``).
+        models: every model of the chapter; ``basic_inputs`` run on each.
         full_grid: models that also run every other input of :data:`SYNTAX_GRID`.
-        seed_inputs: inputs that run with every seed on the ``full_grid`` models (the
-            order 1 / order 3 / rollout comparison); everything else runs on ``seeds[0]``.
-        alti_models: models whose ALTI maps are computed: ALTI beside order 1 on the
-            ``alti_subset`` sentences.
-        alti_subset: ``(train, dev, test)`` sentences of the ALTI comparison (ALTI costs about
-            one more forward pass per sentence); ``None``: the chapter's splits (ALTI then runs
-            on the main data, as a cell of the grid).
-        layer_models: models of the best-single-layer baseline (a layer chosen on dev by
-            :func:`olacore.toa.syntax.layer_screen`, then an adapter trained on it).
+        seed_inputs: inputs run with every seed on ``full_grid`` (everything else: ``seeds[0]``).
+        alti_models, alti_subset: models whose ALTI runs beside order 1 on ``(train, dev, test)``
+            sentences (``None``: the chapter's splits, ALTI then a cell of the grid).
+        layer_models: models of the best-single-layer baseline (layer chosen on dev by
+            :func:`olacore.toa.syntax.layer_screen`).
         random_init: models whose random-initialised twin runs order 1 (a control).
         pos_models: models of the POS-from-OLA check (order 1+2, XPOS).
         curve_models, curve_sizes: models that also train order 1 on the first ``curve_sizes``
             training sentences (a learning curve; dev and test unchanged).
         workers: training processes (``None``: one per core on a CPU).
-        extra_models: zoo models (:data:`olacore.zoo.ZOO` names) outside ``models`` that run only
-            order 1 and the distance-only twin, on the chapter's splits and ``seeds``, in a section
-            of their own (the larger models the book's grid leaves out: their records are new
-            keys and ``models``, hence every other table, stays as it is); their maps are
-            extracted in one process (a 1.5B model takes 6 GB). Empty: the section says it did
-            not run.
+        extra_models: zoo models outside ``models`` that run only order 1 and the distance-only twin,
+            in a section of their own (new record keys: every other table stays as it is), extracted
+            in one process; empty: the section says it did not run.
 
     Raises:
-        ValueError: a non-positive size, no seed, an unknown input name, a model of
-            ``full_grid`` / ``alti_models`` / ``layer_models`` / ``random_init`` /
-            ``pos_models`` / ``curve_models`` missing from ``models``, or an ``extra_models``
+        ValueError: a non-positive size, no seed, an unknown input name, a model of a sub-list
+            (``full_grid`` ... ``curve_models``) missing from ``models``, or an ``extra_models``
             name that is no zoo model or is already in ``models``.
     """
 
@@ -431,9 +346,8 @@ class SyntaxSettings:
         return out
 
     def cells(self) -> list[tuple[str, str, int]]:
-        """Every ``(data set, input name, seed)`` of the syntax grid, in a stable order; the
-        best-layer cells are added once the layer is chosen on dev
-        (:func:`olacore.toa.syntax.layer_cells`)."""
+        """Every ``(data set, input name, seed)`` of the syntax grid, in a stable order; best-layer
+        cells are added once the layer is chosen (:func:`olacore.toa.syntax.layer_cells`)."""
         first = self.seeds[0]
         out = []
         for model in self.models:
@@ -466,15 +380,13 @@ class TaskSizes:
 
     ``re`` / ``wnut``: ``train`` and ``dev`` are the first examples of their split (SemEval dev:
     every 10th TRAIN example, :func:`olacore.corpora.read_semeval`); ``test`` is spread evenly
-    over the test split (:func:`olacore.ud.evenly_spread`): the same fixed subset the
-    zero-shot baseline answers. ``ner``: ``train`` and ``dev`` both come from UNER dev (dev
-    spread evenly over it, train the first of the rest), ``test`` from UNER test, spread as the
-    syntax chapter's EWT test (:func:`olacore.toa.transfer.task_splits`).
+    over the test split (:func:`olacore.ud.evenly_spread`): the fixed subset the zero-shot
+    baseline answers. ``ner``: ``train`` and ``dev`` both come from UNER dev (dev spread evenly,
+    train the first of the rest), ``test`` from UNER test (:func:`olacore.toa.transfer.task_splits`).
 
-    ``epochs`` (``None``: the syntax chapter's, ``settings.syntax.training.epochs``) sets the
-    training passes of this task's adapters; ``o_weight`` (entity tasks; ``None``: the syntax
-    chapter's ``TrainConfig.ner_o_weight``, the official 0.5 of ``models/adapters.py``) the loss
-    weight of the ``O`` tag; everything else of the training is the syntax chapter's.
+    ``epochs`` and ``o_weight`` (entity tasks: the loss weight of the ``O`` tag) replace the syntax
+    chapter's training where set (``None``: its ``epochs``; ``TrainConfig.ner_o_weight``, the
+    official 0.5 of ``models/adapters.py``).
 
     Raises:
         ValueError: a size that is not a positive int (``epochs``: a positive int or ``None``;
@@ -509,77 +421,25 @@ class TaskSizes:
 class TransferSettings:
     """Chapter "TOA: adapters that move between models" (paper section 4.4): tasks, corpora, models, bounds.
 
+    Default sizes: measured on the book's compute page (``book/compute.md``, "Compute budget").
+
     Attributes:
-        syntax: the syntax chapter's settings (:class:`SyntaxSettings` of the same profile): its EWT splits serve ``dp`` and ``pos``, and its adapter, training,
-            length cut and grid serve every task here, so DP adapters are shared.
+        syntax: the syntax chapter's settings (:class:`SyntaxSettings` of the same profile): its EWT
+            splits serve ``dp`` and ``pos``, its adapter, training, length cut and grid every task here,
+            so DP adapters are shared.
         tasks: tasks to run (subset of :data:`olacore.toa.train.TRANSFER_TASKS`).
-        re, ner, wnut: corpus sizes and epochs (:class:`TaskSizes`). RE was sized by measurement
-            (smollm2-135m, SemEval dev 300, seed 0, 19-way accuracy; majority "Other" 17.7 %):
-            300 training sentences x 6 epochs learned nothing (test at the majority bound);
-            1,000 x 12 epochs 24.3 %; 1,500 x 20 epochs 34.3 % (best epoch 14; minilm-l6,
-            1,500 x 12: 29.7 %), about the paper's 30-35 % with 7,200 sentences. Reading the
-            pair cells of the two entities as well (as the DP head does) got there sooner
-            (35.0 % at epoch 5) but is not the official head: not used. With augmentation
-            (SemEval dev 150; source-trained / transferred to the other two causal models,
-            smollm2-135m then qwen2.5-0.5b as source): 1,500 x 15 epochs 33.3 / 26.7 / 24.7 and
-            30.0 / 28.7 / 24.7; 1,000 x 20 34.0 / 20.0 / 27.3 and 27.3 / 25.3 / 23.3; 1,000 x 15
-            26.0 / 20.0 / 23.3 and 22.7 / 22.7 / 24.7. The former default, 1,000 x 20, is within a
-            standard error (about 3.6 points) of 1,500 x 15 and extracts a third fewer maps,
-            which keeps the chapter within its 20 minutes cold (measured: 1,169 s in a fresh-clone cold book).
-            Re-measured on the whole 800-sentence dev split (``scripts/re_learning_curve.py``,
-            smollm2-135m, seed 0, 1 December 2026; majority "Other" 16.75 %, standard error about
-            1.6 points): 1,000 x 20 epochs 24.8 % (kept epoch 17), 2,000 x 10 25.9 % (10),
-            2,000 x 20 31.6 % (17), 4,000 x 10 30.8 % (10); at 1,000 sentences neither more
-            steps (x 40 epochs: 25.4 %, kept epoch 25), smaller batches (4 instead of 8: 24.6 %)
-            nor a higher rate (6e-3: 20.9 %) helps. What buys accuracy is more sentences, given
-            enough passes over them (+6 to +7 points from 1,000 x 20 to 2,000 x 20 or 4,000 x 10).
-            The default is 2,000 x 20, the cheaper of the two (1,000 more sentences to extract per
-            model, twice RE's training: about 540 CPU s per model on one thread). At 1,000 x 20 the
-            default book's target-trained adapters scored, on the 400 test sentences (seed 0,
-            majority 16.75 %): smollm2-135m 21.8, gemma-3-270m 24.2, qwen2.5-0.5b 20.0, minilm-l6
-            24.5, mpnet-base 30.2 (qwen2.5-0.5b within 2 standard errors of the majority).
-            NER (UNER English-EWT) was sized on UNER-derived dev only (300 sentences spread over
-            UNER dev, seed 0, default adapter and training: 6 epochs, augmentation, ``O`` weight
-            0.5; entity F1 per epoch, best): smollm2-135m 500 train 10.3 (precision 29, recall 6),
-            1,000 train 10.3; minilm-l6 500 train 5.1, 1,000 train 12.7 (precision 37, recall 8).
-            The adapters learn little at this training (recall is the limit), no more than the
-            capitalisation rule (F1 12.6 on the same test with the training split of that time: the
-            rule takes the commonest training type); the default takes 500 training and
-            150 dev sentences, which costs a third of the maps of 1,000 / 300 (the first of them
-            are the syntax chapter's dev sentences, already extracted); smollm2's dev F1 was the
-            same at 500 and 1,000. Re-measured (1 December 2026, smollm2-135m, seed 0, UNER dev
-            150 sentences, 71 entities; entity F1 of the kept epoch): the official ``O`` weight
-            0.5 x 6 epochs 2.5 (precision 11, recall 1: the adapter answers ``O``); weight 0.1 x 6
-            11.6, x 12 14.4, x 20 17.3 (epoch 17; recall 34); 0.05 x 12 13.1; the curve rises to
-            the end. The default takes ``O`` weight 0.1 (ours; the official 0.5 stays at the
-            paper profile) and 20 epochs (about 90 CPU s a model), and chooses the checkpoint
-            on 300 dev sentences (150 before: 71 entities are too few to choose on). WNUT-17
-            takes the same weight and epochs by analogy (not measured on its dev). Twice the
-            training sentences (1 December 2026, seed 0, UNER dev 300 sentences, 143 entities; weight
-            0.1 x 20): smollm2-135m 500 train 17.4, 1,000 train 19.2; qwen2.5-0.5b 18.1, 19.3: one to
-            two points, within the dev set's spread, for twice the maps and training; not taken. On
-            test the capitalisation rule (LOC, the commonest type of these 500 sentences) scores
-            17.7, which no adapter beats by 3 points at this size (chapter 06 gives the margins
-            with their standard errors). RE test: 400 sentences (binomial standard error about 2 points near
-            20 %, against 4 at the earlier 100, too coarse to tell an adapter that learned from
-            one at the majority class); RE dev: 300 (the checkpoint is chosen on it; 150 before).
+        re, ner, wnut: corpus sizes and epochs (:class:`TaskSizes`); ``default`` weights the ``O`` tag
+            of ``ner`` / ``wnut`` 0.1 (ours; the official 0.5 stays at the paper profile).
         causal, encoders: the models of each kind; each is a target, and each trains the
             adapter of its own diagonal cell, so each is also a source.
-        extra_encoders: encoders outside the book's grid (zoo models, issue #23) that join the
-            ``dp`` and ``pos`` tasks only, as source and target, so the encoder matrices of the EWT
-            tasks hold a third family (``default``: ``embeddinggemma-300m``, 3 x 3). Their EWT
-            sentences are the syntax chapter's; RE, NER and WNUT would add about 3,700 more
-            sentences of extraction at 0.17 CPU s each (about 11 CPU minutes) and RE's training
-            (about 9 CPU minutes a model). A model of no task of ``tasks`` is left out.
+        extra_encoders: encoders outside the book's grid (zoo models) that join the ``dp`` and ``pos``
+            tasks only, as source and target, so the EWT tasks' encoder matrices hold a third family.
+            A model of no task of ``tasks`` is left out.
         seeds: training seeds (mean and std where more than one).
         augment: the augmentation of this chapter's own adapters (``re``, ``ner``, ``wnut``): the official
             fake sinks and noise (:class:`olacore.augment.Augmentation`, made for transfer);
             ``None``: the syntax chapter's (none at ``default``). ``dp`` / ``pos`` always train
-            as the syntax chapter, whose adapters they share. Measured on SemEval dev (150,
-            seed 0, RE accuracy; source-trained / transferred to gemma-3-270m / qwen2.5-0.5b):
-            smollm2-135m without 38.7 / 10.0 / 24.7, with 33.3 / 26.7 / 24.7; qwen2.5-0.5b
-            (source-trained / to smollm2-135m / to gemma-3-270m) without 34.7 / 22.7 / 19.3,
-            with 30.0 / 28.7 / 24.7: transfer up on 3 of 4 pairs, the source's own score down.
+            as the syntax chapter, whose adapters they share.
         control_test: EWT test sentences (spread over the chapter's test) that the random-init
             twins are scored on for ``dp`` / ``pos`` / ``ner`` (``re`` / ``wnut``: their whole test).
         control_models: targets whose random-init twin (seed 0) is scored.
@@ -669,10 +529,8 @@ class TransferSettings:
         raise ValueError(f"{model!r} is not a model of the chapter {list(self.models)}")
 
     def training_for(self, task: str) -> TrainConfig:
-        """How the adapters of ``task`` train: the syntax chapter's training (``self.syntax.training``),
-        with ``re`` / ``ner`` / ``wnut`` taking their own :attr:`TaskSizes.epochs` where set and
-        ``self.augment`` where it is not ``None``. ``dp`` and ``pos`` always train as the syntax
-        chapter, so its DP adapters are this chapter's diagonal."""
+        """How the adapters of ``task`` train: ``self.syntax.training``, for ``re`` / ``ner`` / ``wnut``
+        with their :class:`TaskSizes` ``epochs`` / ``o_weight`` where set and ``self.augment`` where not ``None``."""
         sizes = {"re": self.re, "ner": self.ner, "wnut": self.wnut}.get(task)
         if sizes is None:
             return self.syntax.training
@@ -842,19 +700,17 @@ def settings(chapter: str, profile: str, *, device: str | None = None, **overrid
         chapter: ``"derivation"``, ``"qualitative"``, ``"quantitative"``, ``"controls"``,
             ``"syntax"`` or ``"transfer"``.
         profile: ``"smoke"``, ``"default"`` or ``"paper"``.
-        device: where the TOA adapters train (``"syntax"``, ``"transfer"``: sets their
-            ``training.device``; ``None``: CUDA when available); the other chapters take the
-            device in their own calls.
-        **overrides: fields to replace (a notebook's own parameters, e.g. ``seeds=[0]``);
-            ``None`` values are ignored, lists become tuples. The environment's
-            :data:`SETTINGS_OVERRIDES_ENV` entry of ``chapter`` is applied first.
+        device: where the TOA adapters train (``"syntax"``, ``"transfer"``: their ``training.device``;
+            ``None``: CUDA when available); the other chapters take the device in their own calls.
+        **overrides: fields to replace (a notebook's own parameters, e.g. ``seeds=[0]``); ``None``
+            values are ignored, lists become tuples. :data:`SETTINGS_OVERRIDES_ENV` is applied first.
 
     Returns:
         The chapter's settings dataclass (frozen).
 
     Raises:
-        ValueError: unknown chapter, profile or field (the message lists the known ones; for
-            :data:`SETTINGS_OVERRIDES_ENV` it names the variable), a ``device`` for a chapter that trains no adapter, or a value that fails validation.
+        ValueError: unknown chapter, profile or field (the message lists the known ones), a ``device``
+            for a chapter that trains no adapter, or a value that fails validation.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")

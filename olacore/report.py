@@ -1,18 +1,15 @@
 """The reproduction report ("The paper, claim by claim"): every published number beside ours, generated.
 
-The list of published numbers comes from :mod:`olacore.paper` (typed in once) plus the paper's
-qualitative claims about the controls; our numbers come from the chapters' saved results
-(:mod:`olacore.results`). A record is put in the row of a published number when its
-``paper_keys`` name that number; its ``protocol`` says in which column it goes: ``"official"``
-(the protocol as the official code runs it) or ``"honest"`` (ours: nothing selected on test
-data); a record without a protocol (an experiment with no selection step, run as the official
-code runs it) goes in the official column. The verdict is computed (:func:`olacore.verdicts.reproduction`), on the official-protocol
-number where there is one (the paper's numbers come from that protocol), else on the honest one.
+Published numbers come from :mod:`olacore.paper` plus the paper's qualitative claims about the controls;
+ours from the chapters' saved results (:mod:`olacore.results`). A record goes in the row of each published
+number its ``paper_keys`` name, in the column its ``protocol`` names: ``"official"`` (as the official code
+runs it; also a record without a protocol) or ``"honest"`` (ours: nothing selected on test data). The
+verdict (:func:`olacore.verdicts.reproduction`) reads the official-protocol number where there is one
+(the paper's numbers come from that protocol), else the honest one.
 
-Our models stand in for the paper's by family: Qwen2.5-Coder-0.5B for Qwen2 (Q), Gemma-3-270M
-for Gemma-2 (G), SmolLM2-135M (a Llama-architecture model) for Llama-3.x (L)
-(:data:`ZOO_FAMILIES`); so one of our numbers can sit in the rows of two of the paper's models
-of the same family (e.g. Q-1b5 and Q-7b).
+Our models stand in for the paper's by family (:data:`ZOO_FAMILIES`): Qwen2.5-Coder-0.5B for Qwen2 (Q),
+Gemma-3-270M for Gemma-2 (G), SmolLM2-135M (a Llama-architecture model) for Llama-3.x (L); so one of our
+numbers can sit in the rows of two of the paper's models of one family (e.g. Q-1b5 and Q-7b).
 """
 
 from __future__ import annotations
@@ -148,8 +145,7 @@ def load_chapters(chapters: Sequence[str], folder: str | os.PathLike | None = No
     """Every named chapter's saved results.
 
     Raises:
-        FileNotFoundError: a chapter's results file is missing (the message names the file and
-            how to make it; :func:`olacore.results.load_results`).
+        FileNotFoundError: a chapter's results file is missing.
     """
     return {chapter: load_results(chapter, folder) for chapter in chapters}
 
@@ -158,18 +154,15 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
     """One row per published number and our subject: the paper, ours under both protocols, a verdict.
 
     Args:
-        results: chapter stem -> its :class:`olacore.results.ChapterResults` (chapters that
-            record none of the published numbers simply leave their rows unmeasured).
+        results: chapter stem -> its :class:`olacore.results.ChapterResults`.
 
     Returns:
-        DataFrame with columns ``section, published number, paper %, ours: model, ours: official
-        protocol %, ours: honest protocol %, official - honest, verdict, chapter`` (NaN where a
-        number does not exist, and ``official - honest`` where the official protocol cannot be
-        judged, :data:`olacore.verdicts.CANNOT_JUDGE`), in the order of :func:`published`.
+        Columns ``section, published number, paper %, ours: model, ours: official protocol %, ours:
+        honest protocol %, official - honest, verdict, chapter`` (NaN where a number does not exist,
+        and ``official - honest`` where the official protocol cannot be judged), in :func:`published` order.
 
     Raises:
-        ValueError: two records of one subject, published number and protocol (a chapter
-            recorded the same thing twice).
+        ValueError: two records of one subject, published number and protocol.
     """
     found: dict[str, dict[str, dict[str, object]]] = {}
     for chapter, chapter_results in results.items():
@@ -203,20 +196,17 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
 
 
 def paper_comparison(section: str, ours: pd.DataFrame) -> pd.DataFrame:
-    """One experiment's published numbers (a :func:`published` ``section``: ``"syntax"``, ``"TOA
-    relation extraction"``, ...) beside the numbers of ours that stand for them, as a chapter shows it
-    before its results are saved (the report page, :func:`report_table`, pairs the saved records the
-    same way, by their ``paper_keys``).
+    """One experiment's published numbers beside ours, as a chapter shows them before its results are
+    saved (paired by ``paper_keys``, as :func:`report_table` pairs the saved records).
 
     Args:
-        section: the experiment, as :class:`Published` names it.
+        section: the experiment, as :class:`Published` names it (``"syntax"``, ``"TOA relation extraction"``).
         ours: one row per number of ours: ``subject`` (our model or pair), ``value`` (percent)
             and ``paper_keys`` (the :func:`published` keys it stands beside, a list).
 
     Returns:
-        columns ``published number``, ``paper %``, ``ours: model``, ``ours %``: one row per
-        published number and our number beside it, in :func:`published` order; published numbers
-        with none of ours beside them are left out.
+        Columns ``published number``, ``paper %``, ``ours: model``, ``ours %``, in :func:`published`
+        order; published numbers with none of ours beside them are left out.
 
     Raises:
         ValueError: no published number has that section.
@@ -267,11 +257,8 @@ def findings_markdown(lines: Sequence[str], none: str) -> str:
 
 
 def show_findings(label: str, lines: Sequence[str], none: str) -> None:
-    """Show a chapter's findings (:func:`findings_markdown`) and glue them under ``label``.
-
-    The chapter's box at its top ("What this chapter finds", a ``{glue:md}`` of ``label``)
-    shows the same sentences as its closing section, computed once, at the end.
-    """
+    """Show a chapter's findings (:func:`findings_markdown`) and glue them under ``label`` (for the
+    chapter's ``{glue:md}`` box at its top)."""
     from IPython.display import Markdown
     from myst_nb import glue
 
@@ -312,10 +299,9 @@ def claims_table(table: pd.DataFrame) -> pd.DataFrame:
         table: :func:`report_table`.
 
     Returns:
-        Columns ``claim``, ``paper %`` and ``ours %`` (the span of the published numbers we measured
-        and of ours beside them; ours is the official-protocol number where there is one, else the
-        honest one, as the verdict reads it), ``verdict`` (the verdicts counted, and how many of the
-        claim's published numbers were measured). A claim with no number measured says so in words.
+        Columns ``claim``, ``paper %`` and ``ours %`` (spans of the published numbers we measured and of
+        ours, official protocol first), ``verdict`` (the verdicts counted, and how many of the claim's
+        published numbers were measured).
     """
     rows = []
     for section, words, claim in HEADLINE_CLAIMS:
@@ -342,11 +328,7 @@ def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> 
     Args:
         table: :func:`report_table` of every chapter's saved results.
         profile: the profile the chapters ran with (said in the caption).
-        path: where to write (the report page writes ``book/generated/claims.md`` beside the
-            executed chapters; ``book/intro.md`` includes it).
-
-    Returns:
-        The path written.
+        path: where to write (the report page: ``book/generated/claims.md``, included by ``book/intro.md``).
     """
     from olacore.tables import LabelledTable
 

@@ -1,11 +1,8 @@
 """A chapter's results, saved as a small JSON file: what the report page and the tests read.
 
-Every chapter records its headline numbers with :class:`ChapterResults` (the value, its unit,
-the paper's number where there is one, the protocol it was measured under, a verdict) and saves
-them at its end. The file lands in ``$OLACORE_RESULTS`` (the notebook runner sets it beside the
-executed notebooks: ``book/generated/results``), written atomically. Saving refuses a record
-whose value is NaN or a chapter that recorded nothing, so a chapter that silently produced an
-empty or undefined table fails where it ran.
+Every chapter records its headline numbers with :class:`ChapterResults` and saves them at its end,
+atomically, into ``$OLACORE_RESULTS`` (default ``book/generated/results``). A NaN value or a chapter
+that recorded nothing is refused, so an empty or undefined table fails where it ran.
 """
 
 from __future__ import annotations
@@ -45,9 +42,8 @@ class Record:
         chance: the chance level of the same quantity, if any.
         note: the departures that matter for reading it.
         anchor: the label of the table in the chapter that shows it.
-        paper_keys: the published numbers it is measured against
-            (:func:`olacore.report.published` keys, e.g. ``"proxy/order1/G-2b"``); the report page
-            puts it in their rows.
+        paper_keys: the published numbers it is measured against (:func:`olacore.report.published`
+            keys, e.g. ``"proxy/order1/G-2b"``): the report page puts it in their rows.
         subject: what it was measured on, in words (``"gemma-3-270m"``, ``"qwen2.5-0.5b -> gemma-3-270m"``).
     """
 
@@ -112,12 +108,10 @@ class ChapterResults:
 
 
 def load_results(chapter: str, folder: str | os.PathLike | None = None) -> ChapterResults:
-    """Read a chapter's saved results (files written before a :class:`Record` field existed read too;
-    fields this version does not know are ignored).
+    """Read a chapter's saved results (missing :class:`Record` fields take their defaults, unknown ones are ignored).
 
     Raises:
-        FileNotFoundError: the chapter has not been executed (the message names the file and
-            how to make it).
+        FileNotFoundError: the chapter has not been executed.
     """
     path = (Path(folder) if folder is not None else results_dir()) / f"{chapter}.json"
     if not path.is_file():

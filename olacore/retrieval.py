@@ -1,17 +1,10 @@
 """OLAS measured by retrieval: every target map queries the source maps of the same texts (paper 4.1).
 
-Each map of a *target* model queries the gallery of maps of a *source* model made from the same
-texts, channel by channel; the query is a hit when the map of the same text ranks first
-(Hits@1) or among the first five (Hits@5) by SSIM (:func:`olacore.similarity.pairwise_ssim`).
-Causal models are only compared with causal models, encoders with encoders, as the official
-code does (its README runs ``olas_retrieval.py`` on pairs of one kind; ``OLAModel`` in the
-official ``models/ola_model.py`` asserts that its models are all of one kind).
-
-- :func:`retrieval_table`: Hits@k for every ordered (source, target) pair and channel of a set
-  of :class:`olacore.maps.Maps`.
-- :func:`retrieval_grid`: the same for several ways of making the maps (alignment, sinks) and
-  several groups of models, in one tidy table.
-- :func:`hits_matrix`, :func:`mean_hits`: the views the chapters show.
+Per channel, each map of a *target* model queries the gallery of a *source* model's maps of the same texts; it
+is a hit when the map of the same text ranks first (Hits@1) or among the first five (Hits@5) by SSIM
+(:func:`olacore.similarity.pairwise_ssim`). Causal models are only compared with causal models, encoders with
+encoders, as the official code does (its README runs ``olas_retrieval.py`` on pairs of one kind; ``OLAModel`` in
+the official ``models/ola_model.py`` asserts that its models are all of one kind).
 """
 
 from __future__ import annotations
@@ -52,28 +45,21 @@ def retrieval_table(
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> pd.DataFrame:
-    """Hits@k of SSIM retrieval for every (source, target) pair and channel.
-
-    For each pair, each target map (query) is compared with every source map of the same
-    channel (gallery) by :func:`olacore.similarity.pairwise_ssim`; the correct answer is the
-    map of the same text.
+    """Hits@k of SSIM retrieval for every (source, target) pair and channel (module docstring).
 
     Args:
-        maps: :class:`olacore.maps.Maps` per model (a dict by name, or a list keyed by each
-            one's ``model``), all of the same texts in the same order, channels and alignment.
+        maps: :class:`olacore.maps.Maps` per model (a dict by name, or a list keyed by each one's ``model``), all of
+            the same texts in the same order, channels and alignment.
         pairs: ``(source, target)`` names; default every ordered pair of distinct models.
-        ks: Hits@k cut-offs.
         data_range: passed to :func:`pairwise_ssim` (``None``: per pair, as torchmetrics).
-        device: where to compute (default: the CPU, where maps live).
         dtype: SSIM precision (float32: ~1e-7 from float64, about 3x faster on a CPU).
 
     Returns:
-        DataFrame with columns ``source, target, channel, sinks, hits@k..., chance@k...``
-        (fractions), one row per pair and channel (twice per channel for ``"raw+clean"``).
+        Columns ``source, target, channel, sinks, hits@k..., chance@k...`` (fractions), one row per pair and channel
+        (twice per channel for ``"raw+clean"``).
 
     Raises:
-        ValueError: maps of different texts, channels or alignments; an unknown model in
-            ``pairs``; fewer than two models and no pairs.
+        ValueError: maps of other texts, channels or alignments; an unknown model in ``pairs``; no pair to compare.
     """
     if not isinstance(maps, Mapping):
         maps = {m.model: m for m in maps}
@@ -109,20 +95,17 @@ def retrieval_grid(
     words: Sequence[Any] | None = None,
     **table_options: Any,
 ) -> pd.DataFrame:
-    """:func:`retrieval_table` within each group of models, for every way of making the maps.
+    """:func:`retrieval_table` within each group of models, for every way of making the maps: one tidy
+    table, ``group, variant`` first.
 
     Args:
         token_maps: model name -> its :class:`olacore.pipeline.TokenMaps` of the texts.
-        groups: group label -> model names compared with each other (e.g. ``{"causal": [...],
-            "encoder": [...]}``; the official code never mixes causal models and encoders: see the
-            module docstring).
-        variants: variant label -> keyword arguments of :func:`olacore.maps.make_maps`
-            (e.g. ``{"resize, clean": {"align": "resize", "sinks": "clean", "size": 50}}``).
+        groups: group label -> model names compared with each other (e.g. ``{"causal": [...], "encoder": [...]}``;
+            never mixing kinds: module docstring).
+        variants: variant label -> keyword arguments of :func:`olacore.maps.make_maps` (e.g.
+            ``{"resize, clean": {"align": "resize", "sinks": "clean", "size": 50}}``).
         words: the texts with word spans, for word-level alignments.
-        **table_options: passed to :func:`retrieval_table` (``ks``, ``data_range``, ...).
-
-    Returns:
-        One tidy DataFrame: ``group, variant`` and the columns of :func:`retrieval_table`.
+        **table_options: passed to :func:`retrieval_table`.
     """
     tables = []
     for variant, options in variants.items():
@@ -158,17 +141,14 @@ def mean_hits(table: pd.DataFrame, metric: str = "hits@1", **where: Any) -> floa
 def same_text_gap(maps: Mapping[str, Maps], groups: Mapping[str, Sequence[str]]) -> pd.DataFrame:
     """Mean SSIM of a map with the other model's map of the *same* text against *other* texts.
 
-    For every unordered pair of models within a group and every channel: ``SSIM same text``
-    (mean of the diagonal of the target x source SSIM matrix), ``SSIM different texts`` (mean
-    off the diagonal) and their ``gap``. A positive gap is the effect that retrieval turns into
-    Hits@k (paper section 4.1). SSIM in float64, ``data_range`` per pair.
+    For every unordered pair of models within a group and every channel: ``SSIM same text`` (mean of the diagonal of
+    the target x source SSIM matrix), ``SSIM different texts`` (mean off the diagonal) and their ``gap``, the effect
+    retrieval turns into Hits@k (paper section 4.1). SSIM in float64, ``data_range`` per pair. Columns: ``group,
+    model pair, channel``, then those three.
 
     Args:
         maps: resized :class:`olacore.maps.Maps` per model (same texts, channels and size).
         groups: group label -> model names.
-
-    Returns:
-        DataFrame ``group, model pair, channel, SSIM same text, SSIM different texts, gap``.
     """
     rows = []
     for group, names in groups.items():

@@ -1,12 +1,10 @@
 """Where the project reads its data, keeps its caches, and runs (device, worker processes).
 
-Two settings, both environment variables so that notebooks, tests, the command line and
-CI agree without passing paths around:
+Two environment variables, so that notebooks, tests, the command line and CI agree:
 
 ``OLACORE_DATA``
-    Folder holding the public data releases (listed, with their licences, on the book's page "Models
-    and data"). Default: ``shared/data`` beside the repository (``<repo>/../shared/data``). Read
-    only: nothing is ever written there.
+    Folder of the public data releases (listed on the book's page "Models and data"). Default:
+    ``<repo>/../shared/data``. Read only: nothing is ever written there.
 ``OLACORE_CACHE``
     Folder for dequantised model weights, extracted attention and other derived files.
     Default: ``~/.cache/olacore``.
@@ -41,8 +39,7 @@ def data_file(*parts: str) -> Path:
             ``("ud_english_ewt", "en_ewt-ud-train.conllu")``.
 
     Raises:
-        FileNotFoundError: the file is missing; the message names the file and the
-            ``OLACORE_DATA`` setting to fix.
+        FileNotFoundError: the file is missing (the message names it and ``OLACORE_DATA``).
     """
     path = data_dir().joinpath(*parts)
     if not path.is_file():
@@ -74,11 +71,10 @@ def cache_root() -> Path:
 
 
 def cache_dir(*parts: str, create: bool = True) -> Path:
-    """Return a folder inside the cache (``$OLACORE_CACHE`` or ``~/.cache/olacore``), created unless ``create=False``.
+    """Return a folder inside the cache (:func:`cache_root`), created unless ``create=False``.
 
     Raises:
-        CacheWriteError: the folder must be created but cannot be (a read-only or full file
-            system, a file in the way); the message names ``OLACORE_CACHE``.
+        CacheWriteError: the folder cannot be created (read-only or full file system, a file in the way).
     """
     path = cache_root().joinpath(*parts)
     if create and not path.is_dir():
@@ -93,9 +89,8 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """The device to compute on: ``device`` if given, else CUDA when available, else the CPU.
 
     Raises:
-        RuntimeError: ``device`` names an unknown device type (torch's message), or a CUDA
-            device this machine does not have (no GPU visible to torch, or an index beyond
-            the GPUs it sees): the message says to pass ``cpu`` or leave the device unset.
+        RuntimeError: ``device`` names an unknown device type, or a CUDA device this machine does
+            not have (no GPU visible to torch, or an index beyond the GPUs it sees).
     """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -114,8 +109,7 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
 
 
 def check_compute_options(workers: int | None, device: str | torch.device | None) -> None:
-    """Refuse ``workers`` and ``device`` arguments of a public entry point where they are handed in
-    (``None`` for either: the default, :func:`cpu_workers` / :func:`resolve_device`).
+    """Refuse bad ``workers`` / ``device`` arguments of a public entry point (``None``: the default).
 
     Raises:
         TypeError: ``workers`` is not an int.
@@ -132,11 +126,8 @@ def check_compute_options(workers: int | None, device: str | torch.device | None
 
 
 def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int:
-    """Processes to train small networks in: one per core on a CPU (at most ``limit``), 1 on a GPU.
-
-    Small networks train fastest on one thread each, so on a CPU one single-threaded worker
-    per core uses the whole machine; a GPU is shared by one process.
-    """
+    """Processes to train small networks in: one single-threaded worker per core on a CPU (at most
+    ``limit``), 1 on a GPU."""
     if resolve_device(device).type != "cpu":
         return 1
     return max(1, min(os.cpu_count() or 1, limit))
@@ -145,10 +136,8 @@ def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int
 COMPUTE_THREADS = 1
 """Torch threads for everything that is cached (attention, ALTI, OLA, trained networks).
 
-On a CPU the last bits of a matrix product depend on the thread count for small matrices
-(measured: MiniLM's query projection of a 9-token sentence differs between 1 and 2 threads),
-so cached numbers would depend on the machine's cores and on a notebook's thread setting.
-Running these steps on a fixed count makes them bit-identical on any machine of the same kind.
+On a CPU the last bits of small matrix products depend on the thread count; a fixed count keeps
+cached numbers bit-identical on any machine of the same kind.
 """
 
 

@@ -1,13 +1,9 @@
 """Image similarity of maps: batched SSIM and Hits@k (paper section 4.1).
 
-Maps are compared by SSIM (Wang et al. 2004), as the official retrieval script does
-(torchmetrics' ``StructuralSimilarityIndexMeasure`` in the official ``olas_retrieval.py``).
-
-- :func:`pairwise_ssim`: batched SSIM of every query against every gallery map (CPU or
-  CUDA), equal to :func:`skimage.metrics.structural_similarity` with Gaussian weights.
-- :func:`hits_at_k`: Hits@k from a similarity matrix.
-
-The retrieval experiment built on them is :mod:`olacore.retrieval`.
+Maps are compared by SSIM (Wang et al. 2004), as the official retrieval script does (torchmetrics'
+``StructuralSimilarityIndexMeasure`` in the official ``olas_retrieval.py``). :func:`pairwise_ssim` (CPU or CUDA)
+equals :func:`skimage.metrics.structural_similarity` with Gaussian weights; the retrieval experiment built on it
+is :mod:`olacore.retrieval`.
 """
 
 from __future__ import annotations
@@ -21,12 +17,9 @@ import torch
 __all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits"]
 
 def gaussian_window(sigma: float = 1.5, truncate: float = 3.5, dtype=torch.float64, device=None) -> torch.Tensor:
-    """The 1-D Gaussian filter of :func:`scipy.ndimage.gaussian_filter` (as skimage's SSIM uses).
+    """The 1-D Gaussian filter of :func:`scipy.ndimage.gaussian_filter` (as skimage's SSIM uses), summing to 1.
 
-    Radius ``int(truncate * sigma + 0.5)``, so ``sigma = 1.5`` gives 11 taps; weights sum to 1.
-
-    Returns:
-        ``(2 * radius + 1,)`` tensor.
+    Radius ``int(truncate * sigma + 0.5)`` (``sigma = 1.5``: 11 taps); shape ``(2 * radius + 1,)``.
     """
     radius = int(truncate * sigma + 0.5)
     x = torch.arange(-radius, radius + 1, dtype=dtype, device=device)
@@ -44,14 +37,10 @@ def _band_matrix(size: int, window: torch.Tensor) -> torch.Tensor:
 
 
 def _filter_valid(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor) -> torch.Tensor:
-    """Separable Gaussian filter of ``(N, H, W)`` images, keeping only fully covered pixels.
+    """Separable Gaussian filter of ``(N, H, W)`` images, only fully covered pixels: ``(N, H - 2r, W - 2r)``.
 
-    skimage filters with reflected borders and then crops ``radius`` pixels on every side
-    before averaging; the cropped region never sees the reflection, so a 'valid' filter
-    gives exactly the pixels skimage keeps: ``(N, H - 2r, W - 2r)``. The filter is two matrix
-    products with band matrices: one flat product over all image rows with ``cols_t``
-    (``(W, W - 2r)``), then ``rows`` (``(H - 2r, H)``) from the left, which is much faster
-    than a one-channel convolution, in float64 too.
+    skimage filters with reflected borders, then crops ``r`` pixels per side, so a 'valid' filter gives exactly the
+    pixels it keeps. Two band-matrix products: ``cols_t`` (``(W, W - 2r)``), then ``rows`` (``(H - 2r, H)``).
     """
     filtered_cols = torch.mm(images.reshape(-1, images.shape[-1]), cols_t)
     return torch.matmul(rows, filtered_cols.view(images.shape[0], images.shape[1], cols_t.shape[1]))
@@ -72,10 +61,8 @@ def _positive_number(name: str, value, *, allow_none: bool = False) -> float | N
 def _centred_moments(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor):
     """Per-image moments in float64, from the images less their own mean (no cancellation).
 
-    Returns ``(centred images, filtered centred mean, local mean, local variance)``; the last
-    three are ``(N, H - 2r, W - 2r)``. The variance is ``E[x'^2] - E[x']^2`` of the centred
-    ``x' = x - mean(x)``: the offset, which made ``E[x^2] - E[x]^2`` cancel in float32 for
-    low-contrast maps (``0.5 + 1e-4 * noise`` gave SSIM values of 48 and 132), is gone.
+    Returns ``(centred images, filtered centred mean, local mean, local variance)``, the last three
+    ``(N, H - 2r, W - 2r)``; the variance is ``E[x'^2] - E[x']^2`` of the centred ``x' = x - mean(x)``.
     """
     centre = images.mean((1, 2), keepdim=True)
     centred = images - centre
@@ -97,52 +84,27 @@ def pairwise_ssim(
     """Mean SSIM of every query map against every gallery map (paper section 4.1).
 
     Equal to ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
-    use_sample_covariance=False, data_range=data_range)`` for each pair: Gaussian window of
-    11 taps (``truncate = 3.5``), population covariances, constants ``(k1 R)^2`` and
-    ``(k2 R)^2``, and the mean over the pixels at least 5 from the border.
-
-    Precision: the moments are *centred*. Each map's own mean is taken out first (in float64),
-    its local means and variances are computed in float64, and only the pairwise cross moment
-    runs in the maps' dtype, on the centred maps. So the result does not depend on an offset
-    added to the maps nor on their scale: float64 maps agree with the exact SSIM to about
-    1e-10; float32 maps to about 1e-7 for noise-like and attention maps at any scale and
-    offset (``tests/test_similarity.py``), and to about 1e-5 for near-binary maps (a step
-    of height ``R`` with tiny noise: there the local means differ from the map's mean by
-    ``R / 2`` and float32 products carry ~6e-8 of ``R^2 / 4`` against ``C2 = (0.03 R)^2``).
-    Every value is in ``[-1, 1]`` (the exact SSIM is; a rounding excess is clipped).
-
-    The per-image statistics are computed once; only the local cross moment needs each pair.
-    Pairs go in chunks of about ``max_pairs_per_chunk`` (whole query rows), so memory stays
-    bounded for any ``Q x G``. Per pixel, with ``m = mu_q mu_g``,
-    ``SSIM = (2 m + C1) (2 cov + C2) / ((mu_q^2 + mu_g^2 + C1) (var_q + var_g + C2))``; the
-    factor 2 of ``2 cov`` is folded into the filter, so a pair costs two small matrix
-    products and a few in-place elementwise passes (``benchmarks/bench_ssim.py`` measures it
-    against skimage; the centring costs about 3 % in float32).
+    use_sample_covariance=False, data_range=data_range)`` for each pair: 11-tap Gaussian window (``truncate = 3.5``),
+    population covariances, constants ``(k1 R)^2`` and ``(k2 R)^2``, the mean over the pixels at least 5 from the
+    border. The moments are centred (each map's mean taken out in float64), so the result depends neither on an
+    offset nor on the scale: float64 maps agree with the exact SSIM to about 1e-10, float32 maps to about 1e-7 (about
+    1e-5 for near-binary maps). Values are clipped to ``[-1, 1]``. Pairs go in chunks of about
+    ``max_pairs_per_chunk`` (whole query rows; memory about ``6 * max_pairs_per_chunk * H * W`` numbers).
 
     Args:
         queries: ``(Q, H, W)`` float tensor (target maps), CPU or CUDA.
         gallery: ``(G, H, W)`` float tensor (source maps), same device.
-        data_range: ``R``, the value range of the maps (skimage's ``data_range``), a positive
-            number. ``None`` takes, per pair, the larger of the two maps' ``max - min``, as
-            torchmetrics' ``StructuralSimilarityIndexMeasure()`` (used by the official
-            ``olas_retrieval.py``) does for one pair.
-        sigma: Gaussian standard deviation in pixels (positive).
-        k1, k2: SSIM constants (positive).
-        max_pairs_per_chunk: pairs processed at once (memory: about
-            ``6 * max_pairs_per_chunk * H * W`` numbers); at least one query row.
+        data_range: ``R``, the value range of the maps (skimage's ``data_range``), positive. ``None`` takes, per
+            pair, the larger of the two maps' ``max - min``, as torchmetrics' ``StructuralSimilarityIndexMeasure()``
+            (used by the official ``olas_retrieval.py``) does for one pair.
 
     Returns:
-        ``(Q, G)`` tensor in the dtype of the inputs (float64 if either is), on their device;
-        entry ``[q, g]`` is the SSIM of ``queries[q]`` and ``gallery[g]``. An empty query set
-        or an empty gallery gives an empty ``(Q, G)`` result (``(0, G)`` or ``(Q, 0)``).
+        ``(Q, G)``, entry ``[q, g]`` the SSIM of ``queries[q]`` and ``gallery[g]``, in the inputs' dtype (float64 if
+        either is) and device; empty (``(0, G)`` or ``(Q, 0)``) for an empty query set or gallery.
 
     Raises:
-        TypeError: inputs that are not torch tensors; ``data_range``, ``sigma``, ``k1`` or
-            ``k2`` not a number (e.g. the string ``"1"``); ``max_pairs_per_chunk`` not an int.
-        ValueError: wrong ranks, different map sizes, maps smaller than the window, NaN or
-            infinite values, a non-positive or non-finite ``data_range``, ``sigma``, ``k1``,
-            ``k2`` or ``max_pairs_per_chunk``, or (with ``data_range=None``) a pair of
-            constant maps.
+        TypeError: non-tensor maps; a non-numeric ``data_range``, ``sigma``, ``k1``, ``k2`` or chunk size.
+        ValueError: bad shapes, non-finite maps, non-positive parameters, two constant maps without ``data_range``.
     """
     if not isinstance(queries, torch.Tensor) or not isinstance(gallery, torch.Tensor):
         raise TypeError(
@@ -221,30 +183,22 @@ def pairwise_ssim(
 
 
 def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: torch.Tensor | None = None) -> dict[int, float]:
-    """Fraction of queries whose correct gallery item ranks within the top ``k``.
+    """Fraction of queries whose correct gallery item ranks within the top ``k``, ``{k: fraction}``.
 
-    Ties count against the query: the rank of the correct item is one plus the number of
-    *other* gallery items scoring at least as high (so a constant similarity scores 0, not
-    chance; the official ``olas_retrieval.py`` breaks ties in the query's favour: it ranks the
-    correct score at the first position of an equal value in the sorted list). A NaN score of the
-    correct item is a miss; NaN scores of other items never outrank it.
+    Ties count against the query: the correct item's rank is one plus the number of *other* gallery items scoring at
+    least as high (a constant similarity scores 0, not chance). The official ``olas_retrieval.py`` breaks ties in the
+    query's favour: it ranks the correct score at the first position of an equal value in the sorted list. A NaN
+    score of the correct item is a miss; NaN scores of other items never outrank it.
 
     Args:
-        similarity: ``(Q, G)`` tensor, higher = more similar, ``Q >= 1`` and ``G >= 1``.
-        ks: the cut-offs ``k``, positive ints (paper: 1 and 5); ``k > G`` counts every query.
-        answers: ``(Q,)`` integer tensor, the correct gallery index of each query (in
-            ``[0, G)``); default ``arange(Q)`` (query ``i`` and gallery item ``i`` come from the
-            same text).
-
-    Returns:
-        ``{k: fraction in [0, 1]}``.
+        similarity: ``(Q, G)``, higher = more similar.
+        ks: the cut-offs, positive ints (paper: 1 and 5); ``k > G`` counts every query.
+        answers: ``(Q,)`` integer tensor, each query's correct gallery index; default ``arange(Q)`` (query ``i`` and
+            gallery item ``i`` come from the same text).
 
     Raises:
-        TypeError: ``similarity`` or ``answers`` is not a tensor, ``ks`` is not a sequence of
-            ints, or ``answers`` is not an integer tensor.
-        ValueError: ``similarity`` is not 2-D or has no query or no gallery item, ``ks`` is
-            empty or holds a ``k < 1``, the default answers need ``G >= Q``, or ``answers``
-            has the wrong shape or an index outside ``[0, G)``.
+        TypeError: ``similarity`` or ``answers`` not a tensor, ``answers`` not integer, ``ks`` not a sequence of ints.
+        ValueError: empty or non-2-D ``similarity``, bad ``ks``, ``G < Q`` by default, bad ``answers`` shape or range.
     """
     if not isinstance(similarity, torch.Tensor):
         raise TypeError(f"similarity must be a (Q, G) torch tensor; got {type(similarity).__name__}")

@@ -1,16 +1,12 @@
 """The on-disk store: checksummed safetensors entries, written atomically, addressed by a key.
 
-:class:`TensorStore` is a generic content-addressed store of named tensors; it knows nothing
-of models or experiments. An entry's key is the sha256 of a canonical JSON of everything the
-tensors depend on (:meth:`TensorStore.key`, which adds :data:`CACHE_VERSION`). Each entry is
-one safetensors file, written to a temporary file in the same folder and moved into place
-with ``os.replace`` (atomic: a reader sees the whole entry or none, also when the writer is
-killed; the killed writer's temporary file is deleted by the next write into its folder). Its metadata holds a JSON description and a sha256 checksum of that description
-and of every tensor's name, dtype, shape and bytes. An entry that cannot be read, is
-truncated, or fails its checksum is reported with a :class:`CacheCorruptionWarning`,
-deleted and recomputed by the caller: never silently used. A write that fails (read-only
-folder, disk full) leaves no partial entry and raises :class:`CacheWriteError`, which names
-the ``OLACORE_CACHE`` setting; callers that computed a result still return it.
+:class:`TensorStore` stores named tensors and knows nothing of models or experiments. A key is the sha256 of a
+canonical JSON of everything the tensors depend on, plus :data:`CACHE_VERSION`. An entry is one safetensors file,
+written to a temporary file beside it and moved into place with ``os.replace`` (whole or absent, also when the writer
+is killed), with a JSON description and a sha256 of it and of every tensor's name, dtype, shape and bytes. A
+corrupt entry is deleted with a :class:`CacheCorruptionWarning` and recomputed, never used; a failed write leaves
+no partial entry and raises :class:`CacheWriteError` (naming ``OLACORE_CACHE``); callers that computed a result
+still return it.
 """
 
 from __future__ import annotations
@@ -67,11 +63,10 @@ def _alive(pid: int) -> bool:
 
 
 def _sweep_stale_temporaries(folder: Path) -> None:
-    """Delete temporary files left in ``folder`` by writers that were killed mid-write.
+    """Delete temporary files left in ``folder`` by writers killed mid-write.
 
-    A temporary file is named ``.<key>.<host>.<pid>.<random>.tmp``: it is stale when its writer
-    ran on this host and is gone, or (another host sharing the folder) when it is a day old.
-    Live writers' files are never touched.
+    ``.<key>.<host>.<pid>.<random>.tmp`` is stale when its writer ran on this host and is gone, or (another host) when
+    it is a day old; live writers' files are never touched.
     """
     for temporary in folder.glob(".*.tmp"):
         parts = temporary.name.split(".")
@@ -87,22 +82,18 @@ def _sweep_stale_temporaries(folder: Path) -> None:
 def tensor_digest(tensor: torch.Tensor) -> str:
     """sha256 hex digest of a tensor's dtype, shape and bytes (any device): a cache-key part for data.
 
-    Two tensors share a digest exactly when they are equal element for element, in the same
-    dtype and shape. A numpy array is read as the tensor ``torch.from_numpy`` makes of it.
+    Equal exactly for tensors equal element for element in the same dtype and shape; a numpy array is read as
+    ``torch.from_numpy`` makes it.
     """
     return _checksum("", {"tensor": torch.as_tensor(tensor)})
 
 
 class TensorStore:
-    """A folder of checksummed safetensors entries, addressed by a hash of their key parts.
+    """A folder of checksummed safetensors entries, ``root/<key[:2]>/<key>.safetensors``.
 
-    Args:
-        root: folder of the store; default ``$OLACORE_CACHE/tensors``, read when the store is
-            created (and made only when an entry is written: a read-only cache can be read).
-            Tests pass a temporary folder.
-
-    Entries live at ``root/<key[:2]>/<key>.safetensors``. Safe for several processes: writes are
-    atomic, and two processes writing the same key write the same content.
+    Safe for several processes: writes are atomic, and two processes writing one key write the same content. ``root``:
+    default ``$OLACORE_CACHE/tensors``, read at creation, made only when an entry is written (a read-only cache can be
+    read).
     """
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
@@ -113,10 +104,7 @@ class TensorStore:
 
     @staticmethod
     def key(**parts: Any) -> str:
-        """sha256 hex digest of a canonical JSON of ``parts`` plus :data:`CACHE_VERSION`.
-
-        Args:
-            **parts: JSON-serialisable values (model fingerprint, text, settings, ...).
+        """sha256 hex digest of a canonical JSON of ``parts`` (fingerprint, text, settings) plus :data:`CACHE_VERSION`.
 
         Raises:
             TypeError: a part is not JSON-serialisable.
@@ -138,19 +126,13 @@ class TensorStore:
         self.path(key).unlink(missing_ok=True)
 
     def put(self, key: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any] | None = None) -> Path:
-        """Write an entry atomically (temporary file in the same folder, then ``os.replace``).
+        """Write an entry atomically (temporary file in the same folder, then ``os.replace``); returns its file.
 
-        Args:
-            key: from :meth:`key`.
-            tensors: name -> tensor, any device and dtype (stored from the CPU, contiguous).
-            meta: JSON-serialisable description stored beside the tensors.
-
-        Returns:
-            The entry's file.
+        ``tensors``: any device and dtype (stored from the CPU, contiguous); ``meta``: a JSON-serialisable description.
 
         Raises:
-            CacheWriteError: the folder is not writable or the disk is full; the message names
-                ``$OLACORE_CACHE`` and what to do. No partial file is left behind.
+            CacheWriteError: the folder is not writable or the disk is full (names ``$OLACORE_CACHE`` and what to do);
+                no partial file is left.
         """
         from safetensors.torch import save
 
@@ -177,12 +159,10 @@ class TensorStore:
         return target
 
     def get(self, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
-        """Read and verify an entry.
+        """Read and verify an entry: ``(tensors, meta)`` with CPU tensors, or ``None`` when absent.
 
-        Returns:
-            ``(tensors, meta)`` with CPU tensors, or ``None`` when the entry is absent. A corrupt
-            entry (unreadable, truncated, bad header, checksum mismatch) is deleted with a
-            :class:`CacheCorruptionWarning` and ``None`` is returned, so the caller recomputes it.
+        A corrupt entry (unreadable, truncated, bad header, checksum mismatch) is deleted with a
+        :class:`CacheCorruptionWarning` and ``None`` returned, so the caller recomputes it.
         """
         from safetensors.torch import load
 
@@ -218,11 +198,7 @@ class TensorStore:
         return tensors, meta
 
     def put_or_warn(self, key: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any] | None = None) -> bool:
-        """:meth:`put`, but a failed write only warns (the caller keeps its computed result).
-
-        Returns:
-            ``True`` when the entry was written.
-        """
+        """:meth:`put`, but a failed write only warns (the caller keeps its result); ``True`` when written."""
         try:
             self.put(key, tensors, meta)
         except CacheWriteError as error:

@@ -1,13 +1,11 @@
 """Tables a page can cite: a DataFrame shown with a caption and a stable label.
 
-In a notebook, :func:`show_table` displays the frame under its caption (HTML). In the book,
-the same output carries a MyST ``{table}`` directive (``text/markdown``; ``_config.yml``
-renders markdown outputs as MyST and prefers them to HTML), so the table is numbered, has its
-caption, and its label is a Sphinx target: ``{ref}`label``` or ``{numref}`label``` from any
-page, and ``page.html#label`` from anywhere.
+In a notebook, :func:`show_table` displays the frame under its caption (HTML); in the book the same
+output carries a MyST ``{table}`` directive (``text/markdown``, which ``_config.yml`` prefers to HTML),
+so the table is numbered and its label is a target (``{ref}`label```, ``{numref}`label```, ``page.html#label``).
 
-A missing value (NaN, None) is shown as a dash, and a table with one gets a note under it
-saying what the dash stands for (``missing=``). A plain 0..n-1 index is not shown.
+A missing value (NaN, None) is shown as a dash, with a note under the table saying what it stands for
+(``missing=``). A plain 0..n-1 index is not shown.
 """
 
 from __future__ import annotations
@@ -78,13 +76,10 @@ class LabelledTable:
     Args:
         frame: the table; a non-trivial index is shown as leading columns, MultiIndex columns
             are joined with spaces ("hits@1 order 1").
-        label: the stable anchor, lowercase words joined by hyphens (``"tbl-retrieval"``);
-            must be unique in the book.
+        label: the stable anchor, lowercase words joined by hyphens (``"tbl-retrieval"``), unique in the book.
         caption: one line of MyST (roles such as ``{cite}`` work in the book).
-        decimals: digits after the point for non-integer numbers; default: pandas'
-            ``display.precision``.
-        missing: what a dash (a NaN or None cell) stands for, one line of MyST, written
-            under the table when it has a dash ("not defined for an encoder").
+        decimals: digits after the point for non-integer numbers (default: pandas' ``display.precision``).
+        missing: what a dash (a NaN or None cell) stands for, one line of MyST ("not defined for an encoder").
         formats: ``{column: format spec}`` for columns that ``decimals`` does not suit
             (``{"max abs deviation": ".1e"}``); a flattened name for MultiIndex columns.
 
@@ -140,9 +135,8 @@ class LabelledTable:
 
 def show_table(frame: pd.DataFrame, label: str, caption: str, *, decimals: int | None = None,
                missing: str = "a value that does not exist", formats: dict[str, str] | None = None) -> None:
-    """Display ``frame`` with ``caption`` under the stable ``label`` (see :class:`LabelledTable`).
-
-    Returns ``None``, so a cell that ends with it shows the table once.
+    """Display ``frame`` with ``caption`` under the stable ``label`` (see :class:`LabelledTable`); returns
+    ``None``, so a cell that ends with it shows the table once.
 
     Raises:
         ValueError: see :class:`LabelledTable`.

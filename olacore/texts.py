@@ -1,22 +1,15 @@
 """The similarity texts: 50-word chunks of UD English EWT, with their word spans (paper 4.1).
 
-Two recipes (:data:`TEXT_RECIPES`):
+Two recipes (:data:`TEXT_RECIPES`), read in place from :func:`olacore.settings.data_dir` (never written):
 
-- ``"official"`` (the default): what the official code does to OntoNotes, on EWT's documents.
-  The official ``data_utils/data_manager.py`` (``DataManager``, ``do_classify_data_generate``)
-  walks each document sentence by sentence, appends the sentence's words to a buffer, and as
-  soon as the buffer holds at least 50 words keeps its first 50 as one chunk and empties it:
-  so a chunk never crosses a document, always starts at a sentence start, the rest of the
-  sentence that overflows is dropped, and so is the document's tail shorter than a chunk (a
-  document shorter than one chunk gives none). ``ClassifyDataset`` in the official
-  ``data_utils/ola_dataset.py`` then joins the words with single spaces. OntoNotes words are
-  Penn-Treebank tokens ("do n't", "army 's"); EWT's *syntactic* words are tokenised the same
-  way, so they are the words here. EWT's documents are its ``# newdoc id`` blocks.
-- ``"stream"`` (this book's earlier recipe): consecutive 50-word chunks of the split's
-  *surface* tokens in file order, crossing sentence and document ends, detokenised with the
-  treebank's ``SpaceAfter`` marks.
-
-Everything here reads in place from :func:`olacore.settings.data_dir` and never writes there.
+- ``"official"`` (the default): the official code's recipe for OntoNotes, on EWT's documents (``# newdoc id``
+  blocks). The official ``data_utils/data_manager.py`` (``DataManager``, ``do_classify_data_generate``) appends each
+  sentence's words to a buffer and, once it holds at least 50, keeps its first 50 as a chunk and empties it: chunks
+  start at a sentence start within one document; a sentence's overflow and a document's short tail are dropped.
+  ``ClassifyDataset`` in the official ``data_utils/ola_dataset.py`` joins the words with single spaces. EWT's
+  *syntactic* words are tokenised as OntoNotes' Penn-Treebank tokens ("do n't"), so they are the words here.
+- ``"stream"``: consecutive 50-word chunks of the split's *surface* tokens in file order, crossing sentence and
+  document ends, detokenised with the treebank's ``SpaceAfter`` marks.
 """
 
 from __future__ import annotations
@@ -39,13 +32,10 @@ class ChunkCounts:
     """What the official recipe kept and dropped while making its chunks.
 
     Attributes:
-        chunks: chunks made.
         documents: documents read (up to the one that gave the last chunk asked for).
         documents_used: documents that gave at least one chunk.
         documents_skipped: documents shorter than one chunk (they give none).
-        words_read: words of the documents read.
-        words_dropped: words read but in no chunk (the rest of overflowing sentences, the tails
-            of documents, the documents skipped).
+        words_dropped: words read but in no chunk.
     """
 
     chunks: int
@@ -61,14 +51,9 @@ def official_chunks(
 ) -> tuple[list[tuple[str, ...]], ChunkCounts]:
     """Cut documents into chunks by the official recipe (module docstring; official ``data_utils/data_manager.py``).
 
-    Args:
-        documents: each document a sequence of sentences, each sentence a sequence of words.
-        words_per_text: words per chunk (paper: 50).
-        limit: stop after this many chunks (``None``: read every document).
-
-    Returns:
-        ``(chunks, counts)``: the chunks (tuples of ``words_per_text`` words) in document order,
-        and :class:`ChunkCounts` over the documents read.
+    ``documents``: sequences of sentences of words; ``limit``: stop after this many chunks (``None``: read all).
+    Returns ``(chunks, counts)``: tuples of ``words_per_text`` words (paper: 50) in document order, and
+    :class:`ChunkCounts` over the documents read.
     """
     chunks: list[tuple[str, ...]] = []
     documents_read = used = skipped = words_read = 0
@@ -116,11 +101,7 @@ def ewt_documents(split: str = "train") -> list[list[list[str]]]:
 
 
 def _surface_tokens(sentence: conllu.TokenList) -> list[tuple[str, bool]]:
-    """Surface tokens of a sentence as ``(form, space_after)``.
-
-    A multi-word token (id ``3-4``) contributes its surface form once and hides the
-    syntactic words it spans; empty nodes (id ``5.1``) have no surface form and are skipped.
-    """
+    """Surface tokens of a sentence as ``(form, space_after)``: a multi-word token once, empty nodes skipped."""
     tokens: list[tuple[str, bool]] = []
     skip_until = 0
     for token in sentence:
@@ -162,23 +143,11 @@ def similarity_texts(
 ) -> list[WordText]:
     """The similarity texts (paper section 4.1) on UD English EWT, by one of :data:`TEXT_RECIPES`.
 
-    The paper used the first 1000 chunks of OntoNotes as 1000 classes; here the first
-    ``num_texts`` chunks of EWT ``split`` (module docstring for the two recipes). Each word
-    keeps its character span in the text.
-
-    Args:
-        num_texts: number of chunks, taken from the start of the split.
-        words_per_text: words per chunk (paper: 50).
-        split: EWT split to read.
-        recipe: ``"official"`` (default: document-bounded, from sentence starts, words joined by
-            single spaces) or ``"stream"`` (consecutive surface tokens, natural spacing).
-
-    Returns:
-        ``num_texts`` :class:`olacore.alignment.WordText` items.
+    The paper used the first 1000 chunks of OntoNotes as 1000 classes; here the first ``num_texts`` chunks of EWT
+    ``split`` (``words_per_text`` words, paper: 50), as :class:`olacore.alignment.WordText`.
 
     Raises:
-        ValueError: an unknown recipe (the message lists them), ``num_texts`` or
-            ``words_per_text`` not positive, or the split holds fewer than ``num_texts`` chunks.
+        ValueError: an unknown recipe, ``num_texts`` or ``words_per_text`` not positive, or too few chunks in the split.
         FileNotFoundError: the EWT file is missing.
     """
     _check(num_texts, words_per_text, recipe)

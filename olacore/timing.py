@@ -22,18 +22,9 @@ def cpu_seconds() -> float:
 class Stopwatch:
     """Accumulate wall-clock and CPU seconds per named phase.
 
-    CPU seconds count this process and its worker processes once they have finished (a pool's
-    workers end with the pool), so ``cpu / wall`` near 2 says both cores of the book's machine
-    were busy. With ``chapter`` given and ``$OLACORE_PHASES`` set (the notebook runner sets
-    it), :meth:`report` also writes the table to ``$OLACORE_PHASES/<chapter>.json`` for the
-    runner's end-of-build summary.
-
-    Example::
-
-        watch = Stopwatch("05_syntax")
-        with watch("extract attention"):
-            ...
-        print(watch.report())
+    Use ``with watch("phase"): ...``. CPU seconds count this process and its worker processes once
+    they have finished (a pool's workers end with the pool). With ``chapter`` given and
+    ``$OLACORE_PHASES`` set, :meth:`report` also writes the table to ``$OLACORE_PHASES/<chapter>.json``.
     """
 
     def __init__(self, chapter: str | None = None) -> None:
@@ -59,8 +50,7 @@ class Stopwatch:
         return rows
 
     def report(self) -> str:
-        """A plain-text table of wall and CPU seconds per phase, with the total since creation
-        (and the same table saved for the runner, see the class docstring)."""
+        """A plain-text table of wall and CPU seconds per phase, with the total since creation."""
         rows = self.phases()
         folder = os.environ.get(PHASES_ENV)
         if self.chapter and folder:
@@ -83,9 +73,8 @@ def phase_table(rows: list[dict]) -> str:
 
 
 def progress(iterable, *, enabled: bool = True, **kwargs):
-    """A tqdm progress bar over ``iterable``, unless ``enabled`` is False or the environment
-    variable ``TQDM_DISABLE`` is set (the book's notebook runner sets it, so executed pages
-    carry no progress bars; interactive runs show them)."""
+    """A tqdm progress bar over ``iterable``, unless ``enabled`` is False or ``$TQDM_DISABLE`` is set
+    (the book's notebook runner sets it)."""
     from tqdm import tqdm
 
     return tqdm(iterable, disable=not enabled or bool(os.environ.get("TQDM_DISABLE")), **kwargs)

@@ -1,19 +1,12 @@
 """Cached training over worker processes: key, look up, train what is missing, store, read back.
 
-Every trained network of the book (the visual proxy, the TOA adapters of the syntax and transfer chapters) is a
-*job*: a picklable object that knows its store key (everything that changes its result) and
-how to train itself into named tensors and a JSON record. :func:`run_cached` gives back every
-job's stored result, training only the jobs the store lacks, in one single-threaded worker
-process per core on a CPU (small networks train fastest on one thread each), and reads every
-result back from the store, so a result is the same whether it was trained now, in a worker,
-or in an earlier run. Every job trains on :data:`TRAINING_THREADS` torch thread(s), in a
-worker or in the calling process alike: the last bits of a CPU convolution's gradient depend
-on the thread count, so a job that trained in-process (when it was the only one missing) on
-the caller's threads gave other weights than the same job trained in a worker.
-
-Jobs travel to worker processes by pickling; tensors in them should be numpy arrays
-(:func:`by_value`): torch shares each pickled tensor through a file descriptor of its own,
-which broke a pool in a notebook kernel once a job held a few thousand sentence maps.
+Every trained network of the book (the visual proxy, the TOA adapters) is a *job*: a picklable object that knows
+its store key (everything that changes its result) and how to train itself into named tensors and a JSON record.
+:func:`run_cached` trains only the jobs the store lacks, in one single-threaded worker process per core on a
+CPU, and reads every result back from the store. Every job trains on :data:`TRAINING_THREADS` torch thread(s),
+in a worker or in the calling process alike (the last bits of a CPU convolution's gradient depend on the thread
+count), so a result is the same wherever it was trained. Tensors in jobs should be numpy arrays
+(:func:`by_value`): torch shares each pickled tensor through a file descriptor of its own, which can break a pool.
 """
 
 from __future__ import annotations
@@ -67,12 +60,8 @@ def _is_main_guard(node) -> bool:
 
 
 def unguarded_main_call() -> str | None:
-    """``"script.py, line N"`` when this call comes from a main script's top level outside
-    ``if __name__ == "__main__":``, else ``None``.
-
-    Spawned worker processes import the main script again; from such a line each worker would
-    run the script (and start workers of its own), and the pool breaks.
-    """
+    """``"script.py, line N"`` when called from a main script's top level outside
+    ``if __name__ == "__main__":`` (which spawned workers would re-run), else ``None``."""
     import ast
     import sys
 
@@ -96,24 +85,13 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
                      desc: str | None = None) -> list[Any]:
     """``[function(job) for job in jobs]``, in ``workers`` spawned processes, results in order.
 
-    Called from a main script's top level without ``if __name__ == "__main__":`` (which
-    spawned workers would re-run), the jobs run here, in order, after a one-line warning
-    saying what to add to use the workers.
-
-    Args:
-        function: a top-level function (worker processes import it by name).
-        jobs: picklable arguments, one per call.
-        workers: processes at once (at least 1).
-        progress: a tqdm bar over finished jobs.
-        desc: the bar's label.
-
-    Returns:
-        the results, in the order of ``jobs`` (an empty list, with no process started, when
-        there is no job).
+    ``function`` must be top-level (workers import it by name), ``jobs`` picklable. From a main script's top level
+    without ``if __name__ == "__main__":`` the jobs run here, in order, after a one-line warning. No process starts
+    when there is no job.
 
     Raises:
         ValueError: ``workers < 1``; any exception of a job is raised here.
-        RuntimeError: a worker process died (killed for memory, say), in one line.
+        RuntimeError: a worker process died (killed for memory, say).
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1; got {workers}")
@@ -156,19 +134,10 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
                progress: bool = True, desc: str = "training") -> list[Stored]:
     """Every job's result, from the store where it is there, trained (and stored) where it is not.
 
-    Jobs with equal keys are trained once. With ``workers > 1`` the missing jobs train in that
-    many spawned processes; with ``workers == 1`` they train here, in order. Either way each
-    job trains on :data:`TRAINING_THREADS` torch thread(s) and results are read back from the
-    store, so a result never depends on where it was trained nor on the caller's threads. When the store cannot be written (read-only
-    folder, full disk) a warning says so and the freshly trained result is returned anyway.
-
-    Args:
-        jobs: :class:`TrainingJob` objects (picklable when ``workers > 1``).
-        workers: processes training at once (:func:`olacore.settings.cpu_workers` picks one per
-            core on a CPU, 1 on a GPU).
-        store: where results are kept (default: ``$OLACORE_CACHE/tensors``).
-        progress: a tqdm bar over the jobs being trained.
-        desc: the bar's label.
+    Jobs with equal keys train once, in ``workers`` spawned processes (:func:`olacore.settings.cpu_workers`) or, with
+    ``workers == 1``, here in order; results are read back from the store (default ``$OLACORE_CACHE/tensors``;
+    module docstring). When it cannot be written (read-only folder, full disk) a warning says so and the fresh
+    result is returned anyway.
 
     Returns:
         ``(tensors, record)`` per job, in the order of ``jobs``; tensors on the CPU.

@@ -1,9 +1,8 @@
 """Universal Dependencies: UD English EWT read in place, aligned to its text, with its label sets.
 
-Paper section 4.3; the release and its licence are listed on the book's page "Models and data".
-Sentences are parsed by the ``conllu`` library; every syntactic word is aligned to the sentence's
-own ``# text`` (what the models read), so that maps can be brought to words; a sentence that cannot
-be aligned is counted, never dropped silently.
+Paper section 4.3; the release and its licence are listed on the book's page "Models and data". Every syntactic
+word is aligned to the sentence's own ``# text`` (what the models read); a sentence that cannot be aligned is
+counted, never dropped silently.
 """
 
 from __future__ import annotations
@@ -76,23 +75,15 @@ class AlignmentError(ValueError):
 class UDSentence:
     """One gold UD sentence, its syntactic words aligned to the sentence text.
 
-    Words are UD *syntactic* words: a multi-word token (id ``3-4``, e.g. "don't" or Spanish
-    "del") is split into the words it spans, as UD defines; empty nodes (id ``5.1``) are
-    skipped (they carry no basic-tree head). All tuples have one entry per word.
+    Words are UD *syntactic* words: a multi-word token (id ``3-4``, "don't") is split into its words; empty nodes (id
+    ``5.1``) are skipped. All tuples have one entry per word.
 
     Attributes:
-        sent_id: the ``# sent_id`` comment (or ``"#<index>"`` when absent).
-        text: the ``# text`` comment: the string given to the models.
-        words: word forms.
-        spans: ``(start, end)`` character span of each word in ``text``. A word of a
-            multi-word token gets the span of the whole surface token (the words of
-            "don't" both get the span of "don't"), so ``text[start:end]`` is the word only
-            for ordinary words.
-        heads: head of each word, 1-based word index, ``0`` for the root.
-        deprels: basic dependency relation of each word, subtype included ("nmod:poss").
-        upos: universal part-of-speech tag of each word.
-        xpos: language-specific tag of each word (EWT: the Penn Treebank tag set, that of the
-            paper's CoNLL-2000 POS task); empty when the sentence was built without it.
+        sent_id, text: the ``# sent_id`` (or ``"#<index>"``) and ``# text`` comments; ``text`` is what the models read.
+        spans: ``(start, end)`` character span of each word in ``text``; the words of a multi-word token share its span.
+        heads, deprels: 1-based head index (``0``: the root); basic relation, subtype included (``"nmod:poss"``).
+        xpos: language-specific tag (EWT: Penn Treebank, that of the paper's CoNLL-2000 POS task); empty when the
+            sentence was built without it.
     """
 
     sent_id: str
@@ -110,14 +101,8 @@ class UDSentence:
 
 @dataclass(frozen=True)
 class UDTreebank:
-    """The aligned sentences of one treebank file, and the ones that could not be aligned.
-
-    Attributes:
-        name: where the sentences came from (e.g. ``"ewt-train"``).
-        sentences: aligned sentences, in file order.
-        unaligned: ``(sent_id, reason)`` of every sentence left out because its words could
-            not be aligned to its text (or it had no ``# text``). Never dropped silently:
-            :meth:`report` states the count.
+    """The aligned sentences of one treebank file (``name``, e.g. ``"ewt-train"``), in file order, and
+    ``unaligned``: ``(sent_id, reason)`` of every sentence left out (counted by :meth:`report`).
     """
 
     name: str
@@ -140,19 +125,11 @@ class UDTreebank:
 def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
     """Align the syntactic words of one ``conllu`` sentence to its ``# text``.
 
-    Each surface token (an ordinary word, or a multi-word token as a whole) must occur in the
-    text at the cursor, after optional whitespace; its words get its span.
-
-    Args:
-        sentence: a sentence parsed by :func:`conllu.parse` / :func:`conllu.parse_incr`.
-        index: position of the sentence in its file, for the fallback id.
-
-    Returns:
-        the :class:`UDSentence`.
+    Each surface token (a word, or a multi-word token as a whole) must occur in the text at the cursor, after optional
+    whitespace; its words get its span. ``index``: the sentence's position in its file, for the fallback id.
 
     Raises:
-        AlignmentError: no ``# text``, a surface token not found where expected, a head out
-            of range, or no word at all.
+        AlignmentError: no ``# text``, a surface token not found where expected, a head out of range, or no word.
     """
     meta = sentence.metadata or {}
     sent_id = meta.get("sent_id", f"#{index}")
@@ -213,14 +190,8 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
 
 
 def ud_treebank(sentences: Iterable[conllu.TokenList] | str, name: str = "conllu") -> UDTreebank:
-    """Align every sentence of a CoNLL-U source; collect the ones that fail.
-
-    Args:
-        sentences: parsed sentences, or the CoNLL-U text itself.
-        name: label used in :meth:`UDTreebank.report`.
-
-    Returns:
-        a :class:`UDTreebank`; unalignable sentences are listed in ``unaligned``.
+    """Align every sentence of a CoNLL-U source (parsed sentences or the text itself); the failures go to
+    ``unaligned``; ``name`` labels :meth:`UDTreebank.report`.
     """
     if isinstance(sentences, str):
         sentences = conllu.parse(sentences)
@@ -235,13 +206,8 @@ def ud_treebank(sentences: Iterable[conllu.TokenList] | str, name: str = "conllu
 
 @lru_cache(maxsize=3)
 def read_ewt_syntax(split: str) -> UDTreebank:
-    """UD English EWT ``split`` as aligned gold dependency trees (paper section 4.3).
-
-    Args:
-        split: 'train', 'dev' or 'test' (12,544 / 2,001 / 2,077 sentences in v2.16).
-
-    Returns:
-        a :class:`UDTreebank` named ``"ewt-<split>"``.
+    """UD English EWT ``split`` as aligned gold dependency trees (paper section 4.3): a :class:`UDTreebank`
+    named ``"ewt-<split>"`` (train / dev / test: 12,544 / 2,001 / 2,077 sentences in v2.16).
 
     Raises:
         ValueError: unknown split.
@@ -252,9 +218,8 @@ def read_ewt_syntax(split: str) -> UDTreebank:
 
 def evenly_spread(items: Sequence, n: int | None) -> list:
     """``n`` items spread evenly over ``items`` (order kept; the first and, for ``n > 1``, the last
-    included); all if ``n`` is ``None`` or at least ``len(items)``. Deterministic: a fixed subset,
-    chosen without looking at labels; every spread test subset of the book (EWT, UNER,
-    SemEval-2010, WNUT-17) is drawn with it.
+    included); all if ``n`` is ``None`` or at least ``len(items)``. Deterministic and chosen without looking at labels;
+    every spread test subset of the book is drawn with it.
 
     Raises:
         ValueError: ``n`` below 1.
@@ -276,12 +241,9 @@ def long_sentences(sentences: Sequence[UDSentence], min_words: int = 30) -> list
 def ewt_splits(num_train: int | None, num_dev: int | None, num_test: int | None, long_min_words: int = 30) -> dict[str, list[UDSentence]]:
     """The EWT sentences of the experiment: ``train``, ``dev``, ``test`` and ``test_long``.
 
-    ``train`` and ``dev`` are the first sentences of their splits; ``test`` is ``num_test``
-    sentences spread evenly over the whole test split (EWT is ordered by genre, so the first
-    ones would be one genre only); ``test_long`` is every test sentence with more than
-    ``long_min_words`` words (the length-generalisation split, whatever ``num_test``).
-    ``None`` means the whole split. Unaligned sentences were already counted by
-    :func:`read_ewt_syntax` (see its ``report()``).
+    ``train``, ``dev``: the first sentences of their splits; ``test``: ``num_test`` sentences spread evenly over the
+    test split (EWT is ordered by genre); ``test_long``: every test sentence with more than ``long_min_words`` words
+    (whatever ``num_test``). ``None``: the whole split.
     """
     train = list(read_ewt_syntax("train").sentences)
     dev = list(read_ewt_syntax("dev").sentences)

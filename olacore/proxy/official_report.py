@@ -1,5 +1,4 @@
-"""Reading the official-protocol runs: the table "official vs honest, and each quirk", the learning
-curves, and the selection plot."""
+"""Reading the official-protocol runs: the table "official vs honest, and each quirk", curves, selection plot."""
 
 from __future__ import annotations
 
@@ -16,18 +15,14 @@ def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence
                    honest_label: str = "honest mode") -> pd.DataFrame:
     """Target accuracy (%) per protocol variant: mean ± std over seeds per target, mean, and points vs official.
 
-    Args:
-        official: rows of :func:`olacore.proxy.official.official_proxy_experiment`
-            (``variant, target, seed, reported``).
-        honest: rows of :func:`olacore.proxy.proxy_experiment` for the same targets, channel and
-            seeds (``target, seed, test_acc``).
-        order: the variants, in row order; the first is the reference of the last column.
-        honest_label: the honest mode's row label.
+    Per-target columns are ``"mean ± std"`` text (the mean alone for one seed); ``"mean over targets"`` and
+    ``"points vs <first variant>"`` are numbers.
 
-    Returns:
-        DataFrame indexed by variant (then the honest row): one ``"<target>"`` column per target
-        (``"mean ± std"`` text, or the mean alone for one seed), ``"mean over targets"`` and
-        ``"points vs <first variant>"`` (numbers).
+    Args:
+        official: :func:`olacore.proxy.official.official_proxy_experiment` rows (``variant, target, seed, reported``).
+        honest: :func:`olacore.proxy.proxy_experiment` rows, same targets, channel and seeds (``target, seed,
+            test_acc``); its row comes last.
+        order: the variants, in row order; the first is the reference of the points column.
     """
     frames = [official[official["variant"].isin(order)].assign(value=100 * official["reported"]),
               honest.assign(variant=honest_label, value=100 * honest["test_acc"])]
@@ -44,22 +39,13 @@ def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence
 
 def learning_curves(histories: Mapping[tuple, list[dict]], variants: Sequence[str], targets: Sequence[str], seed: int,
                     *, chance: float | None = None, title: str = ""):
-    """Learning curves of official-protocol runs: per target, the training loss (top) and the
-    accuracy on the clean source maps it trains on and on the target maps (bottom), per evaluation.
+    """Learning curves of official-protocol runs, a matplotlib ``Figure``: per target, the training loss
+    (top) and the accuracy on the clean source maps and on the target maps (bottom), per evaluation.
 
     Args:
-        histories: ``(variant, target, seed) -> history`` of
-            :func:`olacore.proxy.official.official_proxy_experiment` (``step``, ``train_loss``,
-            ``train_acc``, ``test_acc``, ``test_acc_clean``; fractions).
-        variants: the variants to draw (solid: the first, dashed: the next ones).
-        targets: one column of panels each.
-        seed: the seed drawn.
-        chance: chance accuracy (fraction): a dotted line, and the loss of a uniform guess
-            (``ln(1 / chance)``) on the loss panels.
-        title: figure title.
-
-    Returns:
-        The matplotlib ``Figure``.
+        histories: ``(variant, target, seed) -> history`` of :func:`olacore.proxy.official.official_proxy_experiment`.
+        variants: the variants drawn (solid: the first, dashed: the next ones).
+        chance: chance accuracy (fraction): a dotted line, and ``ln(1 / chance)`` on the loss panels.
     """
     fig, axes = plt.subplots(2, len(targets), figsize=(3.4 * len(targets), 5.2), sharex=True, sharey="row",
                              squeeze=False, constrained_layout=True)
@@ -89,21 +75,14 @@ def learning_curves(histories: Mapping[tuple, list[dict]], variants: Sequence[st
 
 def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict]], honest: pd.DataFrame,
                      variant: str, *, chance: float | None = None, title: str = ""):
-    """The selection effect: every target evaluation of a run, the maximum the protocol reports, the honest number.
+    """The selection effect (a matplotlib ``Figure``): every target evaluation, the reported maximum, the honest number.
 
-    One panel per target: grey dots are the accuracies of every evaluation of every seed (on
-    re-augmented target maps, as the official script evaluates), a box summarises them, red
-    diamonds are each seed's reported maximum, blue circles each seed's honest test-once accuracy.
+    Per target: grey dots (and a box) are every evaluation of every seed, on re-augmented target maps as the
+    official script evaluates; red diamonds each seed's reported maximum; blue circles its honest test-once accuracy.
 
     Args:
         official, histories: the two results of :func:`olacore.proxy.official.official_proxy_experiment`.
         honest: :func:`olacore.proxy.proxy_experiment` rows of the same targets and seeds.
-        variant: which official variant to draw (the official protocol).
-        chance: chance accuracy (fraction), drawn as a dotted line.
-        title: figure title.
-
-    Returns:
-        The matplotlib ``Figure``.
     """
     rows = official[official["variant"] == variant]
     targets = list(dict.fromkeys(rows["target"]))

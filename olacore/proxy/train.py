@@ -22,13 +22,11 @@ __all__ = ["ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy"
 def split_sources(
     source_maps: Sequence[torch.Tensor], augment: BatchAugmentation | None = None, seed: int = 0
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]:
-    """Split source models' maps into training and validation sets (never the target).
+    """Split source models' maps into training and validation sets, never the target (:mod:`olacore.proxy`).
 
     Args:
         source_maps: one ``(N, C, S, S)`` tensor per source model, text ``i`` at index ``i``.
-        augment: used only with one source, for the fixed augmented validation view
-            (default: :class:`olacore.augment.BatchAugmentation` with noise on every map).
-        seed: seed of that augmented view.
+        augment, seed: the fixed augmented validation view with one source (default: noise on every map).
 
     Returns:
         ``(train_x, train_y, val_x, val_y, how)``; ``how`` describes the split in words.
@@ -58,18 +56,11 @@ def split_sources(
 class ProxyConfig:
     """Training settings of the visual proxy (paper: SGD 0.007, momentum 0.9, wd 5e-4, batch 20, 100k steps).
 
-    Attributes:
-        iterations: optimiser steps.
-        batch_size: maps per step.
-        lr, momentum, weight_decay: SGD settings.
-        width: ResNet width (64 = ResNet-18).
-        eval_every: steps between validation checks (the checkpoint is chosen on them).
-        augment: augmentation of training batches (:class:`olacore.augment.BatchAugmentation`).
-        cosine: cosine learning-rate decay to zero over ``iterations`` (the paper: constant).
+    ``width`` 64 is ResNet-18; the checkpoint is chosen on the validation checks every ``eval_every`` steps;
+    ``cosine`` decays the learning rate to zero over ``iterations`` (the paper: constant).
 
     Raises:
-        ValueError: non-positive steps, batch size, evaluation interval or width, a width
-            that is not a multiple of 4, or a non-positive learning rate.
+        ValueError: non-positive counts, width or rate; a width not a multiple of 4; negative momentum or decay.
     """
 
     iterations: int = 100_000
@@ -94,17 +85,13 @@ class ProxyConfig:
 
 @dataclass
 class ProxyRun:
-    """Outcome of one proxy training run.
+    """Outcome of one proxy training run (accuracies as fractions).
 
     Attributes:
-        seed: the seed of the run.
-        history: one dict per evaluation: ``step``, ``train_loss`` (mean since the last
-            evaluation), ``train_acc`` (on the batches seen since the last one), ``val_acc``.
+        history: one dict per evaluation: ``step``, ``train_loss`` and ``train_acc`` (since the last evaluation),
+            ``val_acc``.
         best_step: the step whose weights were kept (best validation accuracy).
-        val_acc: validation accuracy at ``best_step``.
-        test_acc: accuracy on the target maps with those weights, evaluated once
-            (``None`` when no target was given).
-        validation: how the validation set was made.
+        test_acc: target accuracy with those weights, evaluated once (``None`` without a target).
         model: the chosen network (eval mode, on the training device).
         mean, std: ``(1, C, 1, 1)`` input standardisation from the training maps.
     """
@@ -120,7 +107,7 @@ class ProxyRun:
     std: torch.Tensor
 
     def evaluate(self, maps: torch.Tensor) -> float:
-        """Accuracy (fraction) of the chosen network on another model's ``(N, C, S, S)`` maps (text ``i`` = class ``i``)."""
+        """Accuracy (fraction) on another model's ``(N, C, S, S)`` maps (text ``i`` = class ``i``)."""
         return accuracy(self.model, _standardise(maps, self.mean, self.std), torch.arange(maps.shape[0]))
 
 
@@ -154,17 +141,11 @@ def train_proxy(
     """Train the visual proxy on source models' maps; test once on a target model's maps.
 
     Args:
-        source_maps: one ``(N, C, S, S)`` float tensor per source model (text ``i`` is class
-            ``i``), e.g. :meth:`olacore.maps.Maps.stack` of resized maps.
+        source_maps: one ``(N, C, S, S)`` float tensor per source model (text ``i`` is class ``i``), e.g.
+            :meth:`olacore.maps.Maps.stack` of resized maps.
         target_maps: ``(N, C, S, S)`` maps of the held-out target model, or ``None``.
-        config: :class:`ProxyConfig`.
         seed: seeds the network initialisation, batch order and augmentation.
-        device: where to train (default: CUDA if available, else CPU).
-        progress: show a tqdm bar.
-
-    Returns:
-        :class:`ProxyRun` (history for the loss/accuracy curve, chosen step, val and test
-        accuracy as fractions).
+        device: default CUDA if available, else CPU.
 
     Raises:
         ValueError: the target maps' shape differs from the sources'.

@@ -1,75 +1,47 @@
-"""What a TOA adapter reads and predicts (paper section 4.4): its input maps, the task labels in
-each model's own tokens, and padded batches.
+"""What a TOA adapter reads and predicts (paper section 4.4): input maps, task labels in each model's tokens, batches.
 
-**Input.** Paper section 4.4 (TOA) feeds an adapter nothing but OLA. The official preprocessing, read
-from its code, for the default input ``use_orders=[1, 2]`` with ``remove_outliers=True``
-(``utils/arguments.py``: ``remove_outliers`` defaults to True, the TOA configs
-``configs/train_*_udewt_dp.json`` etc. set ``use_orders`` ``[1, 2]``):
+**Input.** The official preprocessing for the default ``use_orders=[1, 2]``, ``remove_outliers=True``
+(``utils/arguments.py``; the TOA configs ``configs/train_*_udewt_dp.json`` etc.):
 
-1. **Sink mask** (``models/ola_utils.py``, ``cal_maskes`` / ``get_outliers_mask``): per row,
-   over the *interested* entries (the unpadded ones and, for a causal LM, ``j <= i`` only),
-   mean and **sample** standard deviation (divisor ``n - 1``, floored at ``1e-10``) are
-   taken, the entries outside the interested part being set to zero first; an entry is
-   flagged when it exceeds ``mean + 3 std``, and **every** entry equal to the row maximum is
-   flagged too (ties included). The first row of a causal map has one entry (``n - 1 = 0``):
-   its only entry is the maximum and is flagged.
-2. **Stack** (``models/ola_model.py``, ``preprocess_ola``, ``result_type='cat'``): the raw
-   orders, then the same orders with the flagged entries zeroed: ``[raw 1, raw 2, clean 1,
-   clean 2]``.
-3. **Row normalisation**: every row of every channel divided by ``row sum + 1e-10`` (an
-   all-zero row stays zero).
-4. **Mirror** (causal LMs only): the strictly upper triangle receives the transposed lower
-   one, ``M[i, j] = M[j, i]`` for ``j > i``, after the normalisation.
+1. **Sink mask** (``models/ola_utils.py``, ``cal_maskes`` / ``get_outliers_mask``): per row, over the *interested*
+   entries (unpadded and, for a causal LM, ``j <= i``; the others set to zero first), an entry above
+   ``mean + 3 std`` (sample std, divisor ``n - 1``, floored at ``1e-10``) is flagged, and so is **every** entry equal
+   to the row maximum (ties included; the one entry of a causal map's first row is flagged).
+2. **Stack** (``models/ola_model.py``, ``preprocess_ola``, ``result_type='cat'``): ``[raw 1, raw 2, clean 1,
+   clean 2]``, clean: the flagged entries zeroed.
+3. **Row normalisation**: every row divided by ``row sum + 1e-10`` (an all-zero row stays zero).
+4. **Mirror** (causal LMs only), after the normalisation: ``M[i, j] = M[j, i]`` for ``j > i``.
 
-The flags are :func:`olacore.sinks.sink_flags` with ``stats="causal"``: the official TOA path
-(``OLAModel.forward`` in ``models/ola_model.py``) passes the causal flag to ``cal_maskes``, so the
-statistics cover the causal part (the similarity chapters take them over the whole row, as the
-official similarity scripts do).
+The flags are :func:`olacore.sinks.sink_flags` with ``stats="causal"``: the official TOA path (``OLAModel.forward``
+in ``models/ola_model.py``) passes the causal flag to ``cal_maskes`` (the similarity chapters take the statistics
+over the whole row, as the official similarity scripts do).
 
-Beyond the official input, :func:`build_input` builds the same kind of stack from any channels
-of :mod:`olacore.channels` (``"order3"``, ``"rollout"``, later ``"alti"``), raw and/or clean, so
-the syntax grid feeds every kind of map through one adapter; and :func:`distance_input`
-gives the *distance-only* baseline: the same adapter given relative positions ``j - i`` and
-no attention at all.
+**Task data.** A sentence's OLA record and its word-level labels brought to the model's tokens by character offsets
+(:func:`olacore.alignment.word_assignment`); official code ``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``:
 
-**Task data.** A task example is a sentence's OLA (one :class:`~olacore.pipeline.OLAResult`, token level) and
-its labels brought to that model's tokens through the tokenizer's character offsets
-(:func:`olacore.alignment.word_assignment`), so the same word-level gold serves every model. What
-the official code does (``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``), and here:
+- **POS** (``pos``: EWT XPOS, the Penn Treebank tags of the paper's CoNLL-2000 task; ``upos``: the 17 UD tags):
+  every sub-token takes its word's tag, special tokens (BOS/[CLS]/[SEP]) the extra class :data:`SPECIAL`. Scored
+  per word (first sub-token) and per sub-token (the official unit; special tokens left out here).
+- **NER** (``ner``: UNER English-EWT, PER / LOC / ORG; ``wnut``: WNUT-17, 6 types, out of domain; both BIO; the
+  paper used licensed OntoNotes): every sub-token takes its word's tag (a ``B-`` tag repeats, as officially), special
+  tokens ``O``; scored at entity level on first sub-tokens. The official data keeps only sentences with an entity;
+  here every sentence is kept.
+- **RE** (``re``: SemEval-2010 Task 8, 19 directed labels): an entity is the token span ``[first token of its first
+  word, last token of its last word]``.
+- **DP** (``dp``: EWT, full relations, as the official ``rels``; ``dp-universal``: subtypes stripped): a word and a
+  head word are their first sub-tokens; the root word's head is its own first sub-token (official convention).
 
-- **POS** (``pos``: EWT XPOS, the Penn Treebank tags of the paper's CoNLL-2000 task; ``upos``:
-  the 17 UD tags, a variant): every sub-token takes its word's tag, special tokens
-  (BOS/[CLS]/[SEP]) an extra class :data:`SPECIAL`. Scored per word (at its first sub-token)
-  and per sub-token (the official unit; special tokens left out here).
-- **NER** (``ner``: UNER English-EWT, PER / LOC / ORG on the EWT sentences; ``wnut``: WNUT-17,
-  6 types, the out-of-domain row; both BIO; the paper used licensed OntoNotes): every sub-token
-  takes its word's tag (a ``B-`` tag repeats on a word's later sub-tokens, as officially),
-  special tokens ``O``. Scored at entity level on each word's first sub-token. The official
-  entity data keeps only sentences with an entity; here every sentence is kept.
-- **RE** (``re``: SemEval-2010 Task 8, 19 directed labels): each entity is the token span
-  ``[first token of its first word, last token of its last word]``.
-- **DP** (``dp``: EWT, full relations with subtypes, as the official ``rels`` of the corpus;
-  ``dp-universal``: subtypes stripped): a word is its first sub-token; a head word is its
-  first sub-token; the root word's head is its own first sub-token (official convention).
+**Grid.** ``grid="tokens"`` (official): every token, special tokens included, is a row and a candidate head.
+``grid="words"``: only each word's first sub-token (:func:`olacore.alignment.first_subtoken_maps`), a ``W x W``
+image indexed by word, cheaper and without the special-token sinks; the words of one multi-word token (EWT
+"don't") share their first sub-token, so their rows are equal.
 
-**Grid.** ``grid="tokens"`` (official) keeps every token of the model, special tokens
-included: the adapter reads the full ``T x T`` map and every token is a candidate head.
-``grid="words"`` keeps only the rows and columns of each word's first sub-token (the maps
-the syntax chapter's parser reads, :func:`olacore.alignment.first_subtoken_maps`): a ``W x W``
-image, labels indexed by word, every *word* a candidate head; smaller (cheaper) and without
-the special-token sinks. Words of one multi-word token (EWT "don't" = do + n't) share their
-first sub-token, so their rows are equal.
+**Length cut** (official ``cutoff_len`` 64): the first ``max_tokens`` tokens are kept. Words and heads beyond the
+cut are not scored (official ``-100``), NER entities starting beyond it are lost, RE examples with an entity beyond
+it dropped; :class:`TaskReport` counts each loss and the sentences that cannot be aligned.
 
-**Length cut** (official ``cutoff_len`` 64): only the first ``max_tokens`` tokens are kept.
-Words whose first sub-token falls beyond the cut are not scored, heads beyond it are not
-scored (official ``-100``), NER entities starting beyond it are lost, RE examples with an
-entity beyond it are dropped; every such loss is counted in :class:`TaskReport`. Sentences
-whose words cannot be aligned to the tokens (a tokenizer that drops characters) are named
-and counted there too, never silently lost.
-
-**Batches.** Targets travel as numpy arrays (picklable into worker processes,
-:func:`olacore.training.by_value`); ``IGNORE = -100`` marks what the loss and the scores skip
-(a token without a word, a label the vocabulary does not know, a head beyond the length cut).
+**Batches.** Targets are numpy arrays (picklable, :func:`olacore.training.by_value`); :data:`IGNORE` (``-100``)
+marks what the loss and the scores skip.
 """
 
 from __future__ import annotations
@@ -119,12 +91,11 @@ def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = V
     Args:
         maps: ``(K, T, T)`` maps of one sentence (``K`` channels, e.g. OLA orders 1 and 2).
         causal: the maps come from a causal LM (sink statistics over ``j <= i``; mirrored).
-        variants: which of ``"raw"`` and ``"clean"`` to stack, in that order of blocks.
+        variants: which of ``"raw"`` and ``"clean"`` to stack, blocks in that order.
         mirror: mirror causal maps into their upper triangle (official: yes).
 
     Returns:
-        ``(len(variants) * K, T, T)`` float32: all channels raw, then all channels clean
-        (for the default variants), each row summing to 1 (or all zero), CLM maps mirrored.
+        ``(len(variants) * K, T, T)`` float32: all channels raw, then all clean; each row sums to 1 (or is all zero).
     """
     maps = maps.float()
     blocks = []
@@ -140,14 +111,11 @@ class InputSpec:
     """What the adapter reads: channels by vocabulary name, their variants, the grid.
 
     Attributes:
-        channels: names from :mod:`olacore.channels` (``"order1"``, ``"rollout"``, ...), or
-            ``("distance",)`` alone for the distance-only baseline.
-        variants: ``("raw", "clean")`` (official), ``("raw",)`` or ``("clean",)``; ignored
-            for the distance input.
+        channels: names from :mod:`olacore.channels` (``"order1"``, ``"rollout"``, ...), or ``("distance",)`` alone.
+        variants: ``("raw", "clean")`` (official), ``("raw",)`` or ``("clean",)``; ignored for the distance input.
         mirror: mirror causal maps (official: yes).
 
-    The length cut is not part of the spec: it belongs to the task data (labels and maps
-    must be cut alike, :mod:`olacore.toa.data`), which passes each sentence's kept length.
+    The length cut is not part of the spec: the task data cuts labels and maps alike.
     """
 
     channels: tuple[str, ...] = ("order1", "order2")
@@ -188,15 +156,12 @@ class InputSpec:
 
 
 def raw_maps(record: Any, spec: InputSpec, size: int | None = None) -> torch.Tensor:
-    """The spec's channels of one OLA record, before preprocessing: ``(K, T', T')`` float32.
+    """The spec's channels of one record, before preprocessing: ``(K, T', T')`` float32, ``T' = min(T, size)``.
 
-    ``T' = min(T, size)`` (``size=None``: every token, ``T = len(record.offsets)``): the length
-    cut keeps the top-left block, the first tokens. ``record`` is the record of the channels'
-    source (:mod:`olacore.channels`): an OLA record for orders and the rollout, an ALTI record
-    for ``"alti"``, an attention record for ``"layer<n>"``. For a causal LM this block is
-    exactly what the model gives a cut input; for an encoder, whose tokens also attend to later
-    ones, the block misses that mass (rows are renormalised by :func:`stack_channels`); the
-    official code instead runs the model on the cut input. The distance input has no raw maps: ``(0, T', T')``.
+    ``record`` is the channels' source record (:mod:`olacore.channels`: OLA, ALTI or attention); the cut keeps the
+    top-left block (``size=None``: all tokens). Departure: for an encoder that block misses the attention to the cut
+    tokens (rows are renormalised by :func:`stack_channels`); the official code runs the model on the cut input.
+    The distance input has no raw maps: ``(0, T', T')``.
     """
     full = len(record.offsets)
     keep = full if size is None else min(full, size)
@@ -210,16 +175,12 @@ def build_input(record: Any, spec: InputSpec, size: int | None = None, raw: torc
     """The adapter input of one sentence for any channels of the vocabulary.
 
     Args:
-        record: an :class:`~olacore.pipeline.OLAResult` (``orders``, ``rollout``, ``is_causal``)
-            or any record the channels' ``take`` accepts, with ``is_causal``.
-        spec: the channels and variants.
+        record: an :class:`~olacore.pipeline.OLAResult`, or any record with ``is_causal`` that the channels take.
         size: the length cut (tokens kept; ``None``: all).
-        raw: ``(K, T', T')`` maps to use instead of the record's (e.g. augmented ones, see
-            :mod:`olacore.augment`); default :func:`raw_maps`.
+        raw: ``(K, T', T')`` maps to use instead of the record's (e.g. augmented, :mod:`olacore.augment`).
 
     Returns:
-        ``(spec.num_channels, T', T')`` float32: for OLA channels, :func:`stack_channels` of the
-        spec's maps (all channels raw, then all clean); for the distance spec, :func:`distance_input`.
+        ``(spec.num_channels, T', T')`` float32: :func:`stack_channels` of the maps, or :func:`distance_input`.
     """
     maps = raw_maps(record, spec, size) if raw is None else raw
     if spec.is_distance:
@@ -228,18 +189,10 @@ def build_input(record: Any, spec: InputSpec, size: int | None = None, raw: torc
 
 
 def distance_input(size: int) -> torch.Tensor:
-    """The distance-only baseline's input: relative positions ``j - i`` and nothing else.
+    """The distance-only baseline's input for ``size`` tokens: relative positions ``j - i`` and nothing else.
 
-    Channels (``DISTANCE_CHANNELS = 8``), all in ``[0, 1]`` like attention: indicators of
-    ``j - i`` equal to -2, -1, 0, 1, 2; ``j > i``; ``exp(-|j - i| / 4)``; ``|j - i| / T``. Like
-    the OLA input it carries no token identity, so the adapter given it can only learn
-    length- and offset-based attachment rules (e.g. "attach to the next word").
-
-    Args:
-        size: ``T``, the number of tokens.
-
-    Returns:
-        ``(8, T, T)`` float32.
+    ``(8, T, T)`` float32 (:data:`DISTANCE_CHANNELS`), all in ``[0, 1]`` like attention: indicators of ``j - i`` equal
+    to -2, -1, 0, 1, 2; ``j > i``; ``exp(-|j - i| / 4)``; ``|j - i| / T``. Like OLA it carries no token identity.
     """
     positions = torch.arange(size, dtype=torch.float32)
     offset = positions[None, :] - positions[:, None]
@@ -248,9 +201,8 @@ def distance_input(size: int) -> torch.Tensor:
     return torch.stack(channels)
 
 
-#: The inputs of the syntax grid by display name: the paper's table (1st, 2nd, 3rd order,
-#: rollout), ALTI (the paper's second baseline, issue #12), 1+2 (the official TOA input) and
-#: the distance-only baseline. A single raw attention layer is ``"layer <n>"`` (:func:`input_spec`).
+#: The inputs of the syntax grid by display name: the paper's table (1st, 2nd, 3rd order, rollout), ALTI (the
+#: paper's second baseline), 1+2 (the official TOA input), distance-only; also ``"layer <n>"`` (:func:`input_spec`).
 SYNTAX_GRID: dict[str, InputSpec] = {
     "order 1": InputSpec(("order1",)),
     "order 2": InputSpec(("order2",)),
@@ -264,11 +216,11 @@ _LAYER = re.compile(r"^layer (\d+)$")
 
 
 def input_spec(name: str) -> InputSpec:
-    """The :class:`InputSpec` of an input name: a key of :data:`SYNTAX_GRID` or ``"layer <n>"``
-    (the head-averaged raw attention of layer ``n``, 1 nearest the input: channel ``layer<n>``).
+    """The :class:`InputSpec` of a key of :data:`SYNTAX_GRID` or of ``"layer <n>"`` (the head-averaged raw
+    attention of layer ``n``, 1 nearest the input: channel ``layer<n>``).
 
     Raises:
-        KeyError: an unknown name (lists the known ones).
+        KeyError: an unknown name.
     """
     if name in SYNTAX_GRID:
         return SYNTAX_GRID[name]
@@ -308,7 +260,7 @@ def task_kind(task: str) -> str:
     """The head a task needs: ``"tokens"``, ``"relation"`` or ``"dependency"``.
 
     Raises:
-        ValueError: unknown task (lists the known ones).
+        ValueError: unknown task.
     """
     if task not in TASKS:
         raise ValueError(f"unknown TOA task {task!r}; choose one of {', '.join(TASKS)}")
@@ -320,21 +272,17 @@ class TaskItem:
     """One example of a task in one model's tokenisation (after the length cut).
 
     Attributes:
-        sent_id, text: the source sentence.
         num_tokens: tokens kept (``min(T, max_tokens)``).
-        token_labels: ``tokens`` tasks: one label per kept token (``None``: not trained on,
-            e.g. a whitespace-only token); empty otherwise.
+        token_labels: ``tokens`` tasks: a label per kept token (``None``: not trained on); empty otherwise.
         word_tokens: ``tokens`` and ``dependency``: the first sub-token of each scored word.
         word_labels: gold label of each scored word (tag, or dependency relation).
-        heads: ``dependency``: gold head token of each scored word (``-1``: beyond the cut,
-            not scored).
+        heads: ``dependency``: gold head token of each scored word (``-1``: beyond the cut, not scored).
         gold_heads: ``dependency``: gold head word of each scored word (1-based, 0 = root).
         punct: ``dependency``: whether each scored word is punctuation (UPOS ``PUNCT``).
         spans: ``relation``: ``(e1_start, e1_end, e2_start, e2_end)`` token indices, end exclusive.
         label: ``relation``: the directed relation.
-        positions: ``grid="words"``: the token index of each row / column of the image (each
-            kept word's first sub-token); empty for the token grid. All other indices of the
-            item then count rows of that image (words), not tokens.
+        positions: ``grid="words"``: the token index of each image row / column (empty for the token grid); the item's
+            other indices then count words, not tokens.
     """
 
     sent_id: str
@@ -356,11 +304,9 @@ class TaskReport:
     """What the alignment and the length cut did to one task split (all counts, nothing hidden).
 
     Attributes:
-        sentences: source sentences offered.
-        kept: examples kept.
         unaligned: ``(sent_id, reason)`` of sentences whose words overlap no token.
         cut_sentences: kept sentences longer than the cut.
-        words, words_beyond_cut: scored-unit counts (words; tokens-task words or DP words).
+        words, words_beyond_cut: scored words (tokens-task or DP words) and those beyond the cut.
         heads_beyond_cut: DP words whose head lies beyond the cut (not scored).
         entities, entities_beyond_cut: NER gold entities and those starting beyond the cut.
         dropped_beyond_cut: RE examples dropped because an entity ends beyond the cut.
@@ -401,17 +347,12 @@ class TaskData:
     Attributes:
         task: a key of :data:`TASKS`.
         model: the model's display name.
-        split: ``"train"``, ``"dev"``, ``"test"``...
-        items: :class:`TaskItem` per kept example.
         records: the OLA record of each item (same order).
         causal: the model is a causal LM.
         max_tokens: the length cut (``None``: none).
-        report: counts of what was lost.
         grid: ``"tokens"`` or ``"words"`` (see the module docstring).
-        sources: records of other channel sources for the same items, by source name
-            (:mod:`olacore.channels`: ``"alti"`` records for the ``"alti"`` channel,
-            ``"attention"`` records for ``"layer<n>"``); ``records`` serve the ``"ola"``
-            source. An input spec reads the records of its channels' one source.
+        sources: records of other channel sources for the same items, by source name (``"alti"``, ``"attention"``);
+            an input spec reads the records of its channels' one source.
     """
 
     task: str
@@ -452,8 +393,7 @@ class TaskData:
         return task_kind(self.task)
 
     def raw(self, spec: InputSpec) -> list[torch.Tensor]:
-        """The spec's raw (unprocessed) maps of every item, cut (and reduced to the word grid):
-        ``(K, T_i, T_i)``; the adapter input is their :func:`~olacore.toa.data.stack_channels`."""
+        """The spec's raw maps of every item, cut (and reduced to the word grid): ``(K, T_i, T_i)``."""
         out = []
         for record, item in zip(self.source_records(spec), self.items):
             if not item.positions:
@@ -584,19 +524,15 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
     Args:
         task: a key of :data:`TASKS`.
         model: zoo name, Hugging Face id / folder, or a :class:`olacore.loading.LoadedModel`.
-        sources: word-level examples: :class:`olacore.ud.UDSentence` (``pos``, ``upos``,
-            ``dp``, ``dp-universal``), :class:`olacore.corpora.NERSentence` (``ner``, ``wnut``),
-            :class:`olacore.corpora.RelationExample` (``re``); each needs ``sent_id``,
-            ``text``, ``words`` and ``spans``.
+        sources: word-level examples with ``sent_id``, ``text``, ``words`` and ``spans``: :class:`olacore.ud.UDSentence`
+            (``pos``, ``upos``, ``dp``, ``dp-universal``), :class:`olacore.corpora.NERSentence` (``ner``, ``wnut``),
+            :class:`olacore.corpora.RelationExample` (``re``).
         split: a label for the report.
-        max_tokens: the length cut (official 64; ``None``: none), in tokens for both grids.
-        grid: ``"tokens"`` (official) or ``"words"`` (see the module docstring).
+        max_tokens: the length cut, in tokens for both grids (official 64; ``None``: none).
+        grid: ``"tokens"`` (official) or ``"words"``.
         max_order: OLA orders to compute (2 for the official input, 3 for the syntax grid).
         records: OLA records of ``sources`` already at hand (then ``model`` only names them).
         workers, device, progress, store: passed to :func:`olacore.pipeline.cached_ola`.
-
-    Returns:
-        :class:`TaskData`; ``report`` counts unaligned sentences and what the cut lost.
 
     Raises:
         ValueError: unknown task, or sources without the labels the task needs.
@@ -644,9 +580,8 @@ IGNORE = -100
 class LabelVocab:
     """The label classes of a trained adapter, in order (index = class id).
 
-    Built from the *training* labels (:meth:`from_labels`); labels met later that it does not
-    know (a test label never seen in training) are counted by :func:`encode_items` and
-    scored as errors, never a crash.
+    Built from the *training* labels (:meth:`from_labels`); labels it does not know are counted by
+    :func:`encode_items` and scored as errors, never a crash.
     """
 
     labels: tuple[str, ...]
@@ -676,16 +611,10 @@ class LabelVocab:
 def encode_items(items: Sequence[TaskItem], kind: str, vocab: LabelVocab) -> tuple[list[dict[str, np.ndarray]], int]:
     """Numeric targets of every item, and how many gold labels the vocabulary did not know.
 
-    Args:
-        items: task items (:mod:`olacore.toa.data`).
-        kind: ``"tokens"``, ``"relation"`` or ``"dependency"``.
-        vocab: the label classes.
-
     Returns:
-        ``(targets, unknown)``: per item a dict of int64 arrays, ``tokens``: ``labels`` (T,);
-        ``relation``: ``spans`` (4,), ``label`` (1,); ``dependency``: ``words`` (W,) first
-        sub-tokens, ``heads`` (W,) head tokens, ``rels`` (W,). Unknown labels and heads beyond
-        the cut are :data:`IGNORE`.
+        ``(targets, unknown)``: per item a dict of int64 arrays, ``tokens``: ``labels`` (T,); ``relation``: ``spans``
+        (4,), ``label`` (1,); ``dependency``: ``words`` (W,) first sub-tokens, ``heads`` (W,) head tokens, ``rels``
+        (W,). Unknown labels and heads beyond the cut are :data:`IGNORE`.
     """
     targets, unknown = [], 0
     for item in items:
@@ -710,9 +639,8 @@ def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray
     """Pad a batch: maps into the top-left corner of ``(B, C, T, T)``, targets with :data:`IGNORE`.
 
     Returns:
-        ``(maps, lengths, batch_targets)``; ``batch_targets`` for ``tokens``: ``labels`` (B, T);
-        ``relation``: ``spans`` (B, 4), ``label`` (B,); ``dependency``: ``words``, ``heads``,
-        ``rels`` (B, W) (``words`` padded with 0, ``heads`` / ``rels`` with IGNORE).
+        ``(maps, lengths, batch_targets)``; ``batch_targets`` for ``tokens``: ``labels`` (B, T); ``relation``: ``spans``
+        (B, 4), ``label`` (B,); ``dependency``: ``words``, ``heads``, ``rels`` (B, W) (``words`` padded with 0).
     """
     lengths = torch.tensor([m.shape[-1] for m in maps])
     size, channels = int(lengths.max()), maps[0].shape[0]
@@ -744,9 +672,8 @@ def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gen
                    pool: int = 20) -> Iterator[list[int]]:
     """Indices in batches of similar length (less padding), in a random order when a generator is given.
 
-    Items are shuffled, cut into pools of ``pool * batch_size``, sorted by length within each
-    pool and cut into batches; the batches are shuffled again. Without a generator: sorted
-    by length, in order (evaluation).
+    Shuffled, cut into pools of ``pool * batch_size``, sorted by length within each pool, batched; the batches are
+    shuffled again. Without a generator: sorted by length, in order (evaluation).
     """
     count = len(lengths)
     if generator is None:
@@ -768,10 +695,9 @@ SOURCES = ("ola", "alti", "attention")
 
 def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
                   num_test: int | None = None) -> dict[str, list[Any]]:
-    """Smaller splits drawn from the chapter's: the first ``num_train`` / ``num_dev`` sentences
-    of train / dev, and ``num_test`` test sentences spread evenly over the chapter's test
-    (which is itself spread over EWT's genres). ``None`` keeps a split whole; ``test_long`` is
-    dropped when a split is cut.
+    """Smaller splits: the first ``num_train`` / ``num_dev`` sentences of train / dev, and ``num_test``
+    test sentences spread evenly over the chapter's test. ``None`` keeps a split whole; ``test_long`` is dropped when a
+    split is cut.
     """
     out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev],
            "test": evenly_spread(splits["test"], num_test)}
@@ -790,19 +716,15 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Synta
         splits: ``{"train": [...], "dev": [...], "test": [...], ...}`` of word-level sources
             (:func:`olacore.ud.ewt_splits` for EWT).
         settings: the length cut (``max_tokens``) and the ``grid``.
-        task: ``"dp"`` (default), ``"dp-universal"``, ``"pos"``, ``"upos"``.
-        sources: channel sources to attach (:data:`SOURCES`): ``"ola"`` (always: orders
-            ``0..max_order`` and the rollout, :func:`olacore.pipeline.cached_ola`), ``"alti"``
-            (:func:`olacore.alti.cached_alti`, for the ``"ALTI"`` input), ``"attention"``
-            (:func:`olacore.pipeline.cached_attention`, for ``"layer <n>"`` inputs).
+        task: ``"dp"``, ``"dp-universal"``, ``"pos"`` or ``"upos"``.
+        sources: channel sources (:data:`SOURCES`): ``"ola"`` (always: orders ``0..max_order`` and the rollout),
+            ``"alti"`` (for the ``"ALTI"`` input), ``"attention"`` (for ``"layer <n>"`` inputs).
         max_order: OLA orders to compute (3: the syntax grid needs order 3).
-        workers: extraction processes on a miss (one single-threaded process per core:
-            :func:`olacore.settings.cpu_workers`; a :class:`LoadedModel` runs in-process).
+        workers: extraction processes on a miss (a :class:`LoadedModel` runs in-process).
         device, progress, store: passed to the cached extraction on a miss.
 
     Returns:
-        ``{split: TaskData}``; each report counts unaligned sentences and what the cut lost;
-        ``TaskData.sources`` holds the ``"alti"`` / ``"attention"`` records of its items.
+        ``{split: TaskData}``; ``TaskData.sources`` holds the ``"alti"`` / ``"attention"`` records of its items.
     """
     from olacore.pipeline import cached_ola, source_records
 

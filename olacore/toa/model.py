@@ -1,50 +1,36 @@
-"""The TOA adapter network (paper section 4.4): an axial-attention backbone over the ``T x T`` OLA image and one head per task.
+"""The TOA adapter network (paper section 4.4): axial attention over the ``T x T`` OLA image, one head per task.
 
-**Backbone.** The official adapter (``models/adapters.py``, ``AxialTransformerAdapter``
-and its RE / DP siblings) is a 1x1 convolution from the input channels into ``hidden_size``
-(768), then the ``axial-attention`` package's ``AxialImageTransformer`` (depth 5, 8 heads,
-reversible; per layer: row self-attention and column self-attention, each pre-LayerNorm,
-then two feed-forwards of channel LayerNorm + 3x3 conv to ``4 * dim`` + LeakyReLU + 3x3 conv
-back; no positional embedding; no padding mask), and reads each token's features from the
-diagonal cell ``(t, t)``. Batches are left-padded there (``data_utils/data_manager.py``), so
-padded cells take part in every attention.
+**Backbone.** The official adapter (``models/adapters.py``, ``AxialTransformerAdapter`` and its RE / DP siblings) is
+a 1x1 convolution into ``hidden_size`` (768), then the ``axial-attention`` package's ``AxialImageTransformer`` (depth
+5, 8 heads, reversible; per layer row and column self-attention, each pre-LayerNorm, then two feed-forwards of
+channel LayerNorm + 3x3 conv to ``4 * dim`` + LeakyReLU + 3x3 conv back; no positional embedding, no padding mask),
+read on the diagonal cell ``(t, t)``. Its batches are left-padded (``data_utils/data_manager.py``), so padded cells
+take part in every attention.
 
-:class:`AxialBackbone` is this network, written on ``torch.nn.functional.scaled_dot_product_attention``
-with a **padding mask**: a padded cell is never attended to and is zeroed after every
-sub-layer, so a sentence's output does not depend on what it is batched with. Per block:
-pre-norm row attention, pre-norm column attention, one pre-norm feed-forward ``ffn_mult * dim``
-wide (``ffn_kernel=3``, the default: two 3x3 convolutions as the official ones; ``1``:
-position-wise) with an optional depthwise 3x3 convolution (``local_mix``) before it; a final
-LayerNorm on every cell. The backbone returns the diagonal (token features) and the whole grid (pair
-features, read by the DP head when ``pair_scores`` is on). No positional embedding by
-default, as in the official network: the adapter knows where a token is only through the
-maps (and the zero padding of its 3x3 convolutions). :class:`PackageBackbone` wraps the official package itself
-(no mask) for the padding-leakage comparison.
+:class:`AxialBackbone` is this network on ``scaled_dot_product_attention`` with a **padding mask** (a departure: a
+sentence's output does not depend on its batch). Per block: row attention, column attention, one feed-forward
+(``ffn_kernel=3``: two 3x3 convolutions as the official ones; ``1``: position-wise), optionally after a depthwise
+3x3 convolution (``local_mix``); a final LayerNorm. It returns the diagonal (token features) and the whole grid
+(read by the DP head when ``pair_scores`` is on). No positional embedding by default, as officially.
+:class:`PackageBackbone` wraps the official package (no mask) for the padding-leakage comparison.
 
-**Heads.** Each head reads ``(B, T, D)`` token features and a ``(B, T)`` mask of real tokens.
-Official details (``models/adapters.py``, ``models/ola_model.py``):
+**Heads** read ``(B, T, D)`` token features and a ``(B, T)`` mask of real tokens (``models/adapters.py``,
+``models/ola_model.py``):
 
-- **Token labels** (POS, NER; ``AxialTransformerAdapter``): LeakyReLU, then a 1x1 conv to the
-  classes, read on the diagonal; equivalent to a LeakyReLU and a linear map per token.
-  Cross-entropy over all labelled tokens; for NER the ``O`` class gets half weight.
-- **Relation** (RE; ``AxialTransformerReAdapter``): the mean of the token features over each
-  entity's token span ``[start, end)``, the two means concatenated, LeakyReLU, a linear map
-  to the 19 classes; cross-entropy.
-- **Dependency parsing** (``AxialTransformerDPAdapter``): four MLPs (linear, LeakyReLU 0.1,
-  dropout shared across positions, orthogonal init) give arc-dependent / arc-head (512) and
-  relation-dependent / relation-head (128) vectors; a biaffine arc scorer (bias on the
-  dependent side only) and a biaffine relation scorer (both biases), their weights
-  initialised at zero; arc scores of padded head candidates set to ``-inf``. Every token,
-  special tokens included, is a candidate head. Our addition (``AdapterConfig.pair_scores``,
-  on by default): a linear map of the grid cell ``(i, j)`` is added to the arc score and the
-  relation scores of dependent ``i`` and head ``j``, so the parser also reads the pair's own
-  cell, not only what the two diagonal cells summarise.
+- **Token labels** (POS, NER; ``AxialTransformerAdapter``): LeakyReLU, a 1x1 conv to the classes on the diagonal
+  (a linear map per token); cross-entropy, the NER ``O`` class at half weight.
+- **Relation** (RE; ``AxialTransformerReAdapter``): the mean token features over each entity's span
+  ``[start, end)``, concatenated, LeakyReLU, a linear map to the 19 classes; cross-entropy.
+- **Dependency parsing** (``AxialTransformerDPAdapter``): four MLPs (linear, LeakyReLU 0.1, dropout shared across
+  positions, orthogonal init) give arc (512) and relation (128) dependent / head vectors; a biaffine arc scorer
+  (bias on the dependent side only) and relation scorer (both biases), zero-initialised; padded head candidates
+  ``-inf``; every token, special tokens included, is a candidate head. Our addition (``AdapterConfig.pair_scores``,
+  on by default): a linear map of grid cell ``(i, j)`` is added to the arc and relation scores of dependent ``i``
+  and head ``j``.
 
-**ROOT** follows the official convention (``data_utils/dp_utils.py``, ``map_ola_data``: a word
-whose head is 0 gets itself as head): the root word's arc points to its own first
-sub-token, so no ROOT vector is learned and the same head works for tokenizers with and
-without a BOS/[CLS] token (Qwen adds none). A learned ROOT vector would add a candidate that
-no OLA map has a row or column for; the self-loop keeps the parser reading OLA only.
+**ROOT** follows the official convention (``data_utils/dp_utils.py``, ``map_ola_data``: a word whose head is 0 gets
+itself as head): the root word's arc points to its own first sub-token, so no ROOT vector is learned, the parser
+reads OLA only and works with or without a BOS/[CLS] token.
 """
 
 from __future__ import annotations
@@ -67,15 +53,9 @@ INPUT_TRANSFORMS = ("log-length", "length", "none")
 def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -> torch.Tensor:
     """Rescale non-negative maps before the 1x1 convolution: ``log1p(T m)``, ``T m`` or ``m``.
 
-    Row-normalised maps have entries near ``1/T``; multiplying by the sentence's token count
-    ``T`` puts a uniform row at 1 for every length, and ``log1p`` tames the sink peaks (up to
-    ``T``). On the minilm-l6 DP task (250 sentences, 6 epochs) ``"length"`` and ``"log-length"``
-    both raised test UAS from 40 to 49 over ``"none"``.
-
-    Args:
-        maps: ``(B, C, T, T)`` non-negative.
-        lengths: ``(B,)`` real tokens per sentence.
-        transform: one of :data:`INPUT_TRANSFORMS`.
+    ``maps`` ``(B, C, T, T)``, ``lengths`` ``(B,)`` real tokens ``T``; ``transform`` ``"log-length"``, ``"length"`` or
+    ``"none"``, in the order above. ``T m`` puts a uniform row at 1 for every length; ``log1p`` tames the sink peaks
+    (up to ``T``). Default measured on minilm-l6 DP.
     """
     if transform == "none":
         return maps
@@ -87,45 +67,30 @@ def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -
 class AdapterConfig:
     """Sizes of the TOA adapter (backbone and task heads).
 
-    The official sizes (``models/adapters.py``, ``utils/arguments.py``, DP configs) are
-    ``dim`` 768 (512 in the CLM DP configs), ``depth`` 5, ``heads`` 8, two feed-forwards per
-    layer of 3x3 convolutions 4x wide, DP MLPs 512 (arc) / 128 (relation), dropout 0.33:
-    450 million parameters with the DP head (counted on the package network at that size),
-    far beyond a 2-core CPU. The default is scaled down 24x in width (``dim`` 32) and 2.5x in
-    depth (2 blocks), with one feed-forward per block (two 3x3 convolutions, 2x wide, plus a
-    depthwise 3x3 convolution): 92 thousand parameters in the backbone, 159 thousand with
-    the DP head (50 relations), about 2,800x fewer; it trains on the syntax chapter's 500 EWT
-    sentences in well under a minute per epoch on one CPU thread (``benchmarks/bench_toa.py``).
-    Two additions to the official network were measured to matter at this size (minilm-l6
-    DP, :class:`olacore.profiles.SyntaxSettings`): arc and relation scores also read from the pair cell
-    (``pair_scores``) and the ``log1p(T m)`` input (``input_transform``).
+    Official sizes (``models/adapters.py``, ``utils/arguments.py``, DP configs): ``dim`` 768 (512 in the CLM DP
+    configs), ``depth`` 5, ``heads`` 8, two feed-forwards per layer of 3x3 convolutions 4x wide, DP MLPs 512 (arc) /
+    128 (relation), dropout 0.33. Departure: the default is scaled down to fit a CPU (``dim`` 32, 2 blocks, one
+    feed-forward per block, 2x wide, plus a depthwise 3x3 convolution) and adds ``pair_scores`` and the ``log1p(T m)``
+    input; sizes and additions measured on EWT DP (minilm-l6, smollm2-135m).
 
     Attributes:
         dim: channels of every cell of the grid (official 768).
         depth: axial blocks (official 5).
         heads: attention heads; must divide ``dim`` (official 8).
         ffn_mult: width of the feed-forward as a multiple of ``dim`` (official 4).
-        ffn_kernel: 1: a position-wise feed-forward; 3 or 5: its two layers are ``k x k``
-            convolutions over the grid, as the official ones (3x3), about 9x the cost.
-        local_mix: a depthwise 3x3 convolution in each feed-forward (the official one uses
-            full 3x3 convolutions).
+        ffn_kernel: 1: a position-wise feed-forward; 3 or 5: ``k x k`` convolutions (official 3x3), about 9x the cost.
+        local_mix: a depthwise 3x3 convolution in each feed-forward.
         dropout: dropout on attention and feed-forward outputs.
         arc_dim, rel_dim: widths of the DP head's arc and relation MLPs (official 512, 128).
         mlp_dropout: the DP head's shared dropout (official 0.33).
-        pair_scores: the DP head adds a linear score of the pair cell ``(i, j)`` of the
-            grid to the biaffine arc and relation scores of dependent ``i`` and head ``j``
-            (official: diagonal features only).
-        input_transform: ``"log-length"``, ``"length"`` or ``"none"`` (official), see
-            :func:`transform_input`.
-        offset_embedding: a learned embedding of the cell offset ``j - i`` (clipped to this
-            reach) added to every cell; ``0`` (default, official): none. It gives the adapter
-            positions; it did not help (smollm2-135m DP order 1: 40.1 UAS without, 38.8 with).
-        backbone: ``"masked"`` (:class:`AxialBackbone`) or ``"package"`` (the official
-            ``axial-attention`` network, no padding mask).
+        pair_scores: the DP head also scores the pair cell ``(i, j)`` (official: diagonal features only).
+        input_transform: :func:`transform_input` (official ``"none"``).
+        offset_embedding: reach of a learned embedding of the offset ``j - i`` added to every cell; ``0`` (official):
+            none.
+        backbone: ``"masked"`` (:class:`AxialBackbone`) or ``"package"`` (the official network, no padding mask).
 
     Raises:
-        ValueError: a size that is not a positive int, ``heads`` not dividing ``dim``, a
-            dropout outside ``[0, 1)``, or an unknown backbone; the message names the field.
+        ValueError: a bad size, ``heads`` not dividing ``dim``, a dropout outside ``[0, 1)``, an unknown option.
     """
 
     dim: int = 32
@@ -219,12 +184,7 @@ class AxialBlock(nn.Module):
 
 
 class AxialBackbone(nn.Module):
-    """1x1 conv into ``dim``, ``depth`` :class:`AxialBlock` s, the diagonal, a final LayerNorm.
-
-    Args:
-        in_channels: ``C`` of the input.
-        config: sizes.
-    """
+    """1x1 conv from ``in_channels`` (``C``) into ``dim``, ``depth`` :class:`AxialBlock` s, a final LayerNorm."""
 
     def __init__(self, in_channels: int, config: AdapterConfig) -> None:
         super().__init__()
@@ -239,14 +199,12 @@ class AxialBackbone(nn.Module):
         """Token features from the diagonal.
 
         Args:
-            maps: ``(B, C, T, T)`` float, sentence ``b`` in the top-left ``lengths[b]`` square
-                (the rest is padding; its values are ignored).
+            maps: ``(B, C, T, T)`` float, sentence ``b`` in the top-left ``lengths[b]`` square (padding values ignored).
             lengths: ``(B,)`` int, real tokens per sentence (``>= 1``).
 
         Returns:
-            ``(features, grid)``: ``(B, T, D)`` features of each token, read on the diagonal,
-            and ``(B, T, T, D)`` features of every cell (after the final LayerNorm); padded
-            tokens and cells are zero.
+            ``(features, grid)``: ``(B, T, D)`` per token (the diagonal) and ``(B, T, T, D)`` per cell (after the final
+            LayerNorm); padded tokens and cells are zero.
         """
         batch, _, size, _ = maps.shape
         valid = torch.arange(size, device=maps.device)[None, :] < lengths.to(maps.device)[:, None]
@@ -266,10 +224,8 @@ class AxialBackbone(nn.Module):
 class PackageBackbone(nn.Module):
     """The official backbone: 1x1 conv + ``axial_attention.AxialImageTransformer`` (no padding mask).
 
-    Same interface as :class:`AxialBackbone`; ``lengths`` only zero the padded rows of the
-    output (the network itself sees the padded cells, as the official one does). The
-    feed-forwards are the package's (3x3 convolutions, 4x wide); ``reversible=False`` (the
-    reversible form saves memory, not results). Used to measure padding leakage.
+    Same interface as :class:`AxialBackbone`; the network sees the padded cells, as the official one does, and
+    ``lengths`` only zero the padded outputs. ``reversible=False`` (saves memory, not results). For padding leakage.
     """
 
     def __init__(self, in_channels: int, config: AdapterConfig) -> None:
@@ -409,10 +365,9 @@ class ToaModel(nn.Module):
         task: ``"tokens"`` (POS, NER), ``"relation"`` (RE) or ``"dependency"`` (DP).
         in_channels: ``C`` of the input maps.
         num_classes: label classes of the task (tags, relations, dependency relations).
-        config: sizes.
 
     Raises:
-        ValueError: an unknown head kind (lists the known ones).
+        ValueError: an unknown head kind.
     """
 
     def __init__(self, task: str, in_channels: int, num_classes: int, config: AdapterConfig) -> None:
@@ -430,11 +385,9 @@ class ToaModel(nn.Module):
                                      config.pair_scores)
 
     def forward(self, maps: torch.Tensor, lengths: torch.Tensor, **task_inputs) -> dict[str, torch.Tensor]:
-        """Head outputs for a padded batch.
+        """Head outputs for a padded batch (``maps``, ``lengths`` as for :meth:`AxialBackbone.forward`).
 
         Args:
-            maps: ``(B, C, T, T)``; sentence ``b`` fills the top-left ``lengths[b]`` square.
-            lengths: ``(B,)`` real tokens per sentence.
             **task_inputs: ``spans`` ``(B, 4)`` for the relation head.
 
         Returns:
@@ -446,20 +399,15 @@ class ToaModel(nn.Module):
         return self.head(features, valid, grid=grid, **task_inputs)
 
 
-#: The version of each part of the network's code. Bump a part's number when a change to its code
-#: changes what it computes for the same weights or how it is initialised: every stored adapter
-#: built with that part is then trained anew (its key, :meth:`olacore.toa.train.AdapterJob.key`,
-#: holds :func:`network_identity`).
+#: The code version of each network part: bump one when it computes or initialises differently; stored adapters
+#: built with it are then trained anew (their key, :meth:`olacore.toa.train.AdapterJob.key`, holds
+#: :func:`network_identity`).
 NETWORK_VERSIONS = {"AxialBackbone": 1, "PackageBackbone": 1, "TokenHead": 1, "RelationHead": 1, "BiaffineHead": 1}
 _HEADS = {"tokens": "TokenHead", "relation": "RelationHead", "dependency": "BiaffineHead"}
 
 
 def network_identity(kind: str, config: AdapterConfig) -> dict[str, Any]:
-    """What a stored adapter's network is: its backbone and head classes with their code versions.
-
-    Args:
-        kind: the head kind (:data:`HEAD_KINDS`).
-        config: the sizes (its ``backbone`` chooses the backbone class).
+    """A stored adapter's network (a cache-key part): backbone and head classes with their code versions.
 
     Returns:
         ``{"backbone": name, "head": name, "versions": {name: version}}`` (JSON-able).

@@ -1,19 +1,13 @@
 """The syntax chapter (paper section 4.3): its EWT data sets, and the readings of its grid of DP adapters.
 
-The chapter trains one adapter per (data set, input, seed) in a visible loop
-(:func:`olacore.toa.train.make_job`, :func:`olacore.toa.train.train_adapters`) on the data of
-:func:`syntax_datasets`; the functions here turn its table into what the chapter states:
-seed summaries, the raw-layer baseline (a layer screen on dev), the causal-map analysis, the
-claims' verdicts (one rule fixed before the runs: :func:`olacore.verdicts.claim_verdict`, with
-:data:`olacore.verdicts.MARGIN` and :data:`olacore.verdicts.GOAL`), and the numbers recorded for
-the report page.
+The chapter trains one adapter per (data set, input, seed) (:func:`olacore.toa.train.train_adapters`) on the data of
+:func:`syntax_datasets`; the functions here turn its table into seed summaries, the raw-layer baseline, the
+causal-map analysis, the claims' verdicts (:func:`olacore.verdicts.claim_verdict`) and the report's numbers.
 
-**The paper's table** (:func:`olacore.paper.syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per
-OLA order and rollout) has no model of ours; our encoders stand beside all three of its
-encoders, and the report page (:mod:`olacore.report`) puts each of our encoder numbers in the
-rows of the same channel and metric for every paper encoder (keys ``syntax/<paper model>/
-<channel>/<metric>``), under the honest protocol (checkpoint chosen on dev; the official
-configs select on test). The causal LMs have no published syntax number.
+**The paper's table** (:func:`olacore.paper.syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per OLA order and
+rollout) has none of our models: each of our encoder numbers stands beside every paper encoder's number of the
+same channel and metric (keys ``syntax/<paper model>/<channel>/<metric>``), under the honest protocol (checkpoint
+chosen on dev; the official configs select on test). The causal LMs have no published syntax number.
 """
 
 from __future__ import annotations
@@ -44,9 +38,8 @@ SCORE_COLUMNS = ("uas", "las", "uas_nopunct", "las_nopunct")
 
 
 def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
-    """The EWT sentences of the syntax chapter (:func:`olacore.ud.ewt_splits`): ``train``,
-    ``dev``, ``test`` and, with ``settings.long_sentences``, ``test_long`` (> 30 words; every
-    one of them, or, where ``settings.num_test`` is set, at most that many spread evenly over them)."""
+    """The EWT sentences of the chapter (:func:`olacore.ud.ewt_splits`): ``train``, ``dev``, ``test`` and, with
+    ``settings.long_sentences``, ``test_long`` (> 30 words; at most ``settings.num_test`` of them, spread evenly)."""
     from olacore.ud import evenly_spread, ewt_splits
 
     splits = ewt_splits(settings.num_train, settings.num_dev, settings.num_test)
@@ -62,13 +55,11 @@ def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]
                     ) -> dict[str, dict[str, TaskData]]:
     """Every data set of ``settings.datasets()``: ``{name: {split: TaskData}}`` (maps cached).
 
-    A data set's splits are :func:`subset_splits` of ``splits`` at its sizes; its model is the
-    zoo model or, for a random-init data set, its twin (:func:`olacore.controls.random_init`, seed 0,
-    extracted in this process). Texts shared between data sets are extracted once.
+    A data set's splits are :func:`subset_splits` of ``splits`` (:func:`syntax_splits`) at its sizes; a random-init
+    data set's model is the zoo model's twin (:func:`olacore.controls.random_init`, seed 0, extracted in this process).
+    Texts shared between data sets are extracted once.
 
     Args:
-        settings: the profile's settings.
-        splits: the chapter's splits (:func:`syntax_splits`).
         workers: extraction processes (default one per core on a CPU).
         device, progress, store: as for :func:`syntax_data`.
     """
@@ -100,7 +91,7 @@ def distance_gaps(table: pd.DataFrame, seed: int | None = None, column: str = "u
     """Per model: order-1 and distance-only ``column`` (seed ``seed``, default the first) and their gap.
 
     Returns:
-        columns ``model``, ``order1``, ``distance``, ``gap`` (points; the issue's goal: >= 20).
+        columns ``model``, ``order1``, ``distance``, ``gap`` (points).
     """
     seed = table["seed"].min() if seed is None else seed
     picked = table[table["seed"] == seed]
@@ -137,16 +128,11 @@ def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -
     """The UAS and LAS margins of adapters ``first`` over adapters ``second`` on the same
     sentences, each with its standard error over those sentences.
 
-    Each list holds one DP adapter per seed (:class:`olacore.toa.train.TrainedAdapter`); a
-    sentence's right words are averaged over its list's seeds, so a margin is the mean over
-    seeds of the two inputs' score difference (words scored as by :func:`olacore.toa.train.score`,
-    punctuation included). ``se`` is the standard error of that difference from a paired bootstrap
-    over sentences (:func:`olacore.metrics.paired_bootstrap_se`: words in one sentence are not
-    independent): the spread a new draw of test sentences would give, not the seed spread (the
-    verdict reads the seeds).
+    Each list holds one DP adapter per seed; a sentence's right words are averaged over its list's seeds (words scored
+    as by :func:`olacore.toa.train.score`, punctuation included). ``se``: a paired bootstrap over sentences
+    (:func:`olacore.metrics.paired_bootstrap_se`), the spread of a new draw of test sentences, not the seed spread.
 
     Args:
-        first, second: adapters, at least one in each.
         data: test data of their task and kind.
 
     Returns:
@@ -186,21 +172,17 @@ def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -
 def layer_screen(data: TaskData) -> pd.DataFrame:
     """Score every raw attention layer as a parser on its own, with no training (to choose one on dev).
 
-    For each layer: the head-averaged attention on the data's grid, sink entries removed
-    (:func:`olacore.sinks.sink_flags`, ``stats="causal"``), made symmetric (``A + A^T``: attention
-    either way between two words), the diagonal left out; a word's predicted head is the word it
-    shares most attention with. The score is the share of words (root words and heads beyond the
-    cut left out) whose predicted head is the gold one: the "attention attaches to the head"
-    reading of Clark et al. (2019), undirected. Meant for the dev split: the chosen layer then
-    gets a trained adapter (:func:`layer_cells`).
+    Per layer: head-averaged attention, sink entries removed (:func:`olacore.sinks.sink_flags`, ``stats="causal"``),
+    made symmetric (``A + A^T``), the diagonal left out; a word's predicted head is the word it shares most attention
+    with. Score: the share of words (root words and heads beyond the cut left out) whose predicted head is gold, the
+    undirected "attention attaches to the head" reading of Clark et al. (2019). Meant for dev (see :func:`layer_cells`).
 
     Args:
-        data: DP task data carrying ``"attention"`` records (:func:`syntax_data` with
-            ``sources=("ola", "attention")``).
+        data: DP task data with ``"attention"`` records (:func:`syntax_data`, ``sources=("ola", "attention")``).
 
     Returns:
-        columns ``layer`` (1 nearest the input), ``input`` (``"layer <n>"``), ``attachment``
-        (percent), ``words`` (scored), sorted by ``layer``.
+        columns ``layer`` (1 nearest the input), ``input`` (``"layer <n>"``), ``attachment`` (percent), ``words``
+        (scored), sorted by ``layer``.
 
     Raises:
         ValueError: the data carries no attention records.
@@ -224,11 +206,8 @@ def layer_screen(data: TaskData) -> pd.DataFrame:
 
 
 def layer_cells(screens: Mapping[str, pd.DataFrame], seed: int = 0, candidates: int = 1) -> list[tuple[str, str, int]]:
-    """The best-single-layer cells: for each model, the ``candidates`` layers of highest
-    :func:`layer_screen` score (computed on its *dev* split, never test), seed ``seed``.
-
-    With more than one candidate, the adapters' own dev LAS chooses among them (:func:`best_layer`).
-    """
+    """The best-single-layer cells: for each model, the ``candidates`` layers of highest :func:`layer_screen`
+    score (on its *dev* split, never test), seed ``seed``; with several, dev LAS chooses (:func:`best_layer`)."""
     out = []
     for model, screen in screens.items():
         ranked = screen.sort_values(["attachment", "layer"], ascending=[False, True])
@@ -262,13 +241,11 @@ def baseline_table(table: pd.DataFrame, models: Sequence[str], column: str = "ua
 
 
 def grid_plan(settings: Any) -> pd.DataFrame:
-    """What the grid of a profile runs, per data set: its sentences, inputs and seeds (which
-    cells ran smaller than the main ones), from :meth:`olacore.profiles.SyntaxSettings.cells`.
+    """What the grid of a profile runs, per data set (:meth:`olacore.profiles.SyntaxSettings.cells`).
 
     Returns:
-        columns ``data set``, ``model``, ``train``, ``dev``, ``test`` (sentences; the profile's
-        where the data set keeps a split whole), ``inputs`` (comma-separated), ``seeds`` (with the
-        inputs each set of seeds runs, where they differ), ``adapters``; the best-layer cells are
+        columns ``data set``, ``model``, ``train``, ``dev``, ``test`` (sentences), ``inputs`` (comma-separated),
+        ``seeds`` (with the inputs of each set of seeds, where they differ), ``adapters``; the best-layer cells are
         added once a layer is chosen on dev.
     """
     sets = settings.datasets()
@@ -331,15 +308,13 @@ def syntax_verdicts(table: pd.DataFrame, column: str = "uas", margin: float = MA
                     ) -> pd.DataFrame:
     """Every claim's verdict, per model (data set) and compared input, from the grid's table.
 
-    Each row pairs the reference with one other input over the seeds both ran
-    (:func:`order_comparison`) and judges it with :func:`olacore.verdicts.claim_verdict`; ``overall`` is the
-    claim's worst verdict for that model (the first claim holds only if order 1 beats every
-    higher order and the rollout). For the distance claim, ``goal_met`` says whether order 1 is at
-    least ``goal`` points above the distance-only baseline (issue #9).
+    Each row pairs the reference with one other input over the seeds both ran (:func:`order_comparison`), judged by
+    :func:`olacore.verdicts.claim_verdict`; ``overall`` is the claim's worst verdict for the model. ``goal_met``
+    (distance claim only): order 1 is at least ``goal`` points above the distance-only baseline.
 
     Returns:
-        columns ``claim``, ``model``, ``other``, ``seeds``, ``mean_diff``, ``min_diff``,
-        ``verdict``, ``overall``, ``goal_met`` (``None`` outside the distance claim).
+        columns ``claim``, ``model``, ``other``, ``seeds``, ``mean_diff``, ``min_diff``, ``verdict``, ``overall``,
+        ``goal_met`` (``None`` outside the distance claim).
     """
     rank = {FAILS: 0, WEAK: 1, HOLDS: 2}
     rows = []
@@ -380,19 +355,16 @@ def learning_curve(table: pd.DataFrame, models: Sequence[str], input_name: str =
 def head_directions(adapter: Any, data: Any) -> pd.DataFrame:
     """Where the gold heads lie and how well the adapter finds each kind (greedy heads, test once).
 
-    A scored word's gold head is to its *left* (an earlier word), to its *right* (a later one),
-    or the word is the *root* (the official convention: it points to itself). A causal LM's row
-    of a word holds only its left context; the mirrored map (:mod:`olacore.toa.data`) puts the
-    later words' attention *to* it in the upper triangle, so a right head is seen only through
-    what the head attends to.
+    A scored word's gold head is to its *left*, to its *right*, or the word is the *root* (official convention: it
+    points to itself). A causal LM's row of a word holds only its left context; the mirrored map puts the later words'
+    attention to it in the upper triangle, so a right head is seen only through what the head attends to.
 
     Args:
-        adapter: a trained DP adapter (:class:`olacore.toa.train.TrainedAdapter`).
-        data: DP task data of its kind (:class:`olacore.toa.data.TaskData`).
+        adapter, data: a trained DP adapter (:class:`olacore.toa.train.TrainedAdapter`) and DP task data of its kind.
 
     Returns:
-        one row per direction (``left``, ``right``, ``root``): ``words``, ``share`` (percent of
-        the scored words) and ``uas`` (percent of them with the right predicted head).
+        one row per direction (``left``, ``right``, ``root``): ``words``, ``share`` (percent of the scored words) and
+        ``uas`` (percent of them with the right predicted head).
     """
     predictions = adapter.predict(data)
     counts = {d: [0, 0] for d in ("left", "right", "root")}
@@ -481,12 +453,9 @@ def syntax_keys(input_name: str, metric: str, kind: str) -> list[str]:
 
 
 def syntax_paper_numbers(table: pd.DataFrame) -> pd.DataFrame:
-    """Our numbers that stand beside the paper's syntax table, for :func:`olacore.report.paper_comparison`
-    (section ``"syntax"``): UAS / LAS (mean over seeds) of each main encoder data set
-    (:func:`main_data_sets`) on each of the paper's inputs, with the keys of :func:`syntax_keys`.
-
-    Args:
-        table: the grid (the syntax chapter's table of test scores per cell).
+    """Our numbers beside the paper's syntax table, for :func:`olacore.report.paper_comparison`
+    (section ``"syntax"``): mean UAS / LAS of each main encoder data set (:func:`main_data_sets`) on each of the
+    paper's inputs, with the keys of :func:`syntax_keys`.
 
     Returns:
         columns ``subject`` (data set), ``input``, ``metric``, ``value`` (percent), ``paper_keys``.
@@ -510,13 +479,10 @@ def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.Dat
                   note: str = "") -> None:
     """Record every cell of the grid (mean over seeds) and every verdict in ``results``.
 
-    Keys: ``syntax/<data set>/<input>/<metric>`` (percent; ``uas``, ``las``, ``uas_nopunct``,
-    ``las_nopunct``) and ``verdict/<claim>/<data set>/<other input>`` (the mean paired
-    difference, points). An encoder's number of a paper input carries the report keys of
-    :func:`syntax_keys`, the protocol ``"honest"`` and, as its verdict, whether it beats the same
-    model's distance-only baseline (a number at the distance baseline reproduces nothing); only
-    a main data set (:func:`main_data_sets`) stands beside the paper, never a smaller, a
-    learning-curve or a random-init one.
+    Keys: ``syntax/<data set>/<input>/<metric>`` (percent; ``uas``, ``las``, ``uas_nopunct``, ``las_nopunct``) and
+    ``verdict/<claim>/<data set>/<other input>`` (the mean paired difference, points). A main data set's
+    (:func:`main_data_sets`) encoder number of a paper input carries the keys of :func:`syntax_keys`, the protocol
+    ``"honest"`` and, as its verdict, whether it beats the same model's distance-only baseline.
 
     Raises:
         ValueError: a number is NaN or a key repeats (:meth:`ChapterResults.add`).

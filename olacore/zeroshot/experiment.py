@@ -1,13 +1,9 @@
 """The zero-shot experiment: cached answers per example, parsed rows, and the scores beside the paper's.
 
-:func:`zero_shot` prompts one causal LM on a list of SemEval-2010 Task 8 or WNUT-17 examples
-(:mod:`olacore.corpora`) and returns one row per example; every raw answer is kept in a
-:class:`olacore.store.TensorStore` entry keyed by the model fingerprint, the task, the prompt
-version and form, the decoding settings and the full rendered prompt (which holds the example
-text), so a re-executed chapter reads the answers back and a changed prompt or model is never
-served an old answer. :func:`zero_shot_scores` scores the rows: RE 19-way accuracy and the
-official SemEval-2010 Task 8 score (macro-F1 over the 9 relations, direction required, Other
-left out), NER entity-level F1 (seqeval); unparseable answers score as wrong and are counted.
+Every raw answer is kept in a :class:`olacore.store.TensorStore` entry under :func:`answer_keys` (the full
+rendered prompt included), so a changed prompt or model is never served an old answer. :func:`zero_shot_scores`:
+RE 19-way accuracy and the official SemEval-2010 Task 8 macro-F1, NER entity-level F1 (seqeval); unparseable
+answers score as wrong and are counted.
 """
 
 from __future__ import annotations
@@ -61,25 +57,18 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
     """Zero-shot prompting of a causal LM on ``examples``: one parsed row per example (the paper's TOA baseline).
 
     Args:
-        model: a causal LM name (zoo, folder, Hugging Face id: its weights are loaded only if an
-            answer misses the cache) or a :class:`GenerativeLM`.
-        task: ``"re"`` (SemEval-2010 Task 8 :class:`RelationExample` records) or ``"ner"``
-            (WNUT-17 :class:`NERSentence` records).
-        examples: the records, e.g. ``evenly_spread(read_semeval("test").items, 100)``.
-        form: ``"auto"`` (chat template where the tokenizer has one, else plain), ``"chat"`` or
-            ``"plain"`` (:mod:`olacore.zeroshot.prompts`).
-        batch_size: prompts decoded together on a miss. 16 was measured fastest on the 2-core CPU
-            (qwen2.5-0.5b, 32 RE test prompts, cold: 22.3 s at 8, 18.3 s at 16, 20.8 s at 32, the
-            same answers at all three).
-        device: where to load the model on a miss (default CUDA if available).
-        progress: tqdm bar over the answers generated.
-        store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
+        model: a causal LM name (zoo, folder, Hugging Face id; weights loaded only on a cache miss) or a
+            :class:`GenerativeLM`.
+        task: ``"re"`` (SemEval-2010 Task 8 :class:`RelationExample` records) or ``"ner"`` (WNUT-17
+            :class:`NERSentence` records).
+        form: ``"auto"`` (chat template where the tokenizer has one, else plain), ``"chat"`` or ``"plain"``.
+        batch_size: prompts decoded together on a miss (16 measured fastest on the 2-core CPU).
+        store: default ``TensorStore()``.
 
     Returns:
-        DataFrame, one row per example, in order: ``model, form, id, text, gold, answer, status,
-        finish, seconds, cached`` and, for RE, ``e1, e2, label, correct``; for NER, ``words,
-        tags, entities, bad_line, outside_type, not_in_sentence, overlap`` (``gold`` and ``tags``
-        are BIO tuples). ``seconds``: generation cost of the answer when it was made.
+        One row per example, in order: ``model, form, id, text, gold, answer, status, finish, seconds`` (generation
+        cost when made), ``cached`` and, for RE, ``e1, e2, label, correct``; for NER, ``words, tags, entities,
+        bad_line, outside_type, not_in_sentence, overlap`` (``gold`` and ``tags`` are BIO tuples).
 
     Raises:
         ValueError: unknown task, empty or mistyped examples, an encoder or unknown model.
@@ -134,12 +123,10 @@ def _row(task: str, example, answer: dict, name: str, form: str) -> dict:
 def semeval_macro_f1(gold: Sequence[str], predicted: Sequence[str | None]) -> tuple[float, pd.DataFrame]:
     """The official SemEval-2010 Task 8 score: macro-F1 over the 9 relations, direction taken into account.
 
-    For each relation type, a true positive is a prediction equal to the gold directed label; the
-    precision denominator is every prediction of that type (either direction), the recall
-    denominator every gold example of that type; ``Other`` is not a relation and is left out of
-    the average (its predictions still cost recall). Unparseable predictions (``None``) are wrong.
-    Counts come from scikit-learn's ``multilabel_confusion_matrix`` over the 18 directed labels,
-    summed over the two directions of each type; F1 of a type without predictions or gold is 0.
+    Per relation type, a true positive is a prediction equal to the gold directed label; precision's denominator is
+    every prediction of that type (either direction), recall's every gold example of it; ``Other`` is left out of
+    the average (its predictions still cost recall). ``None`` predictions are wrong; a type without predictions or
+    gold has F1 0.
 
     Returns:
         ``(macro-F1 in [0, 1], per-type table: type, tp, predicted, gold, precision, recall, f1)``.
@@ -169,12 +156,11 @@ def zero_shot_scores(rows: pd.DataFrame, task: str) -> dict:
     """Scores of :func:`zero_shot` rows (one model). Unparseable answers count as wrong and are counted.
 
     Returns:
-        RE: ``n, accuracy`` (19-way), ``macro_f1`` (:func:`semeval_macro_f1`), ``majority_accuracy``
-        (share of the most frequent gold label among the rows), ``unparseable`` (answers that name
-        no single label), ``unparseable_share``, ``outside_label_set`` (among those: a relation
-        without direction or a label-shaped answer outside the 19), ``statuses`` (count per status).
-        NER: ``n, f1, precision, recall`` (seqeval, entity level), ``unparseable`` (answers with no
-        readable line), ``unparseable_share``, ``partial``, ``outside_type``, ``not_in_sentence``,
+        RE: ``n, accuracy`` (19-way), ``macro_f1`` (:func:`semeval_macro_f1`), ``majority_accuracy`` (share of the
+        most frequent gold label), ``unparseable`` (answers naming no single label), ``unparseable_share``,
+        ``outside_label_set`` (among those: a relation without direction or a label-shaped answer outside the 19),
+        ``statuses`` (count per status). NER: ``n, f1, precision, recall`` (seqeval, entity level), ``unparseable``
+        (answers with no readable line), ``unparseable_share``, ``partial``, ``outside_type``, ``not_in_sentence``,
         ``gold_entities``, ``predicted_entities``, ``statuses``. Shares and scores in [0, 1].
 
     Raises:

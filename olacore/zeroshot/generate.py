@@ -1,18 +1,11 @@
 """A causal LM with its LM head, and batched greedy generation that reuses the KV cache of the shared prompt prefix.
 
-:func:`olacore.loading.load_model` keeps only the base transformer (attention extraction needs
-no LM head); zero-shot prompting needs the head, so :func:`load_generator` loads
-``AutoModelForCausalLM`` itself, float32, eval mode, from the zoo's dequantised folder
-(:func:`olacore.zoo_build.zoo_folder`, which holds the LM head or the tied embeddings), a local
-folder or a Hugging Face id. Encoders are refused.
-
-:func:`generate_greedy` is plain greedy decoding (argmax at every step, no sampling, no
-penalties), written out rather than ``model.generate`` for one reason, speed on a CPU: every
-prompt of a task starts with the same instructions, so their keys and values are computed once
-(the longest common token prefix of all prompts) and copied into each batch; the example parts
-are left-padded behind that prefix (masked, positions counted from the prefix), and the decode
-steps of a batch share one pass over the weights. The answers equal ``model.generate``'s greedy
-answers up to float rounding (``tests/test_zeroshot.py`` checks them on real prompts).
+:func:`olacore.loading.load_model` keeps only the base transformer; zero-shot prompting needs the LM head, so
+:func:`load_generator` loads ``AutoModelForCausalLM`` itself. :func:`generate_greedy` is plain greedy decoding
+(argmax, no sampling, no penalties), written out rather than ``model.generate`` for CPU speed: the instructions
+every prompt starts with (the longest common token prefix) run once, their KV cache copied into each batch, the
+example parts left-padded behind it. The answers equal ``model.generate``'s greedy ones up to float rounding
+(``tests/test_zeroshot.py``).
 """
 
 from __future__ import annotations
@@ -62,8 +55,7 @@ def _refuse_encoder(name: str) -> None:
 def load_tokenizer(name: str) -> "PreTrainedTokenizerBase":
     """The tokenizer of a causal LM (zoo name, folder or Hugging Face id), without its weights.
 
-    Read once per process and name (Gemma's takes seconds): callers share the object and must
-    not change it.
+    Read once per process and name: callers share the object and must not change it.
 
     Raises:
         ValueError: unknown model (lists the zoo names), or an encoder.
@@ -85,13 +77,9 @@ def _read_tokenizer(name: str) -> "PreTrainedTokenizerBase":
 
 @dataclass
 class GenerativeLM:
-    """A causal LM with its LM head, ready for :func:`generate_greedy`.
+    """A causal LM with its LM head (float32, eval mode, no gradients), ready for :func:`generate_greedy`.
 
     Attributes:
-        name: as given to :func:`load_generator`.
-        tokenizer: its tokenizer (chat template, if any, included).
-        model: ``AutoModelForCausalLM``, float32, eval mode, no gradients, on ``device``.
-        device: where the model lives.
         fingerprint: :func:`olacore.loading.model_fingerprint` of ``name`` (keys cached answers).
         end_ids: token ids that end an answer (configured EOS ids and :data:`END_OF_TURN` tokens).
     """
@@ -105,8 +93,8 @@ class GenerativeLM:
 
 
 def answer_identity(model: "str | GenerativeLM") -> tuple[str, "PreTrainedTokenizerBase", str]:
-    """``(name, tokenizer, fingerprint)`` of a causal LM given by name or loaded: what cached
-    answers are keyed on, read without loading the weights (a warm run loads none).
+    """``(name, tokenizer, fingerprint)`` of a causal LM given by name or loaded: what cached answers are
+    keyed on, read without loading the weights.
 
     Raises:
         ValueError: unknown model (lists the zoo names), or an encoder.
@@ -136,19 +124,13 @@ def _end_ids(model, tokenizer) -> frozenset[int]:
 
 
 def load_generator(name: str, device: str | torch.device | None = None) -> GenerativeLM:
-    """Load a causal LM WITH its LM head for generation (zero-shot prompting).
+    """Load a causal LM WITH its LM head for generation (zero-shot prompting): float32, eval mode.
 
-    Args:
-        name: zoo name (its dequantised folder is built on first use), local folder or Hugging
-            Face id (local HF cache first, the hub where reachable).
-        device: default CUDA when available, else CPU (:func:`olacore.settings.resolve_device`).
-
-    Returns:
-        :class:`GenerativeLM`, float32, eval mode.
+    ``name``: zoo name (its dequantised folder, :func:`olacore.zoo_build.zoo_folder`, built on first use), local
+    folder or Hugging Face id (local HF cache first, the hub where reachable).
 
     Raises:
-        ValueError: unknown model (lists the zoo names), an encoder, or a checkpoint that lacks
-            weights (``missing_keys``: an LM head left at random would generate noise).
+        ValueError: unknown model, an encoder, or a checkpoint lacking weights (a random LM head would emit noise).
     """
     from transformers import AutoModelForCausalLM
 
@@ -174,14 +156,10 @@ class Generation:
     """One generated answer.
 
     Attributes:
-        text: the decoded answer (special tokens skipped), cut before the first stop string,
-            stripped of surrounding white space.
-        tokens: the generated token ids up to the end (the end-of-turn token not included).
-        finish: ``"eos"`` (end-of-turn token), ``"stop"`` (a stop string) or ``"length"``
-            (``max_new_tokens`` reached).
-        prompt_tokens: length of the prompt in tokens.
-        seconds: wall-clock share of this answer in its batch (batch time / batch size; the
-            shared prefix's one pass spread over all prompts).
+        text: the decoded answer (special tokens skipped), cut before the first stop string, stripped.
+        tokens: the generated token ids (the end-of-turn token not included).
+        finish: ``"eos"`` (end-of-turn token), ``"stop"`` (a stop string) or ``"length"`` (``max_new_tokens``).
+        seconds: batch time / batch size, plus this answer's share of the shared prefix's pass.
     """
 
     text: str
@@ -209,20 +187,13 @@ def _common_prefix(sequences: list[list[int]]) -> int:
 @torch.inference_mode()
 def generate_greedy(lm: GenerativeLM, prompts: Sequence[str], *, max_new_tokens: int, add_special_tokens: bool,
                     stop: Sequence[str] = (), batch_size: int = 8, progress: bool = False) -> list[Generation]:
-    """Greedy answers to ``prompts``, batched, with the shared prompt prefix computed once.
+    """Greedy answers to ``prompts``, one :class:`Generation` each, in order; the shared prefix computed once.
 
     Args:
-        lm: from :func:`load_generator`.
-        prompts: full prompt texts (non-empty).
-        max_new_tokens: the most tokens generated per prompt (>= 1).
-        add_special_tokens: let the tokenizer add its special tokens (plain prompts); ``False``
-            for chat-template prompts, which hold them already.
+        prompts: full prompt texts (non-empty), batched in their given order.
+        add_special_tokens: let the tokenizer add its special tokens (plain prompts); ``False`` for chat-template
+            prompts, which hold them already.
         stop: strings that end an answer (checked on the decoded answer after each step).
-        batch_size: prompts decoded together (>= 1); prompts are batched in their given order.
-        progress: a tqdm bar over prompts.
-
-    Returns:
-        One :class:`Generation` per prompt, in order.
 
     Raises:
         ValueError: empty prompt list or prompt, ``max_new_tokens`` or ``batch_size`` below 1.

@@ -1,30 +1,15 @@
-"""Zero-shot relation classification by likelihood ranking: the 19 SemEval labels scored as continuations of the prompt.
+"""Zero-shot relation classification by likelihood ranking: the 19 SemEval labels scored as continuations.
 
-Free generation (:func:`olacore.zeroshot.zero_shot`) lets the model write an answer and parses
-it; an answer that names no single label scores as wrong. The paper's zero-shot numbers (its RE
-table, paper section 4.4) are free generation. This module is a second zero-shot baseline: the same prompt (chat template where the tokenizer has one), then each of
-the 19 directed labels (``Cause-Effect(e1,e2)``, ..., ``Other``: exactly the strings the prompt
-asks the model to copy) is scored as the assistant's answer, by the log-probability of its
-tokens given the prompt; the prediction is the arg-max, so there is never a parse failure.
+A second zero-shot baseline, not the paper's (its RE table, paper section 4.4, is free generation,
+:func:`olacore.zeroshot.zero_shot`, where an answer naming no single label scores as wrong). The same prompt,
+then each of the 19 directed labels (exactly the strings the prompt asks the model to copy) is scored as the
+answer by the log-probability of its tokens; the prediction is the arg-max, so there is never a parse failure.
 
-Scoring (``scoring``): ``"sum"`` (the label's log-likelihood) or ``"mean"`` (length-normalised:
-its mean log-probability per token). The labels differ in length (``Other`` is 1-2 tokens, a
-directed label 10-13 for SmolLM2's tokenizer), and a sum favours short labels, so the default is
-``"mean"``; which one is better on SemEval dev is not measured yet. Both come from one cached
-computation (the per-label sums and token counts are stored), so switching costs nothing.
-
-Batching (``batching``): ``"shared"`` (default) runs each prompt once and copies its KV cache
-over the 19 labels, which then run as 19 short rows; ``"pairs"`` runs one row per (prompt,
-label) pair, re-reading the example part of the prompt 19 times. Both start from the KV cache of
-the instructions every prompt shares (computed once, as in :func:`generate_greedy`). Equal scores
-up to float rounding (largest difference 2.7e-5 nats on 8 dev prompts). Cost measured on the
-shared 2-core CPU, one torch thread, smollm2-135m, 8 SemEval dev prompts (about 480 prompt
-tokens each), one run, CPU seconds per prompt: free generation 0.71, ``"shared"`` 2.21,
-``"pairs"`` 5.68. So ranking is *not* cheaper than free generation as written: it runs about
-190 label tokens per prompt (19 labels x 10 tokens, each with its own copy of the prompt's KV
-cache) where generation runs about 40 example tokens and a few decode steps. Sharing the
-labels' common token prefixes (a trie: the two directions of a relation share all but their
-last 3-4 tokens) would about halve that; not done.
+``scoring``: ``"sum"`` (log-likelihood) or ``"mean"`` (per token, the default: labels differ in length, ``Other``
+1-2 tokens, a directed label 10-13, and a sum favours short ones; not yet compared on dev). Both come from one
+cached computation. ``batching``: ``"shared"`` (default) runs each prompt once and copies its KV cache over the
+19 labels; ``"pairs"`` runs one row per (prompt, label). Both start from the KV cache of the instructions every
+prompt shares; equal scores up to float rounding. Cost (CPU): about 3x free generation's; ``"shared"`` 2.6x faster.
 """
 
 from __future__ import annotations
@@ -51,8 +36,8 @@ BATCHINGS = ("shared", "pairs")
 
 
 def candidate_texts(form: str, labels: Sequence[str] = SEMEVAL_LABELS) -> list[str]:
-    """The continuation scored for each label: the label itself after a chat prompt (the
-    assistant turn starts on a new line), ``" " + label`` after a plain prompt's ``Label:`` cue."""
+    """The continuation scored for each label: the label itself after a chat prompt, ``" " + label`` after
+    a plain prompt's ``Label:`` cue."""
     return [label if form == "chat" else " " + label for label in labels]
 
 
@@ -151,28 +136,20 @@ def rank_labels(lm: GenerativeLM, prompts: Sequence[str], candidates: Sequence[s
                 ) -> tuple[torch.Tensor, torch.Tensor, list[float]]:
     """Log-likelihood of every candidate continuation of every prompt: ``sum_t log p(c_t | prompt, c_<t)``.
 
-    The prompt is tokenized as in :func:`olacore.zeroshot.generate_greedy`; each candidate is
-    tokenized alone (no special tokens) and appended, so a label is the same token sequence after
-    every prompt. The instructions all prompts share are run once (their KV cache reused).
+    The prompt is tokenized as in :func:`olacore.zeroshot.generate_greedy`; each candidate alone (no special
+    tokens) and appended, so a label is the same token sequence after every prompt.
 
     Args:
-        lm: from :func:`olacore.zeroshot.load_generator`.
-        prompts: full prompt texts (non-empty).
-        candidates: continuation texts (non-empty, each at least one token).
-        add_special_tokens: as in :func:`generate_greedy` (``True`` for plain prompts).
-        batch_size: prompts per forward (``"shared"``: ``batch_size`` prompt rows, then
-            ``batch_size x len(candidates)`` candidate rows; ``"pairs"``: the latter only).
-        batching: ``"shared"`` or ``"pairs"`` (module docstring; ``"shared"`` measured 2.6x faster).
-        progress: a tqdm bar over prompts.
+        batch_size: prompts per forward (``"shared"``: ``batch_size`` prompt rows, then ``batch_size x
+            len(candidates)`` candidate rows; ``"pairs"``: the latter only).
+        batching: ``"shared"`` or ``"pairs"`` (module docstring).
 
     Returns:
-        ``(sums, lengths, seconds)``: ``sums`` float64 ``(n_prompts, n_candidates)`` in nats,
-        ``lengths`` long ``(n_candidates,)`` (tokens per candidate), ``seconds`` per prompt
-        (its batch's wall-clock time over the batch size, plus its share of the prefix pass).
+        ``(sums, lengths, seconds)``: ``sums`` float64 ``(n_prompts, n_candidates)`` in nats, ``lengths``
+        ``(n_candidates,)`` tokens per candidate, ``seconds`` per prompt (as :class:`Generation`'s).
 
     Raises:
-        ValueError: empty prompts or candidates, a candidate of no token, ``batch_size`` below 1,
-            an unknown ``batching``.
+        ValueError: empty prompts or candidates, a candidate of no token, ``batch_size < 1``, unknown ``batching``.
     """
     from olacore.timing import progress as progress_bar
 
@@ -218,35 +195,21 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
                          store: TensorStore | None = None) -> pd.DataFrame:
     """Zero-shot RE by ranking the 19 SemEval labels by the causal LM's likelihood given the prompt.
 
-    Not the paper's baseline: the paper's zero-shot numbers (paper section 4.4, its RE table)
-    are free generation, :func:`olacore.zeroshot.zero_shot`. This one reads the same prompt and
-    scores each label of :data:`olacore.corpora.SEMEVAL_LABELS` as the answer; the prediction is
-    the best-scoring label, so no answer is ever unparseable.
-
-    Cost: the module docstring (about 3x free generation's per prompt on smollm2-135m, CPU).
+    Not the paper's baseline (module docstring); no answer is ever unparseable.
 
     Args:
-        model: a causal LM name (zoo, folder, Hugging Face id: weights loaded only on a cache
-            miss) or a :class:`GenerativeLM`.
+        model, form, device, store: as :func:`zero_shot`.
         examples: SemEval-2010 Task 8 :class:`RelationExample` records (``read_semeval``).
-        form: ``"auto"``, ``"chat"`` or ``"plain"``, as in :func:`zero_shot`.
         scoring: ``"mean"`` (log-probability per label token) or ``"sum"`` (label log-likelihood).
         batching: ``"shared"`` or ``"pairs"`` (:func:`rank_labels`); same scores.
-        batch_size: prompts per forward on a miss.
-        device: where to load the model on a miss (default CUDA if available).
-        progress: tqdm bar over the prompts scored.
-        store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
 
     Returns:
-        DataFrame, one row per example, in order, with :func:`zero_shot`'s RE columns so that
-        :func:`olacore.zeroshot.zero_shot_scores` scores it: ``model, form, id, text, e1, e2,
-        gold, answer, label, status`` (always ``"ok"``), ``correct, finish`` (``"likelihood"``),
-        ``seconds, cached``, and ``scoring, score`` (the chosen label's score: mean or summed
-        log-probability, nats), ``gold_rank`` (1 = the gold label scored best).
+        One row per example, in order, with :func:`zero_shot`'s RE columns (``status`` always ``"ok"``, ``finish``
+        ``"likelihood"``), so :func:`olacore.zeroshot.zero_shot_scores` scores it, and ``scoring``, ``score`` (the
+        chosen label's mean or summed log-probability, nats), ``gold_rank`` (1 = the gold label scored best).
 
     Raises:
-        ValueError: an encoder or unknown model (the message names it), empty or mistyped
-            examples, unknown ``scoring``, ``batching`` or ``form``.
+        ValueError: an encoder or unknown model, bad examples, unknown ``scoring``, ``batching`` or ``form``.
     """
     from olacore.zeroshot.experiment import _check_examples
 

@@ -1,42 +1,32 @@
 """Parsers of zero-shot answers: generated text -> one SemEval relation label, or NER entity spans.
 
-Tolerant of surface form, never guessing. Every answer gets a *status*; an answer whose status
-is not ``"ok"`` (RE) or that yields no usable line (NER) scores as wrong and is counted.
+Tolerant of surface form, never guessing. Every answer gets a *status*; an answer whose status is not ``"ok"``
+(RE) or that yields no usable line (NER) scores as wrong and is counted.
 
-Relation extraction (:func:`parse_relation`): the answer is its first line with content (blank
-lines and a lone lead-in line such as ``Answer:`` skipped; what follows is the model going on,
-often reciting the rest of the label list). Statuses:
+Relation extraction (:func:`parse_relation`) reads the answer's first line with content (blank lines and a lone
+lead-in such as ``Answer:`` skipped). Statuses:
 
-- ``ok``: exactly one of the 19 labels is named. A directed label is a relation name (case,
-  spaces, ``-`` or ``_`` between its two words free: ``cause-effect``, ``Cause Effect``,
-  ``CauseEffect``) followed by a direction: ``(e1,e2)``, ``( E1 , E2 )``, ``[e1,e2]``,
-  ``e1->e2``, ``(e1 -> e2)``, ``e1 => e2``, ``e1→e2``, ``e1 to e2``. ``Other`` is named when
-  the whole answer is that word (any case; lead-ins such as ``Answer:``, ``The relation is``,
-  quotes, markup and a final full stop removed) or when the capitalised word ``Other`` stands
-  alone in it; a lower-case "other" inside a sentence is the English word. Naming the same
-  label twice is still one label.
+- ``ok``: exactly one of the 19 labels is named (twice is still one). A directed label is a relation name (case,
+  spaces, ``-`` or ``_`` between its words free: ``Cause Effect``, ``CauseEffect``) and a direction:
+  ``(e1,e2)``, ``[e1,e2]``, ``e1->e2``, ``e1 => e2``, ``e1→e2``, ``e1 to e2``, spaces free. ``Other`` is named
+  when the whole answer is that word (any case; lead-ins, quotes, markup, a final full stop removed) or the
+  capitalised word ``Other`` stands alone in it; a lower-case "other" in a sentence is the English word.
 - ``ambiguous``: two or more different labels, or one label and another relation's bare name.
-- ``no_direction``: one relation named without a direction (``Cause-Effect``): not a label.
-- ``outside``: label-shaped but outside the set: a reversed name (``Effect-Cause(e1,e2)``), an
-  impossible direction (``(e1,e1)``), an unknown ``Word-Word(e1,e2)``.
-- ``no_label``: text that names no label (an explanation, an option number, a copy of the
-  sentence).
+- ``no_direction``: one relation named without a direction (``Cause-Effect``).
+- ``outside``: label-shaped but outside the set (``Effect-Cause(e1,e2)``, ``(e1,e1)``, ``Word-Word(e1,e2)``).
+- ``no_label``: no label named (an explanation, an option number, a copy of the sentence).
 - ``empty``: nothing but white space.
 
-Named entities (:func:`parse_entities`): the answer is read line by line. Bullets (``-``,
-``*``, ``1.``), markdown and lead-in lines (``Entities:``, ``Here are the entities:``) are
-dropped. A line names an entity as ``type: text``, ``text: type``, ``type - text``,
-``type | text``, ``text (type)`` or ``(text, type)``, where ``type`` is one of WNUT-17's six
-(case, ``_``/space for ``-`` and a plural ``s`` tolerated). ``none`` (or "no entities") says
-there is none. The text is matched, case-insensitively, to a run of the sentence's words (its
-outer quotes and final punctuation dropped); every occurrence not overlapping an entity placed
-before is tagged (BIO); ``type: A, B`` whose whole text is not in the sentence but whose
-comma-separated parts are gives one entity per part. Per line problems are counted:
-``bad_line`` (no readable entity), ``outside_type`` (a type not among the six, such as
-``organization``), ``not_in_sentence`` (text absent: hallucinated, or re-tokenised),
-``overlap`` (every occurrence overlaps an entity already placed). Statuses: ``ok`` (every
-content line read), ``none`` (the answer says there is no entity), ``partial`` (some lines
-read, some not), ``unparseable`` (no line read), ``empty``.
+Named entities (:func:`parse_entities`), line by line; bullets, markdown and lead-in lines (``Entities:``) are
+dropped. A line names an entity as ``type: text``, ``text: type``, ``type - text``, ``type | text``,
+``text (type)`` or ``(text, type)``, ``type`` one of WNUT-17's six (case, ``_``/space for ``-`` and a plural
+``s`` tolerated); ``none`` (or "no entities") says there is none. The text is matched, case-insensitively, to a
+run of the sentence's words (outer quotes and final punctuation dropped); every occurrence not overlapping an
+entity placed before is tagged (BIO); ``type: A, B`` whose parts, not whole, are in the sentence gives one
+entity per part. Problems counted per line: ``bad_line`` (no readable entity), ``outside_type`` (such as
+``organization``), ``not_in_sentence`` (hallucinated, or re-tokenised), ``overlap`` (every occurrence overlaps
+a placed entity). Statuses: ``ok`` (every content line read), ``none`` (no entity, says the answer),
+``partial`` (some lines read), ``unparseable`` (none read), ``empty``.
 """
 
 from __future__ import annotations
@@ -109,14 +99,8 @@ def _answer_line(text: str) -> str:
 
 
 def parse_relation(answer: str) -> RelationParse:
-    """Map a generated RE answer to one SemEval-2010 Task 8 label, or say why it cannot be.
-
-    Args:
-        answer: the generated text (the prompt not included).
-
-    Returns:
-        :class:`RelationParse`; the rules are in the module docstring.
-    """
+    """Map a generated RE answer (the prompt not included) to one SemEval-2010 Task 8 label, or say why it
+    cannot be (rules: module docstring)."""
     text = _answer_line((answer or "").translate(_ARROWS))
     if not text:
         return RelationParse(None, "empty")
@@ -223,15 +207,8 @@ def _entity_words(text: str) -> list[str]:
 
 
 def parse_entities(answer: str, words) -> EntityParse:
-    """Map a generated NER answer to BIO tags over ``words`` (rules in the module docstring).
-
-    Args:
-        answer: the generated text (the prompt not included).
-        words: the sentence's words (what the tags are placed on).
-
-    Returns:
-        :class:`EntityParse` with ``len(tags) == len(words)``.
-    """
+    """Map a generated NER answer (the prompt not included) to BIO tags over ``words``, one per word (rules:
+    module docstring)."""
     words = list(words)
     lower = [w.lower() for w in words]
     tags = ["O"] * len(words)

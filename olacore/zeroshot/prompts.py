@@ -1,36 +1,17 @@
 """The fixed zero-shot prompts (RE and NER), and which form each model gets: chat template or plain text.
 
-The paper's only baseline for TOA transfer is zero-shot prompting of the target LM (paper section
-4.4, its RE table). Our prompts are written for this book (not taken from the official code) and
-fixed: any change of wording must bump :data:`PROMPT_VERSION` (the answers are cached per rendered
-prompt anyway, so an unbumped change is still never served stale answers).
+The paper's only baseline for TOA transfer is zero-shot prompting of the target LM (paper section 4.4, its RE
+table). Our prompts are written for this book (not taken from the official code), chosen on the dev splits,
+never on test, and fixed: a change of wording must bump :data:`PROMPT_VERSION`.
 
-Two forms:
+- ``"chat"``: the instructions are the user turn of the tokenizer's own chat template (its default system turn
+  kept); for every tokenizer that has one (in our zoo ``smollm2-135m`` and ``qwen2.5-0.5b``).
+- ``"plain"``: the same instructions as plain text, ending in an answer cue (``Label:`` / ``Entities:``) that a
+  base model completes (in our zoo ``gemma-3-270m``). The official ``rel_zeroshot.py`` and ``ner_zeroshot.py``
+  feed their instruct models plain text too, with no chat template; ``form="plain"`` reproduces that.
 
-- ``"chat"``: the instructions are the user turn of the tokenizer's own chat template
-  (``tokenizer.apply_chat_template(..., add_generation_prompt=True)``); the template's default
-  system turn is kept. Used for every model whose tokenizer has a chat template: in our zoo
-  ``smollm2-135m`` (SmolLM2-135M-Instruct) and ``qwen2.5-0.5b`` (Qwen2.5-Coder-0.5B-Instruct).
-- ``"plain"``: the same instructions as plain text, ending in an answer cue (``Label:`` /
-  ``Entities:``) that a base model completes; the tokenizer adds its special tokens (Gemma's
-  ``<bos>``). Used for models without a chat template: in our zoo ``gemma-3-270m`` (a base
-  model). The official zero-shot scripts (``rel_zeroshot.py``, ``ner_zeroshot.py``) feed their
-  instruct models plain text too, with no chat template; ``form="plain"`` reproduces that.
-
-Decoding (both forms): greedy, at most ``max_new_tokens`` new tokens (RE 20, NER 40), ending at
-the model's end-of-turn tokens and at the task's stop strings: an RE answer is one line (the
-models otherwise go on reciting the label list); a plain NER answer ends at a blank line or a
-new ``Sentence:`` (a base model otherwise writes the next example).
-
-The wordings were chosen on the dev splits, never on test: for RE, the 19 labels each with a
-one-line meaning (which direction is which) against a bare list of the labels (with the bare
-list Qwen2.5 answered every one of 40 dev examples with a relation name without direction;
-with the meanings 37 of 40 answers were labels); for Gemma's plain form the cue ``Label:``
-against ``Answer:`` and ``The relation between e1 and e2 is`` (40 dev examples each; only
-``Label:`` gave any label at all). For NER, the ``<type>: <entity text>`` list against a
-version with a one-line description per type (Qwen2.5 then answered ``none`` to 26 of 30 dev
-sentences) and one without the ``none`` option (30 dev sentences; Qwen2.5 entity F1 0.20,
-0.00 and 0.18).
+Decoding: greedy, at most ``max_new_tokens`` (RE 20, NER 40), ending at the model's end-of-turn tokens and at the
+task's stop strings (an RE answer is one line; a plain NER answer ends at a blank line or a new ``Sentence:``).
 """
 
 from __future__ import annotations
@@ -97,15 +78,10 @@ class PromptSpec:
     """One task's fixed prompt and decoding budget.
 
     Attributes:
-        task: ``"re"`` or ``"ner"``.
-        version: :data:`PROMPT_VERSION` of the task.
         head: the instructions shared by every example (the cached prompt prefix).
-        cue: the answer cue appended in the plain form (the chat form ends with the template's
-            assistant turn instead).
-        max_new_tokens: the most tokens generated per answer.
-        plain_stop: strings that end a plain-form answer (first occurrence after the first
-            non-blank character), besides the end-of-turn token.
-        chat_stop: the same for chat-form answers.
+        cue: the answer cue of the plain form (the chat form ends with the template's assistant turn).
+        plain_stop, chat_stop: strings that end an answer of that form (first occurrence after the first non-blank
+            character), besides the end-of-turn token.
     """
 
     task: str
@@ -138,10 +114,8 @@ def _span_text(example: RelationExample, span: tuple[int, int]) -> str:
 
 
 def instructions(task: str, example: RelationExample | NERSentence) -> str:
-    """The user message of ``example``: the task's fixed head, then the example.
-
-    RE: ``Sentence: <text>`` (entity markers removed, as the models read it), ``e1: <entity 1>``,
-    ``e2: <entity 2>``. NER: ``Sentence: <text>``.
+    """The user message of ``example``: the task's fixed head, then ``Sentence: <text>`` (entity markers
+    removed) and, for RE, ``e1: <entity 1>`` and ``e2: <entity 2>``.
 
     Raises:
         ValueError: unknown task, or an example of the other task's type.
@@ -160,8 +134,7 @@ def prompt_form(tokenizer: "PreTrainedTokenizerBase", form: str = "auto") -> str
     """``"chat"`` if ``form`` is ``"auto"`` and the tokenizer has a chat template, else ``"plain"``.
 
     Raises:
-        ValueError: ``form`` is not ``"auto"``, ``"chat"`` or ``"plain"``, or ``"chat"`` for a
-            tokenizer without a chat template.
+        ValueError: ``form`` not ``"auto"``, ``"chat"`` or ``"plain"``; ``"chat"`` without a chat template.
     """
     if form not in ("auto",) + FORMS:
         raise ValueError(f"form must be 'auto', 'chat' or 'plain'; got {form!r}")
@@ -174,11 +147,9 @@ def prompt_form(tokenizer: "PreTrainedTokenizerBase", form: str = "auto") -> str
 
 
 def build_prompt(tokenizer: "PreTrainedTokenizerBase", task: str, example, form: str) -> str:
-    """The full prompt text of one example in ``form`` (``"chat"`` or ``"plain"``).
-
-    Chat: the instructions as the single user turn, rendered by ``apply_chat_template`` with the
-    generation prompt (tokenize it with ``add_special_tokens=False``: the template holds them).
-    Plain: instructions + the task's cue (tokenize with the tokenizer's special tokens).
+    """The full prompt text of one example in ``form``: ``"chat"`` (the instructions as the single user turn,
+    ``apply_chat_template`` with the generation prompt; tokenize with ``add_special_tokens=False``) or ``"plain"``
+    (instructions + cue; tokenize with the special tokens).
 
     Raises:
         ValueError: unknown task or form, wrong example type.
@@ -194,10 +165,9 @@ def build_prompt(tokenizer: "PreTrainedTokenizerBase", task: str, example, form:
 
 
 def prompt_forms(models, tokenizers=None) -> pd.DataFrame:
-    """Which prompt form each model gets: ``model, form, reason`` (one row per model).
+    """Which prompt form each model gets: ``model, form, reason``, one row per model (zoo, folder or hub id).
 
     Args:
-        models: model names (zoo, folder or Hugging Face id).
         tokenizers: optional ``{name: tokenizer}``; missing ones are loaded (tokenizer only).
     """
     from olacore.zeroshot.generate import load_tokenizer
