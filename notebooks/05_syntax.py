@@ -68,7 +68,7 @@
 # - *Adapter size.* The official adapter has width 768 and depth 5 (about 450 million
 #   parameters with the DP head); ours has width 32 and depth 2 (about 160 thousand), sized
 #   for a 2-core CPU, with two additions measured to matter at this size
-#   (`olacore.profiles.SyntaxSettings`): arc and relation scores also read the pair's own cell `(i, j)`,
+#   (the measurements: [Compute budget](../compute.md)): arc and relation scores also read the pair's own cell `(i, j)`,
 #   and maps enter as `log1p(T m)`, `T` the sentence's length in tokens and `m` a map entry
 #   (so a row uniform over all `T` tokens gives the same values whatever the length; "input scaling: log-length"
 #   in the settings table). The settings table below lists every size.
@@ -90,7 +90,7 @@
 # - *Grid.* The official adapter (`models/adapters.py`, fed by `data_utils/ola_dataset.py`)
 #   reads the full token map (special tokens and every sub-token a row); ours reads the rows and columns of each word's first sub-token (the
 #   word the parser scores, the `begin_mask` of the official `data_utils/dp_utils.py`), which was measured better for the
-#   causal LMs and cheaper (`olacore.profiles.SyntaxSettings`). Relations are the full EWT ones (subtypes
+#   causal LMs and cheaper ([Compute budget](../compute.md)). Relations are the full EWT ones (subtypes
 #   kept), as the official `data_utils/dp_utils.py`; UAS/LAS count punctuation, as the paper.
 
 # %% tags=["parameters"]
@@ -434,7 +434,7 @@ for claim, group in overall.groupby("claim", sort=False):
 # every seed of the profile, the checkpoint kept on **dev** LAS, test scored once; their maps
 # are extracted in one process (the 1.5B model takes 6 GB of memory).
 #
-# Sizing (measured for `olacore.profiles.SyntaxSettings`, one single-threaded worker on the
+# Sizing (recorded in [Compute budget](../compute.md); one single-threaded worker on the
 # 2-core machine, shared): extraction costs about 0.17 CPU seconds per sentence for
 # `embeddinggemma-300m` and 1.83 for `qwen2.5-1.5b`, on a sample of 20 sentences of 18-20
 # tokens. The chapter's texts at `default` are longer (22-24 tokens on average) and number 936

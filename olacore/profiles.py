@@ -599,11 +599,11 @@ _PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-# Sized for the 20-minute cold budget of the chapter (see the SyntaxSettings notes above and the
+# Sized for the 20-minute cold budget of the chapter (see book/compute.md and the
 # syntax chapter): every model runs order 1, 1+2 and distance on 500 sentences; the full order grid
 # for one CLM and one encoder; a second seed for the order-1 / order-3 / rollout comparison; ALTI
 # (one more forward pass per sentence) beside order 1 on 150 / 60 / 100 sentences; one CLM's learning curve.
-# extra_models: the third encoder family; qwen2.5-1.5b's extraction does not fit (see the notes above).
+# extra_models: the third encoder family; qwen2.5-1.5b's extraction does not fit (see book/compute.md).
 _SYNTAX_DEFAULT = SyntaxSettings(training=TrainConfig(epochs=6), seeds=(0, 1), alti_subset=(150, 60, 100),
                        curve_models=("smollm2-135m",), extra_models=("embeddinggemma-300m",))
 

@@ -2,10 +2,11 @@
 dev), greedy prediction and the task metrics.
 
 Official training (``configs/train_*_{conll2000pos,conll2012en_entity,semevalre,udewt_dp}.json``): AdamW (the
-Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2, 15 epochs, sentences cut at 64 tokens,
-augmentation on, checkpoints evaluated on the *test* split. Here: AdamW at a higher rate for the much smaller adapter
-(:class:`TrainConfig`, linear warm-up and decay), batches of similar length, the best *dev* checkpoint kept
-(:data:`SELECTION`), test scored once afterwards by the caller, several seeds; the official augmentations optional.
+Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2, 15 epochs (5 for CLMs), sentences cut
+at 64 tokens, augmentation on, checkpoints evaluated on the *test* split. Here: AdamW at a higher rate for the much
+smaller adapter (:class:`TrainConfig`, linear warm-up and decay), batches of similar length, the best *dev*
+checkpoint kept (:data:`SELECTION`), test scored once afterwards by the caller, several seeds; the official
+augmentations optional.
 
 An :class:`AdapterJob`'s key holds the sha256 of every training and dev map and target, the label vocabulary, the
 task, the input spec, both configs, :func:`olacore.toa.model.network_identity`, the seed, the device type and
