@@ -35,7 +35,7 @@ def _targets(kind: str, size: int, rng: np.random.Generator) -> dict[str, np.nda
 
 def throughput(kind: str, config: AdapterConfig, maps: list[torch.Tensor], batch: int, seed: int = 0) -> float:
     """Sentences per second of one training pass (after a one-batch warm-up)."""
-    from olacore.toa.train import _loss
+    from olacore.toa.train import adapter_loss
 
     rng = np.random.default_rng(seed)
     torch.manual_seed(seed)
@@ -47,7 +47,7 @@ def throughput(kind: str, config: AdapterConfig, maps: list[torch.Tensor], batch
     def step(index):
         x, lengths, t = collate([maps[i] for i in index], [targets[i] for i in index], kind)
         extra = {"spans": t["spans"]} if kind == "relation" else {}
-        loss = _loss(kind, model(x, lengths, **extra), t, None)
+        loss = adapter_loss(kind, model(x, lengths, **extra), t)
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()

@@ -473,7 +473,7 @@ show_table(variant_table, "tbl-proxy-variants", "Visual proxy, honest protocol, 
 
 # %%
 official_cfg = dataclasses.replace(cfg.proxy, eval_every=cfg.official_eval_every)
-assert family_splits(cfg.causal) == family_splits(cfg.causal, by_family=False)  # one model per family here
+assert family_splits(cfg.causal) == [([m for m in cfg.causal if m != t], [t]) for t in cfg.causal]  # leave-one-out
 READ_OUT = ("reaugment_targets", "max_over_evaluations")  # re-read the same trainings: free
 QUIRKS = [q for q in OfficialQuirks.names() if q != "family_split"
           and (cfg.official_quirk_rows is None or q in cfg.official_quirk_rows or q in READ_OUT)]

@@ -35,7 +35,6 @@ plain product (``compute_joint_attention`` there, last layer kept). Where we dif
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -43,7 +42,7 @@ import torch
 
 from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
 from olacore.alti_math import alti_rollout, layer_contributions, layer_factors
-from olacore.extraction import per_text, tokenize
+from olacore.extraction import _forward_kwargs, per_text, tokenize
 from olacore.loading import LoadedModel
 from olacore.pipeline import cached_per_text
 from olacore.settings import fixed_threads
@@ -52,10 +51,8 @@ from olacore.timing import progress as progress_bar
 
 __all__ = [
     "ALTIResult",
-    "LayerDecomposition",
     "alti",
     "cached_alti",
-    "layer_decomposition",
     "ALTI_SETTINGS",
 ]
 
@@ -94,35 +91,9 @@ class ALTIResult:
     rollout: torch.Tensor
 
 
-@dataclass
-class LayerDecomposition:
-    """One layer's block output split into per-token transformed vectors (one text).
-
-    Attributes:
-        transformed: ``(T, T, d)`` float32 CPU; ``transformed[i, j]`` is ``T_i(x_j)``.
-        bias: ``(T, d)`` float32 CPU, the part of ``y_i`` no token owns (output bias, norm bias).
-        output: ``(T, d)`` float32 CPU, the block output ``y`` of the model's own forward pass;
-            ``transformed.sum(1) + bias`` equals it within float32 rounding.
-    """
-
-    transformed: torch.Tensor
-    bias: torch.Tensor
-    output: torch.Tensor
-
-
 # --------------------------------------------------------------------------------------------
 # Running a model
 # --------------------------------------------------------------------------------------------
-
-
-def _forward_kwargs(backbone: torch.nn.Module, family: ALTIFamily) -> dict:
-    parameters = inspect.signature(backbone.forward).parameters
-    kwargs = {"return_dict": True}
-    if "use_cache" in parameters:
-        kwargs["use_cache"] = False
-    if family.needs_output_attentions:
-        kwargs["output_attentions"] = True
-    return kwargs
 
 
 def _run(
@@ -137,7 +108,9 @@ def _run(
     backbone = model.backbone
     family = family_of(backbone)
     weights = [layer_weights(backbone, family, layer) for layer in range(model.num_layers)]
-    kwargs = _forward_kwargs(backbone, family)
+    kwargs = {"return_dict": True, **_forward_kwargs(backbone)}
+    if family.needs_output_attentions:
+        kwargs["output_attentions"] = True
     for index, (ids, _, _) in enumerate(
             progress_bar(encoded, enabled=progress and bool(encoded), desc=f"ALTI {model.name}", leave=False)):
         input_ids = torch.tensor([ids], dtype=torch.long, device=model.device)
@@ -161,7 +134,7 @@ def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> 
 
     One :class:`ALTIResult` per text, in order. One forward pass per text (bit-identical whatever other texts are in
     the call) under :func:`torch.inference_mode` on ``model.device``, contributions computed from hooks inside it.
-    ``model``: a covered family (:func:`~olacore.alti_families.supported_model_types`) with eager attention; texts
+    ``model``: a covered family (:data:`~olacore.alti_families.FAMILIES`) with eager attention; texts
     within ``model.max_length`` tokens.
 
     Raises:
@@ -192,31 +165,6 @@ def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> 
             )
         )
     return results
-
-
-def layer_decomposition(model: LoadedModel, text: str) -> list[LayerDecomposition]:
-    """Every layer's block output of one text, split into ALTI's transformed vectors (layer 1 first).
-
-    The check that ALTI reads the real model: ``transformed.sum(1) + bias`` must equal the block output ``y`` of the
-    same forward pass (``tests/test_alti.py``). Memory is ``N * T^2 * d`` floats: meant for short texts.
-
-    Raises:
-        As :func:`alti`.
-    """
-    family = family_of(model.backbone)
-    encoded = tokenize(model, [text])
-    layers: list[LayerDecomposition | None] = [None] * model.num_layers
-
-    def on_text_layer(index: int, layer: int, record: dict, weights: LayerWeights) -> None:
-        left, right, bias = layer_factors(record, weights, family)
-        transformed = torch.bmm(left, right).transpose(0, 1)  # (i, j, d)
-        layers[layer] = LayerDecomposition(
-            transformed=transformed.cpu().clone(), bias=bias.cpu().clone(), output=record["output"].float().cpu().clone()
-        )
-
-    with torch.inference_mode():
-        _run(model, encoded, on_text_layer, False)
-    return [LayerDecomposition(d.transformed.clone(), d.bias.clone(), d.output.clone()) for d in layers]
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import Callable, Literal
 
 import torch
 
-__all__ = ["ALTIFamily", "FAMILIES", "family_of", "LayerRecorder", "supported_model_types"]
+__all__ = ["ALTIFamily", "FAMILIES", "family_of", "LayerRecorder"]
 
 
 @dataclass(frozen=True)
@@ -109,11 +109,6 @@ FAMILIES: tuple[ALTIFamily, ...] = (
         eager_only=True,
     ),
 )
-
-
-def supported_model_types() -> list[str]:
-    """Every ``config.model_type`` ALTI covers, sorted."""
-    return sorted(t for family in FAMILIES for t in family.model_types)
 
 
 def family_of(backbone: torch.nn.Module) -> ALTIFamily:

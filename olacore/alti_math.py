@@ -13,21 +13,10 @@ import torch
 
 from olacore.alti_families import ALTIFamily, LayerWeights
 
-__all__ = ["contributions_from_vectors", "alti_rollout", "layer_factors", "layer_contributions"]
+__all__ = ["alti_rollout", "layer_factors", "layer_contributions"]
 
 _CHUNK_ELEMENTS = 2**23  # T_i(x_j) - y_i values held at once (32 MB in float32)
 _CAUSAL_BLOCKS = 8  # key blocks for causal models: blocks skip the keys after their queries
-
-
-def contributions_from_vectors(transformed: torch.Tensor, output: torch.Tensor, causal: bool = False) -> torch.Tensor:
-    """ALTI contributions from explicit transformed vectors (the ALTI paper's layer-wise measure).
-
-    ``transformed[i, j] = T_i(x_j)`` ``(T, T, d)`` and block outputs ``y_i`` ``(T, d)`` -> ``(T, T)``:
-    ``C_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1)`` normalised per row (an all-zero row becomes the identity row,
-    with a warning); ``causal`` zeroes the entries above the diagonal.
-    """
-    distance = (transformed - output[:, None, :]).abs().sum(-1)
-    return _normalise(output.abs().sum(-1)[:, None] - distance, causal)
 
 
 def _normalise(proximity: torch.Tensor, causal: bool) -> torch.Tensor:
@@ -120,10 +109,10 @@ def layer_factors(
 def layer_contributions(left: torch.Tensor, right: torch.Tensor, output: torch.Tensor, causal: bool) -> torch.Tensor:
     """One layer's ALTI contributions from the factors of :func:`layer_factors`: ``(T_i, T_j)`` float32.
 
-    ``left`` ``(T_j, T_i, K)``, ``right`` ``(T_j, K, d)``, ``output`` ``(T_i, d)``. Equals
-    ``contributions_from_vectors(bmm(left, right).transpose(0, 1), output, causal)`` without holding the ``(T, T, d)``
-    vectors: one ``baddbmm`` per block of key tokens, reduced to L1 distances in place (causal: a block skips the
-    queries before its first key).
+    ``left`` ``(T_j, T_i, K)``, ``right`` ``(T_j, K, d)``, ``output`` ``(T_i, d)``. Equals ALTI's measure on the
+    explicit vectors ``bmm(left, right).transpose(0, 1)`` (``tests/alti_reference.py``) without holding those
+    ``(T, T, d)`` vectors: one ``baddbmm`` per block of key tokens, reduced to L1 distances in place (causal: a block
+    skips the queries before its first key).
     """
     size, dim = left.shape[0], right.shape[-1]
     output = output.float()

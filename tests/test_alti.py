@@ -11,9 +11,10 @@ import torch
 
 import olacore.alti as alti_module
 from olacore import alti_math
-from olacore.alti import alti, cached_alti, layer_decomposition
-from olacore.alti_families import FAMILIES, family_of, supported_model_types
-from olacore.alti_math import alti_rollout, contributions_from_vectors, layer_contributions
+from alti_reference import contributions_from_vectors, layer_decomposition, supported_model_types
+from olacore.alti import alti, cached_alti
+from olacore.alti_families import FAMILIES, family_of
+from olacore.alti_math import alti_rollout, layer_contributions
 from olacore.store import TensorStore
 from olacore.loading import LoadedModel
 

@@ -59,8 +59,8 @@ def test_quirks_are_named_and_a_wrong_name_lists_them():
     quirks = OfficialQuirks()
     assert quirks.names() == ("family_split", "augment_before_cleaning", "raw_inputs", "official_optimiser",
                               "frozen_batchnorm", "reaugment_targets", "max_over_evaluations")
-    assert quirks.off() == ()
-    assert quirks.without("raw_inputs", "frozen_batchnorm").off() == ("raw_inputs", "frozen_batchnorm")
+    fewer = quirks.without("raw_inputs", "frozen_batchnorm")
+    assert [n for n in fewer.names() if not getattr(fewer, n)] == ["raw_inputs", "frozen_batchnorm"]
     with pytest.raises(ValueError, match="family_split, augment_before_cleaning, raw_inputs"):
         quirks.without("best_weights")
     # read-out quirks do not change training: the training key resets them
@@ -68,16 +68,12 @@ def test_quirks_are_named_and_a_wrong_name_lists_them():
     assert quirks.without("raw_inputs").for_training() != quirks
 
 
-def test_family_split_holds_out_a_whole_family_and_its_switch_holds_out_one_model():
+def test_family_split_holds_out_each_model_its_own_family():
     names = ["q-small", "q-big", "g", "l"]
-    families = {"q-small": "qwen", "q-big": "qwen", "g": "gemma", "l": "llama"}
-    assert family_splits(names, families) == [(["g", "l"], ["q-small", "q-big"]), (["q-small", "q-big", "l"], ["g"]),
-                                              (["q-small", "q-big", "g"], ["l"])]
-    assert family_splits(names, families, by_family=False)[0] == (["q-big", "g", "l"], ["q-small"])
-    # with one model per family (this book's zoo) the two coincide
-    assert family_splits(["a", "b", "c"]) == family_splits(["a", "b", "c"], by_family=False)
-    with pytest.raises(ValueError, match="two families"):
-        family_splits(["a", "b"], {"a": "x", "b": "x"})
+    assert family_splits(names) == [(["q-big", "g", "l"], ["q-small"]), (["q-small", "g", "l"], ["q-big"]),
+                                    (["q-small", "q-big", "l"], ["g"]), (["q-small", "q-big", "g"], ["l"])]
+    with pytest.raises(ValueError, match="two models"):
+        family_splits(["a"])
 
 
 def test_reported_number_is_the_maximum_or_the_last_of_the_chosen_evaluations():

@@ -15,7 +15,6 @@ from olacore.zeroshot import (
     PROMPTS,
     answer_keys,
     build_prompt,
-    example_prompt,
     instructions,
     load_generator,
     load_tokenizer,
@@ -324,9 +323,10 @@ def test_real_zoo_models_get_their_forms():
     table = prompt_forms(["smollm2-135m", "qwen2.5-0.5b", "gemma-3-270m"]).set_index("model")
     assert table["form"].to_dict() == {"smollm2-135m": "chat", "qwen2.5-0.5b": "chat", "gemma-3-270m": "plain"}
     gemma = load_tokenizer("gemma-3-270m")
-    prompt = example_prompt("gemma-3-270m", "re", EXAMPLE_RE)
+    prompt = build_prompt(gemma, "re", EXAMPLE_RE, prompt_form(gemma))
     assert prompt == instructions("re", EXAMPLE_RE) + "\nLabel:" and gemma(prompt)["input_ids"][0] == gemma.bos_token_id
-    qwen = example_prompt("qwen2.5-0.5b", "ner", EXAMPLE_NER)
+    qwen_tokenizer = load_tokenizer("qwen2.5-0.5b")
+    qwen = build_prompt(qwen_tokenizer, "ner", EXAMPLE_NER, prompt_form(qwen_tokenizer))
     assert qwen.startswith("<|im_start|>system\n") and qwen.endswith(f"{instructions('ner', EXAMPLE_NER)}<|im_end|>\n<|im_start|>assistant\n")
 
 

@@ -76,16 +76,14 @@ def brute_force(lm: GenerativeLM, prompt: str, continuation: str, add_special_to
     return float(sum(logprobs[len(head) + t - 1, token] for t, token in enumerate(tail))), len(tail)
 
 
-@pytest.mark.parametrize("batching", ["shared", "pairs"])
 @pytest.mark.parametrize("chat", [True, False])
-def test_rank_labels_equals_brute_force(batching, chat, one_thread):
+def test_rank_labels_equals_brute_force(chat, one_thread):
     lm = _tiny_lm(chat)
     form = "chat" if chat else "plain"
     prompts = [build_prompt(lm.tokenizer, "re", x, form) for x in EXAMPLES]
     candidates = candidate_texts(form)
     assert len(set(len(lm.tokenizer(c, add_special_tokens=False)["input_ids"]) for c in candidates)) > 1  # lengths differ
-    sums, lengths, seconds = rank_labels(lm, prompts, candidates, add_special_tokens=not chat, batch_size=2,
-                                         batching=batching)
+    sums, lengths, seconds = rank_labels(lm, prompts, candidates, add_special_tokens=not chat, batch_size=2)
     assert sums.shape == (len(EXAMPLES), len(SEMEVAL_LABELS)) and len(seconds) == len(EXAMPLES)
     for i, prompt in enumerate(prompts):
         reference = [brute_force(lm, prompt, c, not chat) for c in candidates]
@@ -124,7 +122,5 @@ def test_encoders_and_bad_arguments_are_refused(tiny):
         likelihood_zero_shot("minilm-l6", EXAMPLES)
     with pytest.raises(ValueError, match="scoring"):
         likelihood_zero_shot(tiny, EXAMPLES, scoring="max")
-    with pytest.raises(ValueError, match="batching"):
-        likelihood_zero_shot(tiny, EXAMPLES, batching="beam")
     with pytest.raises(ValueError, match="RelationExample"):
         likelihood_zero_shot(tiny, ["a sentence"])

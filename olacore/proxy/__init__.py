@@ -15,13 +15,12 @@ Departures from the official ``olas_visual_model.py``:
   one source, validation is a fixed augmented view of its maps, which only detects divergence.
 - ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18; the CPU profile is narrower).
 
-Runs are kept on disk (:func:`cached_train_proxy`); :func:`proxy_experiment` trains the missing ones in worker
+Runs are kept on disk (:class:`ProxyJob`, one per run); :func:`proxy_experiment` trains the missing ones in worker
 processes.
 """
 
 from olacore.proxy.experiment import (
     ProxyJob,
-    cached_train_proxy,
     channel_set_label,
     leave_one_out,
     proxy_experiment,
@@ -44,7 +43,7 @@ from olacore.proxy.train import ProxyConfig, ProxyRun, accuracy, split_sources, 
 
 __all__ = [
     "make_resnet18", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy",
-    "ProxyJob", "cached_train_proxy", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
+    "ProxyJob", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
     "OfficialQuirks", "OfficialRun", "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step",
     "official_view", "family_splits",
     "train_official", "OfficialProxyJob", "official_proxy_experiment",

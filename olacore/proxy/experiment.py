@@ -19,7 +19,7 @@ from olacore.store import TensorStore, tensor_digest
 from olacore.training import by_value, run_cached
 
 __all__ = [
-    "ProxyJob", "cached_train_proxy", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
+    "ProxyJob", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
     "PROXY_VERSION",
 ]
 
@@ -67,33 +67,6 @@ class ProxyJob:
         model = make_resnet18(channels, classes, self.config.width)
         model.load_state_dict({name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")})
         return ProxyRun(model=model.to(self.device).eval(), mean=tensors["mean"], std=tensors["std"], **record)
-
-
-def cached_train_proxy(
-    source_maps: Sequence[torch.Tensor],
-    target_maps: torch.Tensor | None,
-    config: ProxyConfig,
-    *,
-    seed: int = 0,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> ProxyRun:
-    """:func:`train_proxy`, kept on disk: the same inputs give back the stored run without training.
-
-    The key holds a sha256 of every source and target tensor (dtype, shape, bytes), the whole ``config``
-    (augmentation included), ``seed``, the device type and :data:`PROXY_VERSION`; a stored run's ``model`` is
-    rebuilt on ``device`` in eval mode.
-
-    Args:
-        store: default ``$OLACORE_CACHE/tensors``; the other arguments as :func:`train_proxy`.
-
-    Raises:
-        ValueError: as :func:`train_proxy`.
-    """
-    job = ProxyJob.of(source_maps, target_maps, config, seed, device)
-    (stored,) = run_cached([job], store=store, progress=progress, desc="proxy")
-    return job.rebuild(*stored)
 
 
 def leave_one_out(names: Sequence[str]) -> list[tuple[list[str], str]]:
@@ -151,6 +124,15 @@ def proxy_experiment(
     return pd.DataFrame(rows), histories
 
 
+def mean_std_text(runs: pd.DataFrame, rows: str, value: str, *, sort: bool = True) -> pd.DataFrame:
+    """``"mean ± std"`` text of ``value`` over seeds, one row per ``rows`` value and one column per target (the mean
+    alone for one seed); ``sort=False`` keeps the targets in the order they appear."""
+    stats = runs.groupby([rows, "target"], sort=sort)[value].agg(["mean", "std"])
+    text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}",
+                       axis=1)
+    return text.unstack("target")
+
+
 def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order: Sequence[str] | None = None) -> pd.DataFrame:
     """Target accuracy (%) per channel set: mean ± std over seeds per target, and the mean per group.
 
@@ -163,9 +145,7 @@ def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order
     """
     order = list(order) if order is not None else list(dict.fromkeys(runs["channels"]))
     acc = runs.assign(test_acc=100 * runs["test_acc"])
-    stats = acc.groupby(["channels", "target"])["test_acc"].agg(["mean", "std"])
-    text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}", axis=1)
-    table = text.unstack("target").reindex(order)
+    table = mean_std_text(acc, "channels", "test_acc").reindex(order)
     for group, targets in groups.items():
         chosen = acc[acc["target"].isin(targets)]
         table[f"mean over {group} targets"] = chosen.groupby("channels")["test_acc"].mean().reindex(order).round(1)

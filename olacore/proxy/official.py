@@ -98,10 +98,6 @@ class OfficialQuirks:
                              f"the quirks are: {', '.join(self.names())}")
         return dataclasses.replace(self, **{n: False for n in names})
 
-    def off(self) -> tuple[str, ...]:
-        """The names of the quirks switched off."""
-        return tuple(n for n in self.names() if not getattr(self, n))
-
     def for_training(self) -> "OfficialQuirks":
         """The quirks that change training, the read-out ones (``reaugment_targets``,
         ``max_over_evaluations``) reset to on: runs that differ only in how they are read share one training."""
@@ -128,31 +124,18 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
     return maps
 
 
-def family_splits(names: Sequence[str], families: Mapping[str, str] | None = None,
-                  by_family: bool = True) -> list[tuple[list[str], list[str]]]:
-    """``[(sources, targets), ...]`` splits of the official proxy, in the order targets first appear in ``names``.
+def family_splits(names: Sequence[str]) -> list[tuple[list[str], list[str]]]:
+    """``[(sources, targets), ...]`` splits of the official proxy, one per model, in the order of ``names``.
 
-    Args:
-        families: model name -> family (default: every model its own family).
-        by_family: ``True`` (official, its README): each family in turn is the target, the other families' models
-            the sources. ``False``: each model in turn is the target, every other model a source.
+    The official README holds out a whole family; in this zoo every model is its own family, so each model in turn
+    is the target and every other model a source (leave-one-out).
 
     Raises:
-        ValueError: fewer than two families (or models) to split.
+        ValueError: fewer than two models to split.
     """
-    families = {n: (families or {}).get(n, n) for n in names}
-    if not by_family:
-        groups = {n: [n] for n in names}
-    else:
-        groups = {}
-        for n in names:
-            groups.setdefault(families[n], []).append(n)
-    if len(groups) < 2:
-        raise ValueError(f"need two families (or models) to split; got {dict(families)}")
-    held = [(targets, [n for n in names if n not in targets]) for targets in groups.values()]
-    if by_family:
-        return [(sources, targets) for targets, sources in held]
-    return [([n for n in names if n != target[0]], target) for target, _ in held]
+    if len(set(names)) < 2:
+        raise ValueError(f"need two models (each its own family) to split; got {list(names)}")
+    return [([n for n in names if n != target], [target]) for target in names]
 
 
 @dataclass
@@ -335,7 +318,6 @@ def official_proxy_experiment(
     variants: Mapping[str, OfficialQuirks],
     *,
     size: int = 50,
-    families: Mapping[str, str] | None = None,
     augment: Augmentation = VISUAL_PROXY,
     device: str | torch.device | None = None,
     workers: int = 1,
@@ -349,7 +331,6 @@ def official_proxy_experiment(
             ``i`` is class ``i``), all causal or all bidirectional.
         config: :class:`olacore.proxy.ProxyConfig` (its ``augment`` is not used).
         variants: label -> :class:`OfficialQuirks` (e.g. ``{"official": OfficialQuirks(), ...}``).
-        families: model name -> family for the official split (default: each model its own).
 
     Returns:
         ``(runs, histories)``: one row per run (``variant, channels, sources, target, seed, reported, best_step,
@@ -372,7 +353,7 @@ def official_proxy_experiment(
     device_type = resolve_device(device).type
     labels, jobs = [], []
     for variant, quirks in variants.items():
-        for sources, targets in family_splits(names, families, by_family=quirks.family_split):
+        for sources, targets in family_splits(names):
             for seed in seeds:
                 labels.append((variant, sources, targets, seed))
                 jobs.append(OfficialProxyJob([arrays[s] for s in sources], [arrays[t] for t in targets], causal,

@@ -8,6 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from olacore.proxy.experiment import mean_std_text
+
 __all__ = ["protocol_table", "learning_curves", "selection_figure"]
 
 
@@ -27,11 +29,8 @@ def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence
     frames = [official[official["variant"].isin(order)].assign(value=100 * official["reported"]),
               honest.assign(variant=honest_label, value=100 * honest["test_acc"])]
     runs = pd.concat(frames, ignore_index=True)[["variant", "target", "seed", "value"]]
-    stats = runs.groupby(["variant", "target"], sort=False)["value"].agg(["mean", "std"])
-    text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}",
-                       axis=1)
     rows = [*order, honest_label]
-    table = text.unstack("target").reindex(rows)
+    table = mean_std_text(runs, "variant", "value", sort=False).reindex(rows)
     table["mean over targets"] = runs.groupby("variant")["value"].mean().reindex(rows)
     table[f"points vs {order[0]}"] = table["mean over targets"] - table.loc[order[0], "mean over targets"]
     return table

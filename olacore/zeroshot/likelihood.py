@@ -7,9 +7,8 @@ answer by the log-probability of its tokens; the prediction is the arg-max, so t
 
 ``scoring``: ``"sum"`` (log-likelihood) or ``"mean"`` (per token, the default: labels differ in length, ``Other``
 1-2 tokens, a directed label 10-13, and a sum favours short ones; not yet compared on dev). Both come from one
-cached computation. ``batching``: ``"shared"`` (default) runs each prompt once and copies its KV cache over the
-19 labels; ``"pairs"`` runs one row per (prompt, label). Both start from the KV cache of the instructions every
-prompt shares; equal scores up to float rounding. Cost (CPU): about 3x free generation's; ``"shared"`` 2.6x faster.
+cached computation: each prompt runs once, after the KV cache of the instructions every prompt shares, and its KV
+cache is copied over the 19 labels. Cost (CPU): about 3x free generation's.
 """
 
 from __future__ import annotations
@@ -26,13 +25,12 @@ from olacore.store import TensorStore
 from olacore.zeroshot.generate import GenerativeLM, _common_prefix, answer_identity, load_generator
 from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
 
-__all__ = ["LIKELIHOOD_VERSION", "SCORINGS", "BATCHINGS", "candidate_texts", "rank_labels", "likelihood_keys",
+__all__ = ["LIKELIHOOD_VERSION", "SCORINGS", "candidate_texts", "rank_labels", "likelihood_keys",
            "likelihood_zero_shot"]
 
 #: Bump when the scoring code changes what is stored (keys every cached entry).
 LIKELIHOOD_VERSION = "likelihood-v1"
 SCORINGS = ("mean", "sum")
-BATCHINGS = ("shared", "pairs")
 
 
 def candidate_texts(form: str, labels: Sequence[str] = SEMEVAL_LABELS) -> list[str]:
@@ -101,62 +99,31 @@ def _shared(model, device, prefix, shared: int, rows: list[list[int]], cands: li
     return scores + rest.sum(-1).view(b, k)
 
 
-def _pairs(model, device, prefix, shared: int, rows: list[list[int]], cands: list[list[int]], pad: int) -> torch.Tensor:
-    """One row per (prompt, candidate): ``[pad][suffix][candidate][pad]``, after the shared prefix."""
-    b, k = len(rows), len(cands)
-    suffix = max(len(r) - shared for r in rows)
-    longest = max(len(c) for c in cands)
-    width = suffix + longest
-    inputs = torch.full((b * k, width), pad, dtype=torch.long)
-    present = torch.zeros((b * k, width), dtype=torch.long)
-    scored = torch.zeros((b * k, width), dtype=torch.bool)  # positions whose next token is a candidate token
-    targets = torch.full((b * k, width), pad, dtype=torch.long)
-    for i, row in enumerate(rows):
-        part = row[shared:]
-        for j, c in enumerate(cands):
-            r, begin = i * k + j, suffix - len(part)
-            inputs[r, begin:suffix] = torch.tensor(part)
-            inputs[r, suffix:suffix + len(c)] = torch.tensor(c)
-            present[r, begin:suffix + len(c)] = 1
-            scored[r, suffix - 1:suffix - 1 + len(c)] = True
-            targets[r, suffix - 1:suffix - 1 + len(c)] = torch.tensor(c)
-    mask = torch.cat([torch.ones((b * k, shared), dtype=torch.long), present], dim=1)
-    positions = shared + (present.cumsum(-1) - 1).clamp(min=0)
-    cache = _repeated(prefix, b * k) if prefix is not None else None
-    keep = longest + 1  # LM head only on the last positions: the prompt's last token, then the candidate's
-    out = model(input_ids=inputs.to(device), attention_mask=mask.to(device), position_ids=positions.to(device),
-                cache=cache, use_cache=True, logits_to_keep=keep)
-    logprobs = _token_logprobs(out.logits, targets[:, -keep:].to(device)) * scored[:, -keep:].to(device)
-    return logprobs.sum(-1).view(b, k)
-
-
 @torch.inference_mode()
 def rank_labels(lm: GenerativeLM, prompts: Sequence[str], candidates: Sequence[str], *, add_special_tokens: bool,
-                batch_size: int = 4, batching: str = "shared", progress: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor, list[float]]:
+                batch_size: int = 4, progress: bool = False) -> tuple[torch.Tensor, torch.Tensor, list[float]]:
     """Log-likelihood of every candidate continuation of every prompt: ``sum_t log p(c_t | prompt, c_<t)``.
 
     The prompt is tokenized as in :func:`olacore.zeroshot.generate_greedy`; each candidate alone (no special
     tokens) and appended, so a label is the same token sequence after every prompt.
 
     Args:
-        batch_size: prompts per forward (``"shared"``: ``batch_size`` prompt rows, then ``batch_size x
-            len(candidates)`` candidate rows; ``"pairs"``: the latter only).
-        batching: ``"shared"`` or ``"pairs"`` (module docstring).
+        batch_size: prompts per forward: ``batch_size`` prompt rows, then ``batch_size x len(candidates)``
+            candidate rows.
 
     Returns:
         ``(sums, lengths, seconds)``: ``sums`` float64 ``(n_prompts, n_candidates)`` in nats, ``lengths``
         ``(n_candidates,)`` tokens per candidate, ``seconds`` per prompt (as :class:`Generation`'s).
 
     Raises:
-        ValueError: empty prompts or candidates, a candidate of no token, ``batch_size < 1``, unknown ``batching``.
+        ValueError: empty prompts or candidates, a candidate of no token, ``batch_size < 1``.
     """
     from olacore.timing import progress as progress_bar
 
     if not prompts or any(not p for p in prompts) or not candidates:
         raise ValueError("prompts and candidates must be non-empty lists of non-empty strings")
-    if batch_size < 1 or batching not in BATCHINGS:
-        raise ValueError(f"batch_size must be >= 1 and batching one of {BATCHINGS}; got {batch_size}, {batching!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1; got {batch_size}")
     tokenizer, model, device = lm.tokenizer, lm.model, lm.device
     ids = [tokenizer(p, add_special_tokens=add_special_tokens)["input_ids"] for p in prompts]
     cands = [tokenizer(c, add_special_tokens=False)["input_ids"] for c in candidates]
@@ -167,13 +134,12 @@ def rank_labels(lm: GenerativeLM, prompts: Sequence[str], candidates: Sequence[s
     shared = _common_prefix(ids)  # at most the shortest prompt minus one: every prompt keeps a suffix
     prefix = model(input_ids=torch.tensor([ids[0][:shared]], device=device), use_cache=True).cache if shared else None
     prefix_seconds = (time.perf_counter() - start) / len(prompts)
-    run = _shared if batching == "shared" else _pairs
     sums, seconds = [], []
     bar = progress_bar(total=len(prompts), iterable=None, enabled=progress, desc=f"likelihood {lm.name}")
     for first in range(0, len(prompts), batch_size):
         begin = time.perf_counter()
         rows = ids[first:first + batch_size]
-        sums.append(run(model, device, prefix, shared, rows, cands, pad).cpu())
+        sums.append(_shared(model, device, prefix, shared, rows, cands, pad).cpu())
         seconds += [(time.perf_counter() - begin) / len(rows) + prefix_seconds] * len(rows)
         bar.update(len(rows))
     bar.close()
@@ -190,7 +156,7 @@ def likelihood_keys(store: TensorStore, fingerprint: str, form: str, prompts: Se
 
 
 def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationExample], *, form: str = "auto",
-                         scoring: str = "mean", batching: str = "shared", batch_size: int = 4,
+                         scoring: str = "mean", batch_size: int = 4,
                          device: str | torch.device | None = None, progress: bool = True,
                          store: TensorStore | None = None) -> pd.DataFrame:
     """Zero-shot RE by ranking the 19 SemEval labels by the causal LM's likelihood given the prompt.
@@ -201,7 +167,6 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
         model, form, device, store: as :func:`zero_shot`.
         examples: SemEval-2010 Task 8 :class:`RelationExample` records (``read_semeval``).
         scoring: ``"mean"`` (log-probability per label token) or ``"sum"`` (label log-likelihood).
-        batching: ``"shared"`` or ``"pairs"`` (:func:`rank_labels`); same scores.
 
     Returns:
         One row per example, in order, with :func:`zero_shot`'s RE columns (``status`` always ``"ok"``, ``finish``
@@ -209,14 +174,12 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
         chosen label's mean or summed log-probability, nats), ``gold_rank`` (1 = the gold label scored best).
 
     Raises:
-        ValueError: an encoder or unknown model, bad examples, unknown ``scoring``, ``batching`` or ``form``.
+        ValueError: an encoder or unknown model, bad examples, unknown ``scoring`` or ``form``.
     """
     from olacore.zeroshot.experiment import _check_examples
 
     if scoring not in SCORINGS:
         raise ValueError(f"scoring must be one of {SCORINGS}; got {scoring!r}")
-    if batching not in BATCHINGS:
-        raise ValueError(f"batching must be one of {BATCHINGS}; got {batching!r}")
     examples = _check_examples("re", examples)
     store = store if store is not None else TensorStore()
     name, tokenizer, fingerprint = answer_identity(model)  # refuses encoders
@@ -238,7 +201,7 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
         lm = model if isinstance(model, GenerativeLM) else load_generator(name, device=device)
         sums, lengths, seconds = rank_labels(lm, [prompts[i] for i in missing], candidates,
                                              add_special_tokens=form == "plain", batch_size=batch_size,
-                                             batching=batching, progress=progress)
+                                             progress=progress)
         for r, i in enumerate(missing):
             meta = {"seconds": seconds[r], "model": fingerprint, "form": form, "version": LIKELIHOOD_VERSION}
             store.put_or_warn(keys[i], {"sums": sums[r].clone(), "lengths": lengths.clone()}, meta)

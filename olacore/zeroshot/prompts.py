@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
 __all__ = ["TASKS", "FORMS", "PROMPT_VERSION", "PromptSpec", "PROMPTS", "RELATION_GLOSSES", "prompt_form", "build_prompt",
-           "instructions", "prompt_forms", "example_prompt"]
+           "instructions", "prompt_forms"]
 
 TASKS = ("re", "ner")
 FORMS = ("chat", "plain")
@@ -180,15 +180,3 @@ def prompt_forms(models, tokenizers=None) -> pd.DataFrame:
                   if form == "chat" else "no chat template (base model): plain-text completion prompt")
         rows.append((name, form, reason))
     return pd.DataFrame(rows, columns=["model", "form", "reason"])
-
-
-def example_prompt(model: str, task: str, example, form: str = "auto") -> str:
-    """The exact prompt text ``model`` is given for ``example`` (for a chapter to print).
-
-    Raises:
-        ValueError: unknown model or task, an encoder, a wrong example type or form.
-    """
-    from olacore.zeroshot.generate import load_tokenizer
-
-    tokenizer = load_tokenizer(model)
-    return build_prompt(tokenizer, task, example, prompt_form(tokenizer, form))
