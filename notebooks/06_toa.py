@@ -66,8 +66,9 @@ from olacore.settings import cpu_workers
 from olacore.tables import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
+from olacore.toa.syntax import data_reports
 from olacore.toa.train import METRICS, make_job, train_adapters
-from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, data_table, gap_table, learned_table, majority_bounds,
+from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, gap_table, learned_table, majority_bounds,
                                   random_init_rows, re_paper_numbers, record_transfer, similarity_hits,
                                   similarity_vs_transfer, surface_bounds, surface_margins, transfer_heatmaps,
                                   transfer_scores,
@@ -128,7 +129,7 @@ show_table(pd.DataFrame([
 # %%
 with watch("maps (extract or read back) and task data"):
     data = all_task_data(settings, workers=workers)
-reports = data_table(data)
+reports = data_reports(data, ("task", "model", "split"), ("dropped beyond cut", "entities beyond cut"))
 show_table(reports, "tbl-toa-data", "Examples per task, model and split after alignment and the 64-token cut.",
            decimals=0)
 

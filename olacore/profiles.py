@@ -364,14 +364,6 @@ class SyntaxSettings:
             out += [(name, i, first) for i in inputs]
         return out
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able summary (for a notebook's settings table)."""
-        return {"num_train": self.num_train, "num_dev": self.num_dev, "num_test": self.num_test,
-                "max_tokens": self.max_tokens, "grid": self.grid, "adapter": self.adapter.as_dict(),
-                "training": self.training.as_dict(), "seeds": list(self.seeds), "models": list(self.models),
-                "full_grid": list(self.full_grid), "alti_subset": self.alti_subset, "cells": len(self.cells()),
-                "extra_models": list(self.extra_models)}
-
 
 @dataclass(frozen=True)
 class TaskSizes:
@@ -520,14 +512,6 @@ class TransferSettings:
         less ``extra_encoders``."""
         return self.models if task in ("dp", "pos") else self.causal + self.encoders
 
-    def kind_of(self, model: str) -> str:
-        """``"causal"`` or ``"encoder"`` (KeyError-free: a model of neither list raises ValueError)."""
-        if model in self.causal:
-            return "causal"
-        if model in self.encoders + self.extra_encoders:
-            return "encoder"
-        raise ValueError(f"{model!r} is not a model of the chapter {list(self.models)}")
-
     def training_for(self, task: str) -> TrainConfig:
         """How the adapters of ``task`` train: ``self.syntax.training``, for ``re`` / ``ner`` / ``wnut``
         with their :class:`TaskSizes` ``epochs`` / ``o_weight`` where set and ``self.augment`` where not ``None``."""
@@ -536,16 +520,6 @@ class TransferSettings:
             return self.syntax.training
         training = sizes.training(self.syntax.training)
         return training if self.augment is None else dataclasses.replace(training, augment=self.augment)
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able summary (the chapter's settings table)."""
-        return {"tasks": list(self.tasks), "re": dataclasses.asdict(self.re), "ner": dataclasses.asdict(self.ner),
-                "wnut": dataclasses.asdict(self.wnut),
-                "ewt": [self.syntax.num_train, self.syntax.num_dev, self.syntax.num_test],
-                "causal": list(self.causal), "encoders": list(self.encoders),
-                "extra_encoders": list(self.extra_encoders), "seeds": list(self.seeds),
-                "augment": dataclasses.asdict(self.augment) if self.augment else None,
-                "control_test": self.control_test, "similarity_texts": self.similarity_texts}
 
 
 _CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=BatchAugmentation(), cosine=True)

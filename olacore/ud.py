@@ -17,7 +17,7 @@ import numpy as np
 from olacore.settings import data_file
 
 __all__ = [
-    "EWT_SPLITS", "UPOS_TAGS", "UD_RELATIONS", "universal_relation", "read_ewt", "ewt_path",
+    "EWT_SPLITS", "UPOS_TAGS", "UD_RELATIONS", "read_ewt", "ewt_path",
     "AlignmentError", "UDSentence", "UDTreebank", "align_ud_sentence", "ud_treebank", "read_ewt_syntax",
     "ewt_splits", "long_sentences", "evenly_spread",
 ]
@@ -29,21 +29,13 @@ UPOS_TAGS: tuple[str, ...] = (
     "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM",
     "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X",
 )
-#: The 37 universal dependency relations (UD v2); LAS compares these (subtypes stripped).
+#: The 37 universal dependency relations (UD v2), without subtypes.
 UD_RELATIONS: tuple[str, ...] = (
     "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf",
     "compound", "conj", "cop", "csubj", "dep", "det", "discourse", "dislocated", "expl",
     "fixed", "flat", "goeswith", "iobj", "list", "mark", "nmod", "nsubj", "nummod", "obj",
     "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative", "xcomp",
 )
-
-_REL_INDEX = {rel: i for i, rel in enumerate(UD_RELATIONS)}
-
-
-def universal_relation(deprel: str) -> str:
-    """The universal part of a UD relation: ``"nmod:poss" -> "nmod"``; unknown ones -> ``"dep"``."""
-    base = deprel.split(":", 1)[0]
-    return base if base in _REL_INDEX else "dep"
 
 
 def ewt_path(split: str):

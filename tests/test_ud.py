@@ -6,6 +6,7 @@ import conllu
 import pytest
 
 from olacore.ud import (
+    UD_RELATIONS,
     UPOS_TAGS,
     AlignmentError,
     UDSentence,
@@ -15,7 +16,6 @@ from olacore.ud import (
     long_sentences,
     read_ewt_syntax,
     ud_treebank,
-    universal_relation,
 )
 
 # "I don't like it." with "don't" as a multi-word token (do + n't) and one empty node.
@@ -99,12 +99,6 @@ def test_align_raises_on_mismatch_and_missing_text():
         align_ud_sentence(bad_head)
 
 
-def test_universal_relation():
-    assert universal_relation("nmod:poss") == "nmod"
-    assert universal_relation("obl:unmarked") == "obl"
-    assert universal_relation("madeup") == "dep"
-
-
 def test_long_sentences():
     sentences = [_sentence([0] + [1] * k) for k in (5, 30, 31, 40)]  # 6, 31, 32, 41 words
     assert long_sentences(sentences, 30) == [1, 2, 3]
@@ -128,10 +122,10 @@ def test_ewt_dev_aligns_completely(dev):
 
 
 def test_label_sets_cover_the_treebank(dev):
-    # every relation in EWT keeps its universal part (none falls back to "dep"), every tag is known
+    # the universal part of every relation in EWT is a UD relation, every tag is known
     for sentence in dev.sentences:
         for deprel in sentence.deprels:
-            assert universal_relation(deprel) == deprel.split(":")[0], deprel
+            assert deprel.split(":")[0] in UD_RELATIONS, deprel
         assert set(sentence.upos) <= set(UPOS_TAGS)
 
 

@@ -19,17 +19,17 @@ over the whole row, as the official similarity scripts do).
 **Task data.** A sentence's OLA record and its word-level labels brought to the model's tokens by character offsets
 (:func:`olacore.alignment.word_assignment`); official code ``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``:
 
-- **POS** (``pos``: EWT XPOS, the Penn Treebank tags of the paper's CoNLL-2000 task; ``upos``: the 17 UD tags):
-  every sub-token takes its word's tag, special tokens (BOS/[CLS]/[SEP]) the extra class :data:`SPECIAL`. Scored
-  per word (first sub-token) and per sub-token (the official unit; special tokens left out here).
+- **POS** (``pos``: EWT XPOS, the Penn Treebank tags of the paper's CoNLL-2000 task): every sub-token takes its
+  word's tag, special tokens (BOS/[CLS]/[SEP]) the extra class :data:`SPECIAL`. Scored per word (first sub-token)
+  and per sub-token (the official unit; special tokens left out here).
 - **NER** (``ner``: UNER English-EWT, PER / LOC / ORG; ``wnut``: WNUT-17, 6 types, out of domain; both BIO; the
   paper used licensed OntoNotes): every sub-token takes its word's tag (a ``B-`` tag repeats, as officially), special
   tokens ``O``; scored at entity level on first sub-tokens. The official data keeps only sentences with an entity;
   here every sentence is kept.
 - **RE** (``re``: SemEval-2010 Task 8, 19 directed labels): an entity is the token span ``[first token of its first
   word, last token of its last word]``.
-- **DP** (``dp``: EWT, full relations, as the official ``rels``; ``dp-universal``: subtypes stripped): a word and a
-  head word are their first sub-tokens; the root word's head is its own first sub-token (official convention).
+- **DP** (``dp``: EWT, full relations, as the official ``rels``): a word and a head word are their first sub-tokens;
+  the root word's head is its own first sub-token (official convention).
 
 **Grid.** ``grid="tokens"`` (official): every token, special tokens included, is a row and a candidate head.
 ``grid="words"``: only each word's first sub-token (:func:`olacore.alignment.first_subtoken_maps`), a ``W x W``
@@ -47,8 +47,6 @@ marks what the loss and the scores skip.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
@@ -59,7 +57,7 @@ import torch
 from olacore.alignment import first_tokens, word_assignment
 from olacore.channels import channel as lookup_channel
 from olacore.sinks import mirror_causal, sink_flags
-from olacore.ud import evenly_spread, universal_relation
+from olacore.ud import evenly_spread
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.profiles import SyntaxSettings
@@ -171,21 +169,16 @@ def raw_maps(record: Any, spec: InputSpec, size: int | None = None) -> torch.Ten
     return maps[:, :keep, :keep]
 
 
-def build_input(record: Any, spec: InputSpec, size: int | None = None, raw: torch.Tensor | None = None) -> torch.Tensor:
-    """The adapter input of one sentence for any channels of the vocabulary.
-
-    Args:
-        record: an :class:`~olacore.pipeline.OLAResult`, or any record with ``is_causal`` that the channels take.
-        size: the length cut (tokens kept; ``None``: all).
-        raw: ``(K, T', T')`` maps to use instead of the record's (e.g. augmented, :mod:`olacore.augment`).
+def build_input(raw: torch.Tensor, spec: InputSpec, causal: bool) -> torch.Tensor:
+    """The adapter input of one sentence from its :func:`raw_maps` ``(K, T', T')`` (possibly augmented,
+    :mod:`olacore.augment`; ``causal``: they come from a causal LM).
 
     Returns:
         ``(spec.num_channels, T', T')`` float32: :func:`stack_channels` of the maps, or :func:`distance_input`.
     """
-    maps = raw_maps(record, spec, size) if raw is None else raw
     if spec.is_distance:
-        return distance_input(maps.shape[-1])
-    return stack_channels(maps, bool(record.is_causal), spec.variants, spec.mirror)
+        return distance_input(raw.shape[-1])
+    return stack_channels(raw, causal, spec.variants, spec.mirror)
 
 
 def distance_input(size: int) -> torch.Tensor:
@@ -239,12 +232,10 @@ SPECIAL = "<special>"
 #: task name -> (kind of head, what the labels are).
 TASKS: dict[str, tuple[str, str]] = {
     "pos": ("tokens", "xpos"),
-    "upos": ("tokens", "upos"),
     "ner": ("tokens", "bio"),
     "wnut": ("tokens", "bio"),
     "re": ("relation", "semeval"),
     "dp": ("dependency", "full"),
-    "dp-universal": ("dependency", "universal"),
 }
 
 
@@ -406,10 +397,7 @@ class TaskData:
 
     def inputs(self, spec: InputSpec) -> list[torch.Tensor]:
         """The adapter input of every item: ``(spec.num_channels, T_i, T_i)`` float32 (cut)."""
-        records = self.source_records(spec)
-        if self.grid == "tokens":
-            return [build_input(r, spec, item.num_tokens) for r, item in zip(records, self.items)]
-        return [build_input(r, spec, raw=m) for r, m in zip(records, self.raw(spec))]
+        return [build_input(m, spec, bool(r.is_causal)) for r, m in zip(self.source_records(spec), self.raw(spec))]
 
     def labels(self) -> list[str]:
         """Every gold label string the items carry (to build a label vocabulary)."""
@@ -418,11 +406,6 @@ class TaskData:
         if self.kind == "tokens":
             return [label for item in self.items for label in item.token_labels if label is not None]
         return [label for item in self.items for label in item.word_labels]
-
-    def digest(self) -> str:
-        """sha256 of the items (texts, cut lengths, labels): a cache-key part."""
-        payload = json.dumps([dataclasses.astuple(item) for item in self.items], ensure_ascii=False)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
 def _token_words(share: torch.Tensor) -> list[int | None]:
@@ -433,11 +416,11 @@ def _token_words(share: torch.Tensor) -> list[int | None]:
 
 
 def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
-    field = {"pos": "xpos", "upos": "upos"}.get(task, "tags")  # the entity tasks read NERSentence.tags
+    field = "xpos" if task == "pos" else "tags"  # the entity tasks read NERSentence.tags
     tags = getattr(source, field, ())
     if len(tags) != len(source.words):
         raise ValueError(f"{source.sent_id}: {len(tags)} tags for {len(source.words)} words (no {TASKS[task][1]} tags?)")
-    special = SPECIAL if task in ("pos", "upos") else "O"
+    special = SPECIAL if task == "pos" else "O"
     owners = _token_words(share)
     token_labels = []
     for t in range(keep):
@@ -460,7 +443,7 @@ def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
                     word_tokens=tuple(first[w] for w in scored), word_labels=tuple(tags[w] for w in scored))
 
 
-def _dependency_item(source, share, keep, task, report) -> TaskItem:
+def _dependency_item(source, share, keep, report) -> TaskItem:
     first = first_tokens(share)
     words, heads, gold_heads, labels, punct = [], [], [], [], []
     for w, t in enumerate(first):
@@ -476,7 +459,7 @@ def _dependency_item(source, share, keep, task, report) -> TaskItem:
         words.append(t)
         heads.append(head_token)
         gold_heads.append(head_word)
-        labels.append(source.deprels[w] if task == "dp" else universal_relation(source.deprels[w]))
+        labels.append(source.deprels[w])
         punct.append(source.upos[w] == "PUNCT")
     return TaskItem(source.sent_id, source.text, keep, word_tokens=tuple(words), word_labels=tuple(labels),
                     heads=tuple(heads), gold_heads=tuple(gold_heads), punct=tuple(punct))
@@ -525,7 +508,7 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
         task: a key of :data:`TASKS`.
         model: zoo name, Hugging Face id / folder, or a :class:`olacore.loading.LoadedModel`.
         sources: word-level examples with ``sent_id``, ``text``, ``words`` and ``spans``: :class:`olacore.ud.UDSentence`
-            (``pos``, ``upos``, ``dp``, ``dp-universal``), :class:`olacore.corpora.NERSentence` (``ner``, ``wnut``),
+            (``pos``, ``dp``), :class:`olacore.corpora.NERSentence` (``ner``, ``wnut``),
             :class:`olacore.corpora.RelationExample` (``re``).
         split: a label for the report.
         max_tokens: the length cut, in tokens for both grids (official 64; ``None``: none).
@@ -559,7 +542,7 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
         if kind == "tokens":
             item = _tokens_item(source, share, record.offsets, keep, task, report)
         elif kind == "dependency":
-            item = _dependency_item(source, share, keep, task, report)
+            item = _dependency_item(source, share, keep, report)
         else:
             item = _relation_item(source, share, keep, report)
         if item is None:
@@ -716,7 +699,7 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Synta
         splits: ``{"train": [...], "dev": [...], "test": [...], ...}`` of word-level sources
             (:func:`olacore.ud.ewt_splits` for EWT).
         settings: the length cut (``max_tokens``) and the ``grid``.
-        task: ``"dp"``, ``"dp-universal"``, ``"pos"`` or ``"upos"``.
+        task: ``"dp"`` or ``"pos"``.
         sources: channel sources (:data:`SOURCES`): ``"ola"`` (always: orders ``0..max_order`` and the rollout),
             ``"alti"`` (for the ``"ALTI"`` input), ``"attention"`` (for ``"layer <n>"`` inputs).
         max_order: OLA orders to compute (3: the syntax grid needs order 3).

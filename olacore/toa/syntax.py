@@ -28,8 +28,8 @@ from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
 from olacore.toa.train import attachment_words
 from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
-__all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "summary", "distance_gaps",
-           "order_comparison", "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
+__all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "summary",
+           "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
            "learning_curve", "head_directions", "direction_table", "wide_table", "parse_examples",
            "baseline_table", "data_reports", "grid_plan", "PAPER_INPUTS", "syntax_paper_numbers",
            "syntax_keys", "main_data_sets", "record_syntax", "record_rows", "paired_margin"]
@@ -87,43 +87,6 @@ def summary(table: pd.DataFrame, columns: Sequence[str] = ("uas", "las")) -> pd.
     return out.reset_index()
 
 
-def distance_gaps(table: pd.DataFrame, seed: int | None = None, column: str = "uas") -> pd.DataFrame:
-    """Per model: order-1 and distance-only ``column`` (seed ``seed``, default the first) and their gap.
-
-    Returns:
-        columns ``model``, ``order1``, ``distance``, ``gap`` (points).
-    """
-    seed = table["seed"].min() if seed is None else seed
-    picked = table[table["seed"] == seed]
-    wide = picked.pivot_table(index="model", columns="input", values=column, sort=False)
-    wide = wide[[c for c in ("order 1", "distance") if c in wide.columns]].dropna()
-    out = pd.DataFrame({"model": wide.index, "order1": wide["order 1"].to_numpy(), "distance": wide["distance"].to_numpy()})
-    out["gap"] = out["order1"] - out["distance"]
-    return out.reset_index(drop=True)
-
-
-def order_comparison(table: pd.DataFrame, reference: str = "order 1", others: Sequence[str] = ("order 3", "rollout"),
-                     column: str = "uas") -> pd.DataFrame:
-    """Paired differences ``reference - other`` of ``column`` over the seeds both ran, per model.
-
-    Returns:
-        columns ``model``, ``other``, ``seeds``, ``mean_diff``, ``std_diff`` (n - 1; NaN for
-        one seed), ``min_diff`` and ``all_seeds_better`` (the reference ahead on every seed).
-    """
-    rows = []
-    for model, group in table.groupby("model", sort=False):
-        by_seed = group.pivot_table(index="seed", columns="input", values=column)
-        for other in others:
-            if reference not in by_seed or other not in by_seed:
-                continue
-            diff = (by_seed[reference] - by_seed[other]).dropna()
-            if diff.empty:
-                continue
-            rows.append({"model": model, "other": other, "seeds": len(diff), "mean_diff": float(diff.mean()),
-                         "std_diff": float(diff.std()) if len(diff) > 1 else float("nan"),
-                         "min_diff": float(diff.min()), "all_seeds_better": bool((diff > 0).all())})
-    return pd.DataFrame(rows, columns=["model", "other", "seeds", "mean_diff", "std_diff", "min_diff",
-                                       "all_seeds_better"])
 def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -> dict[str, dict[str, float]]:
     """The UAS and LAS margins of adapters ``first`` over adapters ``second`` on the same
     sentences, each with its standard error over those sentences.
@@ -205,18 +168,18 @@ def layer_screen(data: TaskData) -> pd.DataFrame:
                          "attachment": 100.0 * hits / max(words, 1), "words": words})
 
 
-def layer_cells(screens: Mapping[str, pd.DataFrame], seed: int = 0, candidates: int = 1) -> list[tuple[str, str, int]]:
-    """The best-single-layer cells: for each model, the ``candidates`` layers of highest :func:`layer_screen`
-    score (on its *dev* split, never test), seed ``seed``; with several, dev LAS chooses (:func:`best_layer`)."""
+def layer_cells(screens: Mapping[str, pd.DataFrame], seed: int = 0) -> list[tuple[str, str, int]]:
+    """The best-single-layer cells: for each model, the layer of highest :func:`layer_screen` score (on its *dev*
+    split, never test), seed ``seed``."""
     out = []
     for model, screen in screens.items():
         ranked = screen.sort_values(["attachment", "layer"], ascending=[False, True])
-        out += [(model, name, seed) for name in ranked["input"].head(candidates)]
+        out += [(model, name, seed) for name in ranked["input"].head(1)]
     return out
 
 
-def baseline_table(table: pd.DataFrame, models: Sequence[str], column: str = "uas") -> pd.DataFrame:
-    """Per model (seed-0 cells): order 1 beside its baselines, in ``column`` (percent).
+def baseline_table(table: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
+    """Per model (seed-0 cells): order 1 beside its baselines, in test UAS (percent).
 
     Returns:
         columns ``model``, ``order 1``, ``distance``, ``order 1 - distance``, ``random init``
@@ -227,7 +190,7 @@ def baseline_table(table: pd.DataFrame, models: Sequence[str], column: str = "ua
     layers = best_layer(first).set_index("model")
 
     def value(model: str, name: str) -> float:
-        found = first[(first["model"] == model) & (first["input"] == name)][column]
+        found = first[(first["model"] == model) & (first["input"] == name)]["uas"]
         return float(found.iloc[0]) if len(found) else float("nan")
 
     rows = []
@@ -236,7 +199,7 @@ def baseline_table(table: pd.DataFrame, models: Sequence[str], column: str = "ua
         rows.append({"model": model, "order 1": order1, "distance": distance, "order 1 - distance": order1 - distance,
                      "random init": value(f"{model} [random init]", "order 1"),
                      "best layer": layers.loc[model, "input"] if model in layers.index else "",
-                     "best layer score": float(layers.loc[model, column]) if model in layers.index else float("nan")})
+                     "best layer score": float(layers.loc[model, "uas"]) if model in layers.index else float("nan")})
     return pd.DataFrame(rows)
 
 
@@ -269,20 +232,22 @@ def grid_plan(settings: Any) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def data_reports(data: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """What alignment and the length cut did, per data set and split (:class:`olacore.toa.data.TaskReport`).
+def data_reports(data: Mapping[str, Any], levels: Sequence[str] = ("data set", "split"),
+                 counts: Sequence[str] = ("words", "words beyond cut", "heads beyond cut")) -> pd.DataFrame:
+    """What alignment and the length cut did (:class:`olacore.toa.data.TaskReport`), one row per
+    :class:`~olacore.toa.data.TaskData` of ``data``, nested one mapping per name of ``levels``
+    (``{data set: {split: TaskData}}``; transfer: ``{task: {model: {split: TaskData}}}``).
 
     Returns:
-        columns ``data set``, ``split``, ``sentences``, ``kept``, ``not aligned``, ``cut``
-        (sentences longer than the cut), ``words``, ``words beyond cut``, ``heads beyond cut``.
+        columns: the names of ``levels``, then ``sentences``, ``kept``, ``not aligned``, ``cut`` (sentences longer
+        than the cut) and the report's counts named in ``counts`` (e.g. ``words beyond cut``, ``dropped beyond cut``).
     """
-    rows = []
-    for name, splits in data.items():
-        for split, d in splits.items():
-            r = d.report
-            rows.append({"data set": name, "split": split, "sentences": r.sentences, "kept": r.kept,
-                         "not aligned": len(r.unaligned), "cut": r.cut_sentences, "words": r.words,
-                         "words beyond cut": r.words_beyond_cut, "heads beyond cut": r.heads_beyond_cut})
+    found = [((), data)]
+    for _ in levels:
+        found = [(keys + (name,), inner) for keys, node in found for name, inner in node.items()]
+    rows = [{**dict(zip(levels, keys)), "sentences": d.report.sentences, "kept": d.report.kept,
+             "not aligned": len(d.report.unaligned), "cut": d.report.cut_sentences,
+             **{name: getattr(d.report, name.replace(" ", "_")) for name in counts}} for keys, d in found]
     return pd.DataFrame(rows)
 
 
@@ -304,13 +269,13 @@ CLAIMS = (
 )
 
 
-def syntax_verdicts(table: pd.DataFrame, column: str = "uas", margin: float = MARGIN, goal: float = GOAL
-                    ) -> pd.DataFrame:
+def syntax_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     """Every claim's verdict, per model (data set) and compared input, from the grid's table.
 
-    Each row pairs the reference with one other input over the seeds both ran (:func:`order_comparison`), judged by
-    :func:`olacore.verdicts.claim_verdict`; ``overall`` is the claim's worst verdict for the model. ``goal_met``
-    (distance claim only): order 1 is at least ``goal`` points above the distance-only baseline.
+    Each row pairs the reference with one other input: the paired test-UAS differences over the seeds both ran,
+    judged by :func:`olacore.verdicts.claim_verdict` (:data:`~olacore.verdicts.MARGIN`); ``overall`` is the claim's
+    worst verdict for the model. ``goal_met`` (distance claim only): order 1 is at least
+    :data:`~olacore.verdicts.GOAL` points above the distance-only baseline.
 
     Returns:
         columns ``claim``, ``model``, ``other``, ``seeds``, ``mean_diff``, ``min_diff``, ``verdict``, ``overall``,
@@ -319,18 +284,22 @@ def syntax_verdicts(table: pd.DataFrame, column: str = "uas", margin: float = MA
     rank = {FAILS: 0, WEAK: 1, HOLDS: 2}
     rows = []
     for claim, reference, others in CLAIMS:
-        compared = order_comparison(table, reference, others, column)
-        for model, group in compared.groupby("model", sort=False):
+        for model, group in table.groupby("model", sort=False):
+            by_seed = group.pivot_table(index="seed", columns="input", values="uas")
             found = []
-            for _, r in group.iterrows():
-                subset = table[table["model"] == model].pivot_table(index="seed", columns="input", values=column)
-                diffs = (subset[reference] - subset[r["other"]]).dropna()
-                found.append({"claim": claim, "model": model, "other": r["other"], "seeds": int(r["seeds"]),
-                              "mean_diff": r["mean_diff"], "min_diff": r["min_diff"],
-                              "verdict": claim_verdict(diffs, margin),
-                              "goal_met": bool(r["mean_diff"] >= goal) if r["other"] == "distance" else None})
-            overall = min((f["verdict"] for f in found), key=rank.get)
-            rows += [{**f, "overall": overall} for f in found]
+            for other in others:
+                if reference not in by_seed or other not in by_seed:
+                    continue
+                diffs = (by_seed[reference] - by_seed[other]).dropna()
+                if diffs.empty:
+                    continue
+                mean = float(diffs.mean())
+                found.append({"claim": claim, "model": model, "other": other, "seeds": len(diffs), "mean_diff": mean,
+                              "min_diff": float(diffs.min()), "verdict": claim_verdict(diffs, MARGIN),
+                              "goal_met": bool(mean >= GOAL) if other == "distance" else None})
+            if found:
+                overall = min((f["verdict"] for f in found), key=rank.get)
+                rows += [{**f, "overall": overall} for f in found]
     return pd.DataFrame(rows, columns=["claim", "model", "other", "seeds", "mean_diff", "min_diff", "verdict", "overall",
                                        "goal_met"])
 

@@ -16,7 +16,7 @@ task, the input spec, both configs, :func:`olacore.toa.model.network_identity`, 
 Decoding is greedy, as officially: the arg-max class per token / example; for DP the arg-max head of each word (no
 tree constraint), then the arg-max relation on that arc. Scores (:mod:`olacore.metrics`), in percent:
 
-- ``pos`` / ``upos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy`` (every sub-token, the
+- ``pos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy`` (every sub-token, the
   official unit; special tokens left out).
 - ``ner``, ``wnut``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words.
 - ``re``: ``accuracy`` (19-way) and ``macro_f1`` (the official SemEval-2010 Task 8 score).
@@ -41,8 +41,8 @@ from olacore.augment import Augmentation, augment
 from olacore.metrics import attachment_scores, entity_counts, entity_f1, f1_of_counts, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
 from olacore.store import TensorStore
-from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, collate,
-                              distance_input, encode_items, length_batches, stack_channels, task_kind)
+from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, build_input,
+                              collate, encode_items, length_batches, task_kind)
 from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
@@ -51,7 +51,7 @@ __all__ = ["predict", "score", "sentence_counts", "counts_score", "word_tags", "
            "train_adapters"]
 
 #: The dev score each task selects its checkpoint on (higher is better).
-SELECTION = {"pos": "accuracy", "upos": "accuracy", "ner": "f1", "wnut": "f1", "re": "macro_f1", "dp": "las", "dp-universal": "las"}
+SELECTION = {"pos": "accuracy", "ner": "f1", "wnut": "f1", "re": "macro_f1", "dp": "las"}
 #: The transfer tasks in the transfer chapter's order (the paper's table first): ``ner`` is UNER
 #: English-EWT (the EWT sentences of ``dp`` / ``pos``), ``wnut`` WNUT-17 (tweets, out of domain).
 TRANSFER_TASKS = ("re", "dp", "pos", "ner", "wnut")
@@ -235,10 +235,6 @@ class TrainConfig:
         return out
 
 
-def _inputs(raw: torch.Tensor, spec: InputSpec, causal: bool) -> torch.Tensor:
-    return distance_input(raw.shape[-1]) if spec.is_distance else stack_channels(raw, causal, spec.variants, spec.mirror)
-
-
 def adapter_loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
                  class_weight: torch.Tensor | None = None) -> torch.Tensor:
     """The training loss of a TOA head (official ``models/adapters.py``): cross-entropy.
@@ -280,7 +276,7 @@ def epoch_inputs(raw: Sequence[torch.Tensor], spec: InputSpec, causal: bool, aug
     ``generator``), then sink-cleaned, row-normalised and mirrored (:func:`olacore.toa.data.stack_channels`)."""
     if augmentation is not None and augmentation.active:
         raw = [augment(m, causal, augmentation, generator) for m in raw]
-    return [_inputs(m, spec, causal) for m in raw]
+    return [build_input(m, spec, causal) for m in raw]
 
 
 def optimiser_for(model: torch.nn.Module, config: TrainConfig, steps: int
@@ -382,7 +378,7 @@ class AdapterJob:
         model = ToaModel(kind, self.spec.num_channels, len(vocab), self.adapter).to(device)
         train_raw = [torch.from_numpy(m) for m in self.train_raw]
         fixed = None if config.augment and config.augment.active else epoch_inputs(train_raw, self.spec, self.causal)
-        dev_inputs = [_inputs(torch.from_numpy(m), self.spec, self.causal) for m in self.dev_raw]
+        dev_inputs = [build_input(torch.from_numpy(m), self.spec, self.causal) for m in self.dev_raw]
         class_weight = None
         if self.task in ENTITY_TASKS and "O" in vocab.labels:
             class_weight = torch.ones(len(vocab), device=device)
@@ -422,17 +418,15 @@ class TrainedAdapter:
 
     model: ToaModel
     record: dict[str, Any]
-    key: str | None = None
 
     @classmethod
     def from_stored(cls, tensors: dict[str, torch.Tensor], record: dict[str, Any],
-                    device: str | torch.device | None = None, key: str | None = None) -> "TrainedAdapter":
-        """Rebuild from what :meth:`AdapterJob.train` stored (on ``device``, in eval mode);
-        ``key`` is the job's store key (it identifies the adapter, e.g. for cached scores)."""
+                    device: str | torch.device | None = None) -> "TrainedAdapter":
+        """Rebuild from what :meth:`AdapterJob.train` stored (on ``device``, in eval mode)."""
         adapter = AdapterConfig(**record["adapter"])
         model = ToaModel(task_kind(record["task"]), record["in_channels"], len(record["vocab"]), adapter)
         model.load_state_dict(tensors)
-        return cls(model.to(resolve_device(device)).eval(), record, key)
+        return cls(model.to(resolve_device(device)).eval(), record)
 
     @property
     def task(self) -> str:
@@ -483,16 +477,14 @@ class TrainedAdapter:
 
 
 def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterConfig | None = None,
-             training: TrainConfig | None = None, seed: int = 0, vocab: LabelVocab | None = None,
-             **labels: Any) -> AdapterJob:
-    """An :class:`AdapterJob` from a model's train and dev task data.
+             training: TrainConfig | None = None, seed: int = 0, **labels: Any) -> AdapterJob:
+    """An :class:`AdapterJob` from a model's train and dev task data (label classes: the training labels).
 
     Args:
         train, dev: task data of the same task and model (dev selects the checkpoint).
         spec: what the adapter reads.
         adapter, training: configs (defaults: :class:`AdapterConfig`, :class:`TrainConfig`).
         seed: seeds initialisation, batch order, dropout and augmentation.
-        vocab: label classes (default: the training labels).
         **labels: columns for the record (model, input, ...).
 
     Raises:
@@ -502,7 +494,7 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
         raise ValueError(f"train is {train.task!r} on the {train.grid} grid but dev {dev.task!r} on the {dev.grid} grid")
     if not len(train) or not len(dev):
         raise ValueError(f"train ({len(train)}) and dev ({len(dev)}) need at least one example each")
-    vocab = vocab or LabelVocab.from_labels(train.labels())
+    vocab = LabelVocab.from_labels(train.labels())
     train_raw, dev_raw = train.raw(spec), dev.raw(spec)
     train_targets, _ = encode_items(train.items, train.kind, vocab)
     dev_targets, _ = encode_items(dev.items, dev.kind, vocab)
@@ -516,4 +508,4 @@ def train_adapters(jobs: Sequence[AdapterJob], *, workers: int = 1, store: Tenso
     """Every job's adapter: from the store, or trained now in ``workers`` processes and stored
     (:func:`olacore.training.run_cached`: one single-threaded process per worker; equal keys train once)."""
     results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="TOA adapters")
-    return [TrainedAdapter.from_stored(tensors, record, key=job.key()) for job, (tensors, record) in zip(jobs, results)]
+    return [TrainedAdapter.from_stored(tensors, record) for tensors, record in results]

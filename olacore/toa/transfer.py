@@ -42,20 +42,14 @@ from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
 from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
-           "matrix", "data_table", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
+           "matrix", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
            "surface_margins",
            "zero_shot_rows", "PROMPTED", "ZERO_SHOT_TASK", "ZERO_SHOT_COLUMNS",
            "gap_table", "verdict_table", "learned_table", "re_keys", "zero_shot_keys", "re_paper_numbers",
-           "PAPER_NAMES", "transfer_heatmaps", "record_transfer", "similarity_hits", "similarity_vs_transfer"]
+           "transfer_heatmaps", "record_transfer", "similarity_hits", "similarity_vs_transfer"]
 
 #: The columns of a transfer frame (the chapter's matrix, :func:`random_init_rows`), an empty one included.
 ROW_COLUMNS = ("task", "kind", "source", "target", "seed", "diagonal", "score", "examples", "unaligned")
-
-
-def _check_task(task: str) -> None:
-    """Raise ValueError naming :data:`TRANSFER_TASKS` for a task that is none of them."""
-    if task not in TRANSFER_TASKS:
-        raise ValueError(f"unknown transfer task {task!r}; choose from {TRANSFER_TASKS}")
 
 
 def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
@@ -68,9 +62,8 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     its ``num_test``) less those UNER leaves out. Sizes: :class:`TaskSizes`.
 
     Raises:
-        ValueError: unknown task; ``ner`` asking for more train + dev sentences than UNER dev holds.
+        ValueError: ``ner`` asking for more train + dev sentences than UNER dev holds.
     """
-    _check_task(task)
     if task in ("dp", "pos"):
         splits = syntax_splits(settings.syntax)
         return {name: splits[name] for name in ("train", "dev", "test")}
@@ -79,7 +72,7 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     from olacore.corpora import read_semeval, read_wnut17
     from olacore.ud import evenly_spread
 
-    read, sizes = (read_semeval, settings.re) if task == "re" else (read_wnut17, settings.wnut)
+    read, sizes = {"re": (read_semeval, settings.re), "wnut": (read_wnut17, settings.wnut)}[task]
     return {"train": list(read("train").items[:sizes.train]), "dev": list(read("dev").items[:sizes.dev]),
             "test": evenly_spread(read("test").items, sizes.test)}
 
@@ -116,9 +109,8 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
         counts the sentences the tokenizer could not align and the cut losses.
 
     Raises:
-        ValueError: an unknown task (checked before any extraction) or a text longer than a model's context.
+        ValueError: a text longer than a model's context.
     """
-    _check_task(task)
     splits = splits if splits is not None else task_splits(task, settings)
     models = settings.models_for(task) if models is None else models
     workers = workers or settings.workers or cpu_workers()
@@ -129,24 +121,20 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
 
 
 def all_task_data(settings: TransferSettings, *, workers: int | None = None, store: TensorStore | None = None,
-                  progress: bool = False, similarity: bool = True) -> dict[str, dict[str, dict[str, TaskData]]]:
-    """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass (one worker pool).
-
-    With ``similarity``, the texts of :func:`similarity_hits` (paper section 4.4) are extracted in the same pass.
+                  progress: bool = False) -> dict[str, dict[str, dict[str, TaskData]]]:
+    """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass (one worker pool),
+    together with the texts of :func:`similarity_hits` (paper section 4.4).
 
     Raises:
-        ValueError: EWT train holds fewer than ``settings.similarity_texts`` official-recipe chunks (with
-            ``similarity``), or a text longer than a model's context.
+        ValueError: EWT train holds fewer than ``settings.similarity_texts`` official-recipe chunks, or a text
+            longer than a model's context.
     """
     from olacore.pipeline import cached_ola
+    from olacore.texts import similarity_texts
 
     workers = workers or settings.workers or cpu_workers()
     splits = {task: task_splits(task, settings) for task in settings.tasks}
-    shared = []
-    if similarity:  # the retrieval texts of :func:`olacore.toa.transfer.similarity_hits`, same pass
-        from olacore.texts import similarity_texts
-
-        shared = [t.text for t in similarity_texts(settings.similarity_texts)]
+    shared = [t.text for t in similarity_texts(settings.similarity_texts)]
     for model in settings.models:
         texts = [x.text for task, by_split in splits.items() if model in settings.models_for(task)
                  for split in by_split.values() for x in split]
@@ -244,24 +232,6 @@ def matrix(rows: pd.DataFrame, task: str, kind: str, value: str = "score") -> pd
     return chosen.pivot_table(index="source", columns="target", values=value, aggfunc="mean", sort=False)
 
 
-def data_table(data: Mapping[str, Mapping[str, Mapping[str, TaskData]]]) -> pd.DataFrame:
-    """What alignment and the length cut did, per task, model and split (nothing hidden).
-
-    Returns:
-        ``task, model, split, sentences, kept, not aligned`` (left out, counted), ``cut`` (longer than the cut),
-        ``dropped beyond cut`` (RE: an entity past the cut), ``entities beyond cut`` (NER).
-    """
-    rows = []
-    for task, by_model in data.items():
-        for model, splits in by_model.items():
-            for split, d in splits.items():
-                r = d.report
-                rows.append({"task": task, "model": model, "split": split, "sentences": r.sentences, "kept": r.kept,
-                             "not aligned": len(r.unaligned), "cut": r.cut_sentences,
-                             "dropped beyond cut": r.dropped_beyond_cut, "entities beyond cut": r.entities_beyond_cut})
-    return pd.DataFrame(rows)
-
-
 #: The zero-shot task (:mod:`olacore.zeroshot.prompts`) each prompted task is asked as (:func:`zero_shot_rows`).
 ZERO_SHOT_TASK = {"re": "re", "wnut": "ner"}
 #: The transfer tasks :func:`zero_shot_rows` prompts; why: there.
@@ -295,16 +265,9 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
 
     Returns:
         ``task, bound, score`` (percent), one row per task of ``tasks`` (default ``settings.tasks``).
-
-    Raises:
-        ValueError: an unknown task, checked for every task before any data is read.
     """
-    tasks = list(settings.tasks if tasks is None else tasks)
-    unknown = [t for t in tasks if t not in TRANSFER_TASKS]
-    if unknown:
-        raise ValueError(f"no majority bound for unknown tasks {unknown}; choose from {TRANSFER_TASKS}")
     rows = []
-    for task in tasks:
+    for task in settings.tasks if tasks is None else tasks:
         splits = task_splits(task, settings)
         train, test = splits["train"], splits["test"]
         if task == "re":
@@ -324,9 +287,6 @@ def majority_bounds(settings: TransferSettings, tasks: Sequence[str] | None = No
             hit, total = _adjacent_uas(test, direction)
             rows.append({"task": task, "bound": f"head = {side} neighbour (chosen on train)",
                          "score": 100 * hit / total})
-        else:  # a task added to TRANSFER_TASKS without a bound here
-            raise ValueError(f"no majority bound is defined for task {task!r}; bounds exist for re, pos, ner, wnut, dp "
-                             f"(TRANSFER_TASKS = {TRANSFER_TASKS})")
     return pd.DataFrame(rows, columns=["task", "bound", "score"])
 
 
@@ -366,25 +326,15 @@ def capitalisation_bound(train: Sequence[Any], test: Sequence[Any]) -> dict[str,
     return {"type": kind, **{k: float(scores[k]) for k in ("f1", "precision", "recall")}}
 
 
-def surface_bounds(settings: TransferSettings, tasks: Sequence[str] | None = None) -> pd.DataFrame:
-    """The capitalisation bound (:func:`capitalisation_bound`) of each entity task on its test split: what the
-    surface form gives away, which the adapter never sees.
-
-    Args:
-        tasks: default the entity tasks of ``settings.tasks``; each one of :data:`olacore.toa.data.ENTITY_TASKS`.
+def surface_bounds(settings: TransferSettings) -> pd.DataFrame:
+    """The capitalisation bound (:func:`capitalisation_bound`) of each entity task of ``settings.tasks`` on its test
+    split: what the surface form gives away, which the adapter never sees.
 
     Returns:
         ``task, bound, score`` (entity F1, %), ``precision, recall`` (%), one row per task.
-
-    Raises:
-        ValueError: a task that is not an entity task.
     """
-    tasks = [t for t in settings.tasks if t in ENTITY_TASKS] if tasks is None else list(tasks)
-    wrong = [t for t in tasks if t not in ENTITY_TASKS]
-    if wrong:
-        raise ValueError(f"the capitalisation bound is for the entity tasks {ENTITY_TASKS}; got {wrong}")
     rows = []
-    for task in tasks:
+    for task in [t for t in settings.tasks if t in ENTITY_TASKS]:
         splits = task_splits(task, settings)
         b = capitalisation_bound(splits["train"], splits["test"])
         rows.append({"task": task, "bound": f"capitalised word not at sentence start = {b['type']}",
@@ -393,13 +343,13 @@ def surface_bounds(settings: TransferSettings, tasks: Sequence[str] | None = Non
 
 
 def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
-                    data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings, *,
-                    draws: int = 2000, seed: int = 0) -> pd.DataFrame:
+                    data: Mapping[str, Mapping[str, Mapping[str, TaskData]]], settings: TransferSettings
+                    ) -> pd.DataFrame:
     """Each entity task's target-trained adapters against the capitalisation rule on the very words they are
     scored on (those before the length cut), with a standard error over test sentences.
 
-    ``se``: the standard deviation of the F1 difference over ``draws`` paired bootstrap resamples of the test
-    sentences (seed ``seed``).
+    ``se``: the standard deviation of the F1 difference over 2,000 paired bootstrap resamples of the test
+    sentences (seed 0, :func:`olacore.metrics.paired_bootstrap_se`).
 
     Returns:
         ``task, kind, model, seed, f1, capitalisation, margin, se`` (percent; points) and ``sentences, entities``;
@@ -421,52 +371,33 @@ def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
             f1, rule_f1 = f1_of_counts(ours.sum(0)), f1_of_counts(bound.sum(0))
             rows.append({"task": task, "kind": "causal" if test.causal else "encoder", "model": model, "seed": s,
                          "f1": float(f1), "capitalisation": float(rule_f1), "margin": float(f1 - rule_f1),
-                         "se": paired_bootstrap_se(ours, bound, f1_of_counts, draws, seed),
+                         "se": paired_bootstrap_se(ours, bound, f1_of_counts),
                          "sentences": len(gold), "entities": int(ours[:, 2].sum())})
     return pd.DataFrame(rows, columns=["task", "kind", "model", "seed", "f1", "capitalisation", "margin", "se",
                                        "sentences", "entities"])
 
 
-def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = None, *,
-                   progress: bool = False, store=None) -> pd.DataFrame:
+def zero_shot_rows(settings: TransferSettings, *, progress: bool = False, store=None) -> pd.DataFrame:
     """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models`` on exactly the test
     subset the transfer is scored on (answers cached): the paper's only baseline for TOA transfer (section 4.4; its RE
     table is its only zero-shot score).
 
-    Prompted (:data:`PROMPTED`): ``re`` and ``wnut`` (asked as ``"ner"``, :data:`ZERO_SHOT_TASK`). ``dp`` and ``pos``
-    are not, by design: the paper prompts for neither, and their answer is a label per word. UNER's ``ner`` is not yet:
-    the prompt and parser name WNUT-17's six types, not PER / LOC / ORG.
+    Prompted (:data:`PROMPTED`, those of ``settings.tasks``): ``re`` and ``wnut`` (asked as ``"ner"``,
+    :data:`ZERO_SHOT_TASK`). ``dp`` and ``pos`` are not, by design: the paper prompts for neither, and their answer is
+    a label per word. UNER's ``ner`` is not yet: the prompt and parser name WNUT-17's six types, not PER / LOC / ORG.
 
     Args:
-        tasks: default every prompted task of ``settings.tasks``; given explicitly, each must be prompted and in
-            ``settings.tasks`` (nothing asked for is skipped).
         store: holds the answers.
 
     Returns:
         :data:`ZERO_SHOT_COLUMNS`: ``score`` (RE accuracy / WNUT entity F1, %), ``macro_f1`` (RE), ``unparseable``
         (counted wrong), ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: types outside
         the 6), ``majority`` (RE: majority-class accuracy on the same examples); empty when nothing is prompted.
-
-    Raises:
-        ValueError: a task in ``tasks`` not prompted or not in ``settings.tasks`` (checked before any answer is
-            generated).
     """
-    if tasks is None:
-        tasks = [t for t in settings.tasks if t in PROMPTED]
-    else:
-        tasks = list(tasks)
-        unprompted = [t for t in tasks if t not in PROMPTED]
-        if unprompted:
-            raise ValueError(f"cannot prompt tasks {unprompted}: zero-shot prompting covers {PROMPTED} only "
-                             f"(of the transfer tasks {TRANSFER_TASKS}); leave the others out")
-        absent = [t for t in tasks if t not in settings.tasks]
-        if absent:
-            raise ValueError(f"tasks {absent} are not among settings.tasks {settings.tasks}: no transfer is scored "
-                             "on them to compare with; add them to the settings or leave them out")
     from olacore.zeroshot import zero_shot, zero_shot_scores
 
     rows = []
-    for task in tasks:
+    for task in [t for t in settings.tasks if t in PROMPTED]:
         examples = task_splits(task, settings)["test"]
         for model in settings.zero_shot_models:
             answers = zero_shot(model, ZERO_SHOT_TASK[task], examples, progress=progress, store=store)
@@ -482,8 +413,7 @@ def zero_shot_rows(settings: TransferSettings, tasks: Sequence[str] | None = Non
     return pd.DataFrame(rows, columns=list(ZERO_SHOT_COLUMNS))
 
 
-#: The paper's model each of our causal models stands in for (by family, as :data:`olacore.report.ZOO_FAMILIES`).
-PAPER_NAMES = {"smollm2-135m": "Llama-3.2-3B", "qwen2.5-0.5b": "Qwen2-1.5B", "gemma-3-270m": "Gemma-2-2B"}
+#: The paper's RE-table model of each family (:func:`olacore.report.paper_family`).
 _FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
 
 
@@ -614,7 +544,7 @@ def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) 
     """Our numbers beside the paper's RE table (paper section 4.4), for :func:`olacore.report.paper_comparison`
     (section ``"TOA relation extraction"``): each causal RE cell (mean over seeds, accuracy on one test subset) and
     each zero-shot RE score with a paper counterpart (our models stand in for the paper's by family,
-    :data:`PAPER_NAMES`).
+    :func:`olacore.report.paper_family`).
 
     Args:
         rows: the chapter's transfer rows (``task, kind, source, target, score``, %).
