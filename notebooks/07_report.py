@@ -66,13 +66,13 @@ from pathlib import Path
 
 from IPython.display import Markdown, display
 
-from olacore.report import load_chapters, report_chapters, report_summary, report_table
-from olacore.results import ChapterResults
+from olacore.report import report_chapters, report_summary, report_table
+from olacore.results import ChapterResults, load_results
 from olacore.tables import show_table
 from olacore.verdicts import CANNOT_JUDGE, MARGIN, TOLERANCE
 
 chapters = report_chapters(Path("notebooks"), "07_report")
-saved = load_chapters(chapters)  # a missing results file fails here, naming it
+saved = {chapter: load_results(chapter) for chapter in chapters}  # a missing results file fails here, naming it
 other_profiles = {chapter: r.profile for chapter, r in saved.items() if r.profile != profile}
 if other_profiles:
     raise ValueError(f"chapters executed with another profile than {profile!r}: {other_profiles}; re-execute them "

@@ -162,11 +162,6 @@ class BatchAugmentation:
     sink_columns: int = 3
     temperature: tuple[float, float] | None = None
 
-    @classmethod
-    def none(cls) -> "BatchAugmentation":
-        """No augmentation at all."""
-        return cls(noise_p=0.0, sink_p=0.0, temperature=None)
-
 
 def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: torch.Generator | None = None) -> torch.Tensor:
     """Apply :class:`BatchAugmentation` to a ``(B, C, S, S)`` batch of cleaned, resized OLA images (rows: queries).

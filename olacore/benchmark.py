@@ -57,18 +57,16 @@ def random_row_stochastic(batch: int, num_layers: int, size: int, causal: bool =
 
 
 def time_ola(num_layers: int, max_order: int, size: int, batch: int, repeats: int = 3,
-             bruteforce: bool = True, device="cpu") -> OLATiming:
+             device="cpu") -> OLATiming:
     """Time the recurrence, brute-force enumeration and the ``N * K`` bare products.
 
     Args:
         num_layers, max_order, size, batch: ``N``, ``K``, ``T`` and the batch of maps.
-        repeats: calls per method; the best time is kept.
-        bruteforce: also time enumeration (slow for large ``N`` and ``K``); NaN when False.
+        repeats: calls per method (enumeration: ``repeats // 3``, at least 1); the best time is kept.
     """
     attn = random_row_stochastic(batch, num_layers, size, device=device)
     recurrence = _best_of(repeats, lambda: order_level_attention(attn, max_order))
-    enumeration = (_best_of(max(1, repeats // 3), lambda: order_level_attention_bruteforce(attn, max_order))
-                   if bruteforce else float("nan"))
+    enumeration = _best_of(max(1, repeats // 3), lambda: order_level_attention_bruteforce(attn, max_order))
     operand = attn[:, 0]
 
     def bare_products():

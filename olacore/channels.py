@@ -1,10 +1,9 @@
 """The channel vocabulary: one name for each kind of token-to-token map, used everywhere.
 
 A *channel* is one ``(T, T)`` map per text: an OLA order (``"order<k>"``), the attention ``"rollout"``, one layer's
-head-averaged attention (``"layer<n>"``, layer 1 nearest the input), ``"alti"`` (:mod:`olacore.alti`), or whatever
-:func:`register` adds; display labels (``"order 1"``) derive from the names. Each channel names the *source* that
-computes it (``"ola"``, ``"attention"``, ``"alti"``, or one of :func:`olacore.pipeline.register_source`) and how to
-take its map from that source's per-text record.
+head-averaged attention (``"layer<n>"``, layer 1 nearest the input) or ``"alti"`` (:mod:`olacore.alti`); display
+labels (``"order 1"``) derive from the names. Each channel names the *source* that computes it (``"ola"``,
+``"attention"`` or ``"alti"``, :mod:`olacore.pipeline`) and how to take its map from that source's per-text record.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-__all__ = ["Channel", "channel", "channels", "label", "register", "order_channels", "known"]
+__all__ = ["Channel", "channel", "channels", "label", "order_channels"]
 
 _ORDER = re.compile(r"^order(\d+)$")
 _LAYER = re.compile(r"^layer([1-9]\d*)$")
@@ -27,7 +26,7 @@ class Channel:
 
     Attributes:
         name, label: vocabulary name and display label (``"order1"``, ``"order 1"``).
-        source: the producer that computes it (``"ola"`` or a registered one).
+        source: the producer that computes it (``"ola"``, ``"attention"`` or ``"alti"``).
         take: ``record -> (T, T) tensor``: one text's map from the source's record.
         order: ``k`` of an ``order<k>`` channel, else ``None``.
     """
@@ -66,23 +65,6 @@ _REGISTRY: dict[str, Channel] = {
 }
 
 
-def register(entry: Channel) -> Channel:
-    """Add a channel to the vocabulary (an existing name is replaced); returns it.
-
-    Raises:
-        ValueError: the name is empty, has spaces, or has the reserved ``order<k>`` / ``layer<n>`` form.
-    """
-    if not entry.name or " " in entry.name or _ORDER.match(entry.name) or _LAYER.match(entry.name):
-        raise ValueError(f"a channel name is one word and not of the form 'order<k>' or 'layer<n>'; got {entry.name!r}")
-    _REGISTRY[entry.name] = entry
-    return entry
-
-
-def known() -> list[str]:
-    """The registered channel names, plus the ``order<k>`` form."""
-    return ["order<k>", "layer<n>"] + sorted(_REGISTRY)
-
-
 def channel(name: str) -> Channel:
     """The :class:`Channel` called ``name``.
 
@@ -101,7 +83,8 @@ def channel(name: str) -> Channel:
         return Channel(name, f"layer {n}", "attention", _take_layer(n))
     if name in _REGISTRY:
         return _REGISTRY[name]
-    raise ValueError(f"unknown channel {name!r}; the vocabulary is {', '.join(known())}")
+    vocabulary = ", ".join(["order<k>", "layer<n>", *sorted(_REGISTRY)])
+    raise ValueError(f"unknown channel {name!r}; the vocabulary is {vocabulary}")
 
 
 def channels(names: Iterable[str]) -> tuple[Channel, ...]:

@@ -126,18 +126,16 @@ def perturb_weights(model: LoadedModel, scale: float, seed: int = 0) -> LoadedMo
 
 
 def control_variants(
-    model: LoadedModel, noise_scales: Sequence[float] = (), seed: int = 0, structural: bool = True
+    model: LoadedModel, noise_scales: Sequence[float] = (), seed: int = 0
 ) -> Iterator[tuple[str, float, LoadedModel]]:
     """The trained model and its controls, one at a time (so only one copy is in memory).
 
-    Yields ``(control, scale, model)``: ``("trained", 0.0, model)``; with ``structural``,
-    ``("random init", nan, ...)`` and ``("shuffled layers", nan, ...)``; then
-    ``("noise", s, ...)`` for every ``s > 0`` in ``noise_scales``.
+    Yields ``(control, scale, model)``: ``("trained", 0.0, model)``, ``("random init", nan, ...)`` and
+    ``("shuffled layers", nan, ...)``; then ``("noise", s, ...)`` for every ``s > 0`` in ``noise_scales``.
     """
     yield "trained", 0.0, model
-    if structural:
-        yield "random init", float("nan"), random_init(model, seed)
-        yield "shuffled layers", float("nan"), shuffle_layers(model, seed)[0]
+    yield "random init", float("nan"), random_init(model, seed)
+    yield "shuffled layers", float("nan"), shuffle_layers(model, seed)[0]
     for scale in noise_scales:
         if scale > 0:
             yield "noise", float(scale), perturb_weights(model, scale, seed)
@@ -150,15 +148,14 @@ def controls_retrieval(
     *,
     noise_scales: Sequence[float] = (),
     seed: int = 0,
-    structural: bool = True,
     workers: int = 1,
     progress: bool = True,
 ) -> tuple[pd.DataFrame, dict[tuple[str, float], list["TokenMaps"]]]:
     """SSIM retrieval of a trained source's maps by the target model and by its controls.
 
-    For every variant of ``target`` (:func:`control_variants`: ``noise_scales``, ``seed``, ``structural``) the maps
-    of ``texts`` (strings, or objects with ``.text`` and ``.spans``) are made exactly as ``source`` was (the OLA
-    cached under the variant's own fingerprint) and query the gallery ``source``.
+    For every variant of ``target`` (:func:`control_variants`: ``noise_scales``, ``seed``) the maps of ``texts``
+    (strings, or objects with ``.text`` and ``.spans``) are made exactly as ``source`` was (the OLA cached under the
+    variant's own fingerprint) and query the gallery ``source``.
 
     Returns:
         ``(table, token_maps)``: columns ``control, scale, channel, sinks, hits@1, hits@5, chance@1, chance@5``, and
@@ -171,7 +168,7 @@ def controls_retrieval(
     strings = [t if isinstance(t, str) else t.text for t in texts]
     words = None if source.align == "resize" else list(texts)
     rows, all_tokens = [], {}
-    for control, scale, variant in control_variants(target, noise_scales, seed, structural):
+    for control, scale, variant in control_variants(target, noise_scales, seed):
         tokens = token_maps(variant, strings, source.channels, workers=workers, progress=progress)
         all_tokens[(control, scale)] = tokens
         maps = make_maps(tokens, align=source.align, sinks=source.sinks, size=source.size or 50, words=words)

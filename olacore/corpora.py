@@ -304,24 +304,22 @@ def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[s
     return tuple(examples), tuple(skipped)
 
 
-def read_semeval(split: str, dev_every: int = 10) -> Corpus:
+def read_semeval(split: str) -> Corpus:
     """SemEval-2010 Task 8 ``split`` ('train', 'dev' or 'test') with entity spans, markers removed.
 
-    ``dev``: every ``dev_every``-th example of TRAIN_FILE.TXT by id (800 for 10); ``train``: the rest (7,200); ``test``:
+    ``dev``: every 10th example of TRAIN_FILE.TXT by id (800); ``train``: the rest (7,200); ``test``:
     TEST_FILE_FULL.TXT (2,717). An unreadable example is skipped and named (TRAIN's all in ``train``).
 
     Raises:
-        ValueError: unknown split, or ``dev_every`` below 2.
+        ValueError: unknown split.
         FileNotFoundError: a file is missing (the message names ``OLACORE_DATA``).
     """
     _split_name(split, ("train", "dev", "test"))
-    if isinstance(dev_every, bool) or not isinstance(dev_every, int) or dev_every < 2:
-        raise ValueError(f"dev_every must be an int >= 2; got {dev_every!r}")
     if split == "test":
         examples, skipped = _semeval_file("TEST_FILE_FULL.TXT")
         return Corpus("semeval-test", examples, skipped)
     examples, skipped = _semeval_file("TRAIN_FILE.TXT")
-    held_out = [int(x.sent_id) % dev_every == 0 for x in examples]
+    held_out = [int(x.sent_id) % 10 == 0 for x in examples]
     if split == "train":
         return Corpus("semeval-train", tuple(x for x, h in zip(examples, held_out) if not h), skipped)
-    return Corpus(f"semeval-dev (every {dev_every}th of TRAIN)", tuple(x for x, h in zip(examples, held_out) if h), ())
+    return Corpus("semeval-dev (every 10th of TRAIN)", tuple(x for x, h in zip(examples, held_out) if h), ())

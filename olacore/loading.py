@@ -32,7 +32,7 @@ from olacore.zoo_build import zoo_folder
 if TYPE_CHECKING:  # transformers is imported lazily: ``import olacore`` stays light
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "model_depth", "MODEL_FOLDERS_ENV"]
+__all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "MODEL_FOLDERS_ENV"]
 
 #: Environment variable: a JSON object mapping model names (Hugging Face ids, say) to local folders
 #: that stand in for them, e.g. ``{"bert-base-cased": "/models/bert"}``. A mapped name loads from its
@@ -235,21 +235,6 @@ def model_kind(name: str) -> str:
     if _classify(name) == "zoo":
         return ZOO[os.fspath(name)].kind
     return _kind_from_config(_config(name), os.fspath(name))
-
-
-def model_depth(name: str | LoadedModel) -> int:
-    """``N``, the number of attention layers of a model, without loading any weights.
-
-    Raises:
-        ValueError: unknown model, or a config that states no layer count.
-    """
-    if isinstance(name, LoadedModel):
-        return name.num_layers
-    if _classify(name) == "zoo":
-        return ZOO[os.fspath(name)].num_layers
-    config = _config(name)
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    return _counts(text_config)[0]
 
 
 def _config(name: str):

@@ -14,7 +14,6 @@ augmentations), which a :class:`Maps` built once cannot serve. Per text:
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -23,7 +22,6 @@ import torch
 from olacore import channels as vocabulary
 from olacore.alignment import first_subtoken_maps, pool_to_words, resize_maps
 from olacore.sinks import SINK_STATS, clean_sinks
-from olacore.store import tensor_digest
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.pipeline import TokenMaps
@@ -99,19 +97,6 @@ class Maps:
             picks += [len(self.channels) + i for i in picks]
         index = torch.tensor(picks)
         return replace(self, tensors=tuple(t.index_select(0, index) for t in self.tensors), channels=tuple(names))
-
-    def subset(self, index: Sequence[int] | slice) -> "Maps":
-        """The maps of some texts only (a slice or a list of positions)."""
-        positions = range(len(self))[index] if isinstance(index, slice) else list(index)
-        return replace(self, tensors=tuple(self.tensors[i] for i in positions),
-                       texts=tuple(self.texts[i] for i in positions))
-
-    def digest(self) -> str:
-        """A sha256 of every tensor and of what the maps are: a cache-key part for trained runs."""
-        digest = hashlib.sha256(f"{self.layout()}|{self.causal}|{self.align}|{self.size}|{self.sink_stats}".encode())
-        for tensor in self.tensors:
-            digest.update(tensor_digest(tensor).encode())
-        return digest.hexdigest()
 
 
 def _spans_of(item: Any) -> Sequence[tuple[int, int]]:

@@ -24,58 +24,35 @@ __all__ = [
 ]
 
 
-def _check_pairs(gold: Sequence[Sequence], pred: Sequence[Sequence], what: str) -> None:
-    if len(gold) != len(pred):
-        raise ValueError(f"{what}: {len(gold)} gold sentences but {len(pred)} predicted ones")
-    for index, (g, p) in enumerate(zip(gold, pred)):
-        if len(g) != len(p):
-            raise ValueError(f"{what}: sentence {index} has {len(g)} gold labels but {len(p)} predicted ones")
-
-
-def token_accuracy(gold: Sequence[Sequence[Hashable]], pred: Sequence[Sequence[Hashable]],
-                   ignore: Hashable | None = None) -> float:
+def token_accuracy(gold: Sequence[Sequence[Hashable]], pred: Sequence[Sequence[Hashable]]) -> float:
     """Share of labels predicted exactly, in percent (POS accuracy per word or per sub-token).
 
     ``gold``, ``pred``: per sentence, one label per unit (word, or sub-token for the official per-sub-token POS
-    accuracy); ``ignore``: a gold label left out of the count (e.g. padding).
+    accuracy), in equal numbers.
 
     Raises:
-        ValueError: sentence or label counts disagree, or nothing is left to count.
+        ValueError: there is no label to count.
     """
-    _check_pairs(gold, pred, "token_accuracy")
-    hits = [g == p for gs, ps in zip(gold, pred) for g, p in zip(gs, ps) if ignore is None or g != ignore]
+    hits = [g == p for gs, ps in zip(gold, pred) for g, p in zip(gs, ps)]
     if not hits:
         raise ValueError("token_accuracy: no label to score")
     return 100.0 * float(np.mean(hits))
-
-
-def _check_bio(tags: Sequence[Sequence], what: str) -> None:
-    """Refuse a tag that is not BIO (``"O"``, ``"B-<type>"``, ``"I-<type>"``), naming it and its position."""
-    for index, sentence in enumerate(tags):
-        for position, tag in enumerate(sentence):
-            if not (tag == "O" or (isinstance(tag, str) and tag[:2] in ("B-", "I-") and tag[2:].strip())):
-                raise ValueError(f"entity_f1: {what} tag {tag!r} at sentence {index}, word {position} is not a BIO "
-                                 f"tag; give 'O', 'B-<type>' or 'I-<type>' (map other labels to 'O' first)")
 
 
 def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
     """Entity-level precision, recall and F1 of BIO tag sequences (``seqeval``, CoNLL chunking), in percent.
 
     An entity counts as found only when its type and both boundaries match. Tags are per word (the TOA tasks read
-    each word's tag at its first sub-token). Also returns ``"entities"``, the gold entity count.
+    each word's tag at its first sub-token), BIO (``"O"``, ``"B-<type>"``, ``"I-<type>"``), as many as the gold ones.
+    Also returns ``"entities"``, the gold entity count.
 
     Raises:
-        ValueError: no tag; sentence or tag counts disagree; a non-BIO tag (named); no gold entity (F1 undefined).
+        ValueError: no gold entity (F1 undefined).
     """
     from seqeval.metrics import f1_score, precision_score, recall_score
     from seqeval.metrics.sequence_labeling import get_entities
 
-    _check_pairs(gold, pred, "entity_f1")
     gold, pred = [list(s) for s in gold], [list(s) for s in pred]
-    if not any(gold):
-        raise ValueError(f"entity_f1: no tag to score ({len(gold)} sentences, none with a word)")
-    _check_bio(gold, "gold")
-    _check_bio(pred, "predicted")
     if not get_entities(gold):
         raise ValueError(f"entity_f1: no entity in gold ({sum(map(len, gold))} words, all 'O'), so recall and F1 "
                          "are undefined; score a set with at least one gold entity")
@@ -92,9 +69,6 @@ def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) 
     over sentences they give F1 ``200 found / (predicted + gold)``, as a bootstrap over sentences needs."""
     from seqeval.metrics.sequence_labeling import get_entities
 
-    _check_pairs(gold, pred, "entity_counts")
-    _check_bio(gold, "gold")
-    _check_bio(pred, "predicted")
     counts = np.zeros((len(gold), 3), dtype=np.int64)
     for i, (g, p) in enumerate(zip(gold, pred)):
         truth, guess = set(get_entities(list(g))), set(get_entities(list(p)))
@@ -130,7 +104,7 @@ def semeval_relation_type(label: str) -> str:
     return label.split("(", 1)[0]
 
 
-def semeval_scores(gold: Sequence[str], pred: Sequence[str], other: str = "Other") -> dict[str, float]:
+def semeval_scores(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
     """Accuracy and the official SemEval-2010 Task 8 score of directed relation labels, in percent.
 
     The official score (scorer ``semeval2010_task8_scorer-v1.2.pl``, evaluation (iii): "(9+1)-way, directionality
@@ -140,26 +114,18 @@ def semeval_scores(gold: Sequence[str], pred: Sequence[str], other: str = "Other
     wrong direction is an error that still counts in both denominators).
 
     Args:
-        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``); a ``None`` prediction
-            (an answer that could not be parsed) counts as wrong.
-        other: the label of the undirected "no relation" class.
+        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``: no relation), as many
+            predicted as gold; a ``None`` prediction (an answer that could not be parsed) counts as wrong.
 
     Returns:
         ``{"accuracy", "macro_f1", "macro_precision", "macro_recall", "examples"}`` (accuracy 19-way).
 
     Raises:
-        ValueError: lists of unequal length or empty; a label neither a string nor (predicted) ``None``.
+        ValueError: no label, or lists of unequal length (from scikit-learn).
     """
     from sklearn.metrics import confusion_matrix
 
     gold, pred = list(gold), list(pred)
-    if len(gold) != len(pred) or not gold:
-        raise ValueError(f"semeval_scores: {len(gold)} gold and {len(pred)} predicted labels (need equal, > 0)")
-    for what, values, allowed in (("gold", gold, (str,)), ("pred", pred, (str, type(None)))):
-        for position, value in enumerate(values):
-            if not isinstance(value, allowed) or (isinstance(value, str) and not value.strip()):
-                raise ValueError(f"semeval_scores: {what}[{position}] is {value!r}, not a relation label such as "
-                                 f"'Cause-Effect(e1,e2)' or {other!r}; map class ids to label names first")
     unparsed = "<unparsed>"  # a None prediction: wrong whatever the gold label, of no relation type
     while unparsed in gold:
         unparsed += "?"
@@ -169,7 +135,7 @@ def semeval_scores(gold: Sequence[str], pred: Sequence[str], other: str = "Other
         warnings.simplefilter("ignore", UserWarning)
         matrix = confusion_matrix(gold, pred, labels=labels)  # rows: gold, columns: predicted
     index = {label: i for i, label in enumerate(labels)}
-    types = sorted({semeval_relation_type(g) for g in gold if g != other})
+    types = sorted({semeval_relation_type(g) for g in gold if g != "Other"})
     precisions, recalls, f1s = [], [], []
     for kind in types:
         members = [index[label] for label in labels if semeval_relation_type(label) == kind]
@@ -205,13 +171,8 @@ def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[S
         in percent (NaN when no word is left).
 
     Raises:
-        ValueError: sentence or word counts disagree, or there is no word at all.
+        ValueError: there is no word at all.
     """
-    _check_pairs(gold_heads, pred_heads, "attachment_scores (heads)")
-    _check_pairs(gold_heads, gold_rels, "attachment_scores (gold relations)")
-    _check_pairs(gold_heads, pred_rels, "attachment_scores (predicted relations)")
-    if punct is not None:
-        _check_pairs(gold_heads, punct, "attachment_scores (punctuation)")
     head_ok = np.array([g == p for gs, ps in zip(gold_heads, pred_heads) for g, p in zip(gs, ps)], dtype=bool)
     rel_ok = np.array([g == p for gs, ps in zip(gold_rels, pred_rels) for g, p in zip(gs, ps)], dtype=bool)
     if head_ok.size == 0:

@@ -4,7 +4,7 @@ Each step is cached in a :class:`olacore.store.TensorStore`, one entry per (mode
 larger text set reuses a smaller one's entries and a warm run never loads a model. :func:`cached_attention` gives the
 ``(N, T, T)`` head-averaged attention, :func:`cached_ola` OLA orders ``0..K`` and the rollout (computed in float64,
 stored in float32), :func:`token_maps` the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`), each
-from its source's cached record (sources: :func:`register_source`).
+from its source's cached record (sources: ``"ola"``, ``"attention"``, ``"alti"``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ __all__ = [
     "cached_per_text",
     "TokenMaps",
     "token_maps",
-    "register_source",
     "source_records",
     "OLAResult",
     "cached_attention",
@@ -257,31 +256,22 @@ def _alti_source(model, texts, wanted, **settings) -> list[Any]:
     return cached_alti(model, texts, **settings)
 
 
-Source = Callable[..., list[Any]]
-_SOURCES: dict[str, Source] = {"ola": _ola_source, "attention": _attention_source, "alti": _alti_source}
-
-
-def register_source(name: str, producer: Source) -> None:
-    """Register the producer of a channel source (e.g. ``"alti"``).
-
-    ``producer(model, texts, wanted_channels, *, workers, device, progress, store)`` returns one record per text with
-    ``text``, ``tokens``, ``offsets`` and ``is_causal``, from which each wanted channel's ``take`` reads its map.
-    """
-    _SOURCES[name] = producer
+_SOURCES: dict[str, Callable[..., list[Any]]] = {"ola": _ola_source, "attention": _attention_source,
+                                                  "alti": _alti_source}
 
 
 def source_records(source: str, model: str | LoadedModel, texts: Sequence[str], channels: Sequence[Any] = (),
                    **settings: Any) -> list[Any]:
-    """The cached records of one channel source (``"ola"``, ``"attention"``, ``"alti"``...) per text.
+    """The cached records of one channel source (``"ola"``, ``"attention"`` or ``"alti"``) per text.
 
     ``channels``: the :class:`olacore.channels.Channel` entries wanted (``"ola"`` computes the highest order they
     name); ``settings``: those of :func:`cached_attention`.
 
     Raises:
-        ValueError: no producer is registered for ``source``.
+        ValueError: an unknown ``source`` (the message lists the sources).
     """
     if source not in _SOURCES:
-        raise ValueError(f"no producer for the channel source {source!r}; registered: {sorted(_SOURCES)}")
+        raise ValueError(f"no producer for the channel source {source!r}; the sources are {sorted(_SOURCES)}")
     return _SOURCES[source](model, texts, list(channels), **settings)
 
 
@@ -301,7 +291,7 @@ def token_maps(
     :func:`cached_attention`.
 
     Raises:
-        ValueError: an unknown or repeated channel, an unregistered source, and the errors of the sources.
+        ValueError: an unknown or repeated channel, and the errors of the sources.
     """
     check_compute_options(workers, device)
     wanted = vocabulary.channels(channels)

@@ -25,11 +25,12 @@ import pandas as pd
 
 from olacore import channels as vocabulary
 from olacore import paper
-from olacore.results import ChapterResults, load_results
+from olacore.results import ChapterResults
+from olacore.store import atomic_write_text
 from olacore.verdicts import CANNOT_JUDGE, reproduction
 
 __all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
-           "published_value", "load_chapters", "report_chapters", "report_table", "report_summary", "paper_comparison",
+           "published_value", "report_chapters", "report_table", "report_summary", "paper_comparison",
            "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims", "value_span"]
 
 #: This book's causal models and the paper's model family each stands in for.
@@ -139,15 +140,6 @@ def proxy_keys(target: str, channel: str) -> list[str]:
     if channel not in paper.proxy().index:
         return []
     return [f"proxy/{channel}/{t}" for t in paper.CAUSAL_PROXY_TARGETS if paper_family(t) == paper_family(target)]
-
-
-def load_chapters(chapters: Sequence[str], folder: str | os.PathLike | None = None) -> dict[str, ChapterResults]:
-    """Every named chapter's saved results.
-
-    Raises:
-        FileNotFoundError: a chapter's results file is missing.
-    """
-    return {chapter: load_results(chapter, folder) for chapter in chapters}
 
 
 def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
@@ -337,9 +329,4 @@ def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> 
                            "numbers that we measured and of ours beside them (%; a dash: none, or none published), and "
                            "how many of them got each verdict ({doc}`/book/generated/07_report` has every number and "
                            "the rule).", decimals=1)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(claims.to_markdown() + "\n", encoding="utf-8")
-    temporary.replace(path)
-    return path
+    return atomic_write_text(path, claims.to_markdown() + "\n")

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+
+from olacore.store import atomic_write_text
 
 __all__ = ["RESULTS_ENV", "Record", "ChapterResults", "results_dir", "load_results"]
 
@@ -93,18 +94,9 @@ class ChapterResults:
         if not self.records:
             raise ValueError(f"{self.chapter}: no result recorded; a chapter must record what it measured")
         folder = Path(folder) if folder is not None else results_dir()
-        folder.mkdir(parents=True, exist_ok=True)
         payload = {"chapter": self.chapter, "profile": self.profile, "records": [asdict(r) for r in self.records]}
-        handle, temporary = tempfile.mkstemp(prefix=f".{self.chapter}-", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(payload, out, indent=1, ensure_ascii=False, allow_nan=False)
-            target = folder / f"{self.chapter}.json"
-            os.replace(temporary, target)
-        finally:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
-        return target
+        text = json.dumps(payload, indent=1, ensure_ascii=False, allow_nan=False)
+        return atomic_write_text(folder / f"{self.chapter}.json", text)
 
 
 def load_results(chapter: str, folder: str | os.PathLike | None = None) -> ChapterResults:

@@ -16,6 +16,10 @@ import torch
 
 __all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits"]
 
+#: The SSIM constants (skimage's and torchmetrics' defaults): the Gaussian window's ``sigma``, ``K1`` and ``K2``.
+SIGMA, K1, K2 = 1.5, 0.01, 0.03
+
+
 def gaussian_window(sigma: float = 1.5, truncate: float = 3.5, dtype=torch.float64, device=None) -> torch.Tensor:
     """The 1-D Gaussian filter of :func:`scipy.ndimage.gaussian_filter` (as skimage's SSIM uses), summing to 1.
 
@@ -76,16 +80,13 @@ def pairwise_ssim(
     gallery: torch.Tensor,
     data_range: float | None,
     *,
-    sigma: float = 1.5,
-    k1: float = 0.01,
-    k2: float = 0.03,
     max_pairs_per_chunk: int = 100,
 ) -> torch.Tensor:
     """Mean SSIM of every query map against every gallery map (paper section 4.1).
 
     Equal to ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
     use_sample_covariance=False, data_range=data_range)`` for each pair: 11-tap Gaussian window (``truncate = 3.5``),
-    population covariances, constants ``(k1 R)^2`` and ``(k2 R)^2``, the mean over the pixels at least 5 from the
+    population covariances, constants ``(K1 R)^2`` and ``(K2 R)^2``, the mean over the pixels at least 5 from the
     border. The moments are centred (each map's mean taken out in float64), so the result depends neither on an
     offset nor on the scale: float64 maps agree with the exact SSIM to about 1e-10, float32 maps to about 1e-7 (about
     1e-5 for near-binary maps). Values are clipped to ``[-1, 1]``. Pairs go in chunks of about
@@ -103,7 +104,7 @@ def pairwise_ssim(
         either is) and device; empty (``(0, G)`` or ``(Q, 0)``) for an empty query set or gallery.
 
     Raises:
-        TypeError: non-tensor maps; a non-numeric ``data_range``, ``sigma``, ``k1``, ``k2`` or chunk size.
+        TypeError: non-tensor maps; a non-numeric ``data_range`` or chunk size.
         ValueError: bad shapes, non-finite maps, non-positive parameters, two constant maps without ``data_range``.
     """
     if not isinstance(queries, torch.Tensor) or not isinstance(gallery, torch.Tensor):
@@ -116,7 +117,6 @@ def pairwise_ssim(
             f"queries and gallery must be (Q, H, W) and (G, H, W); got {tuple(queries.shape)} and {tuple(gallery.shape)}"
         )
     data_range = _positive_number("data_range", data_range, allow_none=True)
-    sigma, k1, k2 = (_positive_number(name, value) for name, value in (("sigma", sigma), ("k1", k1), ("k2", k2)))
     if isinstance(max_pairs_per_chunk, bool) or not isinstance(max_pairs_per_chunk, numbers.Integral):
         raise TypeError(f"max_pairs_per_chunk must be an int; got {type(max_pairs_per_chunk).__name__}")
     if max_pairs_per_chunk < 1:
@@ -129,7 +129,7 @@ def pairwise_ssim(
     if not dtype.is_floating_point:
         dtype = torch.float32
     device = queries.device
-    taps = gaussian_window(sigma).numel()
+    taps = gaussian_window(SIGMA).numel()
     if min(queries.shape[1:]) < taps:
         raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {taps}-pixel SSIM window")
     num_q, num_g = queries.shape[0], gallery.shape[0]
@@ -139,7 +139,7 @@ def pairwise_ssim(
     wide = torch.float64
     queries64 = queries.to(device=device, dtype=wide)
     gallery64 = gallery.to(device=device, dtype=wide)
-    window = gaussian_window(sigma, dtype=wide, device=device)
+    window = gaussian_window(SIGMA, dtype=wide, device=device)
     rows64 = _band_matrix(queries.shape[1], window)
     cols64_t = _band_matrix(queries.shape[2], window).T.contiguous()
     centred_q, mu_cq, mu_q, var_q = _centred_moments(queries64, rows64, cols64_t)
@@ -152,10 +152,10 @@ def pairwise_ssim(
             raise ValueError("a query and a gallery map are both constant, so their data range is 0 and SSIM is "
                              "undefined; pass data_range explicitly")
         squared_ranges = pair_ranges[:, :, None, None] ** 2  # (Q, G, 1, 1)
-        c1_pairs, c2_pairs = (k1**2 * squared_ranges).to(dtype), (k2**2 * squared_ranges).to(dtype)
+        c1_pairs, c2_pairs = (K1**2 * squared_ranges).to(dtype), (K2**2 * squared_ranges).to(dtype)
     else:
-        c1_pairs = torch.full((1, 1, 1, 1), (k1 * data_range) ** 2, dtype=dtype, device=device)
-        c2_pairs = torch.full((1, 1, 1, 1), (k2 * data_range) ** 2, dtype=dtype, device=device)
+        c1_pairs = torch.full((1, 1, 1, 1), (K1 * data_range) ** 2, dtype=dtype, device=device)
+        c2_pairs = torch.full((1, 1, 1, 1), (K2 * data_range) ** 2, dtype=dtype, device=device)
     # Everything per pair runs in the maps' dtype, on centred maps.
     centred_q, centred_g, mu_cq, mu_cg, mu_q, mu_g, var_q, var_g = (
         t.to(dtype) for t in (centred_q, centred_g, mu_cq, mu_cg, mu_q, mu_g, var_q, var_g)
@@ -182,8 +182,10 @@ def pairwise_ssim(
     return out.clamp_(-1.0, 1.0)
 
 
-def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: torch.Tensor | None = None) -> dict[int, float]:
+def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int, float]:
     """Fraction of queries whose correct gallery item ranks within the top ``k``, ``{k: fraction}``.
+
+    Query ``i``'s correct item is gallery item ``i`` (both come from the same text).
 
     Ties count against the query: the correct item's rank is one plus the number of *other* gallery items scoring at
     least as high (a constant similarity scores 0, not chance). The official ``olas_retrieval.py`` breaks ties in the
@@ -193,12 +195,10 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: tor
     Args:
         similarity: ``(Q, G)``, higher = more similar.
         ks: the cut-offs, positive ints (paper: 1 and 5); ``k > G`` counts every query.
-        answers: ``(Q,)`` integer tensor, each query's correct gallery index; default ``arange(Q)`` (query ``i`` and
-            gallery item ``i`` come from the same text).
 
     Raises:
-        TypeError: ``similarity`` or ``answers`` not a tensor, ``answers`` not integer, ``ks`` not a sequence of ints.
-        ValueError: empty or non-2-D ``similarity``, bad ``ks``, ``G < Q`` by default, bad ``answers`` shape or range.
+        TypeError: ``similarity`` not a tensor, ``ks`` not a sequence of ints.
+        ValueError: empty or non-2-D ``similarity``, bad ``ks``, ``G < Q``.
     """
     if not isinstance(similarity, torch.Tensor):
         raise TypeError(f"similarity must be a (Q, G) torch tensor; got {type(similarity).__name__}")
@@ -216,19 +216,9 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5), answers: tor
             raise TypeError(f"every k in ks must be an int; got {type(k).__name__} {k!r}")
         if k < 1:
             raise ValueError(f"every k in ks must be at least 1 (Hits@k: the right item within the top k); got {k}")
-    if answers is None:
-        if num_g < num_q:
-            raise ValueError(f"default answers need at least as many gallery items ({num_g}) as queries ({num_q})")
-        answers = torch.arange(num_q, device=similarity.device)
-    elif not isinstance(answers, torch.Tensor):
-        raise TypeError(f"answers must be a (Q,) integer torch tensor; got {type(answers).__name__}")
-    elif answers.dtype.is_floating_point or answers.dtype.is_complex or answers.dtype == torch.bool:
-        raise TypeError(f"answers must hold gallery indices (an integer tensor); got dtype {answers.dtype}")
-    elif tuple(answers.shape) != (num_q,):
-        raise ValueError(f"answers must be ({num_q},), one gallery index per query; got shape {tuple(answers.shape)}")
-    elif bool(((answers < 0) | (answers >= num_g)).any()):
-        raise ValueError(f"answers must be gallery indices in [0, {num_g}); got values from {int(answers.min())} to {int(answers.max())}")
-    answers = answers.to(device=similarity.device, dtype=torch.long)
+    if num_g < num_q:
+        raise ValueError(f"Hits@k needs at least as many gallery items ({num_g}) as queries ({num_q})")
+    answers = torch.arange(num_q, device=similarity.device)
     correct = similarity.gather(1, answers[:, None])
     others_at_least = (similarity >= correct).sum(1) - 1
     rank = others_at_least + 1

@@ -6,7 +6,7 @@ written to a temporary file beside it and moved into place with ``os.replace`` (
 is killed), with a JSON description and a sha256 of it and of every tensor's name, dtype, shape and bytes. A
 corrupt entry is deleted with a :class:`CacheCorruptionWarning` and recomputed, never used; a failed write leaves
 no partial entry and raises :class:`CacheWriteError` (naming ``OLACORE_CACHE``); callers that computed a result
-still return it.
+still return it. :func:`atomic_write_text` writes the book's small text files (results, claims, phases) the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ import torch
 
 from olacore.settings import CacheWriteError, cache_dir, cache_write_error
 
-__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheNotKeptWarning", "TensorStore", "tensor_digest"]
+__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheNotKeptWarning", "TensorStore", "tensor_digest",
+           "atomic_write_text"]
 
 # Bump when what an entry holds, or how it is computed, changes: every old entry is then ignored.
 CACHE_VERSION = 1
@@ -88,6 +89,22 @@ def tensor_digest(tensor: torch.Tensor) -> str:
     return _checksum("", {"tensor": torch.as_tensor(tensor)})
 
 
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, making its folder: a temporary file beside it, then ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from a web server
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return path
+
+
 class TensorStore:
     """A folder of checksummed safetensors entries, ``root/<key[:2]>/<key>.safetensors``.
 
@@ -120,10 +137,6 @@ class TensorStore:
 
     def __contains__(self, key: str) -> bool:
         return self.path(key).is_file()
-
-    def delete(self, key: str) -> None:
-        """Remove the entry ``key`` if present."""
-        self.path(key).unlink(missing_ok=True)
 
     def put(self, key: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any] | None = None) -> Path:
         """Write an entry atomically (temporary file in the same folder, then ``os.replace``); returns its file.

@@ -130,45 +130,43 @@ def _word_text(tokens: Sequence[tuple[str, bool]]) -> WordText:
     return WordText(text=text, words=tuple(form for form, _ in tokens), spans=tuple(spans))
 
 
-def _check(num_texts: int, words_per_text: int, recipe: str) -> None:
+def _check(num_texts: int, recipe: str) -> None:
     if recipe not in TEXT_RECIPES:
         raise ValueError(f"unknown text recipe {recipe!r}; choose one of {', '.join(TEXT_RECIPES)} "
                          "('official': the official code's document-bounded chunks, 'stream': consecutive chunks)")
-    if num_texts <= 0 or words_per_text <= 0:
-        raise ValueError("num_texts and words_per_text must be positive")
+    if num_texts <= 0:
+        raise ValueError("num_texts must be positive")
 
 
-def similarity_texts(
-    num_texts: int, words_per_text: int = 50, split: str = "train", recipe: str = "official"
-) -> list[WordText]:
+def similarity_texts(num_texts: int, recipe: str = "official") -> list[WordText]:
     """The similarity texts (paper section 4.1) on UD English EWT, by one of :data:`TEXT_RECIPES`.
 
-    The paper used the first 1000 chunks of OntoNotes as 1000 classes; here the first ``num_texts`` chunks of EWT
-    ``split`` (``words_per_text`` words, paper: 50), as :class:`olacore.alignment.WordText`.
+    The paper used the first 1000 chunks of OntoNotes as 1000 classes; here the first ``num_texts`` chunks of 50 words
+    of EWT train, as :class:`olacore.alignment.WordText`.
 
     Raises:
-        ValueError: an unknown recipe, ``num_texts`` or ``words_per_text`` not positive, or too few chunks in the split.
+        ValueError: an unknown recipe, ``num_texts`` not positive, or too few chunks in EWT train.
         FileNotFoundError: the EWT file is missing.
     """
-    _check(num_texts, words_per_text, recipe)
+    _check(num_texts, recipe)
     if recipe == "official":
-        chunks, counts = official_chunks(ewt_documents(split), words_per_text, limit=num_texts)
+        chunks, counts = official_chunks(ewt_documents("train"), limit=num_texts)
         if len(chunks) < num_texts:
-            raise ValueError(f"EWT {split} holds only {len(chunks)} chunks of {words_per_text} words by the official "
-                             f"recipe ({counts.documents_skipped} documents shorter than one chunk); asked for {num_texts}")
+            raise ValueError(f"EWT train holds only {len(chunks)} chunks of 50 words by the official recipe "
+                             f"({counts.documents_skipped} documents shorter than one chunk); asked for {num_texts}")
         return [_word_text([(word, True) for word in chunk]) for chunk in chunks]
-    stream = [tok for sentence in read_ewt(split) for tok in _surface_tokens(sentence)]
-    available = len(stream) // words_per_text
+    stream = [tok for sentence in read_ewt("train") for tok in _surface_tokens(sentence)]
+    available = len(stream) // 50
     if num_texts > available:
-        raise ValueError(f"EWT {split} holds only {available} chunks of {words_per_text} words; asked for {num_texts}")
-    return [_word_text(stream[i * words_per_text : (i + 1) * words_per_text]) for i in range(num_texts)]
+        raise ValueError(f"EWT train holds only {available} chunks of 50 words; asked for {num_texts}")
+    return [_word_text(stream[i * 50 : (i + 1) * 50]) for i in range(num_texts)]
 
 
-def text_counts(num_texts: int, words_per_text: int = 50, split: str = "train") -> ChunkCounts:
-    """:class:`ChunkCounts` of the official recipe for the first ``num_texts`` chunks of EWT ``split``.
+def text_counts(num_texts: int) -> ChunkCounts:
+    """:class:`ChunkCounts` of the official recipe for the first ``num_texts`` chunks of EWT train.
 
     Raises:
         ValueError, FileNotFoundError: as :func:`similarity_texts`.
     """
-    _check(num_texts, words_per_text, "official")
-    return official_chunks(ewt_documents(split), words_per_text, limit=num_texts)[1]
+    _check(num_texts, "official")
+    return official_chunks(ewt_documents("train"), limit=num_texts)[1]

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from olacore.store import atomic_write_text
+
 #: Where the notebook runner asks chapters to leave their phase table (``<out>/phases``).
 PHASES_ENV = "OLACORE_PHASES"
 
@@ -54,11 +56,7 @@ class Stopwatch:
         rows = self.phases()
         folder = os.environ.get(PHASES_ENV)
         if self.chapter and folder:
-            path = Path(folder) / f"{self.chapter}.json"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(rows, indent=1))
-            tmp.replace(path)
+            atomic_write_text(Path(folder) / f"{self.chapter}.json", json.dumps(rows, indent=1))
         return phase_table(rows)
 
 

@@ -85,16 +85,13 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
                      desc: str | None = None) -> list[Any]:
     """``[function(job) for job in jobs]``, in ``workers`` spawned processes, results in order.
 
-    ``function`` must be top-level (workers import it by name), ``jobs`` picklable. From a main script's top level
-    without ``if __name__ == "__main__":`` the jobs run here, in order, after a one-line warning. No process starts
-    when there is no job.
+    ``function`` must be top-level (workers import it by name), ``jobs`` picklable, ``workers >= 1``. From a main
+    script's top level without ``if __name__ == "__main__":`` the jobs run here, in order, after a one-line warning.
+    No process starts when there is no job.
 
     Raises:
-        ValueError: ``workers < 1``; any exception of a job is raised here.
-        RuntimeError: a worker process died (killed for memory, say).
+        RuntimeError: a worker process died (killed for memory, say); any exception of a job is raised here.
     """
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1; got {workers}")
     if not jobs:
         return []
     where = unguarded_main_call()

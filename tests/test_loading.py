@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from olacore.extraction import extract_attention
-from olacore.loading import LoadedModel, load_model, model_depth, model_fingerprint, model_kind
+from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind
 from olacore.zoo import ZOO
 
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -53,8 +53,6 @@ def test_unknown_model_lists_zoo(name):
         assert zoo_name in str(info.value)
     with pytest.raises(ValueError, match="smollm2-135m"):
         model_kind(name)
-    with pytest.raises(ValueError, match="gemma-3-270m"):
-        model_depth(name)
     with pytest.raises(TypeError):
         load_model(3)
 
@@ -114,7 +112,7 @@ def test_minilm_is_the_bare_encoder(minilm):
     assert (minilm.num_layers, minilm.num_heads, minilm.is_causal) == (6, 12, False)
     assert minilm.max_length == 512
     assert minilm.fingerprint == model_fingerprint("minilm-l6")
-    assert model_kind(minilm) == "encoder" and model_depth(minilm) == 6
+    assert model_kind(minilm) == "encoder"
     assert not any("lm_head" in name or "cls." in name for name, _ in minilm.backbone.named_parameters())
 
 
@@ -132,7 +130,6 @@ def test_load_from_local_folder_encoder(minilm, tmp_path):
     minilm.tokenizer.save_pretrained(folder)
     loaded = load_model(str(folder), device="cpu")
     assert loaded.is_causal is False and model_kind(str(folder)) == "encoder"
-    assert model_depth(str(folder)) == 6
     assert (loaded.num_layers, loaded.num_heads, loaded.max_length) == (6, 12, 512)
     assert loaded.fingerprint.startswith("folder:") and loaded.fingerprint == model_fingerprint(str(folder))
     (a,) = extract_attention(minilm, [TEXT], progress=False)

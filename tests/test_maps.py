@@ -3,8 +3,6 @@ selection, and the errors; model_maps on a real model."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import torch
 
@@ -110,22 +108,13 @@ def test_select_by_name_keeps_the_right_data(sinks):
         maps.select()
 
 
-def test_stack_subset_and_digest():
+def test_stack():
     items, words = _inputs()
     resized = make_maps(items, size=SIZE)
     assert resized.stack().shape == (3, 3, SIZE, SIZE)
     pooled = make_maps(items, align="words", words=words)
     with pytest.raises(ValueError, match="different sizes"):
         pooled.stack()
-    part = pooled.subset([2, 0])
-    assert part.texts == (words[2].text, words[0].text) and torch.equal(part.tensors[0], pooled.tensors[2])
-    assert pooled.subset(slice(1, None)).texts == pooled.texts[1:]
-    assert resized.digest() == make_maps(items, size=SIZE).digest()
-    changed = dataclasses.replace(resized, tensors=(resized.tensors[0] * 1.0001,) + resized.tensors[1:])
-    assert changed.digest() != resized.digest()
-    assert make_maps(items, size=SIZE, sinks="raw").digest() != resized.digest()
-    assert resized.select("order1", "order2", "rollout").digest() == resized.digest()
-    assert resized.select("order2", "order1", "rollout").digest() != resized.digest()
 
 
 @pytest.mark.parametrize("sinks", ["clean", "raw+clean"])
@@ -138,7 +127,6 @@ def test_make_maps_cleans_with_the_statistics_it_is_given_and_records_them(sinks
         expected = resize_maps(clean_sinks(item.maps, causal=True, stats="causal"), SIZE)
         torch.testing.assert_close(tensor[-len(CHANNELS) * 1:] if cleaned == 2 else tensor, expected, atol=1e-7, rtol=0)
     assert any(not torch.allclose(a, b) for a, b in zip(row.tensors, causal.tensors))
-    assert row.digest() != causal.digest()
     with pytest.raises(ValueError, match="sink_stats"):
         make_maps(items, sink_stats="lower")
 

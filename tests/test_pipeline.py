@@ -209,8 +209,7 @@ def test_token_maps_refuses_bad_channels_before_any_model_is_loaded(tmp_path, mo
     with pytest.raises(ValueError, match=r"texts\[0\]"):
         token_maps("minilm-l6", [" "], ["order1"], store=store)
     # a channel whose source nobody produces
-    monkeypatch.setattr(channels, "_REGISTRY", dict(channels._REGISTRY))
-    channels.register(channels.Channel("orphan", "orphan", "nowhere", lambda record: record.maps))
+    monkeypatch.setitem(channels._REGISTRY, "orphan", channels.Channel("orphan", "orphan", "nowhere", lambda r: r.maps))
     with pytest.raises(ValueError, match="nowhere"):
         token_maps("minilm-l6", ["ok"], ["orphan"], store=store)
 

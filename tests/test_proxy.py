@@ -12,6 +12,7 @@ from olacore.augment import BatchAugmentation
 from olacore.maps import Maps
 from olacore.proxy import (
     ProxyConfig,
+    ProxyJob,
     channel_set_label,
     leave_one_out,
     make_resnet18,
@@ -20,6 +21,9 @@ from olacore.proxy import (
     train_proxy,
 )
 from olacore.store import TensorStore
+from olacore.training import run_cached
+
+NO_AUGMENT = BatchAugmentation(noise_p=0.0, sink_p=0.0)
 
 
 def test_resnet18_is_cifar_style():
@@ -59,7 +63,7 @@ def _toy_maps(num_classes: int, copies: int, seed: int) -> list[torch.Tensor]:
 def test_proxy_learns_a_separable_toy_set(one_thread):
     sources = _toy_maps(8, copies=2, seed=0)
     target = _toy_maps(8, copies=1, seed=1)[0]
-    config = ProxyConfig(iterations=60, batch_size=8, lr=0.05, width=8, eval_every=20, augment=BatchAugmentation.none())
+    config = ProxyConfig(iterations=60, batch_size=8, lr=0.05, width=8, eval_every=20, augment=NO_AUGMENT)
     run = train_proxy(sources, target, config, seed=0, device="cpu", progress=False)
     assert run.test_acc is not None and run.test_acc > 0.9
     assert run.val_acc > 0.9
@@ -72,21 +76,26 @@ def test_proxy_rejects_mismatched_target():
         train_proxy(_toy_maps(4, 2, 0), torch.rand(4, 2, 16, 16), ProxyConfig(iterations=1), progress=False)
 
 
-def test_cached_run_is_read_back_with_its_network(tmp_path, one_thread):
-    from olacore.proxy import cached_train_proxy
+def cached_train_proxy(sources, target, config, *, seed, store):
+    """One proxy run through the store, rebuilt with its network (as :func:`proxy_experiment` runs each)."""
+    job = ProxyJob.of(sources, target, config, seed, "cpu")
+    (stored,) = run_cached([job], store=store, progress=False)
+    return job.rebuild(*stored)
 
+
+def test_cached_run_is_read_back_with_its_network(tmp_path, one_thread):
     store = TensorStore(tmp_path)
     sources, target = _toy_maps(8, copies=2, seed=0), _toy_maps(8, copies=1, seed=1)[0]
-    config = ProxyConfig(iterations=20, batch_size=8, lr=0.05, width=8, eval_every=10, augment=BatchAugmentation.none())
-    first = cached_train_proxy(sources, target, config, seed=0, device="cpu", progress=False, store=store)
+    config = ProxyConfig(iterations=20, batch_size=8, lr=0.05, width=8, eval_every=10, augment=NO_AUGMENT)
+    first = cached_train_proxy(sources, target, config, seed=0, store=store)
     assert len(list(tmp_path.rglob("*.safetensors"))) == 1
-    again = cached_train_proxy(sources, target, config, seed=0, device="cpu", progress=False, store=store)
+    again = cached_train_proxy(sources, target, config, seed=0, store=store)
     assert (again.test_acc, again.val_acc, again.best_step, again.history) == (first.test_acc, first.val_acc, first.best_step, first.history)
     assert again.evaluate(target) == first.evaluate(target)  # the stored weights, not a fresh network
     # anything that changes the result is in the key: the seed, the config, the maps
-    cached_train_proxy(sources, target, config, seed=1, device="cpu", progress=False, store=store)
-    cached_train_proxy(sources, target, dataclasses.replace(config, lr=0.01), seed=0, device="cpu", progress=False, store=store)
-    cached_train_proxy(sources, target * 2, config, seed=0, device="cpu", progress=False, store=store)
+    cached_train_proxy(sources, target, config, seed=1, store=store)
+    cached_train_proxy(sources, target, dataclasses.replace(config, lr=0.01), seed=0, store=store)
+    cached_train_proxy(sources, target * 2, config, seed=0, store=store)
     assert len(list(tmp_path.rglob("*.safetensors"))) == 4
 
 
@@ -117,7 +126,7 @@ def test_experiment_rows_follow_splits_channel_sets_and_seeds(tmp_path, one_thre
     from olacore.proxy import proxy_experiment
 
     maps = {name: _resized(name, m) for name, m in zip("ab", _toy_maps(8, copies=2, seed=0))}
-    config = ProxyConfig(iterations=4, batch_size=8, lr=0.05, width=4, eval_every=2, augment=BatchAugmentation.none())
+    config = ProxyConfig(iterations=4, batch_size=8, lr=0.05, width=4, eval_every=2, augment=NO_AUGMENT)
     store = TensorStore(tmp_path)
     runs, histories = proxy_experiment(maps, leave_one_out(["a", "b"]), [("order1",), ("order2", "order1")], config,
                                        [0], device="cpu", progress=False, store=store)

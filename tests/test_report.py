@@ -15,7 +15,6 @@ from conftest import ROOT, load_runner
 from olacore import paper
 from olacore.profiles import PAPER_CAUSAL
 from olacore.report import (
-    load_chapters,
     paper_comparison,
     paper_family,
     proxy_keys,
@@ -25,7 +24,7 @@ from olacore.report import (
     report_table,
     retrieval_keys,
 )
-from olacore.results import ChapterResults
+from olacore.results import ChapterResults, load_results
 from olacore.verdicts import BELOW, CANNOT_JUDGE, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -190,12 +189,12 @@ def test_a_record_given_twice_is_refused():
 def test_results_files_are_read_and_a_missing_one_is_named(tmp_path):
     _quantitative().save(tmp_path)
     _controls().save(tmp_path)
-    loaded = load_chapters(["03_quantitative", "04_controls"], tmp_path)
+    loaded = {chapter: load_results(chapter, tmp_path) for chapter in ("03_quantitative", "04_controls")}
     assert loaded["03_quantitative"].records[0].paper_keys == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
     table = report_table(loaded)
     assert table.equals(report_table({"03_quantitative": _quantitative(), "04_controls": _controls()}))
     with pytest.raises(FileNotFoundError, match="05_syntax"):
-        load_chapters(["03_quantitative", "05_syntax"], tmp_path)
+        load_results("05_syntax", tmp_path)
 
 
 def test_the_report_reads_every_other_chapter():

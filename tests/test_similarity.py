@@ -80,8 +80,6 @@ def test_ssim_rejects_bad_input():
         pairwise_ssim(torch.zeros(2, 20, 20), torch.zeros(2, 20, 20), None)
     with pytest.raises(ValueError, match="NaN"):
         pairwise_ssim(torch.full((2, 20, 20), float("nan")), torch.rand(2, 20, 20), 1.0)
-    with pytest.raises(ValueError, match="sigma"):
-        pairwise_ssim(torch.rand(2, 20, 20), torch.rand(2, 20, 20), 1.0, sigma=0.0)
     with pytest.raises(TypeError, match="torch.from_numpy"):
         pairwise_ssim(np.random.rand(2, 20, 20), np.random.rand(2, 20, 20), 1.0)
 
@@ -100,8 +98,6 @@ def test_hits_at_k_known_answer():
     ])
     hits = hits_at_k(similarity, ks=(1, 2, 3))
     assert hits == {1: pytest.approx(1 / 3), 2: pytest.approx(2 / 3), 3: pytest.approx(1.0)}
-    # explicit answers
-    assert hits_at_k(similarity, ks=(1,), answers=torch.tensor([0, 0, 1]))[1] == pytest.approx(2 / 3)
     # a constant similarity is never a hit (ties count against the query)
     assert hits_at_k(torch.ones(4, 4), ks=(1,))[1] == 0.0
     assert chance_hits(100, 5) == 0.05 and chance_hits(3, 5) == 1.0
@@ -218,7 +214,6 @@ def test_empty_query_or_gallery_gives_an_empty_matrix():
         assert pairwise_ssim(maps[:0].double(), maps[:0], data_range).dtype == torch.float64
 
 
-@pytest.mark.parametrize("name", ["data_range", "sigma", "k1", "k2"])
 @pytest.mark.parametrize("bad, error, message", [
     ("1", TypeError, "must be a positive number"),
     (True, TypeError, "must be a positive number"),
@@ -226,11 +221,10 @@ def test_empty_query_or_gallery_gives_an_empty_matrix():
     (float("inf"), ValueError, "must be a finite positive"),
     (-1.0, ValueError, "must be a finite positive"),
 ])
-def test_ssim_scalars_are_checked(name, bad, error, message):
+def test_ssim_scalars_are_checked(bad, error, message):
     maps = torch.rand(2, 20, 20)
-    kwargs = {"data_range": 1.0, name: bad}
-    with pytest.raises(error, match=f"{name} {message}"):
-        pairwise_ssim(maps, maps, **kwargs)
+    with pytest.raises(error, match=f"data_range {message}"):
+        pairwise_ssim(maps, maps, bad)
     with pytest.raises(TypeError, match="max_pairs_per_chunk"):
         pairwise_ssim(maps, maps, 1.0, max_pairs_per_chunk=2.5)
     with pytest.raises(ValueError, match="max_pairs_per_chunk"):
@@ -252,17 +246,13 @@ def test_hits_at_k_refuses_meaningless_cut_offs(ks, error, message):
         hits_at_k(torch.rand(3, 3), ks=ks)
 
 
-def test_hits_at_k_refuses_empty_and_bad_answers():
+def test_hits_at_k_refuses_empty_and_short_galleries():
     with pytest.raises(ValueError, match="at least one query"):
         hits_at_k(torch.rand(0, 3))
     with pytest.raises(ValueError, match="at least one query"):
-        hits_at_k(torch.rand(3, 0), answers=torch.zeros(3, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"\[0, 3\)"):
-        hits_at_k(torch.rand(2, 3), answers=torch.tensor([0, 3]))
-    with pytest.raises(ValueError, match="one gallery index per query"):
-        hits_at_k(torch.rand(2, 3), answers=torch.tensor([0, 1, 2]))
-    with pytest.raises(TypeError, match="integer"):
-        hits_at_k(torch.rand(2, 3), answers=torch.tensor([0.0, 1.0]))
+        hits_at_k(torch.rand(3, 0))
+    with pytest.raises(ValueError, match="gallery"):
+        hits_at_k(torch.rand(3, 2))
     assert hits_at_k(torch.eye(3), ks=(1, 10)) == {1: 1.0, 10: 1.0}  # k beyond G counts every query
 
 

@@ -59,7 +59,7 @@ def test_round_trip_and_no_temporary_files(tmp_path):
     for name in tensors:
         assert torch.equal(got[name], tensors[name]) and got[name].dtype == tensors[name].dtype
     assert not [p for p in tmp_path.rglob("*") if p.is_file() and p != path]
-    store.delete(key)
+    path.unlink()
     assert store.get(key) is None
 
 
