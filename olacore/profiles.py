@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
+import numbers
 import os
+import types
+import typing
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import torch
 
 from olacore.augment import Augmentation, BatchAugmentation
 from olacore.proxy import OfficialQuirks, ProxyConfig
@@ -257,7 +263,9 @@ class SyntaxSettings:
         full_grid: models that also run every other input of :data:`SYNTAX_GRID`.
         seed_inputs: inputs run with every seed on ``full_grid`` (everything else: ``seeds[0]``).
         alti_models, alti_subset: models whose ALTI runs beside order 1 on ``(train, dev, test)``
-            sentences (``None``: the chapter's splits, ALTI then a cell of the grid).
+            sentences (``None``: the chapter's splits, ALTI then a cell of the grid). The profile table
+            sets it (``default``: ``(150, 60, 100)``); the class default ``(250, 100, 150)`` is only a
+            bare ``SyntaxSettings()``'s.
         layer_models: models of the best-single-layer baseline (layer chosen on dev by
             :func:`olacore.toa.syntax.layer_screen`).
         random_init: models whose random-initialised twin runs order 1 (a control).
@@ -573,10 +581,11 @@ _PROFILES: dict[str, dict[str, Any]] = {
 }
 
 
-# Sized for the 20-minute cold budget of the chapter (see book/compute.md and the
-# syntax chapter): every model runs order 1, 1+2 and distance on 500 sentences; the full order grid
-# for one CLM and one encoder; a second seed for the order-1 / order-3 / rollout comparison; ALTI
-# (one more forward pass per sentence) beside order 1 on 150 / 60 / 100 sentences; one CLM's learning curve.
+# Sized so that each comparison of the chapter runs in a cold build on the 2-core CPU (cost measured on
+# book/compute.md: 2,080 s wall in the cold build of 2 December 2026): every model runs order 1, 1+2 and
+# distance on 500 sentences; the full order grid for one CLM and one encoder; a second seed for the
+# order-1 / order-3 / rollout comparison; ALTI (one more forward pass per sentence) beside order 1 on
+# 150 / 60 / 100 sentences; one CLM's learning curve.
 # extra_models: the third encoder family; qwen2.5-1.5b's extraction does not fit (see book/compute.md).
 _SYNTAX_DEFAULT = SyntaxSettings(training=TrainConfig(epochs=6), seeds=(0, 1), alti_subset=(150, 60, 100),
                        curve_models=("smollm2-135m",), extra_models=("embeddinggemma-300m",))
@@ -628,24 +637,80 @@ def _as_value(value: Any) -> Any:
     return tuple(_as_value(v) for v in value) if isinstance(value, list) else value
 
 
-def _replace_fields(base: Any, changes: dict[str, Any], where: str) -> Any:
-    """``base`` with ``changes`` applied; a dict on a dataclass field replaces that object's fields."""
-    names = {f.name for f in dataclasses.fields(base)}
-    unknown = sorted(set(changes) - names)
-    if unknown:
-        raise ValueError(f"{SETTINGS_OVERRIDES_ENV}: {where} ({type(base).__name__}) has no field "
-                         f"{', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
+#: What a scalar field takes, by declared type: (test, words for the message). bool is no number here.
+_SCALARS: dict[type, tuple[Any, str]] = {
+    bool: (lambda v: isinstance(v, bool), "true or false"),
+    int: (lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool), "an integer"),
+    float: (lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool), "a number"),
+    str: (lambda v: isinstance(v, str), "a string"),
+}
+
+
+@functools.cache
+def _field_types(cls: type) -> dict[str, tuple[Any, bool]]:
+    """Each field of dataclass ``cls``: its declared type less ``None``, and whether ``None`` is allowed."""
+    hints = typing.get_type_hints(cls)
     out = {}
-    for name, value in changes.items():
-        current = getattr(base, name)
-        if isinstance(value, dict) and dataclasses.is_dataclass(current):
-            out[name] = _replace_fields(current, value, f"{where}.{name}")
-        else:
-            out[name] = _as_value(value)
+    for f in dataclasses.fields(cls):
+        hint = hints[f.name]
+        args = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        rest = [a for a in args if a is not type(None)]
+        out[f.name] = (rest[0] if len(rest) == 1 else Any, len(rest) < len(args))
+    return out
+
+
+def _shown(value: Any, source: str) -> str:
+    """``value`` as its writer wrote it: JSON for the environment variable, Python for a parameter."""
+    return json.dumps(value) if source else f"{type(value).__name__} {value!r}"
+
+
+def _check_value(cls: type, name: str, value: Any, current: Any, where: str, source: str) -> Any:
+    """``value`` for field ``name`` of ``cls`` (``current`` now), checked against the declared type: a nested
+    settings object takes an object of its fields (built on ``current``, or on the class defaults where
+    ``current`` is None), a scalar its JSON type; tuples are left to :func:`_check_lists`."""
+    declared, optional = _field_types(cls)[name]
+    if value is None and optional:
+        return None
+    if dataclasses.is_dataclass(declared):
+        if isinstance(value, declared):
+            return value
+        if isinstance(value, dict):
+            return _replace_fields(declared, current, value, where, source)
+        fields = ", ".join(f.name for f in dataclasses.fields(declared))
+        raise TypeError(f"{source}{where} takes an object of {declared.__name__} fields ({fields})"
+                        f"{' or null' if optional else ''}; got {_shown(value, source)}")
+    if declared in _SCALARS:
+        test, words = _SCALARS[declared]
+        if not test(value):
+            or_null = " or null" if optional else ""
+            raise TypeError(f"{source}{where} takes {words}{or_null}; got {_shown(value, source)}")
+    if name == "device" and value is not None:  # a name olacore.settings.resolve_device reads (the GPU: when training)
+        try:
+            torch.device(value)
+        except RuntimeError:
+            raise ValueError(f"{source}{where}: {value!r} is no torch device; give \"cpu\", \"cuda\", \"cuda:0\", "
+                             "\"mps\" or null (CUDA when available)") from None
+    return _as_value(value)
+
+
+def _replace_fields(cls: type, base: Any, changes: dict[str, Any], where: str, source: str = "") -> Any:
+    """``base`` (an instance of dataclass ``cls``; ``None``: its defaults) with ``changes`` applied, each
+    checked by :func:`_check_value`; ``where``: the field path for messages, ``source``: their prefix."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(changes) - names)
+    label = where if where == cls.__name__ else f"{where} ({cls.__name__})"
+    if unknown:
+        raise ValueError(f"{source}{label} has no field {', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
+    out = {name: _check_value(cls, name, value, getattr(base, name, None), f"{where}.{name}", source)
+           for name, value in changes.items()}
     try:
-        return dataclasses.replace(base, **out)
+        return cls(**out) if base is None else dataclasses.replace(base, **out)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{SETTINGS_OVERRIDES_ENV}: {where}: {error}") from None
+        if where != cls.__name__:
+            raise ValueError(f"{source}{where}: {error}") from None
+        if not source:
+            raise  # a notebook's own parameter: the class's own message names the field
+        raise ValueError(f"{source}{error}") from None
 
 
 def _environment_overrides(chapter: str, base: Any) -> Any:
@@ -664,7 +729,10 @@ def _environment_overrides(chapter: str, base: Any) -> Any:
     if unknown:
         raise ValueError(f"{SETTINGS_OVERRIDES_ENV}: unknown chapter {', '.join(unknown)}; known: "
                          f"{', '.join(sorted(_PROFILES))}")
-    return _replace_fields(base, table[chapter], chapter) if chapter in table else base
+    name = type(base).__name__
+    if chapter not in table:
+        return base
+    return _replace_fields(type(base), base, table[chapter], name, f"{SETTINGS_OVERRIDES_ENV}: ")
 
 
 def settings(chapter: str, profile: str, *, device: str | None = None, **overrides: Any):
@@ -685,6 +753,8 @@ def settings(chapter: str, profile: str, *, device: str | None = None, **overrid
     Raises:
         ValueError: unknown chapter, profile or field (the message lists the known ones), a ``device``
             for a chapter that trains no adapter, or a value that fails validation.
+        TypeError: an override of the wrong type (a nested settings object takes an object of its
+            fields); the message names the field path, e.g. ``SyntaxSettings.training.lr``.
     """
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {', '.join(PROFILES)}")
@@ -692,11 +762,8 @@ def settings(chapter: str, profile: str, *, device: str | None = None, **overrid
         raise ValueError(f"unknown chapter {chapter!r}; known: {', '.join(sorted(_PROFILES))}")
     base = _environment_overrides(chapter, _PROFILES[chapter][profile])
     names = {f.name for f in dataclasses.fields(base)}
-    unknown = sorted(set(overrides) - names)
-    if unknown:
-        raise ValueError(f"{type(base).__name__} has no field {', '.join(unknown)}; its fields: {', '.join(sorted(names))}")
-    changes = {k: tuple(v) if isinstance(v, list) else v for k, v in overrides.items() if v is not None}
-    out = dataclasses.replace(base, **changes)
+    changes = {k: v for k, v in overrides.items() if v is not None or k not in names}  # None: left as it is
+    out = _replace_fields(type(base), base, changes, type(base).__name__)
     if device is not None:
         if chapter == "syntax":
             out = replace(out, training=replace(out.training, device=device))

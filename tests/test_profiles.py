@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
+from olacore.augment import Augmentation
 from olacore.profiles import PROFILES, _PROFILES, settings
 
 CHAPTERS = sorted(_PROFILES)
@@ -102,3 +104,41 @@ def test_the_size_pair_is_one_family_and_a_list_is_a_list(monkeypatch):
     monkeypatch.setenv("OLACORE_SETTINGS_OVERRIDES", '{"quantitative": {"size_models": null}}')
     with pytest.raises(ValueError, match="size_models"):
         settings("quantitative", "smoke")
+
+
+@pytest.mark.parametrize("override, error, named", [
+    ({"syntax": {"adapter": 16}}, TypeError, "adapter"),  # a nested settings object given a number
+    ({"syntax": {"training": {"augment": True}}}, TypeError, "augment"),  # None now: was stored raw
+    ({"syntax": {"training": {"augment": {"sink_pp": 0.5}}}}, ValueError, "sink_pp"),
+    ({"syntax": {"training": {"device": "gpu"}}}, ValueError, "device"),
+    ({"syntax": {"training": {"lr": "0.01"}}}, TypeError, "lr"),
+    ({"syntax": {"training": {"epochs": True}}}, TypeError, "epochs"),  # a bool is no int here
+    ({"transfer": {"syntax": {"training": {"lr": "0.01"}}}}, TypeError, "syntax.training.lr"),
+    ({"transfer": {"re": None}}, TypeError, "re"),
+])
+def test_wrongly_typed_overrides_are_refused_naming_the_field(override, error, named, monkeypatch):
+    chapter = next(iter(override))
+    monkeypatch.setenv("OLACORE_SETTINGS_OVERRIDES", json.dumps(override))
+    with pytest.raises(error) as refused:
+        settings(chapter, "smoke")
+    assert named in str(refused.value) and "\n" not in str(refused.value)
+    # a notebook's own parameter takes the same check (None there leaves a field as it is)
+    monkeypatch.delenv("OLACORE_SETTINGS_OVERRIDES")
+    if None not in override[chapter].values():
+        with pytest.raises(error, match=named.split(".")[-1]):
+            settings(chapter, "smoke", **override[chapter])
+
+
+def test_valid_nested_overrides_build_what_they_name(monkeypatch):
+    smoke = settings("syntax", "smoke")
+    assert smoke.training.augment is None
+    monkeypatch.setenv("OLACORE_SETTINGS_OVERRIDES", json.dumps(
+        {"syntax": {"adapter": {"dim": 8}, "training": {"lr": 1, "device": "cuda:0", "augment": {"sink_p": 0.5}}}}))
+    found = settings("syntax", "smoke")
+    assert found.adapter == dataclasses.replace(smoke.adapter, dim=8)
+    assert found.training.augment == Augmentation(sink_p=0.5)  # built from the class's defaults
+    assert found.training.device == "cuda:0"  # a device name; whether this machine has it is checked when training
+    assert found.training.lr == 1 and isinstance(found.training.lr, int)  # as given: it keys cached runs
+    assert found.training == dataclasses.replace(smoke.training, lr=1, device="cuda:0", augment=Augmentation(sink_p=0.5))
+    monkeypatch.delenv("OLACORE_SETTINGS_OVERRIDES")  # a notebook's own parameter builds the same way
+    assert settings("syntax", "smoke", training={"augment": {}}).training.augment == Augmentation()
