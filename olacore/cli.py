@@ -81,8 +81,12 @@ def _models_command(args: argparse.Namespace) -> int:
     from olacore.zoo import ZOO
     from olacore.zoo_build import is_built, zoo_folder
 
+    unknown = [name for name in args.build or () if name not in ZOO]
+    if unknown:  # the zoo's own error would also offer folders and Hugging Face ids, which --build cannot take
+        raise ValueError(f"--build takes zoo names, not {unknown[0]!r}; choose one of {', '.join(sorted(ZOO))} "
+                         "(listed by `python -m olacore models`)")
     for name in args.build or ():
-        print(f"{name}: {zoo_folder(name)}", file=sys.stderr)  # unknown names: the zoo's own error
+        print(f"{name}: {zoo_folder(name)}", file=sys.stderr)
     print(f"{'name':20s} {'kind':8s} {'layers x heads (kv)':20s} {'licence':19s} {'built':6s} source")
     for spec in ZOO.values():
         shape = f"{spec.num_layers} x {spec.num_heads} ({spec.num_kv_heads})"

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from olacore.settings import data_file
+from olacore.settings import DATA_ENV, data_file
 
 __all__ = [
     "WNUT17_FILES",
@@ -126,6 +126,11 @@ def join_words(words: tuple[str, ...] | list[str]) -> tuple[str, tuple[tuple[int
     return " ".join(words), tuple(spans)
 
 
+def _no_sentence(path, release: str) -> ValueError:
+    return ValueError(f"{path} holds no sentence; replace it with the {release} release's file, or point {DATA_ENV} "
+                      "at a folder that holds the release")
+
+
 def _split_name(split: str, known) -> None:
     if split not in known:
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(known)}")
@@ -138,7 +143,7 @@ def read_wnut17(split: str) -> Corpus:
     A sentence with a line that is not ``word<TAB>tag`` (tag ``O`` / ``B-<type>`` / ``I-<type>``) is skipped.
 
     Raises:
-        ValueError: unknown split.
+        ValueError: unknown split; the file holds no sentence (the message names it and ``OLACORE_DATA``).
         FileNotFoundError: the file is missing (the message names ``OLACORE_DATA``).
     """
     _split_name(split, WNUT17_FILES)
@@ -173,6 +178,8 @@ def read_wnut17(split: str) -> Corpus:
             words.append(parts[0])
             tags.append(parts[1].strip())
     flush()
+    if not sentences and not skipped:
+        raise _no_sentence(path, "WNUT-17")
     return Corpus(name=f"wnut17-{split}", items=tuple(sentences), skipped=tuple(skipped))
 
 
@@ -210,6 +217,8 @@ def _uner_file(split: str) -> tuple[list[tuple[str, list[str], list[str]]], list
                 forms.append(parts[1])
                 tags.append(parts[2].strip())
     flush()
+    if not sentences and not skipped:
+        raise _no_sentence(path, "UNER English-EWT")
     return sentences, skipped
 
 
@@ -222,7 +231,7 @@ def read_uner(split: str) -> Corpus:
     align, one with a malformed line.
 
     Raises:
-        ValueError: unknown split (there is no UNER train file here).
+        ValueError: unknown split (there is no UNER train file here); a file holds no sentence (or is not CoNLL-U).
         FileNotFoundError: the UNER or EWT file is missing (the message names ``OLACORE_DATA``).
     """
     from olacore.ud import read_ewt_syntax
@@ -279,7 +288,8 @@ def _parse_relation(sent_id: str, sentence: str, label: str) -> RelationExample:
 
 @lru_cache(maxsize=3)
 def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[str, str], ...]]:
-    lines = data_file("semeval2010_task8", name).read_text(encoding="utf-8").splitlines()
+    path = data_file("semeval2010_task8", name)
+    lines = path.read_text(encoding="utf-8").splitlines()
     examples, skipped = [], []
     index = 0
     while index < len(lines):
@@ -301,6 +311,8 @@ def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[s
         index += 2
         while index < len(lines) and lines[index].strip().startswith("Comment"):
             index += 1
+    if not examples and not skipped:
+        raise _no_sentence(path, "SemEval-2010 Task 8")
     return tuple(examples), tuple(skipped)
 
 
@@ -311,7 +323,7 @@ def read_semeval(split: str) -> Corpus:
     TEST_FILE_FULL.TXT (2,717). An unreadable example is skipped and named (TRAIN's all in ``train``).
 
     Raises:
-        ValueError: unknown split.
+        ValueError: unknown split; the file holds no sentence (the message names it and ``OLACORE_DATA``).
         FileNotFoundError: a file is missing (the message names ``OLACORE_DATA``).
     """
     _split_name(split, ("train", "dev", "test"))

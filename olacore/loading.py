@@ -91,6 +91,9 @@ def _model_folders() -> dict[str, Path]:
     out = {}
     for name, folder in mapping.items():
         path = Path(folder).expanduser().resolve()
+        if not path.is_dir():
+            raise ValueError(f"{MODEL_FOLDERS_ENV}: the folder {path} given for {name!r} does not exist (or is not "
+                             "a folder); fix the path or remove the entry")
         if not (path / "config.json").is_file():
             raise ValueError(f"{MODEL_FOLDERS_ENV}: the folder {path} given for {name!r} holds no config.json; "
                              "point it at a folder saved by save_pretrained")

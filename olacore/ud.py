@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 import conllu
 import numpy as np
 
-from olacore.settings import data_file
+from olacore.settings import DATA_ENV, data_file
 
 __all__ = [
     "EWT_SPLITS", "UPOS_TAGS", "UD_RELATIONS", "read_ewt", "ewt_path",
@@ -50,11 +50,26 @@ def ewt_path(split: str):
     return data_file("ud_english_ewt", f"en_ewt-ud-{split}.conllu")
 
 
+_FIX = f"replace it with the UD English EWT release's file, or point {DATA_ENV} at a folder that holds the release"
+
+
 @lru_cache(maxsize=3)
 def read_ewt(split: str) -> tuple[conllu.TokenList, ...]:
-    """All sentences of an EWT split, parsed by the ``conllu`` library, in document order."""
-    with open(ewt_path(split), encoding="utf-8") as handle:
-        return tuple(conllu.parse_incr(handle))
+    """All sentences of an EWT split, parsed by the ``conllu`` library, in document order.
+
+    Raises:
+        ValueError: the file is not CoNLL-U or holds no sentence (the message names it and ``OLACORE_DATA``).
+    """
+    path, sentences = ewt_path(split), []
+    with open(path, encoding="utf-8") as handle:
+        try:
+            sentences.extend(conllu.parse_incr(handle))
+        except (conllu.exceptions.ParseException, UnicodeDecodeError) as err:
+            raise ValueError(f"{path} is not UTF-8 CoNLL-U ({len(sentences)} sentences read, then: {err}); "
+                             f"{_FIX}") from err
+    if not sentences:
+        raise ValueError(f"{path} holds no sentence; {_FIX}")
+    return tuple(sentences)
 
 
 
@@ -202,7 +217,7 @@ def read_ewt_syntax(split: str) -> UDTreebank:
     named ``"ewt-<split>"`` (train / dev / test: 12,544 / 2,001 / 2,077 sentences in v2.16).
 
     Raises:
-        ValueError: unknown split.
+        ValueError: unknown split; the file is not CoNLL-U or holds no sentence.
         FileNotFoundError: the EWT file is missing.
     """
     return ud_treebank(read_ewt(split), name=f"ewt-{split}")

@@ -159,3 +159,16 @@ def test_inputs_that_failed_deep_inside_name_the_option(argv, named):
                           capture_output=True, timeout=600)
     err = done.stderr.decode("utf-8", "replace").strip()
     assert done.returncode == 2 and named in err and len(err.splitlines()) == 1, err
+
+
+def test_build_of_a_non_zoo_name_lists_the_zoo_and_builds_nothing(monkeypatch, capsys):
+    import olacore.zoo_build
+    from olacore.cli import main
+
+    def forbidden(name):
+        raise AssertionError("a model was built before the --build names were checked")
+
+    monkeypatch.setattr(olacore.zoo_build, "zoo_folder", forbidden)
+    assert main(["models", "--build", "minilm-l6", "--build", "nosuch"]) == 2
+    err = capsys.readouterr().err
+    assert "--build" in err and "nosuch" in err and "minilm-l6" in err and len(err.strip().splitlines()) == 1

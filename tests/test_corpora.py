@@ -147,3 +147,24 @@ def test_uner_real_files_agree_with_ewt_v216_except_three_sentences_per_split():
         for sentence in corpus.items[::97]:
             assert sentence.text == ewt[sentence.sent_id].text and sentence.spans == ewt[sentence.sent_id].spans
         assert {t[2:] for s in corpus.items for t in s.tags if t != "O"} == set(corpora.UNER_TYPES)
+
+
+# ---------------------------------------------------------------- empty files are refused, named
+
+@pytest.mark.parametrize("content", ["", "\n \n"])
+def test_empty_wnut17_and_semeval_files_are_refused_naming_them(data_folder, content):
+    (data_folder / "wnut17" / "emerging.dev.conll").write_text(content, encoding="utf-8")
+    (data_folder / "semeval2010_task8" / "TRAIN_FILE.TXT").write_text(content, encoding="utf-8")
+    for read, name in ((read_wnut17, "emerging.dev.conll"), (read_semeval, "TRAIN_FILE.TXT")):
+        with pytest.raises(ValueError) as error:
+            read("dev")
+        assert name in str(error.value) and "OLACORE_DATA" in str(error.value)
+
+
+def test_empty_uner_file_is_refused_naming_it(uner_folder):
+    (uner_folder / "ud_english_ewt" / "en_ewt-ud-dev.conllu").write_text(
+        _conllu_sentence("doc-0001", "Hi Bob", ["Hi", "Bob"]), encoding="utf-8")
+    (uner_folder / "uner_english_ewt" / "en_ewt-ud-dev.iob2").write_text("# newdoc id = doc\n\n", encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        corpora.read_uner("dev")
+    assert "en_ewt-ud-dev.iob2" in str(error.value) and "OLACORE_DATA" in str(error.value)

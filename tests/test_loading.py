@@ -202,3 +202,13 @@ def test_asking_for_cuda_without_a_gpu_is_a_clear_error_and_leaves_the_model_cac
     with pytest.raises(RuntimeError, match="torch sees 0 CUDA device"):
         load_model("minilm-l6", device="cuda")
     assert sorted((p.name, p.stat().st_mtime_ns) for p in folder.parent.rglob("*")) == before
+
+
+def test_model_folders_entry_that_does_not_exist_says_so(monkeypatch, tmp_path):
+    import json
+
+    missing = tmp_path / "no-such-folder"
+    monkeypatch.setenv("OLACORE_MODEL_FOLDERS", json.dumps({"bert-base-cased": str(missing)}))
+    with pytest.raises(ValueError, match="OLACORE_MODEL_FOLDERS") as error:
+        model_kind("bert-base-cased")
+    assert str(missing) in str(error.value) and "exist" in str(error.value)

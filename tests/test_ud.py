@@ -150,3 +150,34 @@ def test_evenly_spread():
     assert evenly_spread(range(100), 100) == list(range(100))
     with pytest.raises(ValueError):
         evenly_spread(range(5), 0)
+
+
+# ---------------------------------------------------------------- broken EWT files name themselves
+
+@pytest.fixture
+def ewt_folder(tmp_path, monkeypatch):
+    from olacore.ud import read_ewt
+
+    (tmp_path / "ud_english_ewt").mkdir()
+    monkeypatch.setenv("OLACORE_DATA", str(tmp_path))
+    for cache in (read_ewt, read_ewt_syntax):
+        cache.cache_clear()
+    yield tmp_path / "ud_english_ewt"
+    for cache in (read_ewt, read_ewt_syntax):
+        cache.cache_clear()
+
+
+@pytest.mark.parametrize("content", ["", "\n\n\n"])
+def test_empty_ewt_file_is_refused_naming_it_and_the_setting(ewt_folder, content):
+    (ewt_folder / "en_ewt-ud-dev.conllu").write_text(content, encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        read_ewt_syntax("dev")
+    assert "en_ewt-ud-dev.conllu" in str(error.value) and "OLACORE_DATA" in str(error.value)
+
+
+def test_malformed_ewt_file_names_it_and_keeps_the_parse_error(ewt_folder):
+    (ewt_folder / "en_ewt-ud-test.conllu").write_text(CONLLU + "garbage without tabs\n\n", encoding="utf-8")
+    with pytest.raises(ValueError) as error:
+        read_ewt_syntax("test")
+    assert "en_ewt-ud-test.conllu" in str(error.value) and "3 sentences" in str(error.value)
+    assert isinstance(error.value.__cause__, conllu.exceptions.ParseException)
