@@ -332,7 +332,7 @@ comparison.round(1)
 # decay), with the paper's augmentations (fake sink columns, noise scaled by row std) on the
 # cleaned maps, which are standardised. The number of steps was chosen, like the checkpoint, on
 # held-out *source* maps only (one split, one seed, on the stream texts; the sweep is recorded
-# in [Compute budget](../compute.md)).
+# in {ref}`Compute budget <compute-proxy-sizes>`).
 #
 # On a CPU the runs are spread over one worker process per core (one thread each), and every
 # finished run is kept in the cache, keyed by its maps, settings and seed: a re-executed
@@ -522,7 +522,7 @@ Markdown(f"At the last evaluation the official protocol recognises {100 * offici
 # does not learn at that size, and switching off the freeze alone makes it learn there (at the
 # smoke profile nothing learns in its few steps), so the rows
 # that switch off the other training quirks would compare one unlearned run with another (the
-# measurement, time and learning curves, is recorded in [Compute budget](../compute.md)).
+# measurement, time and learning curves, is recorded in {ref}`Compute budget <compute-proxy-sizes>`).
 #
 # The two protocols also differ in what they train on: the honest one holds out the map of
 # text *i* from source *i mod S* to choose its checkpoint, so it trains on (S - 1)/S of the

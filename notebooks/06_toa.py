@@ -145,7 +145,7 @@ show_table(reports, "tbl-toa-data", "Examples per task, model and split after al
 # (the `O` tag of NER and WNUT weighted as the settings table's "O-tag loss weight" row says: the
 # official `models/adapters.py` and `models/ola_model.py` give it half weight; the default profile
 # gives it less, chosen on a 150-sentence slice of UNER dev, where at half weight the adapter
-# answered `O` almost everywhere ([Compute budget](../compute.md) records the points; WNUT takes
+# answered `O` almost everywhere ({ref}`Compute budget <compute-transfer-sizes>` records the points; WNUT takes
 # NER's weight untested on its own dev)),
 # of the 19-way label for RE, of head and relation for DP. It is the syntax chapter's network with the head of its task: a per-token
 # linear head for POS and NER, the biaffine scorer for DP, and for RE the mean of the
@@ -342,7 +342,7 @@ show_table(comparison, "tbl-toa-paper", "Relation extraction (SemEval-2010 Task 
 # Differences are taken before rounding. Whether more NER training data would lift the NER
 # adapters above the capitalisation rule was measured on UNER dev before the runs: twice the
 # training sentences bought one to two points of dev F1, within the dev set's own spread (the
-# points are recorded in [Compute budget](../compute.md)), so the default keeps 500.
+# points are recorded in {ref}`Compute budget <compute-transfer-sizes>`), so the default keeps 500.
 
 # %%
 gaps = gap_table(rows)
@@ -531,7 +531,7 @@ show_findings("findings-06", findings, "No transfer cell could be read at this p
 #   `models/ola_augmentations.py`) trains the RE, NER and WNUT adapters, as the official training
 #   does; the DP and POS adapters are the syntax chapter's, trained without it (the `paper`
 #   profile uses it everywhere). Measured on SemEval dev (150 sentences) while sizing the chapter
-#   at 1,500 training sentences (recorded in [Compute budget](../compute.md)), it took
+#   at 1,500 training sentences (recorded in {ref}`Compute budget <compute-transfer-sizes>`), it took
 #   SmolLM2's RE adapter on Gemma from 10 % to 27 % *on dev*; the test table above is what it
 #   does at this profile's size.
 # - **Selection**: checkpoints chosen on a dev split; the official configs

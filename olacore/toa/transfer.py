@@ -459,7 +459,7 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     Adds to ``gaps``: ``random init`` (the same adapter on the target's random-init twin; NaN where none ran),
     ``transfer, same sentences`` (the adapter on the real target's maps of the twin's test sentences, compared
     with ``random init`` sentence for sentence), ``SE vs random init`` (of their difference; with several seeds, the
-    mean of the per-seed standard errors), ``majority``, ``zero-shot`` (the target prompted; causal RE / NER only)
+    mean of the per-seed standard errors), ``majority``, ``zero-shot`` (the causal target prompted; RE and WNUT only)
     and ``beats zero-shot``, ``beats random init``, ``beats majority``: ``"holds"``, ``"does not hold here"``,
     ``"-"`` (not measured) or ``"not tested: source did not learn"`` (the source's diagonal does not beat the
     majority bound). ``recovered`` and ``recovered above majority`` ((transfer - majority) / (target-trained -
