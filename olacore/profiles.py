@@ -729,10 +729,9 @@ def _environment_overrides(chapter: str, base: Any) -> Any:
     if unknown:
         raise ValueError(f"{SETTINGS_OVERRIDES_ENV}: unknown chapter {', '.join(unknown)}; known: "
                          f"{', '.join(sorted(_PROFILES))}")
-    name = type(base).__name__
     if chapter not in table:
         return base
-    return _replace_fields(type(base), base, table[chapter], name, f"{SETTINGS_OVERRIDES_ENV}: ")
+    return _replace_fields(type(base), base, table[chapter], type(base).__name__, f"{SETTINGS_OVERRIDES_ENV}: ")
 
 
 def settings(chapter: str, profile: str, *, device: str | None = None, **overrides: Any):

@@ -89,19 +89,27 @@ def tensor_digest(tensor: torch.Tensor) -> str:
     return _checksum("", {"tensor": torch.as_tensor(tensor)})
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path``, making its folder: a temporary file beside it, then ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def _replace_atomically(path: Path, data: bytes, prefix: str, mode: int | None = None) -> None:
+    """Write ``data`` to a temporary file beside ``path`` (named ``<prefix>...tmp``), then ``os.replace`` it into
+    place: ``path`` is whole or untouched, and no temporary file is left."""
+    handle, temporary = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(temporary, 0o644)  # mkstemp's 0600 would hide the file from a web server
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path``, making its folder: a temporary file beside it, then ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # 0644, not mkstemp's 0600: a web server serving the built book must read the file
+    _replace_atomically(path, text.encode("utf-8"), f".{path.name}.", mode=0o644)
     return path
 
 
@@ -153,22 +161,14 @@ class TensorStore:
         description = json.dumps(dict(meta or {}), sort_keys=True, ensure_ascii=False)
         metadata = {"olacore": description, "checksum": _checksum(description, cpu)}
         target = self.path(key)
-        temporary = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             _sweep_stale_temporaries(target.parent)
-            handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}.{_HOST}.{os.getpid()}.", suffix=".tmp",
-                                                 dir=target.parent)
             # Serialised in memory and written by Python, so that a full disk is an OSError (ENOSPC)
             # (safetensors' own writer reports it as a SafetensorError).
-            with os.fdopen(handle, "wb") as out:
-                out.write(save(cpu, metadata=metadata))
-            os.replace(temporary, target)
+            _replace_atomically(target, save(cpu, metadata=metadata), f".{key[:16]}.{_HOST}.{os.getpid()}.")
         except OSError as error:
             raise cache_write_error(f"the cache entry {target}", error, self.root.parent) from error
-        finally:
-            if temporary is not None and os.path.exists(temporary):
-                os.unlink(temporary)
         return target
 
     def get(self, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
