@@ -48,7 +48,7 @@
 # the **official protocol**, exactly as the official code runs it (each file is named where
 # its choice is described), and where that protocol selects on test data, our **honest
 # protocol** beside it; the chapter measures the difference instead of arguing it. The report
-# page ({doc}`07_report`) collects both for every published number.
+# page ({doc}`08_report`) collects both for every published number.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
@@ -1011,7 +1011,7 @@ show_table(pd.DataFrame([{"claim": r.claim, "protocol": r.protocol or "-", "ours
 # against chance and against the departures above: small quantised models, EWT chunks,
 # fewer texts, and a proxy trained for a few hundred CPU steps (its accuracy is a lower bound
 # on what the maps allow, not a replication of the paper's training). The report page
-# ({doc}`07_report`) sets every published number beside ours under both protocols.
+# ({doc}`08_report`) sets every published number beside ours under both protocols.
 
 # %% [markdown]
 # ## What this chapter found

@@ -111,12 +111,12 @@ def published() -> list[Published]:
     for control, claim in (("random init", "OLAS vanishes with randomly initialised parameters"),
                            ("shuffled layers", "OLAS vanishes with the layers in a random order"),
                            ("noise", "OLAS vanishes under strong parameter noise")):
-        rows.append(Published(f"controls/{control}", "controls", claim, None, "04_controls"))
+        rows.append(Published(f"controls/{control}", "controls", claim, None, "05_controls"))
     for _, r in paper.syntax().iterrows():
         for metric in ("uas", "las"):
             rows.append(Published(f"syntax/{r['model']}/{r['channel']}/{metric}", "syntax",
                                   f"{metric.upper()}, {r['model']}, {vocabulary.label(r['channel'])}",
-                                  float(r[metric]), "05_syntax",
+                                  float(r[metric]), "06_syntax",
                                   reference=f"syntax/{r['model']}/order1/{metric}" if r["channel"] != "order1" else ""))
     toa = paper.toa_relation_extraction()
     for source in toa.index:
@@ -124,7 +124,7 @@ def published() -> list[Published]:
             rows.append(Published(f"toa-re/{source}/{target}", "TOA relation extraction",
                                   f"accuracy on {target}, adapter trained on {source}" if source != "zero-shot prompting"
                                   else f"accuracy on {target}, zero-shot prompting", float(toa.loc[source, target]),
-                                  "06_toa", bound=source == "zero-shot prompting"))
+                                  "07_toa", bound=source == "zero-shot prompting"))
     return rows
 
 
@@ -327,6 +327,6 @@ def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> 
     claims = LabelledTable(claims_table(table), "tbl-claims-at-a-glance",
                            f"The paper's headline claims at a glance ({profile} profile): the span of the paper's "
                            "numbers that we measured and of ours beside them (%; a dash: none, or none published), and "
-                           "how many of them got each verdict ({doc}`/book/generated/07_report` has every number and "
+                           "how many of them got each verdict ({doc}`/book/generated/08_report` has every number and "
                            "the rule).", decimals=1)
     return atomic_write_text(path, claims.to_markdown() + "\n")

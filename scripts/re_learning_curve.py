@@ -1,6 +1,6 @@
 """Size relation extraction on dev, never on test: dev accuracy of one model's RE adapter per training size.
 
-Chapter 06's RE sizes (``olacore.profiles.TransferSettings.re``) were chosen with this script; the
+Chapter 07's RE sizes (``olacore.profiles.TransferSettings.re``) were chosen with this script; the
 measured points are in book/compute.md. It trains one adapter per (training sentences, epochs)
 point exactly as the chapter does (its adapter, its training and augmentation, seed 0), picks the
 checkpoint on SemEval dev (the whole 800-example dev split drawn from SemEval's training file by

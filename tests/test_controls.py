@@ -180,13 +180,13 @@ def test_control_hits_summary_gives_the_table_and_its_line():
 
 
 def test_controls_notebook_is_thin_and_its_names_exist():
-    """Chapter 04 parses, defines no function or class, and every name it imports from olacore exists."""
+    """Chapter 05 parses, defines no function or class, and every name it imports from olacore exists."""
     import ast
     import importlib
     from pathlib import Path
 
     jupytext = pytest.importorskip("jupytext")
-    notebook = jupytext.read(Path(__file__).resolve().parent.parent / "notebooks" / "04_controls.py")
+    notebook = jupytext.read(Path(__file__).resolve().parent.parent / "notebooks" / "05_controls.py")
     code = [ast.parse(cell.source) for cell in notebook.cells if cell.cell_type == "code"]
     nodes = [node for tree in code for node in ast.walk(tree)]
     assert not [n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]

@@ -1,4 +1,4 @@
-"""scripts/re_learning_curve.py, the dev-only sizing of chapter 06's relation extraction."""
+"""scripts/re_learning_curve.py, the dev-only sizing of chapter 07's relation extraction."""
 
 from __future__ import annotations
 

@@ -95,11 +95,11 @@ def test_the_report_reads_the_papers_orderings_and_bounds():
     assert by_key["syntax/BERT-base/rollout/uas"].reference == "syntax/BERT-base/order1/uas"
     assert by_key["proxy/alti/G-2b"].reference == "proxy/order1/G-2b" and not by_key["proxy/order2/G-2b"].reference
     assert by_key["toa-re/zero-shot prompting/Qwen2-1.5B"].bound and not by_key["toa-re/Qwen2-1.5B/Qwen2-1.5B"].bound
-    results = ChapterResults("05_syntax", "smoke")
+    results = ChapterResults("06_syntax", "smoke")
     for channel, value in (("order1", 57.4), ("rollout", 55.6), ("order2", 58.0)):
         results.add(f"syntax/enc/{channel}/uas", "UAS", value, protocol="honest", verdict="holds", subject="enc",
                     paper_keys=[f"syntax/BERT-base/{channel}/uas"])
-    table = report_table({"05_syntax": results}).set_index("published number")
+    table = report_table({"06_syntax": results}).set_index("published number")
     assert table.loc["UAS, BERT-base, order 1", "verdict"] == BELOW  # 57.4 vs 81.3
     assert table.loc["UAS, BERT-base, rollout", "verdict"] == WEAKLY  # above the paper's 46.2, 1.8 behind order 1
     assert table.loc["UAS, BERT-base, order 2", "verdict"] == NOT_REPRODUCED  # ahead of our order 1
@@ -131,8 +131,8 @@ def _quantitative() -> ChapterResults:
 
 
 def _controls() -> ChapterResults:
-    """Hand-made results of chapter 04, one record per kind for the random-init claim, no protocol."""
-    results = ChapterResults("04_controls", "smoke")
+    """Hand-made results of chapter 05, one record per kind for the random-init claim, no protocol."""
+    results = ChapterResults("05_controls", "smoke")
     for kind, value, vanishes in (("encoder", 25.0, "yes"), ("causal", 60.0, "no")):
         results.add(f"controls/{kind}/random init/order1/hits@1", "Hits@1", value, chance=12.5, verdict=vanishes,
                     paper_keys=["controls/random init"], subject=f"{kind} pair")
@@ -140,8 +140,8 @@ def _controls() -> ChapterResults:
 
 
 def test_rows_put_each_record_under_its_published_number_and_protocol():
-    table = report_table({"03_quantitative": _quantitative(), "04_controls": _controls(),
-                          "05_syntax": ChapterResults("05_syntax", "smoke")})
+    table = report_table({"03_quantitative": _quantitative(), "05_controls": _controls(),
+                          "06_syntax": ChapterResults("06_syntax", "smoke")})
     assert list(table.columns) == ["section", "published number", "paper %", "ours: model", "ours: official protocol %",
                                    "ours: honest protocol %", "official - honest", "verdict", "chapter"]
     proxy = table[table["published number"].str.contains("target Q-") & table["published number"].str.contains("order 1")]
@@ -158,7 +158,7 @@ def test_rows_put_each_record_under_its_published_number_and_protocol():
     assert controls["verdict"].tolist() == [REPRODUCED, NOT_REPRODUCED, NOT_MEASURED, NOT_MEASURED]
     # a chapter that records none of the published numbers (syntax here) leaves its rows unmeasured
     syntax = table[table["section"] == "syntax"]
-    assert len(syntax) == 24 and (syntax["verdict"] == NOT_MEASURED).all() and (syntax["chapter"] == "05_syntax").all()
+    assert len(syntax) == 24 and (syntax["verdict"] == NOT_MEASURED).all() and (syntax["chapter"] == "06_syntax").all()
     assert (table[table["section"] == "TOA relation extraction"]["verdict"] == NOT_MEASURED).all()
     summary = report_summary(table)
     assert summary.loc["syntax", NOT_MEASURED] == 24 and summary.loc["visual proxy", REPRODUCED] >= 1
@@ -189,31 +189,31 @@ def test_a_record_given_twice_is_refused():
 def test_results_files_are_read_and_a_missing_one_is_named(tmp_path):
     _quantitative().save(tmp_path)
     _controls().save(tmp_path)
-    loaded = {chapter: load_results(chapter, tmp_path) for chapter in ("03_quantitative", "04_controls")}
+    loaded = {chapter: load_results(chapter, tmp_path) for chapter in ("03_quantitative", "05_controls")}
     assert loaded["03_quantitative"].records[0].paper_keys == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
     table = report_table(loaded)
-    assert table.equals(report_table({"03_quantitative": _quantitative(), "04_controls": _controls()}))
-    with pytest.raises(FileNotFoundError, match="05_syntax"):
-        load_results("05_syntax", tmp_path)
+    assert table.equals(report_table({"03_quantitative": _quantitative(), "05_controls": _controls()}))
+    with pytest.raises(FileNotFoundError, match="06_syntax"):
+        load_results("06_syntax", tmp_path)
 
 
 def test_the_report_reads_every_other_chapter():
-    chapters = report_chapters(ROOT / "notebooks", "07_report")
-    assert chapters[:5] == ["01_derivation", "02_qualitative", "03_quantitative", "04_controls", "05_syntax"]
-    assert "07_report" not in chapters
-    assert notebook_manifest.reads_results(ROOT / "notebooks" / "07_report.py")
+    chapters = report_chapters(ROOT / "notebooks", "08_report")
+    assert chapters[:5] == ["01_derivation", "02_qualitative", "03_quantitative", "05_controls", "06_syntax"]
+    assert "08_report" not in chapters
+    assert notebook_manifest.reads_results(ROOT / "notebooks" / "08_report.py")
     assert not notebook_manifest.reads_results(ROOT / "notebooks" / "03_quantitative.py")
 
 
 def test_the_report_fingerprint_covers_the_other_chapters_results(tmp_path):
-    source = tmp_path / "07_report.py"
+    source = tmp_path / "08_report.py"
     source.write_text(f"# %%\n{notebook_manifest.READS_RESULTS}\nprint(1)\n")
     out = tmp_path / "out"
     (out / "results").mkdir(parents=True)
     (out / "results" / "03_quantitative.json").write_text('{"a": 1}')
     shared = {"package": "p"}
     first = notebook_manifest.chapter_fingerprint(source, {}, shared, out)
-    (out / "results" / "07_report.json").write_text("its own results")  # not an input of itself
+    (out / "results" / "08_report.json").write_text("its own results")  # not an input of itself
     assert notebook_manifest.chapter_fingerprint(source, {}, shared, out) == first
     (out / "results" / "03_quantitative.json").write_text('{"a": 2}')
     assert notebook_manifest.chapter_fingerprint(source, {}, shared, out)["results"] != first["results"]
@@ -239,7 +239,7 @@ Path(os.environ["OLACORE_TEST_MARKER"]).write_text((Path(os.environ["OLACORE_RES
 @pytest.mark.slow
 def test_a_changed_chapter_result_reexecutes_the_report_and_the_runner_puts_it_last(tmp_path, monkeypatch):
     runner = load_runner()
-    source, out, marker = tmp_path / "07_report.py", tmp_path / "out", tmp_path / "ran.txt"
+    source, out, marker = tmp_path / "08_report.py", tmp_path / "out", tmp_path / "ran.txt"
     source.write_text(TINY_REPORT)
     monkeypatch.setenv("OLACORE_TEST_MARKER", str(marker))
     (out / "results").mkdir(parents=True)
@@ -254,7 +254,7 @@ def test_a_changed_chapter_result_reexecutes_the_report_and_the_runner_puts_it_l
     ordered = sorted([source, ROOT / "notebooks" / "03_quantitative.py"], key=notebook_manifest.reads_results)
     assert ordered[-1] == source
     manifest = json.loads(notebook_manifest.manifest_path(out).read_text())
-    assert "results" in manifest["chapters"]["07_report"]["fingerprint"]
+    assert "results" in manifest["chapters"]["08_report"]["fingerprint"]
 
 
 def test_findings_never_show_an_undefined_number():

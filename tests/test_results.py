@@ -33,7 +33,7 @@ def test_a_key_is_recorded_once():
 
 def test_an_empty_chapter_is_refused(tmp_path):
     with pytest.raises(ValueError, match="no result recorded"):
-        ChapterResults("04_controls", "smoke").save(tmp_path)
+        ChapterResults("05_controls", "smoke").save(tmp_path)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -66,18 +66,18 @@ def test_the_folder_comes_from_the_environment(tmp_path, monkeypatch):
     path = _results().save()
     assert path.parent == tmp_path / "results"
     assert load_results("03_quantitative") == _results()
-    with pytest.raises(FileNotFoundError, match="05_syntax"):
-        load_results("05_syntax")
+    with pytest.raises(FileNotFoundError, match="06_syntax"):
+        load_results("06_syntax")
 
 
 def test_files_written_before_the_report_fields_still_load(tmp_path):
     """Records saved without ``paper_keys`` / ``subject`` (older chapters) load with their defaults."""
-    payload = {"chapter": "04_controls", "profile": "smoke",
+    payload = {"chapter": "05_controls", "profile": "smoke",
                "records": [{"key": "k", "claim": "c", "value": 1.0, "unit": "%", "paper": None, "protocol": "",
                             "verdict": "", "chance": None, "note": "", "anchor": ""}]}
-    (tmp_path / "04_controls.json").write_text(json.dumps(payload))
-    record = load_results("04_controls", tmp_path).records[0]
+    (tmp_path / "05_controls.json").write_text(json.dumps(payload))
+    record = load_results("05_controls", tmp_path).records[0]
     assert record.paper_keys == [] and record.subject == ""
     payload["records"][0]["from_the_future"] = 1
-    (tmp_path / "04_controls.json").write_text(json.dumps(payload))
-    assert load_results("04_controls", tmp_path).records[0].value == 1.0
+    (tmp_path / "05_controls.json").write_text(json.dumps(payload))
+    assert load_results("05_controls", tmp_path).records[0].value == 1.0

@@ -306,7 +306,7 @@ def test_the_paper_beside_ours_and_the_records():
     bert = beside[beside["published number"] == "UAS, BERT-base, order 1"].iloc[0]
     assert (bert["paper %"], bert["ours: model"], bert["ours %"]) == (81.29, "enc", pytest.approx(61.0))
 
-    results = ChapterResults("05_syntax", "smoke")
+    results = ChapterResults("06_syntax", "smoke")
     record_syntax(results, table, syntax_verdicts(table), anchor="tbl")
     by_key = {r.key: r for r in results.records}
     assert by_key["syntax/enc/order 1/uas"].value == pytest.approx(61.0)
@@ -317,7 +317,7 @@ def test_the_paper_beside_ours_and_the_records():
     assert by_key["syntax/clm/order 1/uas"].paper_keys == []
     assert any(k.startswith("verdict/OLA carries syntax beyond distance/clm/") for k in by_key)
 
-    rows = ChapterResults("05_syntax", "smoke")
+    rows = ChapterResults("06_syntax", "smoke")
     record_rows(rows, pd.DataFrame({"model": ["a", "b"], "accuracy": [90.0, float("nan")]}), "pos", ["model"],
                 ["accuracy"], "POS")
     assert [r.key for r in rows.records] == ["pos/a/accuracy"]

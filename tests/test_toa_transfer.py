@@ -145,7 +145,7 @@ def test_paper_keys_exist_in_the_report():
     bounds = pd.DataFrame([{"task": "re", "bound": "majority", "score": 19.0}])
     zs = pd.DataFrame([{"task": "re", "model": m, "score": 5.0, "n": 10, "unparseable": 1} for m in CAUSAL])
     verdicts = verdict_table(gaps, pd.DataFrame(), bounds, zs)
-    results = ChapterResults("06_toa", "smoke")
+    results = ChapterResults("07_toa", "smoke")
     record_transfer(results, rows, verdicts, zs, bounds, "test")
     known = {p.key for p in published()}
     keys = [k for r in results.records for k in r.paper_keys]

@@ -79,8 +79,8 @@ from olacore.zeroshot import prompt_forms
 torch.set_num_threads(1)
 settings = chapter_settings("transfer", profile, device=device)
 syntax = settings.syntax
-watch = Stopwatch("06_toa")
-results = ChapterResults("06_toa", profile)
+watch = Stopwatch("07_toa")
+results = ChapterResults("07_toa", profile)
 workers = cpu_workers(device)  # one single-threaded process per core: extraction and training
 pd.set_option("display.precision", 1)
 a, t = syntax.adapter, syntax.training

@@ -71,14 +71,14 @@ from olacore.results import ChapterResults, load_results
 from olacore.tables import show_table
 from olacore.verdicts import CANNOT_JUDGE, MARGIN, TOLERANCE
 
-chapters = report_chapters(Path("notebooks"), "07_report")
+chapters = report_chapters(Path("notebooks"), "08_report")
 saved = {chapter: load_results(chapter) for chapter in chapters}  # a missing results file fails here, naming it
 other_profiles = {chapter: r.profile for chapter, r in saved.items() if r.profile != profile}
 if other_profiles:
     raise ValueError(f"chapters executed with another profile than {profile!r}: {other_profiles}; re-execute them "
                      f"(python scripts/execute_notebooks.py --profile {profile})")
 table = report_table(saved)
-results = ChapterResults("07_report", profile)
+results = ChapterResults("08_report", profile)
 print(f"read the results of {', '.join(chapters)} (profile {profile}); tolerance {TOLERANCE:g} points, "
       f"margin {MARGIN:g} points")
 

@@ -42,10 +42,10 @@
 # because a MiniLM forward pass is cheap on a CPU; the causal pair (Gemma-3-270M target,
 # Qwen2.5-0.5B source) gets fewer texts and scales. Departures from the paper: smaller,
 # quantised models (the causal ones), EWT text, fewer texts, a CPU-sized proxy. The two larger
-# zoo models (`qwen2.5-1.5b`, read by chapters 02 and 03; `embeddinggemma-300m`, by 02, 03, 05
-# and 06) are not
+# zoo models (`qwen2.5-1.5b`, read by chapters 02 and 03; `embeddinggemma-300m`, by 02, 03, 06
+# and 07) are not
 # among the controls: every control re-extracts the target's maps once per variant, and the
-# 1.5B Qwen costs about 1.8 CPU s a sentence and 6 GB a process (measured while sizing chapter 05); the
+# 1.5B Qwen costs about 1.8 CPU s a sentence and 6 GB a process (measured while sizing chapter 06); the
 # controls ask whether OLAS survives a perturbation, which one pair per kind answers.
 
 # %% tags=["parameters"]
@@ -69,9 +69,9 @@ from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 from olacore.verdicts import vanishes, verdict
 
-watch = Stopwatch("04_controls")
+watch = Stopwatch("05_controls")
 cfg = settings("controls", profile, seeds=seeds)
-results = ChapterResults("04_controls", profile)
+results = ChapterResults("05_controls", profile)
 pd.set_option("display.precision", 3)
 CHANNELS = ("order1", "order2", "order3", "rollout")
 cfg

@@ -137,8 +137,8 @@ from olacore.verdicts import GOAL, MARGIN, claim_verdict
 from olacore.zoo import ZOO
 
 settings = chapter_settings("syntax", profile, device=device)
-watch = Stopwatch("05_syntax")
-results = ChapterResults("05_syntax", profile)
+watch = Stopwatch("06_syntax")
+results = ChapterResults("06_syntax", profile)
 workers = cpu_workers(device)  # one single-threaded process per core: extraction and training
 pd.set_option("display.precision", 1)
 adapter, training = settings.adapter, settings.training
@@ -384,7 +384,7 @@ show_table(paper_comparison("syntax", syntax_paper_numbers(table)), "tbl-syntax-
 #   attention is close to uniform over the tokens it sees; for a causal model the mask still
 #   shows how far into the sentence a word is), while the distance-only twin is handed the
 #   offsets outright, so an adapter on random-init maps can score below distance only. (An
-#   adapter *trained* on the random-init model's maps, here; chapter 06's random-init control
+#   adapter *trained* on the random-init model's maps, here; chapter 07's random-init control
 #   instead *applies* an adapter trained on the real model to the random-init twin's maps.)
 # - **Best raw layer**: the layer chosen on dev above, one map, raw and cleaned.
 
