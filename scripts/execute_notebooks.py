@@ -6,7 +6,7 @@ Usage::
                                         [-p NAME VALUE ...] [NOTEBOOK.py ...]
     python scripts/execute_notebooks.py --timings     # the table of the last run, again
 
-With no notebook named, every ``notebooks/*.py`` runs in order. Each source is converted to
+With no notebook named, every chapter ``notebooks/NN_*.py`` runs in order, then the appendices ``notebooks/aN_*.py``. Each source is converted to
 ``.ipynb`` with jupytext, executed by papermill with ``-p profile PROFILE`` (and any
 ``-p NAME VALUE`` given), and written to the output folder, where the book picks it up. The
 kernel is ipykernel on this script's own interpreter, whatever ``python3`` kernelspec comes
@@ -293,8 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "profile":
             parser.error("set the profile with --profile, not -p profile")
         given[name] = value
-    sources = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9]*.py"))
-    sources = sorted(sources, key=manifest.reads_results)  # stable: the report page last
+    sources = sorted(args.notebooks, key=manifest.reads_results) if args.notebooks else manifest.chapter_sources(ROOT / "notebooks")
     try:  # every value of every notebook is checked before any cell runs
         runs = [(source, resolve_parameters(source, args.profile, given)) for source in sources]
     except ParameterError as error:

@@ -112,6 +112,14 @@ def shared_fingerprint(root: Path = ROOT) -> dict[str, str]:
     return out
 
 
+def chapter_sources(folder: Path) -> list[Path]:
+    """The book's notebook sources in reading order: main chapters (``NN_*.py``), then appendices
+    (``aN_*.py``), the page that reads the others' results (:data:`READS_RESULTS`) last."""
+    folder = Path(folder)
+    sources = sorted(folder.glob("[0-9][0-9]_*.py")) + sorted(folder.glob("a[0-9]_*.py"))
+    return sorted(sources, key=reads_results)
+
+
 def reads_results(source: Path) -> bool:
     """Whether a chapter's source declares that it reads the other chapters' results (:data:`READS_RESULTS`)."""
     return any(line.strip() == READS_RESULTS for line in Path(source).read_text(encoding="utf-8").splitlines())

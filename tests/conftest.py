@@ -16,7 +16,10 @@ import torch
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.py"))
+sys.path.insert(0, str(ROOT / "scripts"))
+from notebook_manifest import chapter_sources  # noqa: E402
+
+NOTEBOOKS = chapter_sources(ROOT / "notebooks")  # main chapters, appendices, the report page last
 
 
 @pytest.fixture
