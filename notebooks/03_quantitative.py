@@ -530,7 +530,7 @@ Markdown(f"At the last evaluation the official protocol recognises {100 * offici
 
 # %%
 protocols = protocol_table(official_runs, honest_order1, list(official_variants),
-                           honest_label="honest protocol (checkpoint on held-out sources, test once)")
+                           held_out_label="held-out protocol (checkpoint on held-out sources, test once)")
 show_table(protocols, "tbl-official-proxy", "Visual proxy, first-order OLA, causal targets: accuracy (%) under the "
            f"official protocol (SGD lr {OFFICIAL_OPTIMISER['lr']} constant, BatchNorm frozen after step {freeze_step} of "
            f"{official_cfg.iterations}), with quirks switched off in turn, and under the honest protocol; mean ± std "
@@ -764,7 +764,7 @@ if cfg.size_models:
         row = acc[model]
         results.add(f"size/proxy/{model}/order1/honest", f"proxy accuracy on {model}, order 1, honest protocol, "
                     f"trained on {' + '.join(partners)} (model size)", row["mean %"], chance=proxy_chance,
-                    protocol="honest", verdict=verdict(row["mean %"] / 100, proxy_chance / 100), subject=model,
+                    protocol="held-out", verdict=verdict(row["mean %"] / 100, proxy_chance / 100), subject=model,
                     anchor="tbl-size-proxy", paper=paper_q["Q-1b5"] if model == large else None,
                     note=f"mean over seeds {list(cfg.seeds)}")
         if len(cfg.seeds) > 1:
@@ -774,7 +774,7 @@ if cfg.size_models:
     results.add("size/retrieval/cross-family/order1/hits@1/larger-minus-smaller", f"Hits@1 against the other "
                 f"families, {large} minus {small}", gap, unit="points", anchor="tbl-size-retrieval")
     results.add("size/proxy/order1/larger-minus-smaller", f"proxy accuracy, {large} minus {small} as target",
-                proxy_gap, unit="points", protocol="honest", anchor="tbl-size-proxy")
+                proxy_gap, unit="points", protocol="held-out", anchor="tbl-size-proxy")
 
 # %% [markdown]
 # ## A third encoder family
@@ -904,7 +904,7 @@ if cfg.extra_encoders:
                     anchor="tbl-encoder-families")
         value = encoder_proxy.loc[(s, t), "mean %"]
         results.add(f"encoder-families/proxy/{s}->{t}/order1/honest", f"proxy trained on {s}, accuracy on {t}, order 1, "
-                    "honest protocol", value, chance=proxy_chance, protocol="honest",
+                    "honest protocol", value, chance=proxy_chance, protocol="held-out",
                     verdict=verdict(value / 100, proxy_chance / 100), subject=f"{s} -> {t}",
                     anchor="tbl-encoder-families-proxy", note=f"mean over seeds {list(cfg.seeds)}")
     for channel in CHANNELS:
@@ -915,7 +915,7 @@ if cfg.extra_encoders:
                     anchor="tbl-encoder-families")
     value = encoder_proxy["mean %"].mean()
     results.add("encoder-families/proxy/order1/accuracy", f"proxy trained on one encoder recognises texts on another "
-                f"(order 1, mean over {len(encoder_pairs)} pairs)", value, chance=proxy_chance, protocol="honest",
+                f"(order 1, mean over {len(encoder_pairs)} pairs)", value, chance=proxy_chance, protocol="held-out",
                 verdict=verdict(value / 100, proxy_chance / 100), anchor="tbl-encoder-families-proxy")
     for what, verdicts in (("retrieval/order1", retrieval_verdicts), ("proxy/order1", proxy_verdicts)):
         results.add(f"encoder-families/{what}/pairs-holding", f"ordered pairs of encoders on which the claim holds "
@@ -944,7 +944,7 @@ for kind in groups:
         label = channel_set_label((channel,))
         accuracy = runs[runs["target"].map(kind_of).eq(kind) & runs["channels"].eq(label)]["test_acc"].mean()
         results.add(f"proxy/{kind}/{channel}/accuracy", f"proxy trained on other {kind} models recognises texts ({channel})",
-                    100 * accuracy, chance=proxy_chance, verdict=verdict(accuracy, proxy_chance / 100), protocol="honest",
+                    100 * accuracy, chance=proxy_chance, verdict=verdict(accuracy, proxy_chance / 100), protocol="held-out",
                     paper=published_proxy.get(channel) if kind == "causal" else None)
 mean_official = official["reported"].mean()
 results.add("proxy/causal/order1/accuracy/official", "proxy trained on other causal models recognises texts (order1), "
@@ -971,7 +971,7 @@ for target in cfg.causal:
     for channel in ("order1", "order2", "rollout", "alti"):
         accuracy = runs[runs["target"].eq(target) & runs["channels"].eq(channel_set_label((channel,)))]["test_acc"].mean()
         results.add(f"proxy/causal/{target}/{channel}/honest", f"proxy accuracy on {target}, {channel}, honest protocol",
-                    100 * accuracy, chance=proxy_chance, protocol="honest", verdict=verdict(accuracy, proxy_chance / 100),
+                    100 * accuracy, chance=proxy_chance, protocol="held-out", verdict=verdict(accuracy, proxy_chance / 100),
                     paper_keys=proxy_keys(target, channel), subject=target, anchor="tbl-proxy")
     mine = official[official["target"].eq(target)]
     results.add(f"proxy/causal/{target}/order1/official", f"proxy accuracy on {target}, order 1, official protocol",
@@ -996,7 +996,7 @@ proxy_first, proxy_alti = (runs[runs["target"].isin(cfg.causal) & runs["channels
                            for c in ("order1", "alti"))
 results.add("proxy/causal/order1-minus-alti", "a proxy on 1st-order OLA recognises texts across causal models better than "
             "one on ALTI", 100 * (proxy_first - proxy_alti), unit="points", verdict=better(proxy_first, proxy_alti),
-            protocol="honest", paper=published_proxy["order1"] - published_proxy["alti"])
+            protocol="held-out", paper=published_proxy["order1"] - published_proxy["alti"])
 headline = [r for r in results.records if not r.paper_keys and "/quirks/" not in r.key and "/honest/" not in r.key
             and "->" not in r.key and not r.key.startswith(EXTRA_SECTIONS)]
 show_table(pd.DataFrame([{"claim": r.claim, "protocol": r.protocol or "-", "ours": r.value, "unit": r.unit,

@@ -117,10 +117,10 @@ for section, label in SECTIONS.items():
 # %%
 for verdict, count in table["verdict"].value_counts().items():
     results.add(f"report/{verdict}", f"published numbers judged '{verdict}'", float(count), unit="rows")
-measured = table.dropna(subset=["official - honest"])  # no gap where the official protocol cannot be judged
+measured = table.dropna(subset=["official - held-out"])  # no gap where the official protocol cannot be judged
 if not measured.empty:
     results.add("report/official-minus-honest", "mean gap between the official and the honest protocol where both "
-                "were measured and the official one can be judged", float(measured["official - honest"].mean()),
+                "were measured and the official one can be judged", float(measured["official - held-out"].mean()),
                 unit="points")
 unjudged = table[table["verdict"] == CANNOT_JUDGE]
 if not unjudged.empty:

@@ -16,7 +16,7 @@ The data flows one way, one module per step:
   by :mod:`olacore.sinks` (sink cleaning) and :mod:`olacore.alignment` (resize, words, first
   sub-token);
 - experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.retrieval`,
-  :mod:`olacore.proxy` (the visual proxy, honest and official protocols),
+  :mod:`olacore.proxy` (the visual proxy, held-out and official protocols),
   :mod:`olacore.controls`, :mod:`olacore.toa` (the Transferable OLA Adapter: ``data``, ``model``,
   ``train``, and the ``syntax`` and ``transfer`` chapters' own readings), :mod:`olacore.zeroshot`
   (the prompting baseline), :mod:`olacore.metrics`; :mod:`olacore.augment` holds the official

@@ -1,4 +1,4 @@
-"""OLA augmentations for training: the official fake sinks and map noise, and the honest proxy's batch variant.
+"""OLA augmentations for training: the official fake sinks and map noise, and the held-out proxy's batch variant.
 
 **Official** (``models/ola_augmentations.py``: ``RandomHightlightColumns`` then ``AddGuassianNoise``), one text's
 ``(C, T, T)`` maps at a time:
@@ -20,7 +20,7 @@ flag), :mod:`olacore.proxy.official`. ``column_draw`` ``"permutation"`` (TOA run
 reproduce. The coins are drawn once per text (the official TOA code: once per batch of 2), not at all where a
 probability is 0.
 
-**Honest proxy** (:class:`BatchAugmentation`, :func:`augment_batch`): the same kinds and the strengths of
+**Held-out proxy** (:class:`BatchAugmentation`, :func:`augment_batch`): the same kinds and the strengths of
 ``olas_visual_model.py``, plus an optional temperature, on batches of cleaned, resized maps on the training
 device, with simpler rules: a fake sink column is raised to the row maximum, the noise scale is the whole row's
 std, rows keep their mass.
@@ -147,7 +147,7 @@ def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator:
 
 @dataclass(frozen=True)
 class BatchAugmentation:
-    """The honest proxy's augmentations (module docstring), each optional; defaults as ``olas_visual_model.py``.
+    """The held-out proxy's augmentations (module docstring), each optional; defaults as ``olas_visual_model.py``.
 
     Attributes:
         noise_p, noise_std_ratio: probability per map of Gaussian noise of std ``ratio x`` the row's std.

@@ -141,10 +141,10 @@ class QuantitativeSettings(_Validated):
 
     - ``size_models``: ``(smaller, larger)``, two causal models of one family ("Does model size change
       OLAS?"): the smaller one of ``causal``, the larger one not; the larger one gets first-order OLA
-      (extracted in one process: 6 GB), retrieval against ``causal`` and the honest proxy trained on
+      (extracted in one process: 6 GB), retrieval against ``causal`` and the held-out proxy trained on
       ``causal`` less the smaller one.
     - ``extra_encoders``: encoders added to ``encoders`` ("A third encoder family"): retrieval and the
-      honest first-order proxy over every ordered pair.
+      held-out first-order proxy over every ordered pair.
 
     Default sizes: measured on the book's compute page (``book/compute.md``, "Compute budget").
     """

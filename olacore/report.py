@@ -3,9 +3,9 @@
 Published numbers come from :mod:`olacore.paper` plus the paper's qualitative claims about the controls;
 ours from the chapters' saved results (:mod:`olacore.results`). A record goes in the row of each published
 number its ``paper_keys`` name, in the column its ``protocol`` names: ``"official"`` (as the official code
-runs it; also a record without a protocol) or ``"honest"`` (ours: nothing selected on test data). The
+runs it; also a record without a protocol) or ``"held-out"`` (nothing selected on test data). The
 verdict (:func:`olacore.verdicts.reproduction`) reads the official-protocol number where there is one
-(the paper's numbers come from that protocol), else the honest one.
+(the paper's numbers come from that protocol), else the held-out one.
 
 Our models stand in for the paper's by family (:data:`ZOO_FAMILIES`): Qwen2.5-Coder-0.5B for Qwen2 (Q),
 Gemma-3-270M for Gemma-2 (G), SmolLM2-135M (a Llama-architecture model) for Llama-3.x (L); so one of our
@@ -25,7 +25,7 @@ import pandas as pd
 
 from olacore import channels as vocabulary
 from olacore import paper
-from olacore.results import ChapterResults
+from olacore.results import HELD_OUT, OFFICIAL, ChapterResults
 from olacore.store import atomic_write_text
 from olacore.verdicts import CANNOT_JUDGE, reproduction
 
@@ -150,8 +150,8 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
 
     Returns:
         Columns ``section, published number, paper %, ours: model, ours: official protocol %, ours:
-        honest protocol %, official - honest, verdict, chapter`` (NaN where a number does not exist,
-        and ``official - honest`` where the official protocol cannot be judged), in :func:`published` order.
+        held-out protocol %, official - held-out, verdict, chapter`` (NaN where a number does not exist,
+        and ``official - held-out`` where the official protocol cannot be judged), in :func:`published` order.
 
     Raises:
         ValueError: two records of one subject, published number and protocol.
@@ -161,7 +161,7 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
         for record in chapter_results.records:
             for key in record.paper_keys:
                 entry = found.setdefault(key, {}).setdefault(record.subject or record.key, {"chapter": chapter})
-                slot = "honest" if record.protocol == "honest" else "official"
+                slot = HELD_OUT if record.protocol == HELD_OUT else OFFICIAL
                 if slot in entry:
                     raise ValueError(f"{chapter}: two {slot} records of {key!r} for {record.subject or record.key!r}")
                 entry[slot] = record
@@ -169,20 +169,20 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
     for item in published():
         subjects = found.get(item.key) or {"": {"chapter": item.chapter}}
         for subject, entry in subjects.items():
-            official, honest = entry.get("official"), entry.get("honest")
-            chosen = official or honest
-            slot = "official" if official is not None else "honest"
+            official, held_out = entry.get(OFFICIAL), entry.get(HELD_OUT)
+            chosen = official or held_out
+            slot = OFFICIAL if official is not None else HELD_OUT
             beside = found.get(item.reference, {}).get(subject, {}).get(slot) if item.reference else None
             value = lambda r: np.nan if r is None else r.value  # noqa: E731
             # an official number whose protocol did not learn is compared with nothing
-            gap = np.nan if official is not None and official.verdict == CANNOT_JUDGE else value(official) - value(honest)
+            gap = np.nan if official is not None and official.verdict == CANNOT_JUDGE else value(official) - value(held_out)
             verdict = reproduction(None if chosen is None else chosen.value, item.paper,
                                    None if chosen is None else chosen.chance, "" if chosen is None else chosen.verdict,
                                    reference=None if beside is None else beside.value, bound=item.bound)
             rows.append({"section": item.section, "published number": item.claim,
                          "paper %": np.nan if item.paper is None else item.paper, "ours: model": subject or "-",
-                         "ours: official protocol %": value(official), "ours: honest protocol %": value(honest),
-                         "official - honest": gap, "verdict": verdict,
+                         "ours: official protocol %": value(official), "ours: held-out protocol %": value(held_out),
+                         "official - held-out": gap, "verdict": verdict,
                          "chapter": entry["chapter"]})
     return pd.DataFrame(rows)
 
@@ -301,7 +301,7 @@ def claims_table(table: pd.DataFrame) -> pd.DataFrame:
                       & table["published number"].map(lambda name, words=words: all(word in name for word in words))]
         if group.empty:
             continue
-        ours = group["ours: official protocol %"].fillna(group["ours: honest protocol %"])
+        ours = group["ours: official protocol %"].fillna(group["ours: held-out protocol %"])
         measured = group[ours.notna()]
         if measured.empty:
             rows.append({"claim": claim, "paper %": value_span(group["paper %"]), "ours %": "-",

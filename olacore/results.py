@@ -16,9 +16,13 @@ from typing import Any
 
 from olacore.store import atomic_write_text
 
-__all__ = ["RESULTS_ENV", "Record", "ChapterResults", "results_dir", "load_results"]
+__all__ = ["RESULTS_ENV", "OFFICIAL", "HELD_OUT", "Record", "ChapterResults", "results_dir", "load_results"]
 
 RESULTS_ENV = "OLACORE_RESULTS"
+
+#: The two protocols a record can come from: as the official code runs the experiment, or with nothing chosen
+#: on test data (checkpoints chosen on held-out data, the test set evaluated once).
+OFFICIAL, HELD_OUT = "official", "held-out"
 _ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -38,7 +42,7 @@ class Record:
         value: the number (percent unless ``unit`` says otherwise).
         unit: ``"%"``, ``"SSIM"``, ``"s"``, ...
         paper: the paper's number for the same quantity, if it has one.
-        protocol: ``"official"`` (as the official code runs), ``"honest"`` (ours), or ``""``.
+        protocol: :data:`OFFICIAL` (as the official code runs), :data:`HELD_OUT` (nothing chosen on test data), or ``""``.
         verdict: a computed verdict (:mod:`olacore.verdicts`), if any.
         chance: the chance level of the same quantity, if any.
         note: the departures that matter for reading it.

@@ -1,4 +1,4 @@
-"""The OLA augmentations (olacore.augment): the official fake sinks and map noise, and the honest proxy's batch variant.
+"""The OLA augmentations (olacore.augment): the official fake sinks and map noise, and the held-out proxy's batch variant.
 
 The official rules are read from ``models/ola_augmentations.py`` and ``models/ola_utils.py``
 (see the module's docstring).
@@ -113,7 +113,7 @@ def test_augmented_maps_stay_row_stochastic_and_keep_causal_zeros(size, channels
             assert float(out.triu(1).abs().sum()) == 0.0
 
 
-# --- the honest proxy's batch variant -------------------------------------------------------------
+# --- the held-out proxy's batch variant -------------------------------------------------------------
 
 
 def test_batch_augmentation_keeps_row_mass_and_shape():

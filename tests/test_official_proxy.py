@@ -234,13 +234,13 @@ def test_protocol_table_and_selection_figure_on_hand_made_runs():
         {"variant": v, "target": t, "seed": s, "reported": r}
         for v, base in (("official protocol", 0.6), ("without raw inputs", 0.5)) for t in ("a", "b") for s, r in
         ((0, base), (1, base + 0.1))])
-    honest = pd.DataFrame([{"target": t, "seed": s, "test_acc": 0.3 + 0.1 * s} for t in ("a", "b") for s in (0, 1)])
-    table = protocol_table(official, honest, ["official protocol", "without raw inputs"], honest_label="honest")
-    assert list(table.index) == ["official protocol", "without raw inputs", "honest"]
+    held_out = pd.DataFrame([{"target": t, "seed": s, "test_acc": 0.3 + 0.1 * s} for t in ("a", "b") for s in (0, 1)])
+    table = protocol_table(official, held_out, ["official protocol", "without raw inputs"], held_out_label="held-out")
+    assert list(table.index) == ["official protocol", "without raw inputs", "held-out"]
     assert table.loc["official protocol", "a"] == "65.0 ± 7.1"
-    assert table.loc["honest", "mean over targets"] == pytest.approx(35.0)
+    assert table.loc["held-out", "mean over targets"] == pytest.approx(35.0)
     assert table["points vs official protocol"].tolist() == pytest.approx([0.0, -10.0, -30.0])
     histories = {("official protocol", t, s): [{"step": 5, "test_acc": 0.2}, {"step": 10, "test_acc": 0.6 + 0.1 * s}]
                  for t in ("a", "b") for s in (0, 1)}
-    fig = selection_figure(official, histories, honest, "official protocol", chance=0.1)
+    fig = selection_figure(official, histories, held_out, "official protocol", chance=0.1)
     assert [ax.get_title() for ax in fig.axes] == ["a", "b"]

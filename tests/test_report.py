@@ -97,7 +97,7 @@ def test_the_report_reads_the_papers_orderings_and_bounds():
     assert by_key["toa-re/zero-shot prompting/Qwen2-1.5B"].bound and not by_key["toa-re/Qwen2-1.5B/Qwen2-1.5B"].bound
     results = ChapterResults("06_syntax", "smoke")
     for channel, value in (("order1", 57.4), ("rollout", 55.6), ("order2", 58.0)):
-        results.add(f"syntax/enc/{channel}/uas", "UAS", value, protocol="honest", verdict="holds", subject="enc",
+        results.add(f"syntax/enc/{channel}/uas", "UAS", value, protocol="held-out", verdict="holds", subject="enc",
                     paper_keys=[f"syntax/BERT-base/{channel}/uas"])
     table = report_table({"06_syntax": results}).set_index("published number")
     assert table.loc["UAS, BERT-base, order 1", "verdict"] == BELOW  # 57.4 vs 81.3
@@ -122,7 +122,7 @@ def _quantitative() -> ChapterResults:
     keys = proxy_keys("qwen2.5-0.5b", "order1")
     results.add("proxy/causal/qwen2.5-0.5b/order1/official", "proxy, official protocol", 62.0, protocol="official",
                 chance=2.0, paper_keys=keys, subject="qwen2.5-0.5b")
-    results.add("proxy/causal/qwen2.5-0.5b/order1/honest", "proxy, honest protocol", 41.0, protocol="honest",
+    results.add("proxy/causal/qwen2.5-0.5b/order1/honest", "proxy, held-out protocol", 41.0, protocol="held-out",
                 chance=2.0, paper_keys=keys, subject="qwen2.5-0.5b")
     results.add("retrieval/causal/qwen->gemma", "Hits@1", 90.0, protocol="official", chance=1.0,
                 paper_keys=retrieval_keys("qwen2.5-0.5b", "gemma-3-270m"), subject="qwen2.5-0.5b -> gemma-3-270m")
@@ -143,16 +143,16 @@ def test_rows_put_each_record_under_its_published_number_and_protocol():
     table = report_table({"03_quantitative": _quantitative(), "05_controls": _controls(),
                           "06_syntax": ChapterResults("06_syntax", "smoke")})
     assert list(table.columns) == ["section", "published number", "paper %", "ours: model", "ours: official protocol %",
-                                   "ours: honest protocol %", "official - honest", "verdict", "chapter"]
+                                   "ours: held-out protocol %", "official - held-out", "verdict", "chapter"]
     proxy = table[table["published number"].str.contains("target Q-") & table["published number"].str.contains("order 1")]
     assert len(proxy) == 2 and (proxy["ours: model"] == "qwen2.5-0.5b").all()  # Q-1b5 and Q-7b
     row = proxy.iloc[0]
-    assert (row["paper %"], row["ours: official protocol %"], row["ours: honest protocol %"]) == (52.6, 62.0, 41.0)
-    assert row["official - honest"] == pytest.approx(21.0)
+    assert (row["paper %"], row["ours: official protocol %"], row["ours: held-out protocol %"]) == (52.6, 62.0, 41.0)
+    assert row["official - held-out"] == pytest.approx(21.0)
     assert row["verdict"] == REPRODUCED  # judged on the official-protocol number: 62 >= 52.6 - 10
     assert proxy.iloc[1]["paper %"] == 49.2 and proxy.iloc[1]["verdict"] == REPRODUCED  # Q-7b: one number, two rows
     retrieval = table[table["published number"] == "Hits@1, Qwen2-1.5B -> gemma-2-2b, 1st-order OLA"].iloc[0]
-    assert retrieval["verdict"] == REPRODUCED and np.isnan(retrieval["ours: honest protocol %"])
+    assert retrieval["verdict"] == REPRODUCED and np.isnan(retrieval["ours: held-out protocol %"])
     controls = table[table["section"] == "controls"]
     assert controls["ours: model"].tolist() == ["encoder pair", "causal pair", "-", "-"]
     assert controls["verdict"].tolist() == [REPRODUCED, NOT_REPRODUCED, NOT_MEASURED, NOT_MEASURED]
@@ -169,12 +169,12 @@ def test_an_official_number_that_cannot_be_judged_is_compared_with_nothing():
     keys = proxy_keys("qwen2.5-0.5b", "order1")
     results.add("proxy/official", "proxy, official protocol", 4.0, protocol="official", chance=2.0, paper_keys=keys,
                 subject="qwen2.5-0.5b", verdict=CANNOT_JUDGE)
-    results.add("proxy/honest", "proxy, honest protocol", 51.0, protocol="honest", chance=2.0, paper_keys=keys,
+    results.add("proxy/honest", "proxy, held-out protocol", 51.0, protocol="held-out", chance=2.0, paper_keys=keys,
                 subject="qwen2.5-0.5b", verdict="holds")
     rows = report_table({"03_quantitative": results})
     rows = rows[rows["ours: model"] == "qwen2.5-0.5b"]
     assert len(rows) == 2 and (rows["verdict"] == CANNOT_JUDGE).all()
-    assert rows["official - honest"].isna().all() and (rows["ours: honest protocol %"] == 51.0).all()
+    assert rows["official - held-out"].isna().all() and (rows["ours: held-out protocol %"] == 51.0).all()
     assert reproduction(90.0, 94.6, 2.0, CANNOT_JUDGE) == CANNOT_JUDGE  # whatever the numbers
 
 
@@ -279,7 +279,7 @@ def test_the_claims_at_a_glance_table_spans_and_counts(tmp_path):
                              "Hits@5, A -> B, 1st-order OLA", "OLAS vanishes"],
         "paper %": [90.0, 80.0, 99.0, np.nan],
         "ours: official protocol %": [40.0, np.nan, 50.0, np.nan],
-        "ours: honest protocol %": [np.nan, np.nan, np.nan, np.nan],
+        "ours: held-out protocol %": [np.nan, np.nan, np.nan, np.nan],
         "verdict": ["reproduced", "not measured yet", "reproduced", "not measured yet"]})
     claims = claims_table(table)
     assert len(claims) == 2  # Hits@1 retrieval, controls; claims without a row are left out

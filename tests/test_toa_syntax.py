@@ -311,7 +311,7 @@ def test_the_paper_beside_ours_and_the_records():
     by_key = {r.key: r for r in results.records}
     assert by_key["syntax/enc/order 1/uas"].value == pytest.approx(61.0)
     assert by_key["syntax/enc/order 1/uas"].paper_keys == syntax_keys("order 1", "uas", "encoder")
-    assert by_key["syntax/enc/order 1/uas"].protocol == "honest"
+    assert by_key["syntax/enc/order 1/uas"].protocol == "held-out"
     for control in ("enc [random init]", "enc [train 125]", "enc [ALTI subset]"):
         assert by_key[f"syntax/{control}/order 1/uas"].paper_keys == []  # never beside the paper
     assert by_key["syntax/clm/order 1/uas"].paper_keys == []

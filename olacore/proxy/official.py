@@ -11,7 +11,7 @@ Read from the official code (github.com/jinglin-liang/OLAS; file names are its o
   to 50 x 50; so fake sinks that reach the row maximum or mean + 3 std are cleaned away again.
 - ``raw_inputs``: the cleaned maps enter the network unstandardised.
 - ``official_optimiser``: SGD, learning rate 0.007, momentum 0.9, weight decay 5e-4, constant
-  (:data:`OFFICIAL_OPTIMISER`); off: the profile's (:class:`olacore.proxy.ProxyConfig`), as the honest mode.
+  (:data:`OFFICIAL_OPTIMISER`); off: the profile's (:class:`olacore.proxy.ProxyConfig`), as the held-out protocol.
 - ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls ``model.train()`` again,
   so BatchNorm is frozen from the first evaluation (step 100 of 100k); here after the same fraction of the run
   (:func:`batchnorm_freeze_step`).
@@ -23,7 +23,7 @@ Read from the official code (github.com/jinglin-liang/OLAS; file names are its o
 Departures: training accuracy is scored on the clean source maps (the official ``_compute_accuracy``: augmented;
 the reported number is unaffected). The fake-sink value is the stored ``models/ola_augmentations.py``'s, which
 lacks the ``ref_rank1`` / ``ref_rank2`` arguments ``olas_visual_model.py`` passes to ``RandomHightlightColumns``.
-Training sizes are the profile's, as in the honest mode, so that the two modes differ only by the quirks.
+Training sizes are the profile's, as in the held-out protocol, so that the two protocols differ only by the quirks.
 """
 
 from __future__ import annotations
@@ -209,7 +209,7 @@ def train_official(
     clean_train = _views(train_maps, causal, size, None, None, True)
     if quirks.raw_inputs:
         mean, std = torch.zeros(1, clean_train.shape[1], 1, 1), torch.ones(1, clean_train.shape[1], 1, 1)
-    else:  # standardised with the training maps' statistics, as the honest mode does
+    else:  # standardised with the training maps' statistics, as the held-out protocol does
         mean = clean_train.mean(dim=(0, 2, 3), keepdim=True)
         std = clean_train.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-12)
     clean_test = (_views(test_maps, causal, size, None, None, True) - mean) / std

@@ -1,4 +1,4 @@
-"""Reading the official-protocol runs: the table "official vs honest, and each quirk", curves, selection plot."""
+"""Reading the official-protocol runs: the table "official vs held-out, and each quirk", curves, selection plot."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from olacore.proxy.experiment import mean_std_text
 __all__ = ["protocol_table", "learning_curves", "selection_figure"]
 
 
-def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence[str],
-                   honest_label: str = "honest mode") -> pd.DataFrame:
+def protocol_table(official: pd.DataFrame, held_out: pd.DataFrame, order: Sequence[str],
+                   held_out_label: str = "held-out protocol") -> pd.DataFrame:
     """Target accuracy (%) per protocol variant: mean ± std over seeds per target, mean, and points vs official.
 
     Per-target columns are ``"mean ± std"`` text (the mean alone for one seed); ``"mean over targets"`` and
@@ -22,14 +22,14 @@ def protocol_table(official: pd.DataFrame, honest: pd.DataFrame, order: Sequence
 
     Args:
         official: :func:`olacore.proxy.official.official_proxy_experiment` rows (``variant, target, seed, reported``).
-        honest: :func:`olacore.proxy.proxy_experiment` rows, same targets, channel and seeds (``target, seed,
+        held_out: :func:`olacore.proxy.proxy_experiment` rows, same targets, channel and seeds (``target, seed,
             test_acc``); its row comes last.
         order: the variants, in row order; the first is the reference of the points column.
     """
     frames = [official[official["variant"].isin(order)].assign(value=100 * official["reported"]),
-              honest.assign(variant=honest_label, value=100 * honest["test_acc"])]
+              held_out.assign(variant=held_out_label, value=100 * held_out["test_acc"])]
     runs = pd.concat(frames, ignore_index=True)[["variant", "target", "seed", "value"]]
-    rows = [*order, honest_label]
+    rows = [*order, held_out_label]
     table = mean_std_text(runs, "variant", "value", sort=False).reindex(rows)
     table["mean over targets"] = runs.groupby("variant")["value"].mean().reindex(rows)
     table[f"points vs {order[0]}"] = table["mean over targets"] - table.loc[order[0], "mean over targets"]
@@ -72,16 +72,16 @@ def learning_curves(histories: Mapping[tuple, list[dict]], variants: Sequence[st
     return fig
 
 
-def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict]], honest: pd.DataFrame,
+def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict]], held_out: pd.DataFrame,
                      variant: str, *, chance: float | None = None, title: str = ""):
-    """The selection effect (a matplotlib ``Figure``): every target evaluation, the reported maximum, the honest number.
+    """The selection effect (a matplotlib ``Figure``): every target evaluation, the reported maximum, the held-out number.
 
     Per target: grey dots (and a box) are every evaluation of every seed, on re-augmented target maps as the
-    official script evaluates; red diamonds each seed's reported maximum; blue circles its honest test-once accuracy.
+    official script evaluates; red diamonds each seed's reported maximum; blue circles its held-out protocol's test-once accuracy.
 
     Args:
         official, histories: the two results of :func:`olacore.proxy.official.official_proxy_experiment`.
-        honest: :func:`olacore.proxy.proxy_experiment` rows of the same targets and seeds.
+        held_out: :func:`olacore.proxy.proxy_experiment` rows of the same targets and seeds.
     """
     rows = official[official["variant"] == variant]
     targets = list(dict.fromkeys(rows["target"]))
@@ -96,12 +96,12 @@ def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict
                    label="every evaluation")
         ax.scatter(np.full(len(chosen), 0.45), 100 * chosen["reported"], marker="D", color="tab:red",
                    label="reported (max over evaluations)")
-        mine = honest[honest["target"] == target]
+        mine = held_out[held_out["target"] == target]
         ax.scatter(np.full(len(mine), 0.75), 100 * mine["test_acc"], marker="o", color="tab:blue",
-                   label="honest (test once)")
+                   label="held-out (test once)")
         if chance is not None:
             ax.axhline(100 * chance, color="black", linestyle=":", linewidth=1, label="chance")
-        ax.set_xticks([0, 0.45, 0.75], ["every\nevaluation", "reported", "honest"], fontsize=8)
+        ax.set_xticks([0, 0.45, 0.75], ["every\nevaluation", "reported", "held-out"], fontsize=8)
         ax.set_xlim(-0.5, 1.0)
         ax.set_title(target, fontsize=10)
     axes[0][0].set_ylabel("target accuracy (%)")

@@ -6,7 +6,7 @@ causal-map analysis, the claims' verdicts (:func:`olacore.verdicts.claim_verdict
 
 **The paper's table** (:func:`olacore.paper.syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per OLA order and
 rollout) has none of our models: each of our encoder numbers stands beside every paper encoder's number of the
-same channel and metric (keys ``syntax/<paper model>/<channel>/<metric>``), under the honest protocol (checkpoint
+same channel and metric (keys ``syntax/<paper model>/<channel>/<metric>``), under the held-out protocol (checkpoint
 chosen on dev; the official configs select on test). The causal LMs have no published syntax number.
 """
 
@@ -20,7 +20,7 @@ import pandas as pd
 from olacore import paper
 from olacore.metrics import paired_bootstrap_se
 from olacore.profiles import SyntaxSettings
-from olacore.results import ChapterResults
+from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers
 from olacore.sinks import sink_flags
 from olacore.store import TensorStore
@@ -451,7 +451,7 @@ def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.Dat
     Keys: ``syntax/<data set>/<input>/<metric>`` (percent; ``uas``, ``las``, ``uas_nopunct``, ``las_nopunct``) and
     ``verdict/<claim>/<data set>/<other input>`` (the mean paired difference, points). A main data set's
     (:func:`main_data_sets`) encoder number of a paper input carries the keys of :func:`syntax_keys`, the protocol
-    ``"honest"`` and, as its verdict, whether it beats the same model's distance-only baseline.
+    ``"held-out"`` and, as its verdict, whether it beats the same model's distance-only baseline.
 
     Raises:
         ValueError: a number is NaN or a key repeats (:meth:`ChapterResults.add`).
@@ -468,7 +468,7 @@ def record_syntax(results: ChapterResults, table: pd.DataFrame, verdicts: pd.Dat
                                        "note": f"mean of {int(r[metric + '_count'])} seed(s); {note}".strip("; ")}
             keys = syntax_keys(name, metric, kinds[model]) if model in main else []
             if keys:
-                details.update(paper_keys=keys, protocol="honest")
+                details.update(paper_keys=keys, protocol=HELD_OUT)
                 if not distance.empty:
                     details["verdict"] = better(r[metric + "_mean"], distance[metric + "_mean"].iloc[0])
             results.add(f"syntax/{model}/{name}/{metric}", f"test {metric.upper().replace('_NOPUNCT', ' without punct.')}"

@@ -33,6 +33,7 @@ import pandas as pd
 
 from olacore.metrics import entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se
 from olacore.profiles import TransferSettings
+from olacore.results import HELD_OUT
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
 from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
@@ -607,7 +608,7 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
     """Record every cell, bound and zero-shot score in ``results`` (:class:`olacore.results.ChapterResults`, in place).
 
     Causal RE cells and zero-shot RE scores carry the report's keys (``toa-re/<paper source>/<paper target>``,
-    :func:`olacore.report.published`), protocol ``"honest"`` (checkpoints chosen on dev), chance 100/19 and, for a
+    :func:`olacore.report.published`), protocol ``"held-out"`` (checkpoints chosen on dev), chance 100/19 and, for a
     transferred cell, the verdict on the paper's claim that it beats zero-shot prompting (where measured). A cell whose
     ``recovered`` is NaN gets no ``recovered`` record.
 
@@ -627,7 +628,7 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
     for (task, kind, source, target), value in means.items():
         keys, extra = [], {}
         if task == "re" and kind == "causal":
-            keys, extra = re_keys(source, target), dict(chance=100 / 19, protocol="honest")
+            keys, extra = re_keys(source, target), dict(chance=100 / 19, protocol=HELD_OUT)
             extra["verdict"] = beats.get((task, source, target), "")
         results.add(f"toa/{task}/{source}->{target}/{METRICS[task]}",
                     f"TOA {task.upper()} {METRICS[task]}, adapter trained on {source}, applied to {target}", value,
@@ -637,7 +638,7 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
         results.add(f"toa/{z['task']}/zero-shot/{z['model']}", f"zero-shot prompting of {z['model']}, {z['task'].upper()}",
                     z["score"], paper_keys=keys, subject=f"zero-shot, {z['model']}", anchor="tbl-toa-zero-shot",
                     note=f"{z['n']} test examples, {z['unparseable']} unparseable answers counted wrong",
-                    **({"chance": 100 / 19, "protocol": "honest"} if z["task"] == "re" else {}))
+                    **({"chance": 100 / 19, "protocol": HELD_OUT} if z["task"] == "re" else {}))
     for _, b in bounds.iterrows():
         results.add(f"toa/{b['task']}/bound/majority", f"{b['task'].upper()} lower bound: {b['bound']}", b["score"],
                     anchor="tbl-toa-bounds")
