@@ -23,8 +23,14 @@ first on the Jupyter path.
   and always runs after the others.
 - The executed notebook is made for reading: its parameters are shown once, as a labelled
   block (the ``parameters`` and papermill's ``injected-parameters`` cells stay in the
-  notebook, tagged ``remove-cell``), and a note offers the executed notebook and its jupytext
-  source (copied beside it) for download.
+  notebook, tagged ``remove-cell``), a note offers the executed notebook and its jupytext
+  source (copied beside it) for download, and, where the manifest holds an earlier run of the
+  chapter, one line under the title gives that run's time, profile and peak memory.
+- Each executed chapter's record in the manifest keeps its wall and CPU seconds, its peak
+  memory (the largest resident set of the kernel or any of its finished worker processes,
+  ``getrusage`` read by a last cell that is then removed) and the machine it ran on; after
+  every chapter the runner writes them as a Markdown table, ``<out>/compute_table.md``, which
+  ``book/compute.md`` includes.
 
 Stops at the first notebook that fails, naming it, with exit status 1 (2 for a refused
 parameter); prints a per-chapter timing table (executed / skipped, seconds) at the end.
@@ -36,6 +42,7 @@ import argparse
 import json
 import logging
 import os
+import platform
 import shutil
 import sys
 import time
@@ -50,12 +57,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import notebook_manifest as manifest  # noqa: E402
 from notebook_parameters import ParameterError, check_parameters, declared_parameters  # noqa: E402
 
+from olacore.store import atomic_write_text  # noqa: E402
 from olacore.timing import cpu_seconds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_SETUP = Path(__file__).resolve().parent / "kernel_setup.py"
 PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
 SUMMARY_TAG, DOWNLOAD_TAG = "olacore-parameters", "olacore-download"
+RUNNING_TIME_TAG, PEAK_MEMORY_TAG = "olacore-running-time", "olacore-peak-memory"
+COMPUTE_TABLE = "compute_table.md"  # in the output folder; included by book/compute.md
+
+# The last cell of every executed chapter (removed from the executed notebook): the largest
+# resident set of the kernel or of one of its finished worker processes, in bytes. The kernel's
+# own is its memory's high-water mark (VmHWM, Linux): its ru_maxrss would also count the runner's
+# memory at the moment it started the kernel (exec keeps the old high-water mark). Workers count
+# through RUSAGE_CHILDREN (ru_maxrss in KiB on Linux, bytes on macOS). Leaves no name behind.
+PEAK_MEMORY_CELL = """def _olacore_peak_memory():
+    import json, resource, sys
+    scale = 1 if sys.platform == "darwin" else 1024
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    try:
+        with open("/proc/self/status") as status:
+            own = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        pass
+    print(json.dumps({"peak_rss_bytes": max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale)}))
+
+
+_olacore_peak_memory()
+del _olacore_peak_memory"""
 
 
 class _DropUnknownParameterWarning(logging.Filter):
@@ -147,10 +177,45 @@ def download_note(stem: str) -> str:
     )
 
 
-def prepare_for_reading(path: Path, stem: str, values: dict, declared_here: dict) -> None:
-    """Tag the parameter cells ``remove-cell``, add the parameters block and the download note."""
+def _gigabytes(size: float) -> str:
+    return f"{size / 1e9:.1f} GB"
+
+
+def running_time_note(entry: dict | None) -> str | None:
+    """The line under a chapter's title: its last run's time, profile and peak memory (``None`` without a record)."""
+    if not entry or not entry.get("seconds"):
+        return None
+    seconds = float(entry["seconds"])
+    minutes = round(seconds / 60)
+    text = "under a minute" if seconds < 60 else f"about {minutes} min" if minutes < 90 else f"about {seconds / 3600:.1f} h"
+    profile = entry.get("parameters", {}).get("profile", "?")
+    peak = f", peak memory {_gigabytes(entry['peak_rss_bytes'])}" if entry.get("peak_rss_bytes") else ""
+    return (f"*Running time: {text} at profile `{profile}` on this machine (last run{peak}); "
+            "every chapter's: {ref}`compute`.*")
+
+
+def take_peak_memory(notebook: nbformat.NotebookNode) -> int | None:
+    """Remove the :data:`PEAK_MEMORY_CELL` from an executed notebook; return the bytes it printed."""
+    index = _tagged(notebook, PEAK_MEMORY_TAG)
+    if index is None:
+        return None
+    cell = notebook.cells.pop(index)
+    for output in cell.get("outputs", []):
+        for line in output.get("text", "").splitlines():
+            if line.startswith("{"):
+                return int(json.loads(line)["peak_rss_bytes"])
+    return None
+
+
+def prepare_for_reading(path: Path, stem: str, values: dict, declared_here: dict,
+                        previous: dict | None = None) -> int | None:
+    """Tag the parameter cells ``remove-cell``, add the parameters block, the download note and
+    (from ``previous``, the chapter's earlier manifest entry) the running-time line; take out
+    the peak-memory cell and return its reading (bytes, ``None`` if there was none)."""
     notebook = nbformat.read(path, as_version=4)
-    notebook.cells = [c for c in notebook.cells if not {SUMMARY_TAG, DOWNLOAD_TAG} & set(c.metadata.get("tags", []))]
+    peak = take_peak_memory(notebook)
+    added = {SUMMARY_TAG, DOWNLOAD_TAG, RUNNING_TIME_TAG}
+    notebook.cells = [c for c in notebook.cells if not added & set(c.metadata.get("tags", []))]
     for tag in (PARAMETERS_TAG, INJECTED_TAG):
         index = _tagged(notebook, tag)
         if index is not None:
@@ -162,14 +227,23 @@ def prepare_for_reading(path: Path, stem: str, values: dict, declared_here: dict
     notebook.cells.insert(anchor or 0, _markdown_cell(parameters_summary(values, declared_here), SUMMARY_TAG))
     first_is_title = notebook.cells and notebook.cells[0].cell_type == "markdown" and anchor != 0
     notebook.cells.insert(1 if first_is_title else 0, _markdown_cell(download_note(stem), DOWNLOAD_TAG))
+    note = running_time_note(previous)
+    if note:
+        notebook.cells.insert(1 if first_is_title else 0, _markdown_cell(note, RUNNING_TIME_TAG))
     nbformat.write(notebook, path)
+    return peak
 
 
-def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
-    """Execute ``source`` with (already checked) ``parameters``; return the executed notebook's path.
+def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None = None) -> tuple[Path, int | None]:
+    """Execute ``source`` with (already checked) ``parameters``.
 
-    Writes ``<out_dir>/<stem>.ipynb`` (executed, prepared for reading) and a copy of the source
-    beside it (``<stem>.py``, offered for download).
+    Writes ``<out_dir>/<stem>.ipynb`` (executed, prepared for reading, the running-time line
+    from ``previous``, the chapter's earlier manifest entry) and a copy of the source beside
+    it (``<stem>.py``, offered for download).
+
+    Returns:
+        the executed notebook's path and the run's peak memory in bytes (the largest resident
+        set of the kernel or a finished worker; ``None`` where it could not be read).
 
     Raises:
         notebook_parameters.ParameterError: a parameter the notebook does not declare.
@@ -190,6 +264,7 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
     if unknown:
         raise ParameterError(f"{source.name} has no parameter {', '.join(unknown)}; "
                              f"its parameters are: {', '.join(declared_here)}")
+    notebook.cells.append(nbformat.v4.new_code_cell(PEAK_MEMORY_CELL, metadata={"tags": [PEAK_MEMORY_TAG]}))
     raw = out_dir / f"{source.stem}.source.ipynb"
     jupytext.write(notebook, raw)
     target = out_dir / f"{source.stem}.ipynb"
@@ -203,9 +278,9 @@ def execute(source: Path, out_dir: Path, parameters: dict) -> Path:
         )
     finally:
         raw.unlink(missing_ok=True)
-    prepare_for_reading(target, source.stem, parameters, declared_here)
+    peak = prepare_for_reading(target, source.stem, parameters, declared_here, previous)
     shutil.copyfile(source, out_dir / source.name)
-    return target
+    return target, peak
 
 
 def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = False,
@@ -226,11 +301,12 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
     entry = manifest.read_manifest(out_dir)["chapters"].get(source.stem)
     reason = "forced" if force else manifest.why_stale(entry, fingerprint, out_dir)
     if reason is None:
+        write_compute_table(out_dir)
         seconds = time.perf_counter() - start
         return {"chapter": source.stem, "status": "skipped", "seconds": seconds, "reason": "unchanged"}
     manifest.update_manifest(out_dir, source.stem, None)
     cpu = cpu_seconds()
-    execute(source, out_dir, parameters)
+    _, peak = execute(source, out_dir, parameters, previous=entry)
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu  # the kernel and its workers, once ended
     manifest.update_manifest(out_dir, source.stem, {
         "fingerprint": fingerprint,
@@ -241,17 +317,101 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
         "parameters": parameters,
         "seconds": round(seconds, 1),
         "cpu_seconds": round(cpu, 1),
+        "peak_rss_bytes": peak,
         "executed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
     })
-    return {"chapter": source.stem, "status": "executed", "seconds": seconds, "cpu_seconds": cpu, "reason": reason}
+    write_compute_table(out_dir)
+    return {"chapter": source.stem, "status": "executed", "seconds": seconds, "cpu_seconds": cpu,
+            "peak_rss_bytes": peak, "reason": reason}
+
+
+def machine() -> dict:
+    """The machine a chapter ran on: CPU model, cores this process may use, memory, system and Python."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    return {"cpu": model, "cores": cores, "memory_bytes": memory,
+            "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version()}
+
+
+def _describe_machine(m: dict) -> str:
+    memory = f", {_gigabytes(m['memory_bytes'])} of memory" if m.get("memory_bytes") else ""
+    return f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores{memory} ({m.get('system', '?')}, Python {m.get('python', '?')})"
+
+
+def _largest_phases(out_dir: Path, chapter: str, count: int = 2) -> str:
+    """The chapter's ``count`` phases with the most CPU (its stopwatch's last record), as ``name wall / CPU s``."""
+    path = Path(out_dir) / "phases" / f"{chapter}.json"
+    try:
+        rows = [r for r in json.loads(path.read_text()) if r["phase"] != "total"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    rows = sorted(rows, key=lambda r: -r["cpu"])[:count]
+    return "; ".join(f"{_escape(str(r['phase']))} {r['wall']:,.0f} / {r['cpu']:,.0f}" for r in rows)
+
+
+def compute_table(out_dir: Path) -> str:
+    """The book's execution statistics (MyST Markdown) from the manifest of ``out_dir``: per executed
+    chapter its profile, wall and CPU seconds, cores used (CPU / wall), peak memory and largest
+    phases, with the machine(s) and dates of the runs. Without any record: one line that says so."""
+    chapters = manifest.read_manifest(out_dir)["chapters"]
+    entries = {name: e for name, e in chapters.items() if e and e.get("seconds") is not None}
+    if not entries:
+        return ("*No chapter has been executed into this book's output folder yet, so there are no "
+                "statistics to show: run `make book` (or `scripts/execute_notebooks.py`).*\n")
+    order = sorted(entries, key=lambda name: (not name[:1].isdigit(), name))  # main chapters, then appendices
+    rows = ["| page | profile | wall s | CPU s | cores | peak memory | largest phases (wall / CPU s) |",
+            "|---|---|---:|---:|---:|---:|---|"]
+    for name in order:
+        e = entries[name]
+        wall, cpu = float(e["seconds"]), e.get("cpu_seconds")
+        cores = f"{cpu / wall:.2f}" if cpu is not None and wall > 0 else ""
+        peak = _gigabytes(e["peak_rss_bytes"]) if e.get("peak_rss_bytes") else ""
+        rows.append(f"| {name} | {e.get('parameters', {}).get('profile', '')} | {wall:,.0f} | "
+                    f"{'' if cpu is None else f'{cpu:,.0f}'} | {cores} | {peak} | {_largest_phases(out_dir, name)} |")
+    wall = sum(float(e["seconds"]) for e in entries.values())
+    cpu = sum(float(e.get("cpu_seconds") or 0) for e in entries.values())
+    peaks = [e["peak_rss_bytes"] for e in entries.values() if e.get("peak_rss_bytes")]
+    rows.append(f"| all | | {wall:,.0f} | {cpu:,.0f} | {cpu / wall if wall else 0:.2f} | "
+                f"{_gigabytes(max(peaks)) if peaks else ''} | |")
+    dates = sorted(e["executed_at"][:16].replace("T", " ") for e in entries.values() if e.get("executed_at"))
+    machines = list(dict.fromkeys(_describe_machine(e["machine"]) for e in entries.values() if e.get("machine")))
+    when = (f"on {dates[0]}" if dates and dates[0] == dates[-1] else f"between {dates[0]} and {dates[-1]}") + " UTC" \
+        if dates else "at unrecorded times"
+    where = "; ".join(machines) if machines else "an unrecorded machine"
+    return (f"The last executed run of each page, {when}, on {where}.\n\n"
+            ":::{table} Each page's last executed run: wall seconds (the runner's, kernel start included), "
+            "CPU seconds (the kernel and its finished worker processes), cores used (CPU over wall), peak "
+            "memory (the largest resident set of one process: the kernel or one of its workers) and the "
+            "two phases of the page's own stopwatch with the most CPU.\n"
+            ":name: tbl-compute-last\n\n" + "\n".join(rows) + "\n:::\n")
+
+
+def write_compute_table(out_dir: Path) -> Path:
+    """Write :func:`compute_table` to ``<out_dir>/compute_table.md`` (included by ``book/compute.md``)."""
+    return atomic_write_text(Path(out_dir) / COMPUTE_TABLE, compute_table(out_dir))
 
 
 def timing_table(rows: list[dict]) -> str:
-    """A plain-text table: chapter, executed / skipped, wall and CPU seconds, why."""
+    """A plain-text table: chapter, executed / skipped, wall and CPU seconds, peak memory (GB), why."""
     width = max([len("chapter")] + [len(r["chapter"]) for r in rows])
-    lines = [f"{'chapter':<{width}}  {'status':<8}  {'wall s':>7}  {'CPU s':>7}  why", "-" * (width + 40)]
+
+    def peak(r):
+        return f"{r['peak_rss_bytes'] / 1e9:>7.1f}" if r.get("peak_rss_bytes") else f"{'':>7}"
+
+    lines = [f"{'chapter':<{width}}  {'status':<8}  {'wall s':>7}  {'CPU s':>7}  {'peak GB':>7}  why",
+             "-" * (width + 49)]
     lines += [f"{r['chapter']:<{width}}  {r['status']:<8}  {r['seconds']:>7.1f}  {r.get('cpu_seconds', 0.0):>7.1f}  "
-              f"{r['reason']}" for r in rows]
+              f"{peak(r)}  {r['reason']}" for r in rows]
     lines.append(f"{'total':<{width}}  {'':<8}  {sum(r['seconds'] for r in rows):>7.1f}  "
                  f"{sum(r.get('cpu_seconds', 0.0) for r in rows):>7.1f}")
     return "\n".join(lines)

@@ -106,9 +106,9 @@ def test_every_chapter_declares_a_type_for_every_parameter():
         assert not untyped, f"{source.name}: annotate {untyped} in the parameters cell"
 
 
-def test_quantitative_chapter_takes_one_seed_as_a_list_and_refuses_text(capsys):
+def test_proxy_chapter_takes_one_seed_as_a_list_and_refuses_text(capsys):
     runner = load_runner()
-    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    chapter = ROOT / "notebooks" / "04_proxy.py"
     assert runner.resolve_parameters(chapter, "smoke", {"seeds": "0"}) == {"profile": "smoke", "seeds": [0]}
     status = runner.main(["--profile", "smoke", "-p", "seeds", "zero", str(chapter), "--out", "/nonexistent/out"])
     assert status == 2
@@ -178,15 +178,111 @@ def test_skip_logic_reexecutes_only_what_changed(tiny, monkeypatch, capsys):
     assert set(manifest["chapters"]["07_tiny"]["fingerprint"]) == {"source", "parameters", "package", "runner", "data", "environment"}
     assert not list(out.parent.glob("*.tmp")), "a temporary manifest was left behind"
 
-    # the executed notebook: parameters shown once, both code cells kept but removed from the page
+    # the executed notebook: under the title the previous run's time (a record existed), the
+    # download note; parameters shown once, both code cells kept but removed from the page
     cells = nbformat.read(notebook, as_version=4).cells
     tags = [c.metadata.get("tags", []) for c in cells]
-    assert tags[1] == ["olacore-download"] and "{download}`07_tiny.py <07_tiny.py>`" in cells[1].source
+    assert tags[1] == ["olacore-running-time"] and "profile `smoke`" in cells[1].source
+    assert tags[2] == ["olacore-download"] and "{download}`07_tiny.py <07_tiny.py>`" in cells[2].source
+    assert not [c for c in cells if "olacore-peak-memory" in c.metadata.get("tags", [])]
     summary = [c for c in cells if "olacore-parameters" in c.metadata.get("tags", [])]
     assert len(summary) == 1 and "| `seeds` | `[1]` (set for this run) | None: one seed |" in summary[0].source
     for tag in ("parameters", "injected-parameters"):
         assert ["remove-cell"] == [t for c in cells if tag in c.metadata.get("tags", []) for t in c.metadata["tags"] if t == "remove-cell"]
     assert (out / "07_tiny.py").read_text() == source.read_text()
+
+
+MEMORY = '''# %% [markdown]
+# # Memory
+
+# %% tags=["parameters"]
+profile = "default"  # smoke, default or paper
+where: str = "kernel"  # kernel or worker
+megabytes: int = 300
+
+# %%
+import subprocess
+import sys
+
+allocate = f"block = b'x' * {megabytes * 1_000_000}"
+if where == "kernel":
+    exec(allocate)
+else:
+    subprocess.run([sys.executable, "-c", allocate], check=True)
+'''
+
+
+@pytest.mark.slow
+def test_peak_memory_is_recorded_for_the_kernel_and_its_workers(tmp_path):
+    """The largest resident set of one process: a block held by the kernel, or by a worker that ended."""
+    runner = load_runner()
+    source, out = tmp_path / "07_memory.py", tmp_path / "out"
+    source.write_text(MEMORY)
+    peaks = {}
+    for where, megabytes in (("kernel", 300), ("worker", 450)):
+        row = runner.run_chapter(source, out, {"profile": "smoke", "where": where, "megabytes": megabytes})
+        entry = notebook_manifest.read_manifest(out)["chapters"]["07_memory"]
+        assert entry["peak_rss_bytes"] == row["peak_rss_bytes"]
+        peaks[where] = row["peak_rss_bytes"]
+    assert 300e6 <= peaks["kernel"] < 450e6 <= peaks["worker"]
+    assert peaks["worker"] < 700e6  # one process's, not a sum and not the runner's memory
+    cells = nbformat.read(out / "07_memory.ipynb", as_version=4).cells
+    assert not [c for c in cells if "olacore-peak-memory" in c.metadata.get("tags", [])]
+    assert [c.source for c in cells if c.cell_type == "code"][-1].endswith("check=True)")  # the chapter's last cell
+
+
+def _entry(seconds, cpu, peak, profile="default", when="2026-12-02T10:00:00+00:00"):
+    return {"fingerprint": {}, "outputs": {}, "parameters": {"profile": profile}, "seconds": seconds,
+            "cpu_seconds": cpu, "peak_rss_bytes": peak, "executed_at": when,
+            "machine": {"cpu": "Test CPU 9000", "cores": 2, "memory_bytes": 24e9, "system": "Linux x86_64",
+                        "python": "3.11.7"}}
+
+
+def _table_rows(text):
+    return {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+            for line in text.splitlines() if line.startswith("| ") and not line.startswith("| page")}
+
+
+def test_compute_table_is_generated_from_the_records(tmp_path):
+    runner = load_runner()
+    out = tmp_path / "generated"
+    runner.write_compute_table(out)
+    empty = (out / "compute_table.md").read_text()
+    assert "|" not in empty and len(empty.strip().splitlines()) == 1  # no run yet: one line, no table
+    notebook_manifest.update_manifest(out, "01_a", _entry(120.0, 180.0, 2.5e9, when="2026-12-02T10:00:00+00:00"))
+    notebook_manifest.update_manifest(out, "a1_b", _entry(40.0, 20.0, 0.5e9, profile="smoke",
+                                                          when="2026-12-02T11:30:00+00:00"))
+    notebook_manifest.update_manifest(out, "02_c", None)  # a chapter whose run failed: no record
+    (out / "phases").mkdir(parents=True)
+    (out / "phases" / "01_a.json").write_text(json.dumps([
+        {"phase": "load", "wall": 10.0, "cpu": 5.0}, {"phase": "train", "wall": 60.0, "cpu": 110.0},
+        {"phase": "maps", "wall": 30.0, "cpu": 50.0}, {"phase": "total", "wall": 115.0, "cpu": 170.0}]))
+    runner.write_compute_table(out)
+    text = (out / "compute_table.md").read_text()
+    rows = _table_rows(text)
+    assert list(rows) == ["01_a", "a1_b", "all"]  # main chapters first, then appendices, then the sum
+    page, wall, cpu, cores, peak, phases = [rows["01_a"][i] for i in range(6)]
+    assert (page, wall, cpu, float(cores), peak) == ("default", "120", "180", 180 / 120, "2.5 GB")
+    assert phases.index("train") < phases.index("maps") and "load" not in phases  # the two with most CPU
+    assert rows["a1_b"][0] == "smoke" and float(rows["a1_b"][3]) == 0.5
+    assert rows["all"][1:5] == ["160", "200", f"{200 / 160:.2f}", "2.5 GB"]
+    assert "Test CPU 9000, 2 cores" in text and "2026-12-02 10:00" in text and "2026-12-02 11:30" in text
+
+
+def test_running_time_line_appears_when_a_record_exists(tmp_path):
+    runner = load_runner()
+    path = tmp_path / "07_x.ipynb"
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# Title"),
+                                               nbformat.v4.new_code_cell("x = 1")])
+    nbformat.write(notebook, path)
+    runner.prepare_for_reading(path, "07_x", {"profile": "smoke"}, {})
+    assert not [c for c in nbformat.read(path, as_version=4).cells if "olacore-running-time" in c.metadata.get("tags", [])]
+    for seconds, words in ((30.0, "under a minute"), (185.0, "about 3 min")):
+        runner.prepare_for_reading(path, "07_x", {"profile": "smoke"}, {}, previous=_entry(seconds, seconds, 1.5e9))
+        cells = nbformat.read(path, as_version=4).cells
+        lines = [c.source for c in cells if "olacore-running-time" in c.metadata.get("tags", [])]
+        assert len(lines) == 1 and cells[1].source == lines[0]  # once, right under the title
+        assert words in lines[0] and "profile `default`" in lines[0] and "1.5 GB" in lines[0]
 
 
 def test_data_fingerprint_follows_size_and_mtime(tmp_path):
@@ -202,10 +298,12 @@ def test_data_fingerprint_follows_size_and_mtime(tmp_path):
 def test_timing_table_lists_every_chapter():
     table = load_runner().timing_table([
         {"chapter": "01_a", "status": "skipped", "seconds": 0.1, "reason": "unchanged"},
-        {"chapter": "02_b", "status": "executed", "seconds": 12.0, "cpu_seconds": 20.5, "reason": "source changed"},
+        {"chapter": "02_b", "status": "executed", "seconds": 12.0, "cpu_seconds": 20.5, "peak_rss_bytes": 1.5e9,
+         "reason": "source changed"},
     ])
     lines = table.splitlines()
-    assert lines[2].split()[:3] == ["01_a", "skipped", "0.1"] and lines[3].split()[:4] == ["02_b", "executed", "12.0", "20.5"]
+    assert lines[2].split() == ["01_a", "skipped", "0.1", "0.0", "unchanged"]
+    assert lines[3].split()[:5] == ["02_b", "executed", "12.0", "20.5", "1.5"]
     assert lines[-1].split() == ["total", "12.1", "20.5"]
 
 
@@ -270,7 +368,7 @@ def test_chapters_run_on_the_runners_interpreter_whatever_python3_is_first(tmp_p
     ("seeds", "[0, -1]", "-1"),
 ])
 def test_values_unusable_for_their_parameter_are_refused_before_any_cell(name, text, named, capsys):
-    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    chapter = ROOT / "notebooks" / "04_proxy.py"
     status = load_runner().main(["--profile", "smoke", "-p", name, text, str(chapter), "--out", "/nonexistent/out"])
     assert status == 2
     err = capsys.readouterr().err.strip()
@@ -278,7 +376,7 @@ def test_values_unusable_for_their_parameter_are_refused_before_any_cell(name, t
 
 
 def test_usable_values_pass_as_given(declared):
-    chapter = ROOT / "notebooks" / "03_quantitative.py"
+    chapter = ROOT / "notebooks" / "04_proxy.py"
     runner = load_runner()
     assert runner.resolve_parameters(chapter, "smoke", {"device": "cpu", "seeds": "[0,2]"}) == \
         {"profile": "smoke", "device": "cpu", "seeds": [0, 2]}
