@@ -18,7 +18,8 @@ from olacore.profiles import DataSet, settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.toa.data import SYNTAX_GRID, InputSpec, LabelVocab, build_task_data, input_spec, subset_splits
-from olacore.toa.syntax import (baseline_table, best_layer, data_reports, direction_table, grid_plan, head_directions,
+from olacore.toa.syntax import (baseline_table, best_layer, data_reports, direction_table, grid_plan, grid_table,
+                                head_directions,
                                 layer_cells, layer_screen, learning_curve, main_data_sets, paired_margin, record_rows,
                                 record_syntax, syntax_keys, syntax_paper_numbers, syntax_verdicts, wide_table)
 from olacore.toa.train import score
@@ -228,6 +229,34 @@ def test_paired_margin_is_the_score_difference_with_a_sentence_standard_error():
     assert same["las"] == {"margin": 0.0, "se": 0.0, "sentences": 40, "words": found["uas"]["words"]}
     with pytest.raises(ValueError, match="adapters"):
         paired_margin([good], [], data)
+
+
+class _ScoredAdapter(_LabelledAdapter):
+    """A labelled adapter with a training record, scored as a trained one (olacore.toa.train.score)."""
+
+    def __init__(self, heads, rels, epoch):
+        super().__init__(heads, rels)
+        self.record = {"best_epoch": epoch, "dev": {"uas": 50.0 + epoch, "las": 40.0 + epoch}, "train_seconds": 2.0,
+                       "sentences_per_second": 10.0}
+
+    def evaluate(self, data):
+        return score("dp", data.items, self.predict(data), self.vocab)
+
+
+def test_grid_table_has_one_row_per_cell_with_its_test_score_and_record():
+    data, _ = _planted(6, 7)
+    gold = [np.array(item.heads) for item in data.items]
+    perfect = _ScoredAdapter(gold, [np.zeros(len(g), int) for g in gold], epoch=2)
+    shifted = _ScoredAdapter([(g + 1) % len(g) for g in gold], [np.zeros(len(g), int) for g in gold], epoch=1)
+    splits = {"toy": {"train": data, "test": data}}
+    table = grid_table({("toy", "order 1", 0): perfect, ("toy", "distance", 1): shifted}, splits)
+    assert table[["model", "kind", "input", "seed"]].values.tolist() == [["toy", "encoder", "order 1", 0],
+                                                                          ["toy", "encoder", "distance", 1]]
+    assert table.loc[0, "uas"] == 100.0 and table.loc[0, "las"] == 100.0
+    assert table.loc[1, "uas"] == pytest.approx(shifted.evaluate(data)["uas"]) and table.loc[1, "uas"] < 100.0
+    assert table["epoch"].tolist() == [2, 1] and table["dev_las"].tolist() == [42.0, 41.0]
+    assert (table["train"] == len(data)).all() and (table["words"] == table.loc[0, "words"]).all()
+    assert "long_uas" not in table  # no test_long split, no long columns
 
 
 def test_data_reports_count_per_data_set_and_split():

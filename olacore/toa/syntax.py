@@ -28,7 +28,7 @@ from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
 from olacore.toa.train import attachment_words
 from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
-__all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "summary",
+__all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "grid_table", "summary",
            "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
            "learning_curve", "head_directions", "direction_table", "wide_table", "parse_examples",
            "baseline_table", "data_reports", "grid_plan", "PAPER_INPUTS", "syntax_paper_numbers",
@@ -77,6 +77,31 @@ def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]
         out[name] = syntax_data(model, chosen, settings, sources=dataset.sources, workers=workers, device=device,
                                 progress=progress, store=store)
     return out
+
+
+def grid_table(adapters: Mapping[tuple[str, str, int], Any], data: Mapping[str, Mapping[str, TaskData]]) -> pd.DataFrame:
+    """The grid's table: one row per cell ``(data set, input, seed)`` of ``adapters`` (trained DP adapters), its
+    test scores (scored once) and training record.
+
+    Returns:
+        columns ``model`` (data set), ``kind``, ``input``, ``seed``, ``train`` (sentences), ``epoch`` (kept),
+        ``dev_uas``, ``dev_las``, :data:`SCORE_COLUMNS`, ``long_uas`` / ``long_las`` where the data set has a
+        ``test_long`` split, ``train_seconds``, ``sentences_per_second``, ``words``.
+    """
+    rows = []
+    for (name, input_name, seed), adapter in adapters.items():
+        scores = adapter.evaluate(data[name]["test"])
+        row = {"model": name, "kind": "causal" if data[name]["test"].causal else "encoder", "input": input_name,
+               "seed": seed, "train": len(data[name]["train"]), "epoch": adapter.record["best_epoch"],
+               "dev_uas": adapter.record["dev"]["uas"], "dev_las": adapter.record["dev"]["las"],
+               **{k: scores[k] for k in SCORE_COLUMNS}}
+        if len(data[name].get("test_long", ())):  # the paper profile also scores the long sentences
+            long = adapter.evaluate(data[name]["test_long"])
+            row.update(long_uas=long["uas"], long_las=long["las"])
+        row.update(train_seconds=adapter.record["train_seconds"],
+                   sentences_per_second=adapter.record["sentences_per_second"], words=scores["words"])
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def summary(table: pd.DataFrame, columns: Sequence[str] = ("uas", "las")) -> pd.DataFrame:
