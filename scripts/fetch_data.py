@@ -28,6 +28,7 @@ and what to do. Exit status 0 when every file is in place and right, 1 otherwise
 from __future__ import annotations
 
 import csv
+import errno
 import hashlib
 import http.client
 import os
@@ -43,6 +44,7 @@ from pathlib import Path
 from olacore.settings import DATA_ENV, data_dir
 
 TABLE = Path(__file__).resolve().parent / "data_sources.csv"
+TABLE_NAME = "scripts/data_sources.csv"
 URL_ENV = "OLACORE_DATA_URL"
 _CHUNK = 1 << 20
 
@@ -140,7 +142,7 @@ def _check(source: Source, staged: Path, origin: str, data: Path) -> None:
             else "the download is damaged or the release changed")
     raise FetchError(
         f"{source.path}: sha256 {found}, expected {source.sha256} ({origin}): {what}. Nothing was written "
-        f"to {data}; run `make data` again, and if it fails the same way check the address in {TABLE.name}")
+        f"to {data}; run `make data` again, and if it fails the same way check the address in {TABLE_NAME}")
 
 
 def _fetch_into(stage: Path, sources: list[Source], base: str | None, data: Path) -> list[str]:
@@ -181,7 +183,7 @@ def _fetch_into(stage: Path, sources: list[Source], base: str | None, data: Path
                         raise FetchError(
                             f"{source.path}: {source.archive} from {url} has no member {source.member}; the "
                             f"archive is not the release. Nothing was written to {data}; check the address "
-                            f"in {TABLE.name}") from None
+                            f"in {TABLE_NAME}") from None
                     except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as error:
                         raise FetchError(
                             f"{source.path}: {source.archive} from {url} (sha256 {sha256_of(fetched)}) is not a "
@@ -196,18 +198,37 @@ def _fetch_into(stage: Path, sources: list[Source], base: str | None, data: Path
     return errors
 
 
+def _place(staged: Path, final: Path) -> None:
+    """Move ``staged`` (a file or folder) to ``final`` in one rename; across file systems (the data
+    folder a mount point), copy it beside ``final`` first and rename that."""
+    try:
+        os.rename(staged, final)
+    except OSError as error:
+        if error.errno != errno.EXDEV:
+            raise
+        beside = final.with_name(f".{final.name}.fetch-part")  # a leftover of a killed run is replaced
+        if beside.is_dir():
+            shutil.rmtree(beside)
+        beside.unlink(missing_ok=True)
+        if staged.is_dir():
+            shutil.copytree(staged, beside)
+        else:
+            shutil.copyfile(staged, beside)
+        os.rename(beside, final)
+
+
 def _move_into_place(tree: Path, data: Path) -> None:
     """Move every checked folder (or file, where its folder exists) from ``tree`` into ``data``."""
     data.mkdir(parents=True, exist_ok=True)
     for folder in sorted(tree.iterdir()):
         target = data / folder.name
         if not target.exists():
-            os.rename(folder, target)  # one atomic step: the whole folder or nothing
+            _place(folder, target)  # one atomic step: the whole folder or nothing
             continue
         for staged in sorted(path for path in folder.rglob("*") if path.is_file()):
             final = target / staged.relative_to(folder)
             final.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staged, final)  # atomic per file
+            _place(staged, final)  # atomic per file (the file is missing, checked before)
 
 
 def fetch(sources: list[Source] | None = None, data: Path | None = None, out=sys.stdout) -> list[str]:
@@ -231,7 +252,7 @@ def fetch(sources: list[Source] | None = None, data: Path | None = None, out=sys
                           f"it (or point {DATA_ENV} at another folder) and run `make data` again")
     if errors or not missing:
         if not errors:
-            print(f"make data: all {len(sources)} files are in {data} with the sha256 of {TABLE.name}; "
+            print(f"make data: all {len(sources)} files are in {data} with the sha256 of {TABLE_NAME}; "
                   "nothing to fetch", file=out)
         return errors
     parent = data.parent

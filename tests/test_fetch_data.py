@@ -7,6 +7,7 @@ bytes, never read back from the script.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.server
 import os
@@ -239,3 +240,23 @@ def test_make_data_runs_the_script():
                          env={**os.environ, "MAKEFLAGS": ""})
     assert dry.returncode == 0, dry.stderr
     assert f"{sys.executable} scripts/fetch_data.py" in dry.stdout
+
+
+def test_data_folder_on_another_file_system_still_gets_whole_files(originals, tmp_path, monkeypatch, capsys):
+    """A rename across file systems fails (EXDEV): each folder is copied beside its place, then renamed."""
+    rename = os.rename
+
+    def cross_device(source, target):
+        if ".fetch-part" not in str(source):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        rename(source, target)
+
+    monkeypatch.setattr(fetch_data.os, "rename", cross_device)
+    mirror = build_mirror(originals, tmp_path / "mirror")
+    data = tmp_path / "data"
+    code, out, err = run(monkeypatch, capsys, data, mirror.as_uri())
+    assert code == 0, err
+    for row in ROWS:
+        assert (data / row.path).read_bytes() == (originals / row.path).read_bytes(), row.path
+    assert not [p for p in data.rglob("*") if ".fetch-part" in p.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "mirror"]
