@@ -6,7 +6,8 @@ Usage::
     OLACORE_DATA_URL=file:///path/to/mirror python scripts/fetch_data.py
 
 The table ``scripts/data_sources.csv`` lists every file of the data folder: its path below the
-folder, its sha256 and size, the address of its release and, where the release is an archive
+folder, its sha256 and size, the address of its release (several, separated by spaces, are tried in
+order until one gives the right file) and, where the release is an archive
 (SemEval-2010 Task 8), the archive's name and the member that is the file; the sha256 is then the
 member's. The data folder is the project's (:func:`olacore.settings.data_dir`: ``$OLACORE_DATA``,
 default ``../shared/data`` beside the repository).
@@ -95,12 +96,13 @@ def mirror_base() -> str | None:
     return value.rstrip("/")
 
 
-def download_url(source: Source, base: str | None) -> str:
-    """Where ``source`` is downloaded from: its release, or the mirror under ``base``."""
+def download_urls(source: Source, base: str | None) -> tuple[str, ...]:
+    """Where ``source`` is downloaded from, in the order tried: its release's addresses (the table's
+    ``url`` cell, several separated by spaces), or the mirror under ``base`` alone."""
     if base is None:
-        return source.url
+        return tuple(source.url.split())
     relative = f"{source.folder}/{source.archive}" if source.archive else source.path
-    return f"{base}/{urllib.parse.quote(relative)}"
+    return (f"{base}/{urllib.parse.quote(relative)}",)
 
 
 class CutShort(Exception):
@@ -146,55 +148,67 @@ def _check(source: Source, staged: Path, origin: str, data: Path) -> None:
 
 
 def _fetch_into(stage: Path, sources: list[Source], base: str | None, data: Path) -> list[str]:
-    """Download, unpack and check ``sources`` under ``stage/tree``; the refusals (empty: all good)."""
-    downloads, tree = stage / "downloads", stage / "tree"
-    downloads.mkdir()
-    errors: list[str] = []
-    by_url: dict[str, list[Source]] = {}
+    """Download, unpack and check ``sources`` under ``stage/tree``; the refusals (empty: all good).
+
+    Sources sharing their addresses (the members of one archive) are downloaded once; where an address
+    fails, the next one of the row is tried, and the refusals of every address are reported."""
+    (stage / "downloads").mkdir()
+    groups: dict[tuple[str, ...], list[Source]] = {}
     for source in sources:
-        by_url.setdefault(download_url(source, base), []).append(source)
-    for number, (url, group) in enumerate(by_url.items()):
-        names = ", ".join(source.path for source in group)
-        fetched = downloads / str(number)
+        groups.setdefault(download_urls(source, base), []).append(source)
+    errors: list[str] = []
+    for number, (urls, group) in enumerate(groups.items()):
+        tried: list[str] = []
+        for attempt, url in enumerate(urls):
+            failed = _fetch_group(stage / "downloads" / f"{number}-{attempt}", url, group, stage / "tree", data)
+            if not failed:
+                break
+            tried.extend(failed)
+        else:
+            errors.extend(tried)
+    return errors
+
+
+def _fetch_group(fetched: Path, url: str, group: list[Source], tree: Path, data: Path) -> list[str]:
+    """Download ``url`` into ``fetched`` and stage every file of ``group`` from it; the refusals."""
+    names = ", ".join(source.path for source in group)
+    try:
+        _download(url, fetched)
+    except CutShort as error:
+        found = sha256_of(fetched)
+        return [f"{source.path}: {error} from {url}, sha256 {found} (expected {_expected(source)}): the download "
+                f"was cut short. Nothing was written to {data}; run `make data` again" for source in group]
+    except (OSError, ValueError) as error:  # URLError and HTTPError are OSErrors
+        reason = getattr(error, "reason", None) or error
+        return [f"{names}: cannot download {url} ({reason}). Nothing was written to {data}; check the network "
+                f"(or {URL_ENV}) and run `make data` again"]
+    errors = []
+    for source in group:
+        staged = tree / source.path
+        staged.parent.mkdir(parents=True, exist_ok=True)
         try:
-            _download(url, fetched)
-        except CutShort as error:
-            found = sha256_of(fetched)
-            errors.extend(f"{source.path}: {error} from {url}, sha256 {found} (expected "
-                          f"{_expected(source)}): the download was cut short. Nothing was written to {data}; "
-                          f"run `make data` again" for source in group)
-            continue
-        except (OSError, ValueError) as error:  # URLError and HTTPError are OSErrors
-            reason = getattr(error, "reason", None) or error
-            errors.append(f"{names}: cannot download {url} ({reason}). Nothing was written to {data}; check "
-                          f"the network (or {URL_ENV}) and run `make data` again")
-            continue
-        for source in group:
-            staged = tree / source.path
-            staged.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                if source.archive:
-                    origin = f"member {source.member} of {source.archive} from {url}"
-                    try:
-                        with zipfile.ZipFile(fetched) as archive, archive.open(source.member) as member, \
-                                staged.open("wb") as out:
-                            shutil.copyfileobj(member, out, _CHUNK)
-                    except KeyError:
-                        raise FetchError(
-                            f"{source.path}: {source.archive} from {url} has no member {source.member}; the "
-                            f"archive is not the release. Nothing was written to {data}; check the address "
-                            f"in {TABLE_NAME}") from None
-                    except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as error:
-                        raise FetchError(
-                            f"{source.path}: {source.archive} from {url} (sha256 {sha256_of(fetched)}) is not a "
-                            f"readable zip archive ({error}; expected {_expected(source)}): the download is "
-                            f"damaged or cut short. Nothing was written to {data}; run `make data` again") from None
-                else:
-                    origin = f"from {url}"
-                    shutil.copyfile(fetched, staged)
-                _check(source, staged, origin, data)
-            except FetchError as error:
-                errors.append(str(error))
+            if source.archive:
+                origin = f"member {source.member} of {source.archive} from {url}"
+                try:
+                    with zipfile.ZipFile(fetched) as archive, archive.open(source.member) as member, \
+                            staged.open("wb") as out:
+                        shutil.copyfileobj(member, out, _CHUNK)
+                except KeyError:
+                    raise FetchError(
+                        f"{source.path}: {source.archive} from {url} has no member {source.member}; the archive "
+                        f"is not the release. Nothing was written to {data}; check the address in {TABLE_NAME}"
+                    ) from None
+                except (zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as error:
+                    raise FetchError(
+                        f"{source.path}: {source.archive} from {url} (sha256 {sha256_of(fetched)}) is not a "
+                        f"readable zip archive ({error}; expected {_expected(source)}): the download is damaged "
+                        f"or cut short. Nothing was written to {data}; run `make data` again") from None
+            else:
+                origin = f"from {url}"
+                shutil.copyfile(fetched, staged)
+            _check(source, staged, origin, data)
+        except FetchError as error:
+            errors.append(str(error))
     return errors
 
 

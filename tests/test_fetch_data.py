@@ -82,7 +82,7 @@ def test_table_lists_every_file_of_the_data_folder_with_its_digest(originals):
     for row in ROWS:
         data = (originals / row.path).read_bytes()
         assert (sha(data), len(data)) == (row.sha256, row.size), row.path
-        assert row.url.startswith("https://")
+        assert all(url.startswith("https://") for url in row.url.split())
         assert bool(row.archive) == bool(row.member)
 
 
@@ -260,3 +260,20 @@ def test_data_folder_on_another_file_system_still_gets_whole_files(originals, tm
         assert (data / row.path).read_bytes() == (originals / row.path).read_bytes(), row.path
     assert not [p for p in data.rglob("*") if ".fetch-part" in p.name]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data", "mirror"]
+
+
+def test_next_address_is_tried_when_one_fails(originals, tmp_path, monkeypatch, capsys):
+    mirror = build_mirror(originals, tmp_path / "mirror")
+    dead = (tmp_path / "gone").as_uri()
+    rows = [fetch_data.Source(row.path, row.sha256, row.size,
+                              f"{dead}/{row.path} {mirror.as_uri()}/{row.path}", "", "")
+            for row in ROWS if not row.archive][:2]
+    monkeypatch.delenv("OLACORE_DATA_URL", raising=False)
+    data = tmp_path / "data"
+    assert fetch_data.fetch(rows, data) == []
+    for row in rows:
+        assert (data / row.path).read_bytes() == (originals / row.path).read_bytes()
+    both_dead = [fetch_data.Source(row.path, row.sha256, row.size, f"{dead}/a {dead}/b", "", "") for row in rows[:1]]
+    errors = fetch_data.fetch(both_dead, tmp_path / "other")
+    assert len(errors) == 2 and f"{dead}/a" in errors[0] and f"{dead}/b" in errors[1]
+    assert not (tmp_path / "other").exists()
