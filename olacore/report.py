@@ -223,8 +223,11 @@ def report_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def report_chapters(notebooks: str | os.PathLike, report: str) -> list[str]:
-    """The chapters a report reads: the stems of ``notebooks/[0-9]*.py`` other than ``report``, in order."""
-    return [p.stem for p in sorted(Path(notebooks).glob("[0-9]*.py")) if p.stem != report]
+    """The chapters a report reads, in reading order: the main chapters (``NN_*.py``), then the appendices
+    (``aN_*.py``), ``report`` left out."""
+    folder = Path(notebooks)
+    sources = sorted(folder.glob("[0-9][0-9]_*.py")) + sorted(folder.glob("a[0-9]_*.py"))
+    return [p.stem for p in sources if p.stem != report]
 
 
 

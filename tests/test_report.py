@@ -201,6 +201,8 @@ def test_the_report_reads_every_other_chapter():
     chapters = report_chapters(ROOT / "notebooks", "08_report")
     assert chapters[:5] == ["01_derivation", "02_qualitative", "03_quantitative", "05_controls", "06_syntax"]
     assert "08_report" not in chapters
+    appendices = sorted(p.stem for p in (ROOT / "notebooks").glob("a[0-9]_*.py"))
+    assert chapters[len(chapters) - len(appendices):] == appendices  # the appendices' records too, after the main path
     assert notebook_manifest.reads_results(ROOT / "notebooks" / "08_report.py")
     assert not notebook_manifest.reads_results(ROOT / "notebooks" / "03_quantitative.py")
 
