@@ -348,6 +348,11 @@ def _describe_machine(m: dict) -> str:
     return f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores{memory} ({m.get('system', '?')}, Python {m.get('python', '?')})"
 
 
+def _seconds(value: float) -> str:
+    """Seconds for the compute table: whole seconds from 10 s up, tenths below."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
+
+
 def _largest_phases(out_dir: Path, chapter: str, count: int = 2) -> str:
     """The chapter's ``count`` phases with the most CPU (its stopwatch's last record), as ``name wall / CPU s``."""
     path = Path(out_dir) / "phases" / f"{chapter}.json"
@@ -356,7 +361,7 @@ def _largest_phases(out_dir: Path, chapter: str, count: int = 2) -> str:
     except (OSError, ValueError, KeyError, TypeError):
         return ""
     rows = sorted(rows, key=lambda r: -r["cpu"])[:count]
-    return "; ".join(f"{_escape(str(r['phase']))} {r['wall']:,.0f} / {r['cpu']:,.0f}" for r in rows)
+    return "; ".join(f"{_escape(str(r['phase']))} {_seconds(r['wall'])} / {_seconds(r['cpu'])}" for r in rows)
 
 
 def compute_table(out_dir: Path) -> str:
@@ -376,12 +381,12 @@ def compute_table(out_dir: Path) -> str:
         wall, cpu = float(e["seconds"]), e.get("cpu_seconds")
         cores = f"{cpu / wall:.2f}" if cpu is not None and wall > 0 else ""
         peak = _gigabytes(e["peak_rss_bytes"]) if e.get("peak_rss_bytes") else ""
-        rows.append(f"| {name} | {e.get('parameters', {}).get('profile', '')} | {wall:,.0f} | "
-                    f"{'' if cpu is None else f'{cpu:,.0f}'} | {cores} | {peak} | {_largest_phases(out_dir, name)} |")
+        rows.append(f"| {name} | {e.get('parameters', {}).get('profile', '')} | {_seconds(wall)} | "
+                    f"{'' if cpu is None else _seconds(cpu)} | {cores} | {peak} | {_largest_phases(out_dir, name)} |")
     wall = sum(float(e["seconds"]) for e in entries.values())
     cpu = sum(float(e.get("cpu_seconds") or 0) for e in entries.values())
     peaks = [e["peak_rss_bytes"] for e in entries.values() if e.get("peak_rss_bytes")]
-    rows.append(f"| all | | {wall:,.0f} | {cpu:,.0f} | {cpu / wall if wall else 0:.2f} | "
+    rows.append(f"| all | | {_seconds(wall)} | {_seconds(cpu)} | {cpu / wall if wall else 0:.2f} | "
                 f"{_gigabytes(max(peaks)) if peaks else ''} | |")
     dates = sorted(e["executed_at"][:16].replace("T", " ") for e in entries.values() if e.get("executed_at"))
     machines = list(dict.fromkeys(_describe_machine(e["machine"]) for e in entries.values() if e.get("machine")))
