@@ -18,6 +18,8 @@
 # used by `olacore` saves over enumerating the terms one by one, as the official code of
 # {cite}`liang2025olas` does (`combine_attention_orders` in its `models/ola_utils.py`).
 #
+# What differs from the paper, and why: {ref}`departures`.
+#
 # ## The expansion
 #
 # Let $A^{(n)}$ be the attention of layer $n$ of an $N$-layer model, averaged over heads:
@@ -313,122 +315,123 @@ print(watch.report())
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise runs on the installed package from the repository root (`make env`); the
-# `smoke` profile answers in a minute or two, `default` gives the sizes this book shows. Runs
-# with `--out` write to a folder of your own and leave the book's `book/generated/` alone.
+# Each solution runs with this page (at the `smoke` profile in the tests); the commands in them
+# run from the repository root once the environment is installed (`make env`). Runs with `--out`
+# write to a folder of your own and leave the book's `book/generated/` alone.
 #
-# :::{admonition} Exercise 1.1: the expansion for three layers, by hand
-# :class: tip
-#
+# ```{exercise} The expansion for three layers, by hand
+# :label: ex-01-expansion
 # Take $N = 3$ random row-stochastic layers $A^{(1)}, A^{(2)}, A^{(3)}$ of $T = 5$ tokens. Write
 # out $\mathrm{OLA}_1$, $\mathrm{OLA}_2$ and $\mathrm{OLA}_3$ from the definition (which ordered
 # products, divided by which binomial coefficient), compare them with
 # `olacore.order_level_attention`, then code the recurrence for $M_k^{(n)}$ yourself, one layer at
 # a time, and check that it lands on the same matrices. What happens if you write the products
 # in the wrong order ($A^{(1)} A^{(2)}$ instead of $A^{(2)} A^{(1)}$)?
-# :::
-#
-# :::{admonition} Solution
-# :class: dropdown
-#
-# ```python
-# import torch
-# import olacore
-#
-# torch.manual_seed(0)
-# A = torch.rand(3, 5, 5, dtype=torch.float64).softmax(-1)  # N = 3 layers of T = 5 tokens, layer 1 first
-# A1, A2, A3 = A
-# ola = olacore.order_level_attention(A, 3)                  # (4, 5, 5): orders 0..3
-#
-# # the expansion, term by term: C(3,1) = 3 single layers, C(3,2) = 3 ordered pairs, one triple
-# by_hand = [torch.eye(5, dtype=torch.float64), (A1 + A2 + A3) / 3, (A2 @ A1 + A3 @ A1 + A3 @ A2) / 3, A3 @ A2 @ A1]
-# print("enumeration:", [f"{(ola[k] - by_hand[k]).abs().max():.1e}" for k in range(4)])
-#
-# # the recurrence M_k^(n) = (n-k)/n M_k^(n-1) + k/n A^(n) M_{k-1}^(n-1)
-# I = torch.eye(5, dtype=torch.float64)
-# M = [I] + [torch.zeros_like(I)] * 3                        # M_0..M_3 of a model with no layer yet
-# for n, An in enumerate(A, start=1):
-#     M = [I] + [(n - k) / n * M[k] + k / n * An @ M[k - 1] for k in range(1, 4)]
-# print("recurrence:", [f"{(ola[k] - M[k]).abs().max():.1e}" for k in range(4)])
 # ```
 #
-# Both deviations should be at float64 rounding (around $10^{-16}$). Swapping a product, e.g.
-# `A1 @ A2` for `A2 @ A1`, gives a deviation of the size of the entries themselves: matrix
-# products do not commute, and the later layer multiplies from the left because it acts on the
-# output of the earlier one. The package's `order_level_attention_bruteforce` (in `olacore`) is
-# the same enumeration written for any $N$.
-# :::
+# ```{solution-start} ex-01-expansion
+# :class: dropdown
+# ```
+
+# %%
+generator = torch.Generator().manual_seed(0)
+A = torch.rand(3, 5, 5, dtype=torch.float64, generator=generator).softmax(-1)  # N = 3 layers of T = 5 tokens
+A1, A2, A3 = A
+ola = olacore.order_level_attention(A, 3)                  # (4, 5, 5): orders 0..3
+
+# the expansion, term by term: C(3,1) = 3 single layers, C(3,2) = 3 ordered pairs, one triple
+by_hand = [torch.eye(5, dtype=torch.float64), (A1 + A2 + A3) / 3, (A2 @ A1 + A3 @ A1 + A3 @ A2) / 3, A3 @ A2 @ A1]
+print("enumeration:", [f"{(ola[k] - by_hand[k]).abs().max():.1e}" for k in range(4)])
+
+# the recurrence M_k^(n) = (n-k)/n M_k^(n-1) + k/n A^(n) M_{k-1}^(n-1)
+I = torch.eye(5, dtype=torch.float64)
+M = [I] + [torch.zeros_like(I)] * 3                        # M_0..M_3 of a model with no layer yet
+for n, An in enumerate(A, start=1):
+    M = [I] + [(n - k) / n * M[k] + k / n * An @ M[k - 1] for k in range(1, 4)]
+print("recurrence:", [f"{(ola[k] - M[k]).abs().max():.1e}" for k in range(4)])
+print("wrong order, order 2:", f"{(ola[2] - (A1 @ A2 + A1 @ A3 + A2 @ A3) / 3).abs().max():.1e}")
+
+# %% [markdown]
+# Both deviations are at float64 rounding. Swapping the products gives a deviation of the size
+# of the entries themselves: matrix products do not commute, and the later layer multiplies
+# from the left because it acts on the output of the earlier one. The package's
+# `order_level_attention_bruteforce` (in `olacore`) is the same enumeration written for any $N$.
 #
-# :::{admonition} Exercise 1.2: the chapter on the other kind of model
-# :class: tip
+# ```{solution-end}
+# ```
 #
+# ```{exercise} The chapter on the other kind of model
+# :label: ex-01-other-kind
 # The chapter ran on the model printed in its first cell (at the `default` profile a causal LM,
 # SmolLM2-135M). Run it on a model of the other kind with the notebook parameter `model` (an
 # encoder such as `minilm-l6`, or a causal LM such as `smollm2-135m` if this page ran on an
 # encoder), and compare the identity table ({numref}`tbl-identities`) and the mass profile
-# ({numref}`tbl-order-profile`) with this page. Then draw a sentence of your own with the
-# command line, ask for `--json`, and check in a few lines that every order of a causal LM is
-# lower-triangular and row-stochastic.
-# :::
+# ({numref}`tbl-order-profile`) with this page. Then compute the orders of a sentence of your
+# own and check in a few lines that every order of a causal LM is lower-triangular and
+# row-stochastic.
+# ```
 #
-# :::{admonition} Solution
+# ```{solution-start} ex-01-other-kind
 # :class: dropdown
+# ```
+#
+# The chapter on another model, from the command line:
 #
 # ```bash
 # .venv/bin/python scripts/execute_notebooks.py notebooks/01_derivation.py --profile smoke \
 #     -p model minilm-l6 --out /tmp/my-run
-# .venv/bin/python -m olacore ola --model smollm2-135m --max-order 3 --json \
-#     --text "The preacher at the mosque said that the killing would cause trouble." > /tmp/ola.json
 # ```
 #
-# ```python
-# import json
-# import torch
+# A sentence of your own (the command line gives the same orders with
+# `python -m olacore ola --model smollm2-135m --max-order 3 --json --text "..."`):
+
+# %%
+from olacore.pipeline import cached_ola
+
+(mine,) = cached_ola("smollm2-135m", ["The preacher at the mosque said that the killing would cause trouble."], 3,
+                     progress=False)
+orders = mine.orders                                       # (K + 1, T, T), orders 0..K
+print("largest entry above the diagonal:", orders.triu(1).abs().max().item())
+print("rows sum to 1 within:", (orders.sum(-1) - 1).abs().max().item())
+print("mean mass on the first token, orders 1..K:", orders[1:, 1:, 0].mean(-1).tolist())
+
+# %% [markdown]
+# In the new run the last row of the identity table (the upper triangle of every order) is
+# exactly zero for a causal LM and a dash for an encoder, whose attention looks both ways. The
+# other identities hold to rounding for either kind: they are algebra, not a property of the
+# model. These orders are raw (no sink cleaning): for the causal LM the mass on the first token
+# grows with the order, more than for an encoder (compare the "mass on first token" column of
+# the two runs' mass profiles); the attention sink takes over the higher orders.
 #
-# out = json.load(open("/tmp/ola.json"))
-# orders = torch.tensor(out["orders"])                       # (K + 1, T, T), orders 0..K
-# print("largest entry above the diagonal:", orders.triu(1).abs().max().item())
-# print("rows sum to 1 within:", (orders.sum(-1) - 1).abs().max().item())
-# print("mean mass on the first token, orders 1..K:", orders[1:, 1:, 0].mean(-1).tolist())
+# ```{solution-end}
 # ```
 #
-# In `/tmp/my-run/01_derivation.ipynb` the last row of the identity table (the upper triangle
-# of every order) is exactly zero for a causal LM and a dash for an encoder, whose attention
-# looks both ways. The other identities hold to rounding for either kind: they are algebra, not
-# a property of the model. The command line's orders are raw (no sink cleaning): for the causal
-# LM the mass on the first token grows with the order, more than for an encoder (compare the
-# "mass on first token" column of the two runs' mass profiles); the attention sink takes over
-# the higher orders.
-# :::
-#
-# :::{admonition} Exercise 1.3: which orders is rollout made of?
-# :class: tip
-#
+# ```{exercise} Which orders is rollout made of?
+# :label: ex-01-rollout
 # Rollout is the binomial mixture $\sum_k \binom{N}{k} \mathrm{OLA}_k / 2^N$. For the model of
 # this chapter (its $N$ is printed just above the identity table), which order has the largest
 # weight, and what share of rollout do orders 1 to 3 carry together? Check your weights against
 # the last column of {numref}`tbl-order-profile`, then repeat for $N = 24$ and $N = 42$, the
 # depths of the paper's causal models.
-# :::
-#
-# :::{admonition} Solution
-# :class: dropdown
-#
-# ```python
-# import math
-#
-# from olacore.pipeline import cached_attention
-#
-# (extraction,) = cached_attention("smollm2-135m", ["Any text will do."])  # the chapter's model
-# for N in (extraction.attentions.shape[0], 24, 42):
-#     weights = [math.comb(N, k) / 2**N for k in range(N + 1)]
-#     print(f"N = {N}: largest weight at order {max(range(N + 1), key=weights.__getitem__)}, "
-#           f"orders 1-3 carry {sum(weights[1:4]):.2e} of rollout")
 # ```
 #
+# ```{solution-start} ex-01-rollout
+# :class: dropdown
+# ```
+
+# %%
+(extraction,) = cached_attention(model, ["Any text will do."], progress=False)  # the chapter's model
+for N in (extraction.attentions.shape[0], 24, 42):
+    weights = [math.comb(N, k) / 2**N for k in range(N + 1)]
+    print(f"N = {N}: largest weight at order {max(range(N + 1), key=weights.__getitem__)}, "
+          f"orders 1-3 carry {sum(weights[1:4]):.2e} of rollout")
+
+# %% [markdown]
 # The weights peak at $k = N/2$ and the low orders' share falls steeply with depth: in a deep
 # model rollout is almost entirely made of orders near the middle, where every path has passed
 # through many layers and the maps look alike for every text. That is the paper's reason to
 # split rollout by order, and it is why the low orders of this chapter's figures are the ones
 # that still look like the sentence.
-# :::
+#
+# ```{solution-end}
+# ```

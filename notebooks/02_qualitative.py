@@ -22,12 +22,7 @@
 # family), orders 1 to 3 beside rollout, a second text for contrast, the attention sink before
 # and after cleaning, and a first number.
 #
-# **Departures from the paper.** The paper compares Qwen2, Gemma-2 and Llama-3 (1.5 to 9 B
-# parameters) and BERT/RoBERTa/ELECTRA; here the models are small offline checkpoints
-# (SmolLM2-135M, Gemma-3-270M, Qwen2.5-0.5B and, at `default`, Qwen2.5-1.5B, dequantised from
-# 4-bit GGUF files; MiniLM-L6 and MPNet-base, sentence-embedding fine-tunes of masked LMs, and at
-# `default` EmbeddingGemma-300M, an embedding fine-tune of a Gemma-3 LM made bidirectional). Texts come from UD English EWT
-# instead of OntoNotes. See [Models and data](../models_and_data.md).
+# What differs from the paper, and why: {ref}`departures`.
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
@@ -195,95 +190,89 @@ print(watch.report())
 # %% [markdown]
 # ## Exercises
 #
-# Each exercise runs on the installed package from the repository root (`make env`); the
-# `smoke` profile answers in a minute or two, `default` gives the sizes this book shows. Runs
-# with `--out` write to a folder of your own and leave the book's `book/generated/` alone.
+# Each solution runs with this page (at the `smoke` profile in the tests); the commands in them
+# run from the repository root once the environment is installed (`make env`). Runs with `--out`
+# write to a folder of your own and leave the book's `book/generated/` alone.
 #
-# :::{admonition} Exercise 2.1: what does sink cleaning do to the first number?
-# :class: tip
-#
+# ```{exercise} What does sink cleaning do to the first number?
+# :label: ex-02-sinks
 # The SSIM gap of {numref}`tbl-ssim-gap` is measured on maps with the attention sinks cleaned.
 # Measure it for two causal models on the same texts with the sinks left raw. Does the gap
 # between same-text and different-text SSIM survive without cleaning, at order 1 and for
 # rollout?
-# :::
-#
-# :::{admonition} Solution
-# :class: dropdown
-#
-# ```python
-# from olacore.maps import model_maps
-# from olacore.profiles import settings
-# from olacore.retrieval import same_text_gap
-# from olacore.texts import similarity_texts
-#
-# cfg = settings("qualitative", profile)            # profile: this page's parameter (its parameters box)
-# texts = similarity_texts(cfg.num_texts)
-# groups = {"causal": ("smollm2-135m", "gemma-3-270m")}
-# for sinks in ("clean", "raw"):
-#     maps = {name: model_maps(name, texts, ("order1", "rollout"), align="resize", sinks=sinks, size=cfg.size)
-#             for name in groups["causal"]}
-#     gap = same_text_gap(maps, groups)
-#     print(sinks, gap.pivot_table(index="model pair", columns="channel", values="gap").round(3), sep="\n")
 # ```
 #
-# The `clean` rows must equal this pair's row of {numref}`tbl-ssim-gap`. With raw maps every
-# causal map is dominated by the same bright first-token column, whatever the text, so both
-# the same-text and the different-text SSIM rise and the gap between them shrinks: the sink is
-# shared by all texts, the text-specific part is what remains after cleaning.
-# :::
-#
-# :::{admonition} Exercise 2.2: your own sentence in the explorer
-# :class: tip
-#
-# Draw the orders of a sentence of your own for two causal models, first with the command
-# line (`python -m olacore ola ... --words --out`), then in the interactive explorer of this
-# page with the sinks cleaned. Which cells do the two models share at order 1, and what does
-# the command line's figure show that the explorer's does not?
-# :::
-#
-# :::{admonition} Solution
+# ```{solution-start} ex-02-sinks
 # :class: dropdown
+# ```
+
+# %%
+pair = {"causal": tuple(cfg.causal[:2])}
+for sinks in ("clean", "raw"):
+    pair_maps = {name: model_maps(name, texts, ("order1", "rollout"), align="resize", sinks=sinks, size=cfg.size,
+                                  progress=False) for name in pair["causal"]}
+    gap = same_text_gap(pair_maps, pair)
+    print(sinks, gap.pivot_table(index="model pair", columns="channel", values="gap").round(3), sep="\n")
+
+# %% [markdown]
+# The `clean` rows equal this pair's row of {numref}`tbl-ssim-gap`. With raw maps every causal
+# map is dominated by the same bright first-token column, whatever the text, so both the
+# same-text and the different-text SSIM rise and the gap between them shrinks: the sink is
+# shared by all texts, the text-specific part is what remains after cleaning.
+#
+# ```{solution-end}
+# ```
+#
+# ```{exercise} Your own sentence, two models
+# :label: ex-02-sentence
+# Draw the orders of a sentence of your own for two causal models, first with the command
+# line (`python -m olacore ola ... --words --out`), then with `olacore` on the word grid with
+# the sinks cleaned. Which cells do the two models share at order 1, and what does the command
+# line's figure show that the cleaned maps do not?
+# ```
+#
+# ```{solution-start} ex-02-sentence
+# :class: dropdown
+# ```
+#
+# From the command line (raw orders, drawn to a file):
 #
 # ```bash
 # .venv/bin/python -m olacore ola --model smollm2-135m --max-order 3 --words --out /tmp/smollm2.png \
 #     --text "My neighbour, who plays the violin, moved to Lisbon last spring."
-# .venv/bin/python -m olacore ola --model qwen2.5-0.5b --max-order 3 --words --out /tmp/qwen.png \
-#     --text "My neighbour, who plays the violin, moved to Lisbon last spring."
 # ```
 #
-# In a notebook (the last line draws the explorer):
-#
-# ```python
-# from olacore.alignment import WordText
-# from olacore.interactive import order_explorer
-# from olacore.maps import model_maps
-#
-# text = WordText.of("My neighbour, who plays the violin, moved to Lisbon last spring.")
-# channels = ("order1", "order2", "order3", "rollout")
-# maps = {name: model_maps(name, [text], channels, align="words", sinks="clean")
-#         for name in ("smollm2-135m", "qwen2.5-0.5b")}
-# order_explorer({name: m.panels(0) for name, m in maps.items()}, {name: text.words for name in maps},
-#                title=text.text)
-# ```
-#
+# With `olacore`, cleaned and pooled onto words (`order_explorer` of `olacore.interactive`
+# draws them as this page's explorer does):
+
+# %%
+sentence = WordText.of("My neighbour, who plays the violin, moved to Lisbon last spring.")
+order1 = {name: model_maps(name, [sentence], ("order1",), align="words", sinks="clean", progress=False).stack()[0, 0]
+          for name in cfg.causal[:2]}  # (words, words): row i, where word i looks
+first, second = (m.argmax(-1) for m in order1.values())
+for word, a, b in zip(sentence.words, first.tolist(), second.tolist()):
+    print(f"{word:>10}: {sentence.words[a]:>10} | {sentence.words[b]:>10}" + ("  (shared)" if a == b else ""))
+
+# %% [markdown]
 # At order 1 look for the diagonal and the cell just left of it (each word and the word
 # before), and for the commas that close the relative clause. The command line draws the raw
 # orders: the first word's column takes most of every row (the attention sink), which the
-# explorer's cleaned maps remove.
-# :::
+# cleaned maps remove.
 #
-# :::{admonition} Exercise 2.3: more texts for the first number
-# :class: tip
+# ```{solution-end}
+# ```
 #
+# ```{exercise} More texts for the first number
+# :label: ex-02-texts
 # {numref}`tbl-ssim-positive` gives the share of model pairs whose same-text SSIM beats their
 # different-text SSIM, on the profile's number of texts. Re-run the chapter on twice as many
 # texts without editing any file, and see whether the shares, and the order at which the
-# causal gap vanishes, stay where they are.
-# :::
+# causal gap vanishes, stay where they are. In the page itself, try half as many.
+# ```
 #
-# :::{admonition} Solution
+# ```{solution-start} ex-02-texts
 # :class: dropdown
+# ```
 #
 # The settings of every chapter can be overridden from the environment
 # (`OLACORE_SETTINGS_OVERRIDES`, a JSON object of chapter and fields; see
@@ -294,8 +283,20 @@ print(watch.report())
 #     .venv/bin/python scripts/execute_notebooks.py notebooks/02_qualitative.py --out /tmp/my-run
 # ```
 #
-# (`--profile smoke` with `"num_texts": 8` is the quick version.) Compare the two tables of
-# `/tmp/my-run/02_qualitative.ipynb` with this page's. A mean over more texts has a smaller
-# spread, so a share that moves between the runs was resting on few texts; the ordering of the
-# columns (order 1 above order 3 above rollout for the causal pairs) is the finding to check.
-# :::
+# Half as many, from the maps this page already made (they are cached per text):
+
+# %%
+half = texts[: max(2, len(texts) // 2)]
+half_maps = {name: model_maps(name, half, CHANNELS, align="resize", sinks="clean", size=cfg.size, progress=False)
+             for names in groups.values() for name in names}
+half_gap = same_text_gap(half_maps, groups)
+half_gap.assign(positive=half_gap["gap"] > 0).pivot_table(index="group", columns="channel", values="positive",
+                                                          aggfunc="mean")
+
+# %% [markdown]
+# A mean over more texts has a smaller spread, so a share that moves between the runs was
+# resting on few texts; the ordering of the columns (order 1 above order 3 above rollout for
+# the causal pairs) is the finding to check.
+#
+# ```{solution-end}
+# ```
