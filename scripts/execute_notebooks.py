@@ -30,7 +30,8 @@ first on the Jupyter path.
   memory (the largest resident set of the kernel or any of its finished worker processes,
   ``getrusage`` read by a last cell that is then removed) and the machine it ran on; after
   every chapter the runner writes them as a Markdown table, ``<out>/compute_table.md``, which
-  ``book/compute.md`` includes.
+  ``book/compute.md`` includes. A run of the whole book (no notebook named) first drops the
+  records of chapters whose source is gone (renamed or removed).
 
 Stops at the first notebook that fails, naming it, with exit status 1 (2 for a refused
 parameter); prints a per-chapter timing table (executed / skipped, seconds) at the end.
@@ -464,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     except ParameterError as error:
         print(f"PARAMETER ERROR: {error}", file=sys.stderr)
         return 2
+    if not args.notebooks:  # the whole book: a chapter whose source is gone leaves the records (and compute table)
+        manifest.keep_only(args.out, [source.stem for source in sources])
     shared = manifest.shared_fingerprint(ROOT)
     rows = []
     for source, parameters in runs:

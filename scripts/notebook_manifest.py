@@ -201,6 +201,17 @@ def update_manifest(out_dir: Path, chapter: str | None = None, entry: dict | Non
     write_manifest(out_dir, manifest)
 
 
+def keep_only(out_dir: Path, chapters: list[str]) -> list[str]:
+    """Drop the entries of chapters not in ``chapters`` (a renamed or removed source); return the dropped names."""
+    manifest = read_manifest(out_dir)
+    dropped = sorted(set(manifest["chapters"]) - set(chapters))
+    if dropped:
+        for name in dropped:
+            manifest["chapters"].pop(name)
+        write_manifest(out_dir, manifest)
+    return dropped
+
+
 def outputs_hashes(out_dir: Path, names: list[str]) -> dict[str, str]:
     """``{file name: SHA-256}`` of files in ``out_dir`` (a missing file maps to ``"missing"``)."""
     return {name: sha256_file(out_dir / name) if (out_dir / name).is_file() else "missing" for name in names}

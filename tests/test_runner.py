@@ -269,6 +269,17 @@ def test_compute_table_is_generated_from_the_records(tmp_path):
     assert "Test CPU 9000, 2 cores" in text and "2026-12-02 10:00" in text and "2026-12-02 11:30" in text
 
 
+def test_records_of_chapters_whose_source_is_gone_are_dropped(tmp_path):
+    out = tmp_path / "generated"
+    for name in ("01_a", "03_old_name", "a1_b"):
+        notebook_manifest.update_manifest(out, name, _entry(10.0, 10.0, 1e9))
+    assert notebook_manifest.keep_only(out, ["01_a", "a1_b", "04_new"]) == ["03_old_name"]
+    assert set(notebook_manifest.read_manifest(out)["chapters"]) == {"01_a", "a1_b"}
+    load_runner().write_compute_table(out)
+    assert list(_table_rows((out / "compute_table.md").read_text())) == ["01_a", "a1_b", "all"]
+    assert notebook_manifest.keep_only(out, ["01_a", "a1_b"]) == []
+
+
 def test_running_time_line_appears_when_a_record_exists(tmp_path):
     runner = load_runner()
     path = tmp_path / "07_x.ipynb"
