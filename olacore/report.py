@@ -100,13 +100,13 @@ def published() -> list[Published]:
         for metric in ("hits@1", "hits@5"):
             rows.append(Published(f"retrieval/{r['source']}->{r['target']}/{metric}", "SSIM retrieval",
                                   f"{metric.replace('hits', 'Hits')}, {r['source']} -> {r['target']}, 1st-order OLA",
-                                  float(r[metric]), "03_quantitative"))
+                                  float(r[metric]), "03_retrieval"))
     proxy = paper.proxy()
     for channel in proxy.index:
         for target in paper.CAUSAL_PROXY_TARGETS:
             rows.append(Published(f"proxy/{channel}/{target}", "visual proxy",
                                   f"accuracy on target {target}, {vocabulary.label(channel)}",
-                                  float(proxy.loc[channel, target]), "03_quantitative",
+                                  float(proxy.loc[channel, target]), "04_proxy",
                                   reference=f"proxy/order1/{target}" if channel in ("rollout", "alti") else ""))
     for control, claim in (("random init", "OLAS vanishes with randomly initialised parameters"),
                            ("shuffled layers", "OLAS vanishes with the layers in a random order"),

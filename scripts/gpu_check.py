@@ -7,9 +7,9 @@ On a machine with CUDA, in one go (about 8 minutes on one large GPU):
 2. benchmarks at paper scale: the OLA recurrence against enumeration and against its bare
    products at N=28, K=3, T=512, batch 16; ``pairwise_ssim`` for 1,000 x 1,000 maps of 50 x 50;
    attention extraction (tokens per second) for the five zoo models;
-3. the quantitative chapter at the default profile (one proxy seed) with ``device=cuda`` in a
+3. the retrieval chapter at the default profile (one proxy seed) with ``device=cuda`` in a
    fresh tensor cache, its recorded numbers compared with a CPU run's (``--cpu-results``: the
-   chapter's ``results/03_quantitative.json`` from a CPU build, default ``book/generated``).
+   chapter's ``results/03_retrieval.json`` from a CPU build, default ``book/generated``).
 
 Everything measured goes into one JSON report (``--out``, default ``gpu-check.json``) with
 the GPU's name and the date. Without CUDA the same command runs the CPU parts at a small size,
@@ -99,7 +99,7 @@ def extraction_benchmark(report: dict, device: str, full: bool) -> None:
 
 
 def chapter_on_cuda(report: dict, cpu_results: Path) -> None:
-    """Chapter 03 at default with device=cuda in a fresh tensor cache; its numbers against a CPU run's."""
+    """Chapter 03 (retrieval) at default with device=cuda in a fresh tensor cache; its numbers against a CPU run's."""
     from olacore.settings import cache_dir
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -111,14 +111,14 @@ def chapter_on_cuda(report: dict, cpu_results: Path) -> None:
         start = time.perf_counter()
         done = subprocess.run([sys.executable, "scripts/execute_notebooks.py", "--profile", "default", "--force",
                                "--out", str(out), "-p", "device", "cuda", "-p", "seeds", "[0]",
-                               "notebooks/03_quantitative.py"], cwd=ROOT, env=env, capture_output=True, text=True)
+                               "notebooks/03_retrieval.py"], cwd=ROOT, env=env, capture_output=True, text=True)
         entry = {"exit_status": done.returncode, "seconds": round(time.perf_counter() - start, 1)}
         if done.returncode != 0:
             entry["error"] = (done.stdout + done.stderr)[-2000:]
         elif not cpu_results.is_file():
             entry["comparison"] = f"no CPU results at {cpu_results}: build the book on a CPU first"
         else:
-            gpu = {r["key"]: r["value"] for r in json.loads((out / "results" / "03_quantitative.json").read_text())["records"]}
+            gpu = {r["key"]: r["value"] for r in json.loads((out / "results" / "03_retrieval.json").read_text())["records"]}
             cpu = {r["key"]: r["value"] for r in json.loads(cpu_results.read_text())["records"]}
             rows = {key: {"cpu": cpu[key], "cuda": gpu[key], "difference": gpu[key] - cpu[key]}
                     for key in sorted(set(cpu) & set(gpu)) if key.startswith("retrieval/")}
@@ -136,7 +136,7 @@ def _synchronise(device: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "gpu-check.json", help="the JSON report")
-    parser.add_argument("--cpu-results", type=Path, default=ROOT / "book" / "generated" / "results" / "03_quantitative.json")
+    parser.add_argument("--cpu-results", type=Path, default=ROOT / "book" / "generated" / "results" / "03_retrieval.json")
     parser.add_argument("--skip-chapter", action="store_true", help="leave out the chapter run (part 3)")
     args = parser.parse_args(argv)
     has_cuda = torch.cuda.is_available()

@@ -36,7 +36,8 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SKIP_DIRS = {"_static", "_sources", "_downloads", "_images"}
 IMAGE_FILE = re.compile(r"\.(png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
-LABELLED_TABLES = {"book/generated/03_quantitative.html": ["tbl-retrieval", "tbl-proxy", "tbl-verdicts"],
+LABELLED_TABLES = {"book/generated/03_retrieval.html": ["tbl-retrieval", "tbl-verdicts"],
+                   "book/generated/04_proxy.html": ["tbl-proxy", "tbl-proxy-verdicts"],
                    "book/generated/06_syntax.html": ["tbl-syntax-headline"]}
 INTERACTIVE_PAGE = "book/generated/02_qualitative.html"
 EXPLORER_MIN_HEATMAP = {390: 250, 1280: 340}  # px of heatmap the explorer keeps at each page width

@@ -117,8 +117,8 @@ def test_a_chapter_shows_the_papers_numbers_beside_its_own():
 
 
 def _quantitative() -> ChapterResults:
-    """Hand-made results of chapter 03: one proxy target under both protocols, one retrieval pair."""
-    results = ChapterResults("03_quantitative", "smoke")
+    """Hand-made results of chapters 03-04: one proxy target under both protocols, one retrieval pair."""
+    results = ChapterResults("03_retrieval", "smoke")
     keys = proxy_keys("qwen2.5-0.5b", "order1")
     results.add("proxy/causal/qwen2.5-0.5b/order1/official", "proxy, official protocol", 62.0, protocol="official",
                 chance=2.0, paper_keys=keys, subject="qwen2.5-0.5b")
@@ -140,7 +140,7 @@ def _controls() -> ChapterResults:
 
 
 def test_rows_put_each_record_under_its_published_number_and_protocol():
-    table = report_table({"03_quantitative": _quantitative(), "05_controls": _controls(),
+    table = report_table({"03_retrieval": _quantitative(), "05_controls": _controls(),
                           "06_syntax": ChapterResults("06_syntax", "smoke")})
     assert list(table.columns) == ["section", "published number", "paper %", "ours: model", "ours: official protocol %",
                                    "ours: held-out protocol %", "official - held-out", "verdict", "chapter"]
@@ -160,18 +160,21 @@ def test_rows_put_each_record_under_its_published_number_and_protocol():
     syntax = table[table["section"] == "syntax"]
     assert len(syntax) == 24 and (syntax["verdict"] == NOT_MEASURED).all() and (syntax["chapter"] == "06_syntax").all()
     assert (table[table["section"] == "TOA relation extraction"]["verdict"] == NOT_MEASURED).all()
+    # an unmeasured published number names the page that measures it: retrieval 03, the proxy 04
+    unmeasured = table[table["verdict"] == NOT_MEASURED].groupby("section")["chapter"].unique()
+    assert list(unmeasured["SSIM retrieval"]) == ["03_retrieval"] and list(unmeasured["visual proxy"]) == ["04_proxy"]
     summary = report_summary(table)
     assert summary.loc["syntax", NOT_MEASURED] == 24 and summary.loc["visual proxy", REPRODUCED] >= 1
 
 
 def test_an_official_number_that_cannot_be_judged_is_compared_with_nothing():
-    results = ChapterResults("03_quantitative", "smoke")
+    results = ChapterResults("04_proxy", "smoke")
     keys = proxy_keys("qwen2.5-0.5b", "order1")
     results.add("proxy/official", "proxy, official protocol", 4.0, protocol="official", chance=2.0, paper_keys=keys,
                 subject="qwen2.5-0.5b", verdict=CANNOT_JUDGE)
     results.add("proxy/honest", "proxy, held-out protocol", 51.0, protocol="held-out", chance=2.0, paper_keys=keys,
                 subject="qwen2.5-0.5b", verdict="holds")
-    rows = report_table({"03_quantitative": results})
+    rows = report_table({"04_proxy": results})
     rows = rows[rows["ours: model"] == "qwen2.5-0.5b"]
     assert len(rows) == 2 and (rows["verdict"] == CANNOT_JUDGE).all()
     assert rows["official - held-out"].isna().all() and (rows["ours: held-out protocol %"] == 51.0).all()
@@ -183,28 +186,28 @@ def test_a_record_given_twice_is_refused():
     results.add("proxy/causal/qwen2.5-0.5b/order1/again", "again", 61.0, protocol="official",
                 paper_keys=proxy_keys("qwen2.5-0.5b", "order1"), subject="qwen2.5-0.5b")
     with pytest.raises(ValueError, match="two official records"):
-        report_table({"03_quantitative": results})
+        report_table({"03_retrieval": results})
 
 
 def test_results_files_are_read_and_a_missing_one_is_named(tmp_path):
     _quantitative().save(tmp_path)
     _controls().save(tmp_path)
-    loaded = {chapter: load_results(chapter, tmp_path) for chapter in ("03_quantitative", "05_controls")}
-    assert loaded["03_quantitative"].records[0].paper_keys == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
+    loaded = {chapter: load_results(chapter, tmp_path) for chapter in ("03_retrieval", "05_controls")}
+    assert loaded["03_retrieval"].records[0].paper_keys == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
     table = report_table(loaded)
-    assert table.equals(report_table({"03_quantitative": _quantitative(), "05_controls": _controls()}))
+    assert table.equals(report_table({"03_retrieval": _quantitative(), "05_controls": _controls()}))
     with pytest.raises(FileNotFoundError, match="06_syntax"):
         load_results("06_syntax", tmp_path)
 
 
 def test_the_report_reads_every_other_chapter():
     chapters = report_chapters(ROOT / "notebooks", "08_report")
-    assert chapters[:5] == ["01_derivation", "02_qualitative", "03_quantitative", "05_controls", "06_syntax"]
+    assert chapters[:5] == ["01_derivation", "02_qualitative", "03_retrieval", "04_proxy", "05_controls"]
     assert "08_report" not in chapters
     appendices = sorted(p.stem for p in (ROOT / "notebooks").glob("a[0-9]_*.py"))
     assert chapters[len(chapters) - len(appendices):] == appendices  # the appendices' records too, after the main path
     assert notebook_manifest.reads_results(ROOT / "notebooks" / "08_report.py")
-    assert not notebook_manifest.reads_results(ROOT / "notebooks" / "03_quantitative.py")
+    assert not notebook_manifest.reads_results(ROOT / "notebooks" / "03_retrieval.py")
 
 
 def test_the_report_fingerprint_covers_the_other_chapters_results(tmp_path):
@@ -212,12 +215,12 @@ def test_the_report_fingerprint_covers_the_other_chapters_results(tmp_path):
     source.write_text(f"# %%\n{notebook_manifest.READS_RESULTS}\nprint(1)\n")
     out = tmp_path / "out"
     (out / "results").mkdir(parents=True)
-    (out / "results" / "03_quantitative.json").write_text('{"a": 1}')
+    (out / "results" / "03_retrieval.json").write_text('{"a": 1}')
     shared = {"package": "p"}
     first = notebook_manifest.chapter_fingerprint(source, {}, shared, out)
     (out / "results" / "08_report.json").write_text("its own results")  # not an input of itself
     assert notebook_manifest.chapter_fingerprint(source, {}, shared, out) == first
-    (out / "results" / "03_quantitative.json").write_text('{"a": 2}')
+    (out / "results" / "03_retrieval.json").write_text('{"a": 2}')
     assert notebook_manifest.chapter_fingerprint(source, {}, shared, out)["results"] != first["results"]
     with pytest.raises(ValueError, match="output folder"):
         notebook_manifest.chapter_fingerprint(source, {}, shared)
@@ -253,7 +256,7 @@ def test_a_changed_chapter_result_reexecutes_the_report_and_the_runner_puts_it_l
     (out / "results" / "03_x.json").write_text('{"value": 2}')
     row = runner.run_chapter(source, out, {"profile": "smoke"}, shared=shared)
     assert (row["status"], row["reason"]) == ("executed", "results changed") and marker.read_text() == '{"value": 2}'
-    ordered = sorted([source, ROOT / "notebooks" / "03_quantitative.py"], key=notebook_manifest.reads_results)
+    ordered = sorted([source, ROOT / "notebooks" / "03_retrieval.py"], key=notebook_manifest.reads_results)
     assert ordered[-1] == source
     manifest = json.loads(notebook_manifest.manifest_path(out).read_text())
     assert "results" in manifest["chapters"]["08_report"]["fingerprint"]

@@ -1,10 +1,10 @@
 """A chapter re-run from a cold cache gives identical numbers (issue #13).
 
-Two runs of chapter 03 at profile=smoke, each with its own empty tensor cache (the built zoo
-models are shared by a link): one cold, on one thread; one after chapter 02 has cached some
-of the same texts (so chapter 03 extracts the rest in other batches), on two threads. Every
-cache entry of the cold run (attention, OLA, ALTI where used, every trained proxy run) must be
-in the other run, bit for bit, and the chapter's recorded numbers must be equal.
+Two runs of chapters 03 and 04 (retrieval, the visual proxy) at profile=smoke, each with its own
+empty tensor cache (the built zoo models are shared by a link): one cold, on one thread; one after
+chapter 02 has cached some of the same texts (so chapter 03 extracts the rest in other batches), on
+two threads. Every cache entry of the cold run (attention, OLA, ALTI where used, every trained proxy
+run) must be in the other run, bit for bit, and the chapters' recorded numbers must be equal.
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ def _entries(cache: Path) -> dict[str, Path]:
 
 
 @pytest.mark.slow
-def test_chapter_03_from_a_cold_cache_equals_a_staged_run_bit_for_bit(tmp_path):
+def test_chapters_03_04_from_a_cold_cache_equal_a_staged_run_bit_for_bit(tmp_path):
     from safetensors.torch import load_file
 
-    _run(["03_quantitative"], tmp_path / "cold" / "out", tmp_path / "cold" / "cache", threads=1)
-    _run(["02_qualitative", "03_quantitative"], tmp_path / "staged" / "out", tmp_path / "staged" / "cache", threads=2)
+    _run(["03_retrieval", "04_proxy"], tmp_path / "cold" / "out", tmp_path / "cold" / "cache", threads=1)
+    _run(["02_qualitative", "03_retrieval", "04_proxy"], tmp_path / "staged" / "out", tmp_path / "staged" / "cache",
+         threads=2)
     cold, staged = _entries(tmp_path / "cold" / "cache"), _entries(tmp_path / "staged" / "cache")
     assert cold, "the cold run cached nothing"
     missing = sorted(set(cold) - set(staged))
@@ -49,6 +50,7 @@ def test_chapter_03_from_a_cold_cache_equals_a_staged_run_bit_for_bit(tmp_path):
     for key, path in cold.items():
         a, b = load_file(path), load_file(staged[key])
         assert a.keys() == b.keys() and all(a[name].equal(b[name]) for name in a), f"entry {key} differs"
-    results = [json.loads((tmp_path / run / "out" / "results" / "03_quantitative.json").read_text())["records"]
-               for run in ("cold", "staged")]
-    assert results[0] == results[1]
+    for chapter in ("03_retrieval", "04_proxy"):
+        results = [json.loads((tmp_path / run / "out" / "results" / f"{chapter}.json").read_text())["records"]
+                   for run in ("cold", "staged")]
+        assert results[0] == results[1], chapter

@@ -117,7 +117,7 @@ def test_similarity_read_from_chapter_03(tmp_path):
     key = "retrieval/causal/{}->{}/order1/hits@1/official texts, whole row sink statistics"
     records = [{"key": key.format(*CAUSAL[:2]), "value": 80.0}, {"key": key.format(*CAUSAL[1::-1]), "value": 70.0},
                {"key": "retrieval/causal/x->y/order2/hits@1/official texts, whole row sink statistics", "value": 1.0}]
-    (tmp_path / "03_quantitative.json").write_text(json.dumps({"profile": "smoke", "records": records}))
+    (tmp_path / "03_retrieval.json").write_text(json.dumps({"profile": "smoke", "records": records}))
     hits, where = similarity_hits(TransferSettings(encoders=("minilm-l6",), control_models=()), tmp_path,
                                   profile="smoke")
     assert "causal: chapter 03" in where and len(hits) == 2

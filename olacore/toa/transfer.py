@@ -664,7 +664,7 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
                     workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
     """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind (paper section 4.1).
 
-    Per kind, read from chapter 03's ``03_quantitative.json`` in ``results`` (default
+    Per kind, read from chapter 03's ``03_retrieval.json`` in ``results`` (default
     :func:`olacore.results.results_dir`) when it was written at ``profile`` (``None``: never read) and holds pairs of
     that kind; else computed with :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
     official-recipe texts, maps resized to 50 x 50, sinks cleaned with whole-row statistics (chapter 03's official
@@ -675,7 +675,7 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
         sentence saying where each kind's numbers come from.
 
     Raises:
-        json.JSONDecodeError (a ValueError): ``03_quantitative.json`` exists but is not JSON.
+        json.JSONDecodeError (a ValueError): ``03_retrieval.json`` exists but is not JSON.
         KeyError: that file, recorded at ``profile``, lacks ``records`` or a record's ``key`` / ``value``.
         ValueError: a kind is computed and EWT train holds fewer than ``settings.similarity_texts`` official-recipe
             chunks.
@@ -687,7 +687,7 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
     columns = ["kind", "source", "target", "hits@1"]
     if not kinds:
         return pd.DataFrame(columns=columns), "no similarity: no kind has two models (a pair is needed)"
-    path = Path(results or results_dir()) / "03_quantitative.json"
+    path = Path(results or results_dir()) / "03_retrieval.json"
     saved: dict[str, list[dict]] = {}
     skipped = ""
     if path.is_file():
