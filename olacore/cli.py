@@ -4,8 +4,9 @@
 
 ``NAME`` is a zoo name (see ``python -m olacore models``), a Hugging Face id or a local
 model folder. ``--words`` pools token maps onto words (runs of word characters, and each
-punctuation mark on its own). ``--json`` prints ``{"model", "tokens", "orders"}`` with orders
-0..K as nested lists. ``--out`` writes a figure; its suffix picks the format.
+punctuation mark on its own). ``--json`` prints ``{"model", "tokens", "labels", "orders"}``: the
+tokens as the tokenizer writes them, their labels (the characters each covers in the text, as in
+the figures) and orders 0..K as nested lists. ``--out`` writes a figure; its suffix picks the format.
 """
 
 from __future__ import annotations
@@ -31,13 +32,25 @@ def _check_options(args: argparse.Namespace) -> None:
     """Refuse bad ``ola`` options before any model is looked up, loaded or run.
 
     Raises:
-        ValueError: an empty or whitespace-only ``--text``; an ``--out`` path whose suffix is not
+        ValueError: an empty ``--model``; an empty, whitespace-only or invisible ``--text`` (as
+            :func:`olacore.extraction.check_texts`), or one without words under ``--words``; an empty ``--out``, or one whose suffix is not
             one of :data:`FIGURE_SUFFIXES` or whose folder does not exist.
     """
     from pathlib import Path
 
+    from olacore.alignment import word_spans
+    from olacore.extraction import check_texts
+
+    if not args.model.strip():
+        raise ValueError("--model is empty; give a zoo name (python -m olacore models), a Hugging Face id or a folder")
     if not args.text.strip():
         raise ValueError('--text is empty; give the text to analyse, e.g. --text "The cat sat on the mat."')
+    check_texts([args.text])  # invisible characters only: "texts[0]" reads "--text" (main)
+    if args.words and not word_spans(args.text):
+        raise ValueError(f"--text {args.text!r} has no word (no letter, digit or punctuation mark) to pool "
+                         "onto; leave out --words to see its tokens")
+    if args.out is not None and not args.out.strip():
+        raise ValueError("--out is empty; give the figure's path, e.g. --out maps.png, or leave --out out")
     if args.out:
         out = Path(args.out).expanduser()
         if out.suffix.lower() not in FIGURE_SUFFIXES:
@@ -53,14 +66,16 @@ def _ola_command(args: argparse.Namespace) -> int:
     from olacore.alignment import pool_to_words, word_spans
     from olacore.pipeline import cached_ola
 
+    from olacore.plots import token_labels
+
     (result,) = cached_ola(args.model, [args.text], args.max_order, device=args.device)
-    orders, labels = result.orders, list(result.tokens)
+    orders, tokens, labels = result.orders, list(result.tokens), token_labels(result)
     if args.words:
         spans = word_spans(args.text)
         orders = pool_to_words(orders.double(), result.offsets, spans).float()
-        labels = [args.text[start:end] for start, end in spans]
+        tokens = labels = [args.text[start:end] for start, end in spans]
     if args.json:
-        payload = {"model": args.model, "tokens": labels, "orders": orders.tolist()}
+        payload = {"model": args.model, "tokens": tokens, "labels": labels, "orders": orders.tolist()}
         json.dump(payload, sys.stdout)
         sys.stdout.write("\n")
     if args.out:

@@ -9,7 +9,7 @@ were extracted with it (a cached map does not depend on which texts were missing
 from __future__ import annotations
 
 import dataclasses
-import os
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from olacore.loading import LoadedModel
-from olacore.settings import fixed_threads
+from olacore.settings import env_positive_number, fixed_threads
 from olacore.timing import progress as progress_bar
 
 __all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "per_text", "ATTENTION_BUDGET_ENV"]
@@ -44,12 +44,26 @@ class Extraction:
     attentions: torch.Tensor
 
 
+# Characters that show nothing: besides spaces and control or format characters (zero-width space U+200B, BOM U+FEFF,
+# word joiner, bidi marks, tags), the blank letters and symbols of Unicode (Hangul fillers, Braille blank, Khmer
+# inherent vowels, combining grapheme joiner, variation selectors), which Python counts as printable.
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+_BLANK_CHARACTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800\u17b4\u17b5\u034f\u180e")
+
+
+def _invisible(character: str) -> bool:
+    return (character.isspace() or unicodedata.category(character) in _BLANK_CATEGORIES
+            or character in _BLANK_CHARACTERS or "\ufe00" <= character <= "\ufe0f"
+            or "\U000e0100" <= character <= "\U000e01ef")
+
+
 def check_texts(texts: Sequence[str]) -> list[str]:
-    """``texts`` as a list, checked: a sequence of non-empty strings.
+    """``texts`` as a list, checked: a sequence of strings, each with a visible character.
 
     Raises:
         TypeError: ``texts`` is a single string, or holds a non-string.
-        ValueError: a text is empty or whitespace only, or not valid Unicode (names its index).
+        ValueError: a text is empty, whitespace only or invisible (only zero-width spaces, BOMs, Hangul fillers,
+            Braille blanks, ...), or not valid Unicode (names its index).
     """
     if isinstance(texts, str):
         raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
@@ -59,6 +73,11 @@ def check_texts(texts: Sequence[str]) -> list[str]:
             raise TypeError(f"texts[{index}] is a {type(text).__name__}, not a str")
         if not text.strip():
             raise ValueError(f"texts[{index}] is empty or whitespace only; remove it or give it some words")
+        if all(_invisible(c) for c in text):
+            shown = ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in dict.fromkeys(text) if
+                              not c.isspace())
+            raise ValueError(f"texts[{index}] shows nothing: it holds only invisible characters ({shown}); remove "
+                             "it or give it some words")
         bad = next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
         if bad is not None:  # an undecodable byte read with errors="surrogateescape", or a broken pair
             raise ValueError(f"texts[{index}] is not valid Unicode: character {bad} is a lone surrogate "
@@ -81,7 +100,8 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
     tokenizer adds them, and a special token's spelling inside a text (``"Press [SEP] to continue."``) is read as text.
 
     Raises:
-        TypeError / ValueError: as :func:`check_texts`; a text longer than the model's context (both lengths given).
+        TypeError / ValueError: as :func:`check_texts`; a text of which the tokenizer keeps nothing (no token but the
+            special ones); a text longer than the model's context (both lengths given).
     """
     result = []
     for index, text in enumerate(check_texts(texts)):
@@ -104,6 +124,9 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
                 f"({model.max_length} tokens, special tokens included); split or shorten it"
             )
         special = encoding["special_tokens_mask"]
+        if all(special):
+            raise ValueError(f"texts[{index}] gives no token in {model.name!r} (its tokenizer drops every character "
+                             f"of {text[:40]!r}); give it some words")
         offsets = [
             (0, 0) if is_special else _trim(text, int(start), int(end))
             for (start, end), is_special in zip(encoding["offset_mapping"], special)
@@ -128,8 +151,9 @@ def _check_memory(model: LoadedModel, length: int) -> None:
 
     Raises:
         MemoryError: the message gives the text's length, what it would need and how to proceed.
+        ValueError: ``$OLACORE_ATTENTION_GB`` is not a positive number (one line naming it).
     """
-    budget = float(os.environ.get(ATTENTION_BUDGET_ENV, "4")) * 2**30
+    budget = env_positive_number(ATTENTION_BUDGET_ENV, 4.0) * 2**30
     needed = model.num_layers * model.num_heads * 4 * length**2
     if needed > budget:
         raise MemoryError(

@@ -23,9 +23,9 @@ from urllib.parse import urlparse
 import torch
 
 from olacore.model_files import (
-    ModelLoadError, check_loading_info, check_model_folder, check_tokenizer, folder_fingerprint, guard_load,
+    ModelLoadError, check_config_family, check_loading_info, check_model_folder, check_tokenizer, folder_fingerprint, guard_load,
 )
-from olacore.settings import resolve_device
+from olacore.settings import env_text, resolve_device
 from olacore.zoo import ZOO, ModelSpec, unknown_model, zoo_key
 from olacore.zoo_build import zoo_folder
 
@@ -78,8 +78,8 @@ def _looks_like_path(name: str) -> bool:
 
 def _model_folders() -> dict[str, Path]:
     """The name -> folder map of :data:`MODEL_FOLDERS_ENV` (empty when unset), each folder checked."""
-    text = os.environ.get(MODEL_FOLDERS_ENV, "").strip()
-    if not text:
+    text = env_text(MODEL_FOLDERS_ENV)
+    if text is None:
         return {}
     try:
         mapping = json.loads(text)
@@ -90,6 +90,9 @@ def _model_folders() -> dict[str, Path]:
         raise ValueError(f"{MODEL_FOLDERS_ENV} must be a JSON object of model name -> folder (strings); got {text[:80]}")
     out = {}
     for name, folder in mapping.items():
+        if not name.strip() or not folder.strip():
+            raise ValueError(f"{MODEL_FOLDERS_ENV}: the entry {name!r}: {folder!r} has an empty model name or folder; "
+                             "give both, or remove the entry")
         path = Path(folder).expanduser().resolve()
         if not path.is_dir():
             raise ValueError(f"{MODEL_FOLDERS_ENV}: the folder {path} given for {name!r} does not exist (or is not "
@@ -113,6 +116,9 @@ def _classify(name: str) -> str:
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
     name = os.fspath(name)
+    if not name.strip():
+        raise ValueError("the model name is empty; give a zoo name (python -m olacore models), a Hugging Face id "
+                         "or a model folder")
     if name in _model_folders():
         return "folder"
     if name in ZOO:
@@ -316,13 +322,14 @@ def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
         check_model_folder(path)
         config = guard_load(name, "config", lambda: AutoConfig.from_pretrained(path))
         tokenizer = guard_load(name, "tokenizer", lambda: AutoTokenizer.from_pretrained(path))
+    check_config_family(config, name)
     text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
     check_tokenizer(tokenizer, text_config, name)
     if hub:
         model, loading_info = _hub_call(name, AutoModel.from_pretrained, **kwargs)
     else:
         model, loading_info = guard_load(name, "weights", lambda: AutoModel.from_pretrained(path, **kwargs))
-    check_loading_info(loading_info, name)
+    check_loading_info(loading_info, name, model, text_config)
     if not getattr(tokenizer, "is_fast", False):
         raise ValueError(
             f"{name}: the tokenizer {type(tokenizer).__name__} is not a fast tokenizer, so it "

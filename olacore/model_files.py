@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -22,6 +23,7 @@ __all__ = [
     "ModelLoadError",
     "TOKENIZER_FILES",
     "WEIGHT_SUFFIXES",
+    "check_config_family",
     "check_loading_info",
     "check_model_folder",
     "check_tokenizer",
@@ -221,19 +223,114 @@ def guard_load(where: str, what: str, call: Callable[[], T]) -> T:
         ) from error
 
 
-def check_loading_info(info: dict, where: str) -> None:
-    """Refuse weights that leave parameters of the model to random initialisation (transformers only warns).
+_LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
+# One numbered block of a transformer stack: "encoder.layer.3.", "layers.12.", "h.4.", "blocks.0."
+_NUMBERED_BLOCK = re.compile(r"(?:^|\.)(?:layer|layers|h|blocks|block)\.(\d+)\.")
+# Buffers some checkpoints carry and no model reads (transformers drops them for its own families).
+_IGNORED_BUFFERS = re.compile(r"(position_ids|inv_freq|masked_bias|attn\.bias)$")
 
-    ``info``: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``; ``where``: for the message.
-    The pooler (never used by extraction, often missing in masked-LM checkpoints) is not counted.
+
+def _block(key: str) -> int | None:
+    found = _NUMBERED_BLOCK.search(key)
+    return int(found.group(1)) if found else None
+
+
+def _layer_field(config: Any) -> tuple[str, int] | None:
+    """``(name, value)`` of the config field giving the number of layers (``num_hidden_layers``, ...)."""
+    for name in _LAYER_COUNT_FIELDS:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return name, value
+    return None
+
+
+def _shown(keys: list[str]) -> str:
+    return ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
+
+
+def check_loading_info(info: dict, where: str, model: Any = None, config: Any = None) -> None:
+    """Refuse weights that disagree with the ``config.json`` that builds the model (transformers only warns).
+
+    ``info``: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``; ``model``: the loaded
+    backbone and ``config``: its (text) config, to tell unused weights of the backbone (layers beyond the config's
+    count, a module the config does not build) from a task head's (an LM or masked-LM head, never used by extraction);
+    ``where``: for the message. The pooler (never used, often missing in masked-LM checkpoints) is not counted.
 
     Raises:
-        ModelLoadError: some parameters are missing (the message names a few).
+        ModelLoadError: parameters of the model missing from the weights, or weights of the backbone the model leaves
+            unused; the message names ``config.json``, the field and what the weights hold.
     """
+    field = _layer_field(config) if config is not None else None
     missing = sorted(key for key in info.get("missing_keys", ()) if "pooler" not in key)
-    if missing:
-        shown = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+    prefix = f"{getattr(model, 'base_model_prefix', '') or '<none>'}."
+    children = {name for name, _ in model.named_children()} if model is not None else set()
+    unused = []
+    for key in sorted(info.get("unexpected_keys", ())):
+        inner = key.removeprefix(prefix)
+        if _IGNORED_BUFFERS.search(inner) or "pooler" in inner:
+            continue
+        if model is None or inner.split(".")[0] in children:
+            unused.append(inner)
+    if not missing and not unused:
+        return
+    fix = "use the config.json that came with the weights"
+    if field is not None:
+        name, value = field
+        blocks = {_block(key) for key in unused} - {None}
+        absent = {_block(key) for key in missing} - {None}
+        if blocks and min(blocks) >= value:
+            raise ModelLoadError(
+                f"config.json of {where} says {name} {value}, but its weights hold {max(blocks) + 1} layers "
+                f"({len(unused)} weights of layers {value}..{max(blocks)} would be left unused: {_shown(unused)}); "
+                f"set {name} to {max(blocks) + 1} or {fix}")
+        if absent and not unused and all(_block(key) is not None for key in missing):
+            held = min(absent)
+            raise ModelLoadError(
+                f"config.json of {where} says {name} {value}, but its weights hold only {held} layers "
+                f"(missing: {_shown(missing)}); set {name} to {held} or {fix}")
+    if unused:
         raise ModelLoadError(
-            f"the weights of {where} lack {len(missing)} parameters of the model its config.json describes "
-            f"({shown}): the weights are partial or of another model; use the config.json that came with them"
-        )
+            f"config.json of {where} (model_type {getattr(config, 'model_type', '?')!r}) builds no place for "
+            f"{len(unused)} weights of its checkpoint ({_shown(unused)}): the config describes another model or "
+            f"another size; {fix}")
+    raise ModelLoadError(
+        f"the weights of {where} lack {len(missing)} parameters of the model its config.json describes "
+        f"({_shown(missing)}): the weights are partial or of another model; {fix}")
+
+
+def _model_types_of(architecture: str) -> set[str]:
+    """The ``model_type`` values whose transformers classes include ``architecture`` (empty when unknown)."""
+    from transformers.models.auto import modeling_auto
+
+    found = set()
+    for name in dir(modeling_auto):
+        table = getattr(modeling_auto, name)
+        if not name.endswith("_MAPPING_NAMES") or name == "CONFIG_MAPPING_NAMES" or not isinstance(table, dict):
+            continue
+        for model_type, classes in table.items():
+            if architecture == classes or (isinstance(classes, (tuple, list)) and architecture in classes):
+                found.add(model_type)
+    return found
+
+
+def check_config_family(config: Any, where: str) -> None:
+    """Refuse a ``config.json`` whose ``model_type`` is not the family of its own ``architectures``.
+
+    The weights were saved by the ``architectures`` class; a ``model_type`` of another family builds another network
+    on them (``roberta`` on BERT weights loads with no missing weight, but numbers positions otherwise). Unknown
+    architectures (custom code) and configs without ``architectures`` are not judged.
+
+    Raises:
+        ModelLoadError: naming ``config.json``, ``model_type`` and the family of the architectures.
+    """
+    model_type = getattr(config, "model_type", None)
+    architectures = getattr(config, "architectures", None) or []
+    families = [(a, _model_types_of(a)) for a in architectures]
+    known = [(a, types) for a, types in families if types]
+    if model_type and known and not any(model_type in types for _, types in known):
+        architecture, types = known[0]
+        family = " or ".join(repr(t) for t in sorted(types))
+        raise ModelLoadError(
+            f"config.json of {where} says model_type {model_type!r}, but its architectures field says the weights "
+            f"were saved by {architecture}, a model_type {family} class; set model_type to {sorted(types)[0]!r} "
+            f"or use the config.json that came with the weights")

@@ -20,8 +20,8 @@ from olacore.tables import labelled_caption
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.ud import UDSentence
 
-__all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve", "readable_token", "LabelledFigure",
-           "show_figure"]
+__all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve", "readable_token", "token_labels",
+           "LabelledFigure", "show_figure"]
 
 #: Keyword arguments for every matplotlib text that shows the user's words: never parsed as mathtext.
 TEXT = {"parse_math": False}
@@ -33,9 +33,11 @@ _MARKERS = {"\u0120": " ", "\u010a": " ", "\u2581": " "}
 
 
 def readable_token(token: str) -> str:
-    """A token as a reader would write it: tokenizer markers (``Ġ``, ``▁``, ``##``) removed.
+    """A token as a reader would write it, from the token alone: tokenizer markers (``Ġ``, ``▁``, ``##``) removed.
 
-    ``"Ġpreacher"`` -> ``"preacher"``, ``"##ing"`` -> ``"-ing"``, a token that is only a marker -> ``"␣"``.
+    ``"Ġpreacher"`` -> ``"preacher"``, ``"##ing"`` -> ``"-ing"``, a token that is only a marker -> ``"␣"``. A byte-level
+    BPE token of a character outside ASCII (``"Ã©"`` for ``é``) cannot be read without its text: label the tokens of a
+    text with :func:`token_labels`, which reads the characters at their offsets.
     """
     text = str(token)
     piece = text.startswith("##") and len(text) > 2
@@ -44,6 +46,38 @@ def readable_token(token: str) -> str:
         text = text.replace(marker, plain)
     text = text.strip()
     return ("-" + text if piece else text) or "\u2423"
+
+
+def token_labels(record) -> list[str]:
+    """Labels of a text's tokens as a reader would write them: the characters each token covers in the text.
+
+    ``record``: anything with ``text``, ``tokens`` and ``offsets`` (an :class:`~olacore.extraction.Extraction`, an
+    OLA result, token maps). A token reads as the text at its offsets, so a byte-level BPE token shows ``é``, ``“`` or
+    ``我``, not the byte symbols ``Ã©``, ``âĢľ``; tokens that share a character (a character split into bytes over
+    several tokens) read ``"我 (1/2)"``, ``"我 (2/2)"``. A WordPiece continuation keeps its cue (``"-ing"``); special
+    tokens and whitespace-only tokens, which cover no character, read as :func:`readable_token` writes them.
+    """
+    text, tokens, offsets = record.text, list(record.tokens), [tuple(span) for span in record.offsets]
+    runs: list[list[int]] = []  # consecutive tokens whose character spans overlap
+    end = -1
+    for index, (start, stop) in enumerate(offsets):
+        if stop <= start:
+            continue
+        if runs and start < end:
+            runs[-1].append(index)
+            end = max(end, stop)
+        else:
+            runs.append([index])
+            end = stop
+    labels = [readable_token(token) for token in tokens]
+    for run in runs:
+        for place, index in enumerate(run, 1):
+            start, stop = offsets[index]
+            label = text[start:stop]
+            if tokens[index].startswith("##") and len(tokens[index]) > 2:
+                label = "-" + label
+            labels[index] = f"{label} ({place}/{len(run)})" if len(run) > 1 else label
+    return labels
 
 
 def _wrapped(title: str, width_inches: float, fontsize: float) -> str:

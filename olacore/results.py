@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from olacore.settings import env_folder
 from olacore.store import atomic_write_text
 
 __all__ = ["RESULTS_ENV", "OFFICIAL", "HELD_OUT", "Record", "ChapterResults", "results_dir", "load_results"]
@@ -27,9 +28,8 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 
 def results_dir() -> Path:
-    """``$OLACORE_RESULTS``, or ``book/generated/results`` in the repository."""
-    value = os.environ.get(RESULTS_ENV)
-    return Path(value).expanduser() if value else _ROOT / "book" / "generated" / "results"
+    """``$OLACORE_RESULTS``, or ``book/generated/results`` in the repository (a blank value or a file: ValueError)."""
+    return env_folder(RESULTS_ENV, _ROOT / "book" / "generated" / "results")
 
 
 @dataclass

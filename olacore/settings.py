@@ -1,6 +1,7 @@
 """Where the project reads its data, keeps its caches, and runs (device, worker processes).
 
-Two environment variables, so that notebooks, tests, the command line and CI agree:
+Two environment variables, so that notebooks, tests, the command line and CI agree (each checked where it is read,
+by :func:`env_folder` and its kin: a bad value is a one-line ``ValueError`` naming the variable):
 
 ``OLACORE_DATA``
     Folder of the public data releases (listed on the book's page "Models and data"). Default:
@@ -13,6 +14,7 @@ Two environment variables, so that notebooks, tests, the command line and CI agr
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from pathlib import Path
 from typing import Iterator
@@ -25,10 +27,67 @@ CACHE_ENV = "OLACORE_CACHE"
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def env_text(name: str) -> str | None:
+    """The value of the environment variable ``name``; ``None`` when unset or empty.
+
+    Raises:
+        ValueError: the value is blank (spaces only) or has spaces around it (one line naming ``name``).
+    """
+    value = os.environ.get(name)
+    if not value:
+        return None
+    if not value.strip():
+        raise ValueError(f"${name} is blank ({value!r}); set it to a value or unset it to use the default")
+    if value != value.strip():
+        raise ValueError(f"${name}={value!r} has spaces around it; remove them (export {name}={value.strip()!r})")
+    return value
+
+
+def env_folder(name: str, default: Path | None) -> Path | None:
+    """The folder named by the environment variable ``name``, or ``default`` when unset or empty (it may not exist
+    yet: the caller says what a missing folder means).
+
+    Raises:
+        ValueError: the value is blank or has spaces around it, or names a file, not a folder; one line naming
+            ``name``, its value and what to do.
+    """
+    value = env_text(name)
+    if value is None:
+        return default
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"${name}={value} is a file, not a folder; point {name} at a folder, or unset it"
+                         + (f" to use the default {default}" if default is not None else ""))
+    return path
+
+
+def env_positive_number(name: str, default: float) -> float:
+    """The positive, finite number in the environment variable ``name``, or ``default`` when unset or empty.
+
+    Raises:
+        ValueError: the value is not a number, or not a positive finite one (one line naming ``name``).
+    """
+    value = env_text(name)
+    if value is None:
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if number is None or not math.isfinite(number) or number <= 0:
+        raise ValueError(f"${name}={value!r} is not a positive number; set it to one (e.g. {name}={default:g}) or "
+                         f"unset it to use the default {default:g}")
+    return number
+
+
 def data_dir() -> Path:
-    """Return the data folder: ``$OLACORE_DATA`` or ``<repo>/../shared/data``."""
-    value = os.environ.get(DATA_ENV)
-    return Path(value).expanduser() if value else _REPO_ROOT.parent / "shared" / "data"
+    """Return the data folder: ``$OLACORE_DATA`` or ``<repo>/../shared/data``.
+
+    Raises:
+        ValueError: ``$OLACORE_DATA`` is blank or names a file (:func:`env_folder`); a missing folder is reported
+            by :func:`data_file`, naming the file.
+    """
+    return env_folder(DATA_ENV, _REPO_ROOT.parent / "shared" / "data")
 
 
 def data_file(*parts: str) -> Path:
@@ -65,9 +124,12 @@ def cache_write_error(what: str, error: OSError, root: Path | None = None) -> Ca
 
 
 def cache_root() -> Path:
-    """The cache folder, ``$OLACORE_CACHE`` or ``~/.cache/olacore`` (not created)."""
-    value = os.environ.get(CACHE_ENV)
-    return Path(value).expanduser() if value else Path.home() / ".cache" / "olacore"
+    """The cache folder, ``$OLACORE_CACHE`` or ``~/.cache/olacore`` (not created).
+
+    Raises:
+        ValueError: ``$OLACORE_CACHE`` is blank or names a file (:func:`env_folder`).
+    """
+    return env_folder(CACHE_ENV, Path.home() / ".cache" / "olacore")
 
 
 def cache_dir(*parts: str, create: bool = True) -> Path:

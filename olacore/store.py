@@ -23,21 +23,26 @@ from typing import Any, Mapping
 
 import torch
 
-from olacore.settings import CacheWriteError, cache_dir, cache_write_error
+from olacore.settings import CACHE_ENV, CacheWriteError, cache_dir, cache_write_error
 
-__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheNotKeptWarning", "TensorStore", "tensor_digest",
-           "atomic_write_text"]
+__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheEntryNotRemovedWarning", "CacheNotKeptWarning",
+           "TensorStore", "tensor_digest", "atomic_write_text"]
 
 # Bump when what an entry holds, or how it is computed, changes: every old entry is then ignored.
-CACHE_VERSION = 1
+# 2: every entry names the key it was written under (what it was computed for), checked on read.
+CACHE_VERSION = 2
 
 
 class CacheCorruptionWarning(UserWarning):
-    """A cache entry was unreadable, truncated or failed its checksum; it was deleted."""
+    """A cache entry was unreadable, truncated, failed its checksum or was written for another key; it was deleted."""
 
 
 class CacheNotKeptWarning(UserWarning):
     """A computed result could not be written to the cache (read-only folder, disk full); it is used anyway."""
+
+
+class CacheEntryNotRemovedWarning(CacheCorruptionWarning, CacheNotKeptWarning):
+    """A corrupt entry could not be deleted (read-only cache): it is ignored, the result recomputed and not kept."""
 
 
 def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
@@ -123,6 +128,7 @@ class TensorStore:
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else cache_dir("tensors", create=False)
+        self._not_removed: set[str] = set()  # keys of corrupt entries a read-only cache kept (warned once)
 
     def __repr__(self) -> str:
         return f"TensorStore({str(self.root)!r})"
@@ -159,7 +165,9 @@ class TensorStore:
 
         cpu = {name: tensor.detach().to("cpu").contiguous() for name, tensor in tensors.items()}
         description = json.dumps(dict(meta or {}), sort_keys=True, ensure_ascii=False)
-        metadata = {"olacore": description, "checksum": _checksum(description, cpu)}
+        # The key (a digest of everything the entry was computed for: model fingerprint, text, settings) is part of
+        # the entry and of its checksum: an entry copied or renamed under another key is refused on read.
+        metadata = {"olacore": description, "key": key, "checksum": _checksum(key + "\0" + description, cpu)}
         target = self.path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -174,8 +182,10 @@ class TensorStore:
     def get(self, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
         """Read and verify an entry: ``(tensors, meta)`` with CPU tensors, or ``None`` when absent.
 
-        A corrupt entry (unreadable, truncated, bad header, checksum mismatch) is deleted with a
-        :class:`CacheCorruptionWarning` and ``None`` returned, so the caller recomputes it.
+        A corrupt entry (unreadable, truncated, bad header, checksum mismatch, or written under another key: the
+        entry of another text or model copied here) is deleted with a :class:`CacheCorruptionWarning` and ``None``
+        returned, so the caller recomputes it. Where it cannot be deleted (a read-only cache) it is ignored, with one
+        :class:`CacheEntryNotRemovedWarning` saying so; the recomputed result is then returned but not kept.
         """
         from safetensors.torch import load
 
@@ -192,21 +202,27 @@ class TensorStore:
                 raise ValueError("header runs past the end of the file (truncated)")
             header = json.loads(data[8 : 8 + header_size])
             metadata = header.get("__metadata__") or {}
-            if "olacore" not in metadata or "checksum" not in metadata:
-                raise ValueError("no olacore metadata or checksum")
+            if "olacore" not in metadata or "checksum" not in metadata or "key" not in metadata:
+                raise ValueError("no olacore metadata, key or checksum")
+            if metadata["key"] != key:
+                raise ValueError(f"it was computed for the key {metadata['key'][:16]}..., not this one (copied or "
+                                 "renamed from another entry)")
             tensors = load(data)
-            if _checksum(metadata["olacore"], tensors) != metadata["checksum"]:
+            if _checksum(metadata["key"] + "\0" + metadata["olacore"], tensors) != metadata["checksum"]:
                 raise ValueError("checksum mismatch")
             meta = json.loads(metadata["olacore"])
         except Exception as error:  # any failure to read means: do not trust the entry
-            warnings.warn(
-                CacheCorruptionWarning(
-                    f"Cache entry {target} is corrupt or partial ({type(error).__name__}: {error}); "
-                    f"deleted, it will be recomputed."
-                ),
-                stacklevel=3,
-            )
-            target.unlink(missing_ok=True)
+            problem = f"Cache entry {target} is corrupt or partial ({type(error).__name__}: {error})"
+            try:
+                target.unlink(missing_ok=True)
+            except OSError as failure:
+                self._not_removed.add(key)
+                warnings.warn(CacheEntryNotRemovedWarning(
+                    f"{problem}; it could not be removed ({failure.strerror or failure}), so it is ignored: the "
+                    f"result is recomputed and returned, but not kept. Point ${CACHE_ENV} at a writable folder, or "
+                    f"delete {target} where the cache is writable."), stacklevel=3)
+                return None
+            warnings.warn(CacheCorruptionWarning(f"{problem}; deleted, it will be recomputed."), stacklevel=3)
             return None
         return tensors, meta
 
@@ -215,6 +231,8 @@ class TensorStore:
         try:
             self.put(key, tensors, meta)
         except CacheWriteError as error:
+            if key in self._not_removed:  # its CacheEntryNotRemovedWarning said so already
+                return False
             warnings.warn(CacheNotKeptWarning(f"{error} The result was computed and is returned, but not kept."),
                           stacklevel=3)
             return False

@@ -6,9 +6,9 @@ import json
 import os
 import time
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Iterator
 
+from olacore.settings import env_folder
 from olacore.store import atomic_write_text
 
 #: Where the notebook runner asks chapters to leave their phase table (``<out>/phases``).
@@ -54,9 +54,9 @@ class Stopwatch:
     def report(self) -> str:
         """A plain-text table of wall and CPU seconds per phase, with the total since creation."""
         rows = self.phases()
-        folder = os.environ.get(PHASES_ENV)
-        if self.chapter and folder:
-            atomic_write_text(Path(folder) / f"{self.chapter}.json", json.dumps(rows, indent=1))
+        folder = env_folder(PHASES_ENV, None)  # a blank value or a file: ValueError naming it
+        if self.chapter and folder is not None:
+            atomic_write_text(folder / f"{self.chapter}.json", json.dumps(rows, indent=1))
         return phase_table(rows)
 
 

@@ -127,7 +127,7 @@ def test_out_suffixes_are_formats_matplotlib_writes():
     assert {s.lstrip(".") for s in FIGURE_SUFFIXES} <= set(supported)
     import argparse
 
-    _check_options(argparse.Namespace(text=TEXT, out="ola.PNG"))  # any case, in the current folder: accepted
+    _check_options(argparse.Namespace(model="minilm-l6", text=TEXT, words=False, out="ola.PNG"))  # any case, in the current folder: accepted
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])

@@ -360,3 +360,26 @@ def test_cli_on_a_read_only_cache_prints_the_result_and_one_warning(tmp_path):
     assert "OLACORE_CACHE" in fresh.stderr
     print(f"\nFAULT read-only cache ({'bind mount' if NAMESPACES else 'chmod'}): hit and miss both exit 0; "
           f"the miss prints its result and one warning line naming OLACORE_CACHE")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not NAMESPACES, reason="needs a private mount namespace (unshare -rm) for a read-only bind mount")
+def test_cli_on_a_read_only_cache_with_a_damaged_entry_recomputes_it_with_one_warning(tmp_path):
+    """Issue 38 item 2: it printed 'deleted, it will be recomputed', then exited 2 with [Errno 30]."""
+    cache = tmp_path / "cache"
+    args = ["ola", "--model", "minilm-l6", "--max-order", "1", "--json", "--device", "cpu",
+            "--text", "The cat sat on the mat."]
+    first = _cli(*args, OLACORE_CACHE=str(cache))
+    assert first.returncode == 0, first.stderr
+    entries = _entries(cache)
+    assert len(entries) == 2  # the attention and the OLA entry
+    damaged = entries[0]
+    damaged.write_bytes(damaged.read_bytes()[:200])
+    before = {path: path.read_bytes() for path in _entries(cache)}
+    again = _cli(*args, wrap=_read_only(cache), OLACORE_CACHE=str(cache))
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == json.loads(first.stdout)
+    lines = [line for line in again.stderr.splitlines() if line.startswith(("warning", "error", "Traceback"))]
+    assert len(lines) == 1 and "could not be removed" in lines[0] and str(damaged) in lines[0]
+    assert {path: path.read_bytes() for path in _entries(cache)} == before  # nothing changed, nothing lost
+    print(f"\nFAULT damaged entry in a read-only cache: recomputed, rc 0, one warning: {lines[0][:120]}...")
