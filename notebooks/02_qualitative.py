@@ -121,7 +121,7 @@ show_figure(fig, "fig-sink-cleaning", f"Token-level maps of the first text by {s
 #
 # With the paper's alignment (every token map resized to 50 x 50, sinks cleaned) we compare
 # the maps of two models by SSIM {cite}`wang2004ssim` on the first texts of the similarity
-# set (50-word chunks of EWT, chapter [Quantitative OLAS](03_quantitative.ipynb)). If OLAS
+# set (50-word chunks of EWT, chapter [SSIM retrieval](03_retrieval.ipynb)). If OLAS
 # holds, a map is much more similar to the other model's map *of the same text* than to its
 # maps of other texts. The gap between the two means is the effect that the next chapter
 # turns into retrieval accuracy.
