@@ -423,7 +423,7 @@ glue("syntax-demo-uas", float(on_test["uas"]), display=False)
 # ```
 
 # %%
-other = next(m for m in settings.models if m not in settings.full_grid)
+other = next((m for m in settings.models if m not in settings.full_grid), settings.models[-1])
 names = ["order 1", "order 2", "order 3"]
 jobs = [make_job(data[other]["train"], data[other]["dev"], input_spec(name), settings.adapter, settings.training,
                  seed=seed, model=other, input=name) for name in names]
@@ -450,20 +450,21 @@ for name, fitted in zip(names, train_adapters(jobs, workers=1, progress=False)):
 # ```
 
 # %%
-def has_cycle(heads):
-    """heads[i]: the grid row of word i's head (the root points to itself)."""
+def has_cycle(heads, rows):
+    """heads[w]: the grid row of word w's predicted head; rows[w]: word w's own row (the root points to itself)."""
+    heads, word_at = [int(h) for h in heads], {row: w for w, row in enumerate(rows)}
     for start in range(len(heads)):
-        seen, node = set(), start
-        while node < len(heads) and heads[node] != node and node not in seen:
-            seen.add(node)
-            node = heads[node]
-        if node in seen:
+        seen, w = set(), start
+        while w is not None and heads[w] != rows[w] and w not in seen:
+            seen.add(w)
+            w = word_at.get(heads[w])  # None: a row that is no word's (a later sub-token, a special token)
+        if w is not None and w in seen:
             return True
     return False
 
 
 predicted = adapter.predict(test)
-cycles = sum(has_cycle([int(h) for h in p["heads"]]) for p in predicted)
+cycles = sum(has_cycle(p["heads"], item.word_tokens) for p, item in zip(predicted, test.items))
 print(f"{cycles} of {len(predicted)} test sentences have a cycle in their predicted heads")
 
 # %% [markdown]

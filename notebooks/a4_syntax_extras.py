@@ -343,7 +343,7 @@ show_table(pos[["model", "input", "epoch", "dev_accuracy", "accuracy", "subtoken
 # ```
 
 # %%
-model = next(m for m in settings.layer_models if model_kind(m) == "encoder")
+model = next((m for m in settings.layer_models if model_kind(m) == "encoder"), settings.layer_models[0])
 screen = layer_screen(data[model]["dev"])  # every layer as an untrained parser, on dev
 best = int(screen.loc[screen["attachment"].idxmax(), "layer"])
 for name in (f"layer {best}", "order 1"):
