@@ -27,8 +27,9 @@ first on the Jupyter path.
   source (copied beside it) for download, and, where the manifest holds an earlier run of the
   chapter, one line under the title gives that run's time, profile and peak memory.
 - Each executed chapter's record in the manifest keeps its wall and CPU seconds, its peak
-  memory (the largest resident set of the kernel or any of its finished worker processes,
-  ``getrusage`` read by a last cell that is then removed) and the machine it ran on; after
+  memory (the kernel and its worker processes together, sampled every second by
+  ``kernel_setup.py``, and the largest resident set of one of them, from ``getrusage``; both
+  read by a last cell that is then removed) and the machine it ran on; after
   every chapter the runner writes them as a Markdown table, ``<out>/compute_table.md``, which
   ``book/compute.md`` includes. A run of the whole book (no notebook named) first drops the
   records of chapters whose source is gone (renamed or removed).
@@ -68,11 +69,13 @@ SUMMARY_TAG, DOWNLOAD_TAG = "olacore-parameters", "olacore-download"
 RUNNING_TIME_TAG, PEAK_MEMORY_TAG = "olacore-running-time", "olacore-peak-memory"
 COMPUTE_TABLE = "compute_table.md"  # in the output folder; included by book/compute.md
 
-# The last cell of every executed chapter (removed from the executed notebook): the largest
-# resident set of the kernel or of one of its finished worker processes, in bytes. The kernel's
-# own is its memory's high-water mark (VmHWM, Linux): its ru_maxrss would also count the runner's
-# memory at the moment it started the kernel (exec keeps the old high-water mark). Workers count
-# through RUSAGE_CHILDREN (ru_maxrss in KiB on Linux, bytes on macOS). Leaves no name behind.
+# The last cell of every executed chapter (removed from the executed notebook), in bytes:
+# ``peak_rss_bytes``, the largest resident set of the kernel or of one of its finished worker
+# processes, and ``peak_total_bytes``, the largest sum over the kernel and all its processes at
+# once (sampled every second by kernel_setup.py; 0 where it could not sample). The kernel's own
+# peak is its memory's high-water mark (VmHWM, Linux): its ru_maxrss would also count the
+# runner's memory at the moment it started the kernel (exec keeps the old high-water mark).
+# Workers count through RUSAGE_CHILDREN (ru_maxrss in KiB on Linux, bytes on macOS).
 PEAK_MEMORY_CELL = """def _olacore_peak_memory():
     import json, resource, sys
     scale = 1 if sys.platform == "darwin" else 1024
@@ -82,7 +85,9 @@ PEAK_MEMORY_CELL = """def _olacore_peak_memory():
             own = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmHWM:"))
     except (OSError, StopIteration):
         pass
-    print(json.dumps({"peak_rss_bytes": max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale)}))
+    largest = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale)
+    sampled = getattr(sys.modules.get("_olacore_memory"), "peak_total", 0)
+    print(json.dumps({"peak_rss_bytes": largest, "peak_total_bytes": max(sampled, largest) if sampled else None}))
 
 
 _olacore_peak_memory()
@@ -182,6 +187,11 @@ def _gigabytes(size: float) -> str:
     return f"{size / 1e9:.1f} GB"
 
 
+def _peak(record: dict) -> float | None:
+    """A record's peak memory for a reader: all its processes together where sampled, else the largest one."""
+    return record.get("peak_total_bytes") or record.get("peak_rss_bytes")
+
+
 def running_time_note(entry: dict | None) -> str | None:
     """The line under a chapter's title: its last run's time, profile and peak memory (``None`` without a record)."""
     if not entry or not entry.get("seconds"):
@@ -190,31 +200,33 @@ def running_time_note(entry: dict | None) -> str | None:
     minutes = round(seconds / 60)
     text = "under a minute" if seconds < 60 else f"about {minutes} min" if minutes < 90 else f"about {seconds / 3600:.1f} h"
     profile = entry.get("parameters", {}).get("profile", "?")
-    peak = f", peak memory {_gigabytes(entry['peak_rss_bytes'])}" if entry.get("peak_rss_bytes") else ""
+    memory = _peak(entry)
+    peak = f", peak memory {_gigabytes(memory)}" if memory else ""
     return (f"*Running time: {text} at profile `{profile}` on this machine (last run{peak}); "
             "every chapter's: {ref}`compute`.*")
 
 
-def take_peak_memory(notebook: nbformat.NotebookNode) -> int | None:
-    """Remove the :data:`PEAK_MEMORY_CELL` from an executed notebook; return the bytes it printed."""
+def take_peak_memory(notebook: nbformat.NotebookNode) -> dict:
+    """Remove the :data:`PEAK_MEMORY_CELL` from an executed notebook; return what it printed
+    (``peak_rss_bytes``, ``peak_total_bytes``; ``{}`` without the cell or its output)."""
     index = _tagged(notebook, PEAK_MEMORY_TAG)
     if index is None:
-        return None
+        return {}
     cell = notebook.cells.pop(index)
     for output in cell.get("outputs", []):
         for line in output.get("text", "").splitlines():
             if line.startswith("{"):
-                return int(json.loads(line)["peak_rss_bytes"])
-    return None
+                return json.loads(line)
+    return {}
 
 
 def prepare_for_reading(path: Path, stem: str, values: dict, declared_here: dict,
-                        previous: dict | None = None) -> int | None:
+                        previous: dict | None = None) -> dict:
     """Tag the parameter cells ``remove-cell``, add the parameters block, the download note and
     (from ``previous``, the chapter's earlier manifest entry) the running-time line; take out
-    the peak-memory cell and return its reading (bytes, ``None`` if there was none)."""
+    the peak-memory cell and return its reading (:func:`take_peak_memory`)."""
     notebook = nbformat.read(path, as_version=4)
-    peak = take_peak_memory(notebook)
+    memory = take_peak_memory(notebook)
     added = {SUMMARY_TAG, DOWNLOAD_TAG, RUNNING_TIME_TAG}
     notebook.cells = [c for c in notebook.cells if not added & set(c.metadata.get("tags", []))]
     for tag in (PARAMETERS_TAG, INJECTED_TAG):
@@ -232,10 +244,10 @@ def prepare_for_reading(path: Path, stem: str, values: dict, declared_here: dict
     if note:
         notebook.cells.insert(1 if first_is_title else 0, _markdown_cell(note, RUNNING_TIME_TAG))
     nbformat.write(notebook, path)
-    return peak
+    return memory
 
 
-def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None = None) -> tuple[Path, int | None]:
+def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None = None) -> tuple[Path, dict]:
     """Execute ``source`` with (already checked) ``parameters``.
 
     Writes ``<out_dir>/<stem>.ipynb`` (executed, prepared for reading, the running-time line
@@ -243,8 +255,10 @@ def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None
     it (``<stem>.py``, offered for download).
 
     Returns:
-        the executed notebook's path and the run's peak memory in bytes (the largest resident
-        set of the kernel or a finished worker; ``None`` where it could not be read).
+        the executed notebook's path and the run's peak memory in bytes: ``peak_rss_bytes``, the
+        largest resident set of the kernel or a finished worker, and ``peak_total_bytes``, the
+        largest sum over the kernel and its processes at once, sampled every second (``None``
+        where it could not be sampled); ``{}`` where the last cell did not run.
 
     Raises:
         notebook_parameters.ParameterError: a parameter the notebook does not declare.
@@ -279,9 +293,9 @@ def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None
         )
     finally:
         raw.unlink(missing_ok=True)
-    peak = prepare_for_reading(target, source.stem, parameters, declared_here, previous)
+    memory = prepare_for_reading(target, source.stem, parameters, declared_here, previous)
     shutil.copyfile(source, out_dir / source.name)
-    return target, peak
+    return target, memory
 
 
 def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = False,
@@ -307,7 +321,8 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
         return {"chapter": source.stem, "status": "skipped", "seconds": seconds, "reason": "unchanged"}
     manifest.update_manifest(out_dir, source.stem, None)
     cpu = cpu_seconds()
-    _, peak = execute(source, out_dir, parameters, previous=entry)
+    _, memory = execute(source, out_dir, parameters, previous=entry)
+    memory = {"peak_rss_bytes": memory.get("peak_rss_bytes"), "peak_total_bytes": memory.get("peak_total_bytes")}
     seconds, cpu = time.perf_counter() - start, cpu_seconds() - cpu  # the kernel and its workers, once ended
     manifest.update_manifest(out_dir, source.stem, {
         "fingerprint": fingerprint,
@@ -318,13 +333,13 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
         "parameters": parameters,
         "seconds": round(seconds, 1),
         "cpu_seconds": round(cpu, 1),
-        "peak_rss_bytes": peak,
+        **memory,
         "executed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
     })
     write_compute_table(out_dir)
     return {"chapter": source.stem, "status": "executed", "seconds": seconds, "cpu_seconds": cpu,
-            "peak_rss_bytes": peak, "reason": reason}
+            **memory, "reason": reason}
 
 
 def machine() -> dict:
@@ -365,6 +380,12 @@ def _largest_phases(out_dir: Path, chapter: str, count: int = 2) -> str:
     return "; ".join(f"{_escape(str(r['phase']))} {_seconds(r['wall'])} / {_seconds(r['cpu'])}" for r in rows)
 
 
+def _memory_cell(record: dict) -> str:
+    """``all / largest`` in GB: all the page's processes together (sampled), the largest one alone."""
+    total, largest = record.get("peak_total_bytes"), record.get("peak_rss_bytes")
+    return " / ".join(f"{x / 1e9:.1f}" if x else "?" for x in (total, largest)) if total or largest else ""
+
+
 def compute_table(out_dir: Path) -> str:
     """The book's execution statistics (MyST Markdown) from the manifest of ``out_dir``: per executed
     chapter its profile, wall and CPU seconds, cores used (CPU / wall), peak memory and largest
@@ -375,20 +396,21 @@ def compute_table(out_dir: Path) -> str:
         return ("*No chapter has been executed into this book's output folder yet, so there are no "
                 "statistics to show: run `make book` (or `scripts/execute_notebooks.py`).*\n")
     order = sorted(entries, key=lambda name: (not name[:1].isdigit(), name))  # main chapters, then appendices
-    rows = ["| page | profile | wall s | CPU s | cores | peak memory | largest phases (wall / CPU s) |",
+    rows = ["| page | profile | wall s | CPU s | cores | peak memory, GB (all / largest) | largest phases (wall / CPU s) |",
             "|---|---|---:|---:|---:|---:|---|"]
     for name in order:
         e = entries[name]
         wall, cpu = float(e["seconds"]), e.get("cpu_seconds")
         cores = f"{cpu / wall:.2f}" if cpu is not None and wall > 0 else ""
-        peak = _gigabytes(e["peak_rss_bytes"]) if e.get("peak_rss_bytes") else ""
+        peak = _memory_cell(e)
         rows.append(f"| {name} | {e.get('parameters', {}).get('profile', '')} | {_seconds(wall)} | "
                     f"{'' if cpu is None else _seconds(cpu)} | {cores} | {peak} | {_largest_phases(out_dir, name)} |")
     wall = sum(float(e["seconds"]) for e in entries.values())
     cpu = sum(float(e.get("cpu_seconds") or 0) for e in entries.values())
-    peaks = [e["peak_rss_bytes"] for e in entries.values() if e.get("peak_rss_bytes")]
+    largest = {key: max((e.get(key) or 0 for e in entries.values()), default=0)
+               for key in ("peak_total_bytes", "peak_rss_bytes")}
     rows.append(f"| all | | {_seconds(wall)} | {_seconds(cpu)} | {cpu / wall if wall else 0:.2f} | "
-                f"{_gigabytes(max(peaks)) if peaks else ''} | |")
+                f"{_memory_cell(largest)} | |")
     dates = sorted(e["executed_at"][:16].replace("T", " ") for e in entries.values() if e.get("executed_at"))
     machines = list(dict.fromkeys(_describe_machine(e["machine"]) for e in entries.values() if e.get("machine")))
     when = (f"on {dates[0]}" if dates and dates[0] == dates[-1] else f"between {dates[0]} and {dates[-1]}") + " UTC" \
@@ -397,8 +419,9 @@ def compute_table(out_dir: Path) -> str:
     return (f"The last executed run of each page, {when}, on {where}.\n\n"
             ":::{table} Each page's last executed run: wall seconds (the runner's, kernel start included), "
             "CPU seconds (the kernel and its finished worker processes), cores used (CPU over wall), peak "
-            "memory (the largest resident set of one process: the kernel or one of its workers) and the "
-            "two phases of the page's own stopwatch with the most CPU.\n"
+            "memory in GB (the resident memory of the kernel and all its worker processes together, sampled "
+            "every second, and the largest resident set of one of them alone) and the two phases of the "
+            "page's own stopwatch with the most CPU.\n"
             ":name: tbl-compute-last\n\n" + "\n".join(rows) + "\n:::\n")
 
 
@@ -408,11 +431,11 @@ def write_compute_table(out_dir: Path) -> Path:
 
 
 def timing_table(rows: list[dict]) -> str:
-    """A plain-text table: chapter, executed / skipped, wall and CPU seconds, peak memory (GB), why."""
+    """A plain-text table: chapter, executed / skipped, wall and CPU seconds, peak memory (GB, all processes), why."""
     width = max([len("chapter")] + [len(r["chapter"]) for r in rows])
 
     def peak(r):
-        return f"{r['peak_rss_bytes'] / 1e9:>7.1f}" if r.get("peak_rss_bytes") else f"{'':>7}"
+        return f"{_peak(r) / 1e9:>7.1f}" if _peak(r) else f"{'':>7}"
 
     lines = [f"{'chapter':<{width}}  {'status':<8}  {'wall s':>7}  {'CPU s':>7}  {'peak GB':>7}  why",
              "-" * (width + 49)]

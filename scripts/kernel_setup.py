@@ -3,8 +3,13 @@
 It gives every matplotlib figure a plain-text description built from the figure's own titles
 and axis labels ("Figure: <suptitle>. Panels: <axes titles>."). The text travels in the
 figure's ``text/plain`` output beside its PNG; the book's Sphinx extension
-(``scripts/book_ext.py``) turns it into the image's alt text. Nothing else in the kernel
-changes, and no name is left in the notebook's namespace.
+(``scripts/book_ext.py``) turns it into the image's alt text.
+
+It also starts a daemon thread that samples, every second, the resident memory of the kernel
+and all its descendant processes together (Linux ``/proc``), keeping the largest sum in the
+module ``_olacore_memory`` (``peak_total``, bytes; 0 where ``/proc`` is missing); the runner's
+last cell reads it. Nothing else in the kernel changes, and no name is left in the notebook's
+namespace.
 """
 
 
@@ -52,3 +57,59 @@ def _olacore_register_figure_descriptions():
 
 _olacore_register_figure_descriptions()
 del _olacore_register_figure_descriptions
+
+
+def _olacore_watch_memory(interval: float = 1.0):
+    import os
+    import sys
+    import threading
+    import types
+
+    state = types.ModuleType("_olacore_memory")
+    state.peak_total = 0
+    sys.modules["_olacore_memory"] = state
+    if not os.path.isdir(f"/proc/{os.getpid()}/task"):
+        return
+    page = os.sysconf("SC_PAGE_SIZE")
+
+    def children(pid):
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            return []
+        found = []
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as handle:
+                    found += [int(child) for child in handle.read().split()]
+            except OSError:
+                pass
+        return found
+
+    def resident(pid):
+        try:
+            with open(f"/proc/{pid}/statm") as handle:
+                return int(handle.read().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    def total():
+        seen, todo, size = set(), [os.getpid()], 0
+        while todo:
+            pid = todo.pop()
+            if pid not in seen:
+                seen.add(pid)
+                size += resident(pid)
+                todo += children(pid)
+        return size
+
+    def sample():
+        while True:
+            state.peak_total = max(state.peak_total, total())
+            threading.Event().wait(interval)
+
+    threading.Thread(target=sample, name="olacore-memory", daemon=True).start()
+
+
+_olacore_watch_memory()
+del _olacore_watch_memory
