@@ -340,6 +340,18 @@ def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
     return tokenizer, model, config, text_config
 
 
+def _zoo_from_folder(folder: Path, spec: ModelSpec):
+    """:func:`_from_folder` of a zoo model's folder, whose config must give the zoo entry's layers and heads (the
+    fingerprint of a zoo model names its packages, not its folder's files: an edited config.json would go unseen)."""
+    tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
+    if spec.num_layers and spec.num_heads and _counts(text_config) != (spec.num_layers, spec.num_heads):
+        layers, heads = _counts(text_config)
+        raise ModelLoadError(f"config.json in {folder} says {layers} layers x {heads} heads, but the zoo model "
+                             f"{spec.name!r} has {spec.num_layers} x {spec.num_heads}: the folder was edited or is of "
+                             "another model")
+    return tokenizer, backbone, config, text_config
+
+
 def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
     """Load a model's tokenizer and base transformer for attention extraction (paper section 3.1).
 
@@ -360,7 +372,7 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
     if kind == "zoo":
         folder = zoo_folder(name)
         try:
-            tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
+            tokenizer, backbone, config, text_config = _zoo_from_folder(folder, spec)
         except Exception as error:  # noqa: BLE001 - any unreadable cached build is rebuilt (loaded on the CPU)
             if spec.source == "folder":  # the installed package's own files are damaged
                 raise ModelLoadError(
@@ -371,7 +383,7 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
             warnings.warn(f"Cached model folder {folder.parent} is unreadable ({error}); rebuilding it.", stacklevel=2)
             shutil.rmtree(folder.parent, ignore_errors=True)
             folder = zoo_folder(name)
-            tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
+            tokenizer, backbone, config, text_config = _zoo_from_folder(folder, spec)
         path = str(folder)
     elif kind == "folder":
         folder = _local_folder(name)

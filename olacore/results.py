@@ -108,12 +108,17 @@ def load_results(chapter: str, folder: str | os.PathLike | None = None) -> Chapt
 
     Raises:
         FileNotFoundError: the chapter has not been executed.
+        ValueError: the file holds another chapter's results.
     """
     path = (Path(folder) if folder is not None else results_dir()) / f"{chapter}.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: execute the chapter {chapter!r} first "
                                 f"(python scripts/execute_notebooks.py notebooks/{chapter}.py)")
     payload = json.loads(path.read_text(encoding="utf-8"))
+    if payload.get("chapter") != chapter:  # a file copied or renamed from another chapter's results
+        raise ValueError(f"{path} holds the results of chapter {payload.get('chapter')!r}, not {chapter!r}; "
+                         f"execute the chapter {chapter!r} again (python scripts/execute_notebooks.py --force "
+                         f"notebooks/{chapter}.py)")
     known = {f.name for f in fields(Record)}
     records = [Record(**{k: v for k, v in r.items() if k in known}) for r in payload["records"]]
     return ChapterResults(payload["chapter"], payload["profile"], records)

@@ -134,8 +134,10 @@ def _check(num_texts: int, recipe: str) -> None:
     if recipe not in TEXT_RECIPES:
         raise ValueError(f"unknown text recipe {recipe!r}; choose one of {', '.join(TEXT_RECIPES)} "
                          "('official': the official code's document-bounded chunks, 'stream': consecutive chunks)")
+    if isinstance(num_texts, bool) or not hasattr(type(num_texts), "__index__"):  # ints, numpy ints; not 2.5
+        raise TypeError(f"num_texts must be an int, got {type(num_texts).__name__} {num_texts!r}")
     if num_texts <= 0:
-        raise ValueError("num_texts must be positive")
+        raise ValueError(f"num_texts must be positive, got {num_texts}")
 
 
 def similarity_texts(num_texts: int, recipe: str = "official") -> list[WordText]:

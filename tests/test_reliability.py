@@ -323,3 +323,53 @@ def test_attention_of_another_text_copied_under_this_texts_key_is_recomputed(min
     with pytest.warns(CacheCorruptionWarning):
         (again,) = cached_attention(minilm, [TEXT], store=store, progress=False)
     assert again.tokens == expected.tokens != theirs.tokens and torch.equal(again.attentions, expected.attentions)
+
+
+# ------------------------------------------------------------------------------------------
+# Other members of the kinds
+# ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_zoo_folder_whose_config_disagrees_with_the_zoo_entry_is_refused(monkeypatch):
+    """A zoo model's fingerprint names its packages, not its folder's files: the config is checked against the entry."""
+    import dataclasses
+
+    from olacore import loading
+
+    spec = dataclasses.replace(loading.ZOO["minilm-l6"], num_heads=6)  # the folder's config says 12
+    monkeypatch.setitem(loading.ZOO, "minilm-l6", spec)
+    with pytest.raises(ModelLoadError) as info:
+        load_model("minilm-l6", device="cpu")
+    assert "config.json" in str(info.value) and "minilm-l6" in str(info.value) and "12 heads" in str(info.value)
+
+
+def test_results_of_another_chapter_under_this_chapters_name_are_refused(tmp_path):
+    from olacore.results import ChapterResults, Record, load_results
+
+    ChapterResults("01_derivation", "smoke", [Record("a", "a number", 1.0)]).save(tmp_path)
+    shutil.copy(tmp_path / "01_derivation.json", tmp_path / "02_qualitative.json")
+    with pytest.raises(ValueError, match="01_derivation") as info:
+        load_results("02_qualitative", tmp_path)
+    assert "02_qualitative" in str(info.value)
+    assert load_results("01_derivation", tmp_path).records[0].value == 1.0
+
+
+@pytest.mark.parametrize("count", [2.5, "3", None])
+def test_similarity_texts_needs_a_whole_number(count):
+    from olacore.texts import similarity_texts
+
+    with pytest.raises(TypeError, match="num_texts"):
+        similarity_texts(count)
+
+
+@pytest.mark.parametrize("option, value", [("--model", ""), ("--model", "  "), ("--out", ""), ("--text", "\u0301")])
+def test_cli_refuses_empty_options_before_any_work(option, value, tmp_path):
+    args = {"--model": "minilm-l6", "--text": TEXT, "--out": str(tmp_path / "maps.png")}
+    args[option] = value
+    extra = ["--words"] if option == "--text" else []  # a lone accent has no word to pool onto
+    done = _cli("ola", *[part for pair in args.items() for part in pair], *extra, OLACORE_CACHE=str(tmp_path / "c"))
+    assert done.returncode == 2
+    (line,) = _error_lines(done)
+    assert option in line
+    assert _entries(tmp_path / "c") == []
