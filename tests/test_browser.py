@@ -38,7 +38,8 @@ SKIP_DIRS = {"_static", "_sources", "_downloads", "_images"}
 IMAGE_FILE = re.compile(r"\.(png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
 LABELLED_TABLES = {"book/generated/03_retrieval.html": ["tbl-retrieval", "tbl-verdicts"],
                    "book/generated/04_proxy.html": ["tbl-proxy", "tbl-proxy-verdicts"],
-                   "book/generated/06_syntax.html": ["tbl-syntax-headline"]}
+                   "book/generated/06_syntax.html": ["tbl-syntax-headline"],
+                   "book/generated/a4_syntax_extras.html": ["tbl-syntax-pos"]}
 INTERACTIVE_PAGE = "book/generated/02_qualitative.html"
 EXPLORER_MIN_HEATMAP = {390: 250, 1280: 340}  # px of heatmap the explorer keeps at each page width
 WIDTHS = (1280, 390)  # a desktop browser, a phone
