@@ -3,10 +3,12 @@
 :class:`TensorStore` stores named tensors and knows nothing of models or experiments. A key is the sha256 of a
 canonical JSON of everything the tensors depend on, plus :data:`CACHE_VERSION`. An entry is one safetensors file,
 written to a temporary file beside it and moved into place with ``os.replace`` (whole or absent, also when the writer
-is killed), with a JSON description and a sha256 of it and of every tensor's name, dtype, shape and bytes. A
-corrupt entry is deleted with a :class:`CacheCorruptionWarning` and recomputed, never used; a failed write leaves
-no partial entry and raises :class:`CacheWriteError` (naming ``OLACORE_CACHE``); callers that computed a result
-still return it. :func:`atomic_write_text` writes the book's small text files (results, claims, phases) the same way.
+is killed), with its key (what it was computed for), a JSON description and a sha256 of them and of every tensor's
+name, dtype, shape and bytes. A corrupt entry (or one written under another key) is deleted with a
+:class:`CacheCorruptionWarning` and recomputed, never used (in a read-only cache: ignored, with one
+:class:`CacheEntryNotRemovedWarning`); a failed write leaves no partial entry and raises :class:`CacheWriteError`
+(naming ``OLACORE_CACHE``); callers that computed a result still return it. :func:`atomic_write_text` writes the
+book's small text files (results, claims, phases) the same way.
 """
 
 from __future__ import annotations
