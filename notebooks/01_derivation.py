@@ -18,6 +18,15 @@
 # used by `olacore` saves over enumerating the terms one by one, as the official code of
 # {cite}`liang2025olas` does (`combine_attention_orders` in its `models/ola_utils.py`).
 #
+# :::{admonition} What you will learn
+# :class: tip
+# - how Attention Rollout splits into orders, and what the $k$-th Order-Level Attention is;
+# - why a recurrence computes every order in about $N K$ matrix products instead of $\binom{N}{k}$;
+# - how to check the identities (recurrence, rollout as a mixture of orders, row sums) on a
+#   real model's attention;
+# - where each order puts its mass, and why rollout is dominated by the attention sink.
+# :::
+#
 # What differs from the paper, and why: {ref}`departures`.
 #
 # ## The expansion
@@ -310,6 +319,49 @@ for _, row in costs.iterrows():
                 row["speed-up"], unit="x")
 results.save()
 print(watch.report())
+
+# %% tags=["remove-input"]
+# the numbers the summary reads, glued from this run
+from IPython.display import Markdown
+from myst_nb import glue
+
+glue("01-model", Markdown(f"`{model}`"), display=False)
+glue("01-layers", num_layers, display=False)
+glue("01-tokens", size, display=False)
+glue("01-deviation", float(checks["max abs deviation"].max()), display=False)
+glue("01-sink-order1", float(per_order.loc[1, "mass on first token"]), display=False)
+glue("01-sink-order-last", float(per_order.loc[num_layers, "mass on first token"]), display=False)
+glue("01-rollout-low-orders", float(per_order.loc[1:3, "weight C(N,k)/2^N in rollout"].sum()), display=False)
+largest = costs.sort_values(["N", "K"]).iloc[-1]
+glue("01-bench-N", int(largest["N"]), display=False)
+glue("01-bench-K", int(largest["K"]), display=False)
+speed_up = float(largest["speed-up"])
+glue("01-speed-up", Markdown(f"ran {speed_up:.1f} times faster" if speed_up >= 1 else
+                             f"ran {1 / speed_up:.1f} times slower: at this size the bookkeeping costs more than the "
+                             "products it saves"), display=False)
+glue("01-products", int(largest["products, enumeration"]), display=False)
+glue("01-products-recurrence", int(largest["products, recurrence"]), display=False)
+
+# %% [markdown]
+# ## Summary
+#
+# Rollout multiplies out into $2^N$ paths, and grouping them by the number of attention
+# layers they pass through gives the orders: $\mathrm{OLA}_k$ is the mean of the paths through
+# exactly $k$ layers. On {glue:md}`01-model` ({glue:text}`01-layers` layers, one sentence of
+# {glue:text}`01-tokens` tokens) every identity of the derivation holds: the largest deviation
+# in {numref}`tbl-identities` is {glue:text}`01-deviation:.1e`, float64 rounding.
+#
+# The orders differ in where they put their mass ({numref}`fig-order-profile`): order 1 puts
+# {glue:text}`01-sink-order1:.2f` of a row on the first token, order {glue:text}`01-layers`
+# puts {glue:text}`01-sink-order-last:.2f`. Rollout weighs order $k$ by
+# $\binom{N}{k}/2^N$, so orders 1 to 3 together make up {glue:text}`01-rollout-low-orders:.2e`
+# of it here, and the deeper the model, the less: the middle orders take over, and with them
+# the sink (the third exercise computes the share at the paper's depths).
+#
+# The recurrence is what makes the orders affordable: at $N =$ {glue:text}`01-bench-N` and
+# $K =$ {glue:text}`01-bench-K` it needs {glue:text}`01-products-recurrence` matrix products
+# where the enumeration needs {glue:text}`01-products`, and it {glue:md}`01-speed-up`
+# ({numref}`tbl-ola-costs`).
 
 
 # %% [markdown]

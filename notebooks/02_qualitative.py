@@ -22,6 +22,17 @@
 # family), orders 1 to 3 beside rollout, a second text for contrast, the attention sink before
 # and after cleaning, and a first number.
 #
+# :::{admonition} What you will learn
+# :class: tip
+# - how to put the maps of models with different tokenizers side by side: pooled onto words,
+#   or resized to one grid;
+# - what the attention sink is, and what the official sink cleaning removes;
+# - how to turn "these maps look alike" into a first number: the SSIM of a map with another
+#   model's map of the same text, against other texts;
+# - how that number changes with the order, from order 1 to rollout, for causal models and
+#   encoders.
+# :::
+#
 # What differs from the paper, and why: {ref}`departures`.
 
 # %% tags=["parameters"]
@@ -150,24 +161,6 @@ for group in positive.index:
         results.add(f"gap/{group}/{channel}/share-positive", f"share of {group} model pairs whose same-text SSIM "
                     f"exceeds their different-text SSIM ({channel})", 100 * positive.loc[group, channel])
 
-# %% [markdown]
-# How to read it (the numbers above are the ones this run computed; the sentences describe the
-# `default` profile run of the book). For the **causal** models the gap is positive at orders
-# 1 to 3 for every pair but small in absolute terms (a few hundredths of SSIM; about 0.15
-# between the two Qwen sizes, one family): resized causal maps all share the same triangle and
-# diagonal, so different texts already score high. The gap shrinks with the order and
-# **all but vanishes for rollout** (under 0.02 between families, one pair of six slightly
-# negative; about 0.05 within Qwen), the paper's argument for splitting rollout by order. For
-# the **encoders** the gap is larger than between causal families (about 0.10 to 0.35 at orders
-# 1 to 3, though the MPNet-EmbeddingGemma pair is no larger than the two Qwen sizes) and does
-# *not* vanish for rollout. With only 6 and 12 layers, MiniLM's and MPNet's rollout is a
-# binomial mix dominated by low orders, unlike the 18 to 30 layers of the causal models;
-# EmbeddingGemma has 24 layers and keeps a rollout gap too (about 0.05 with MPNet, 0.15 with
-# MiniLM), but every pair it is in includes a shallow encoder, so this table cannot separate
-# depth from the partner. A mean gap says
-# nothing yet about single texts; the next chapter asks how often the right text is
-# *retrieved* from this similarity, and trains a classifier on it.
-
 # %%
 # Explore the maps yourself: the first text's word-level maps (sinks cleaned, as in the
 # first figures) of every model, in one figure that works in the page without a kernel.
@@ -182,10 +175,50 @@ show_figure(explorer, "fig-order-explorer", f"Interactive: the word-level maps o
             "word, column: key word, colour: weight (rows sum to 1). Choose the model in the menu and the order with "
             "the buttons; hovering a cell shows its words and weight.")
 
+# %% tags=["remove-input"]
+# the numbers the summary reads, glued from this run
+from IPython.display import Markdown
+from myst_nb import glue
+
+for group in groups:
+    mine = first_number[first_number["group"] == group]
+    for channel in ("order1", "rollout"):
+        gaps = mine[mine["channel"] == channel]["gap"]
+        glue(f"02-{group}-{channel}", float(gaps.mean()), display=False)
+        glue(f"02-{group}-{channel}-low", float(gaps.min()), display=False)
+        glue(f"02-{group}-{channel}-high", float(gaps.max()), display=False)
+        glue(f"02-{group}-{channel}-negative", int((gaps < 0).sum()), display=False)
+    glue(f"02-{group}-pairs", int(mine["model pair"].nunique()), display=False)
+    by_order = mine.groupby("channel")["gap"].mean().reindex(list(CHANNELS))
+    glue(f"02-{group}-trend", Markdown(
+        "shrinks from each order to the next" if by_order.is_monotonic_decreasing else
+        "does not shrink steadily with the order: " + ", ".join(f"{c} {v:.3f}" for c, v in by_order.items())),
+        display=False)
+
 # %% tags=["remove-input", "hide-output"]
 results.save()
 print(watch.report())
 
+# %% [markdown]
+# ## Summary
+#
+# The maps of one text look alike across models of one kind, and the SSIM gap says by how
+# much ({numref}`tbl-ssim-gap`). For the **causal** models the same-text SSIM beats the
+# different-text SSIM by {glue:text}`02-causal-order1:.3f` on average at order 1 (pairs from
+# {glue:text}`02-causal-order1-low:.3f` to {glue:text}`02-causal-order1-high:.3f`), and by
+# {glue:text}`02-causal-rollout:.3f` for rollout, where {glue:text}`02-causal-rollout-negative`
+# of {glue:text}`02-causal-pairs` pairs are negative; the mean gap
+# {glue:md}`02-causal-trend`. These gaps are small in absolute terms because resized causal
+# maps all share the same triangle and diagonal, so different texts already score high. The
+# paper splits rollout by order because rollout mixes mostly the middle orders, which look
+# alike for every text ({doc}`01_derivation`).
+#
+# For the **encoders** the gap is {glue:text}`02-encoder-order1:.3f` at order 1 (pairs from
+# {glue:text}`02-encoder-order1-low:.3f` to {glue:text}`02-encoder-order1-high:.3f`) and
+# {glue:text}`02-encoder-rollout:.3f` for rollout; it {glue:md}`02-encoder-trend`. A shallow
+# encoder's rollout is a binomial mix dominated by low orders, unlike that of the deeper causal
+# models. A mean gap says nothing yet about single texts: the next chapter asks how often the
+# right text is *retrieved* from this similarity.
 
 # %% [markdown]
 # ## Exercises

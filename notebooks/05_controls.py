@@ -262,8 +262,8 @@ glue("05-proxy-shuffled", float(means["shuffled layers"]), display=False)
 glue("05-proxy-chance", 100 / cfg.encoder_texts, display=False)
 structural = judged[judged["control"] != "noise"]
 glue("05-structural", Markdown(
-    "Take the learned knowledge out and the similarity goes." if (structural["OLAS vanishes?"] == "yes").all() else
-    "Taking the learned knowledge out does not remove all of the similarity in this run."), display=False)
+    "By the rule, taking the learned knowledge out removes the similarity." if (structural["OLAS vanishes?"] == "yes").all()
+    else "By the rule, taking the learned knowledge out does not remove all of the similarity in this run."), display=False)
 glue("05-conclusion", Markdown(
     "In this run every judged control removes the similarity: OLAS is a property of what the models learned, as the "
     "paper claims." if (judged["OLAS vanishes?"] == "yes").all() else
