@@ -39,7 +39,10 @@ IMAGE_FILE = re.compile(r"\.(png|jpe?g|gif|svg|webp)$", re.IGNORECASE)
 LABELLED_TABLES = {"book/generated/03_retrieval.html": ["tbl-retrieval", "tbl-verdicts"],
                    "book/generated/04_proxy.html": ["tbl-proxy", "tbl-proxy-verdicts"],
                    "book/generated/06_syntax.html": ["tbl-syntax-headline"],
-                   "book/generated/a4_syntax_extras.html": ["tbl-syntax-pos"]}
+                   "book/generated/a4_syntax_extras.html": ["tbl-syntax-pos"],
+                   "book/generated/05_controls.html": ["tbl-controls-encoder", "tbl-controls-verdicts"],
+                   "book/generated/08_report.html": ["tbl-report-summary", "tbl-report-proxy"],
+                   "book/departures.html": ["tbl-departures"]}
 INTERACTIVE_PAGE = "book/generated/02_qualitative.html"
 EXPLORER_MIN_HEATMAP = {390: 250, 1280: 340}  # px of heatmap the explorer keeps at each page width
 WIDTHS = (1280, 390)  # a desktop browser, a phone
