@@ -21,7 +21,7 @@
 #   and which loss trains it, written out in a few lines and checked against `olacore`.
 # - What one training run does: epochs over the training sentences, the checkpoint kept on dev, test scored once.
 # - Whether the OLA maps carry syntax beyond word distance, how orders 1, 2, 3, the rollout and ALTI compare on
-#   five models, and how our numbers stand beside the paper's.
+#   the book's models, and how our numbers stand beside the paper's.
 # :::
 #
 # The second finding of {cite}`liang2025olas` (section 4.3) is that OLA encodes syntax: a parser that sees
@@ -97,8 +97,7 @@ print(f"{len(splits['train'])} training, {len(splits['dev'])} dev and {len(split
 demo, spec, seed = settings.full_grid[0], input_spec("order 1"), settings.seeds[0]
 train, dev, test = (data[demo][split] for split in ("train", "dev", "test"))
 job = make_job(train, dev, spec, settings.adapter, settings.training, seed=seed, model=demo, input="order 1")
-with watch("one adapter"):
-    adapter = train_adapters([job], workers=1, progress=False)[0]  # trained, or read back from the cache
+adapter = train_adapters([job], workers=1, progress=False)[0]  # trained, or read back from the cache
 net, vocab = adapter.model, adapter.vocab
 print(f"{demo}, input {spec.label!r}: {spec.num_channels} channels (raw and sink-cleaned), {len(vocab)} relations")
 print({part: sum(p.numel() for p in module.parameters()) for part, module in net.backbone.named_children()}
