@@ -224,14 +224,14 @@ for variant in official_variants:
     results.add(f"proxy/causal/order1/quirks/{variant}", f"proxy, causal targets, order 1: {variant}", value,
                 chance=proxy_chance, protocol="official" if variant == "official protocol" else "",
                 anchor="tbl-official-proxy")
-glue("a1-official", 100 * official["reported"].mean(), display=False)
-glue("a1-train", 100 * official["train_acc"].mean(), display=False)
+glue("a1-official", float(100 * official["reported"].mean()), display=False)
+glue("a1-train", float(100 * official["train_acc"].mean()), display=False)
 glue("a1-learned", Markdown("learned" if official_learned else "did not learn"), display=False)
-glue("a1-held-out", 100 * honest_order1["test_acc"].mean(), display=False)
+glue("a1-held-out", float(100 * honest_order1["test_acc"].mean()), display=False)
 glue("a1-selected", Markdown(selected), display=False)
-glue("a1-mean-eval", 100 * shown["mean_acc"].mean(), display=False)
-glue("a1-reported", 100 * shown["reported"].mean(), display=False)
-glue("a1-selection-gain", 100 * (shown["reported"] - shown["mean_acc"]).mean(), display=False)
+glue("a1-mean-eval", float(100 * shown["mean_acc"].mean()), display=False)
+glue("a1-reported", float(100 * shown["reported"].mean()), display=False)
+glue("a1-selection-gain", float(100 * (shown["reported"] - shown["mean_acc"]).mean()), display=False)
 results.save()
 print(watch.report())
 

@@ -207,18 +207,18 @@ for target in cfg.causal:
         results.add(f"proxy/causal/{target}/order1/honest/{label}", f"proxy accuracy on {target}, order 1, {label}",
                     100 * r[r["target"].eq(target)]["test_acc"].mean(), chance=proxy_chance, anchor="tbl-proxy-variants")
 means = by_protocol.groupby(["recipe", "stats"])["hits@1"].mean() * 100
-glue("a2-official", means[("official texts", "whole row")], display=False)
-glue("a2-causal-part", means[("official texts", "causal part")], display=False)
-glue("a2-stream", means[("stream texts", "whole row")], display=False)
+glue("a2-official", float(means[("official texts", "whole row")]), display=False)
+glue("a2-causal-part", float(means[("official texts", "causal part")]), display=False)
+glue("a2-stream", float(means[("stream texts", "whole row")]), display=False)
 order1 = by_variant["order1"]
-glue("a2-words-clean", order1[("causal", "words, clean")], display=False)
-glue("a2-resize-raw", order1[("causal", "resize, raw")], display=False)
-glue("a2-proxy-official", variant_table.loc["official texts, whole-row sink statistics", "mean over targets"],
+glue("a2-words-clean", float(order1[("causal", "words, clean")]), display=False)
+glue("a2-resize-raw", float(order1[("causal", "resize, raw")]), display=False)
+glue("a2-proxy-official", float(variant_table.loc["official texts, whole-row sink statistics", "mean over targets"]),
      display=False)
-glue("a2-proxy-causal-part", variant_table.loc["causal-part sink statistics", "mean over targets"], display=False)
-glue("a2-proxy-stream", variant_table.loc["stream texts", "mean over targets"], display=False)
-glue("a2-chance1", 100 * chance1, display=False)
-glue("a2-proxy-chance", proxy_chance, display=False)
+glue("a2-proxy-causal-part", float(variant_table.loc["causal-part sink statistics", "mean over targets"]), display=False)
+glue("a2-proxy-stream", float(variant_table.loc["stream texts", "mean over targets"]), display=False)
+glue("a2-chance1", float(100 * chance1), display=False)
+glue("a2-proxy-chance", float(proxy_chance), display=False)
 results.save()
 print(watch.report())
 
