@@ -403,9 +403,9 @@ glue("syntax-demo-uas", float(on_test["uas"]), display=False)
 # {glue:text}`syntax-best-encoder-uas:.1f` UAS from order 1 and our best causal LM
 # ({glue:text}`syntax-best-causal`) at {glue:text}`syntax-best-causal-uas:.1f`, where the paper's BERT-base reaches
 # {glue:text}`syntax-paper-bert-uas:.1f` with the full training set, the official adapter and the checkpoint chosen
-# on test. The gap is what the smaller adapter, the smaller data and the other models cost; the direction of the
-# paper's findings is what this chapter tests, and its verdicts ({numref}`tbl-syntax-verdicts`) say where it is
-# reproduced. The next chapter moves this same adapter from one model to another.
+# on test. The adapter, the data and the models all differ from the paper's, so that gap says little by itself:
+# what this chapter tests is the direction of the paper's findings, and its verdicts
+# ({numref}`tbl-syntax-verdicts`) say where it is reproduced. The next chapter moves this same adapter from one model to another.
 
 # %% [markdown]
 # ## Exercises
