@@ -66,7 +66,7 @@ with watch("OLA and ALTI (extraction or cache)"):
 proxy_maps = {name: make_maps(t[:n], align="resize", sinks="clean", size=cfg.proxy_size, sink_stats="row")
               for name, t in tokens.items()}
 with watch("held-out proxy, order 1 (training or cache)"):
-    honest_order1, _ = proxy_experiment(proxy_maps, leave_one_out(cfg.causal), [("order1",)], cfg.proxy, cfg.seeds,
+    held_out_order1, _ = proxy_experiment(proxy_maps, leave_one_out(cfg.causal), [("order1",)], cfg.proxy, cfg.seeds,
                                         device=device, workers=workers)
 
 # %% [markdown]
@@ -171,7 +171,7 @@ Markdown(f"At the last evaluation the official protocol recognises {100 * offici
 # source maps (half of them with two sources); the official one trains on all of them.
 
 # %%
-protocols = protocol_table(official_runs, honest_order1, list(official_variants),
+protocols = protocol_table(official_runs, held_out_order1, list(official_variants),
                            held_out_label="held-out protocol (checkpoint on held-out sources, test once)")
 show_table(protocols, "tbl-official-proxy", "Visual proxy, first-order OLA, causal targets: accuracy (%) under the "
            f"official protocol (SGD lr {OFFICIAL_OPTIMISER['lr']} constant, BatchNorm frozen after step {freeze_step} of "
@@ -204,7 +204,7 @@ print(f"the held-out protocol trains on {trained_on} of {num_sources} source map
 
 # %%
 selected = "official protocol" if official_learned or "frozen_batchnorm" not in QUIRKS else "without frozen batchnorm"
-fig = selection_figure(official_runs, official_histories, honest_order1[["target", "seed", "test_acc"]],
+fig = selection_figure(official_runs, official_histories, held_out_order1[["target", "seed", "test_acc"]],
                        selected, chance=1 / cfg.proxy_num_texts,
                        title=f"{selected}, first-order OLA, {cfg.official_eval_every}-step evaluations over "
                              f"{cfg.proxy.iterations} steps")
@@ -216,7 +216,7 @@ shown = official_runs[official_runs["variant"] == selected]
 print(f"{selected}: evaluations per run: {int(shown['evaluations'].iloc[0])}; mean over all evaluations "
       f"{100 * shown['mean_acc'].mean():.1f} %, last evaluation {100 * shown['last_acc'].mean():.1f} %, reported "
       f"maximum {100 * shown['reported'].mean():.1f} % ({100 * (shown['reported'] - shown['mean_acc']).mean():+.1f} "
-      f"points over the mean); held-out {100 * honest_order1['test_acc'].mean():.1f} %")
+      f"points over the mean); held-out {100 * held_out_order1['test_acc'].mean():.1f} %")
 
 # %% tags=["remove-input"]
 for variant in official_variants:
@@ -227,7 +227,7 @@ for variant in official_variants:
 glue("a1-official", float(100 * official["reported"].mean()), display=False)
 glue("a1-train", float(100 * official["train_acc"].mean()), display=False)
 glue("a1-learned", Markdown("learned" if official_learned else "did not learn"), display=False)
-glue("a1-held-out", float(100 * honest_order1["test_acc"].mean()), display=False)
+glue("a1-held-out", float(100 * held_out_order1["test_acc"].mean()), display=False)
 glue("a1-selected", Markdown(selected), display=False)
 glue("a1-mean-eval", float(100 * shown["mean_acc"].mean()), display=False)
 glue("a1-reported", float(100 * shown["reported"].mean()), display=False)
