@@ -205,9 +205,9 @@ print(watch.report())
 # The maps of one text look alike across models of one kind, and the SSIM gap says by how
 # much ({numref}`tbl-ssim-gap`). For the **causal** models the same-text SSIM beats the
 # different-text SSIM by {glue:text}`02-causal-order1:.3f` on average at order 1 (pairs from
-# {glue:text}`02-causal-order1-low:.3f` to {glue:text}`02-causal-order1-high:.3f`), and by
-# {glue:text}`02-causal-rollout:.3f` for rollout, where {glue:text}`02-causal-rollout-negative`
-# of {glue:text}`02-causal-pairs` pairs are negative; the mean gap
+# {glue:text}`02-causal-order1-low:.3f` to {glue:text}`02-causal-order1-high:.3f`); for rollout
+# the gap is {glue:text}`02-causal-rollout:.3f`, and {glue:text}`02-causal-rollout-negative`
+# of {glue:text}`02-causal-pairs` pairs have a negative one. The mean gap
 # {glue:md}`02-causal-trend`. These gaps are small in absolute terms because resized causal
 # maps all share the same triangle and diagonal, so different texts already score high. The
 # paper splits rollout by order because rollout mixes mostly the middle orders, which look
