@@ -99,7 +99,7 @@ from olacore.benchmark import time_ola
 from olacore.ola import mass_profile
 from olacore.channels import label as channel_label
 from olacore.pipeline import cached_attention, token_maps
-from olacore.plots import draw_maps, show_figure
+from olacore.plots import draw_maps, show_figure, token_labels
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.tables import show_table
@@ -174,7 +174,7 @@ shown = [k for k in (1, 2, 3, num_layers // 2, num_layers) if k <= num_layers]
 panels = {f"order {k}": every_order[k] for k in dict.fromkeys(shown)}
 panels["rollout"] = rollout
 with watch("figures"):
-    fig = draw_maps({model: panels}, labels={model: extraction.tokens}, title=text)
+    fig = draw_maps({model: panels}, labels={model: token_labels(extraction)}, title=text)
 show_figure(fig, "fig-order-maps", f"Order-level attention of {model} ({num_layers} layers) on one sentence of "
             f"{size} tokens: orders {', '.join(str(k) for k in dict.fromkeys(shown))} and rollout. Row i of a map is "
             "query token i, column j key token j; colour: the weight of token j in row i (every row sums to 1), "
@@ -227,7 +227,7 @@ alti_channels = ("order1", "order2", "order3", "rollout", "alti")
 with watch("ALTI maps"):
     alti_rows = {name: token_maps(name, [text], alti_channels)[0] for name in cfg.alti_models}
 fig = draw_maps({name: {channel_label(c): m for c, m in zip(row.channels, row.maps)} for name, row in alti_rows.items()},
-                labels={name: row.tokens for name, row in alti_rows.items()}, title=text)
+                labels={name: token_labels(row) for name, row in alti_rows.items()}, title=text)
 show_figure(fig, "fig-alti-maps", "Orders 1 to 3, rollout and ALTI of the same sentence for "
             + " and ".join(f"{name} ({len(row.tokens)} tokens)" for name, row in alti_rows.items())
             + ": row i is query token i, column j key token j; colour: the weight (or ALTI contribution) of token j "

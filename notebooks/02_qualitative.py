@@ -44,7 +44,7 @@ import torch
 from olacore.alignment import WordText
 from olacore.maps import model_maps
 from olacore.pipeline import token_maps
-from olacore.plots import draw_maps, show_figure
+from olacore.plots import draw_maps, show_figure, token_labels
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.retrieval import same_text_gap
@@ -120,7 +120,7 @@ raw = dict(zip(CHANNELS, item.maps))
 cleaned = dict(zip(CHANNELS, clean_sinks(item.maps, causal=item.causal)))
 print("mean attention on the first token (rows 2..T):", {k: round(m[1:, 0].mean().item(), 3) for k, m in raw.items()})
 with watch("figures"):
-    fig = draw_maps({"raw": raw, "sinks cleaned": cleaned}, labels={"raw": item.tokens, "sinks cleaned": item.tokens},
+    fig = draw_maps({"raw": raw, "sinks cleaned": cleaned}, labels={"raw": token_labels(item), "sinks cleaned": token_labels(item)},
                     title=f"{sink_model}: token-level maps")
 show_figure(fig, "fig-sink-cleaning", f"Token-level maps of the first text by {sink_model} ({len(item.tokens)} tokens), "
             f"orders 1 to {cfg.max_order} and rollout, raw and with the attention sinks cleaned. Row i is query token i, "

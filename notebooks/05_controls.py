@@ -52,7 +52,7 @@ from olacore.controls import (control_hits_summary, control_pair, controls_proxy
                               perturb_weights, shuffle_layers)
 from olacore.loading import load_model
 from olacore.maps import make_maps, model_maps
-from olacore.plots import draw_maps, show_figure
+from olacore.plots import draw_maps, show_figure, token_labels
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
@@ -151,7 +151,7 @@ show_table(hits, "tbl-controls-causal", f"Causal models, {caption}.", decimals=1
 first = {control: tokens["encoder"][(control, scale)][0] for control, scale in tokens["encoder"]
          if control in ("trained", "random init", "shuffled layers")}
 fig = draw_maps({"": {control: t.maps[t.channels.index("order1")] for control, t in first.items()}},
-                labels={"": first["trained"].tokens}, max_columns=3)
+                labels={"": token_labels(first["trained"])}, max_columns=3)
 show_figure(fig, "fig-controls-maps", f"First-order OLA of the first text by {cfg.encoder_target}: trained, with "
             "random weights and with its layers shuffled (each panel its own colour scale, clipped at its 99th "
             "percentile).")
