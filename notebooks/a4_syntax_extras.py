@@ -234,7 +234,7 @@ show_table(both, "tbl-syntax-order12", "Test UAS (%): order 1 against orders 1+2
 # adapter and training, every seed of the profile, the checkpoint kept on **dev** LAS, test scored once; their
 # maps are extracted in one process (the 1.5B model takes 6 GB of memory).
 #
-# The costs of extraction on the shared 2-core machine are recorded in {ref}`Compute budget <compute-syntax-sizes>`:
+# The costs of extraction on the shared 2-core machine are recorded in {ref}`Design decisions <compute-syntax-sizes>`:
 # the 1.5B model costs about ten times the 300M one per sentence, more than this section is worth in a default
 # build, so `default` runs `embeddinggemma-300m` only; `extra_models=["qwen2.5-1.5b"]` adds it, at that cost.
 #

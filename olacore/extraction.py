@@ -169,7 +169,7 @@ def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool =
     One :class:`Extraction` per text, in order. Each text runs in a forward pass of its own (padding, and even
     equal-length batches, change the last bits), on :data:`olacore.settings.COMPUTE_THREADS` thread(s) whatever the
     caller's setting (restored after), under :func:`torch.inference_mode` on ``model.device``: a result is
-    bit-identical whatever other texts are in the call. Cost against padded batches: up to 1.6x (book/compute.md).
+    bit-identical whatever other texts are in the call. Cost against padded batches: up to 1.6x (book/design.md).
 
     Raises:
         TypeError / ValueError: as :func:`tokenize` (empty text, text longer than the context).

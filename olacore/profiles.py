@@ -1,7 +1,7 @@
 """Run profiles: one ``profile`` parameter sets every size a chapter uses.
 
 - ``smoke``: seconds to a few minutes per notebook on real models, tiny sizes; tests and CI.
-- ``default``: the published book on a 2-core CPU (cost: ``book/compute.md``).
+- ``default``: the published book on a 2-core CPU (cost: ``book/compute.md``; sizes: ``book/design.md``).
 - ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
 
 Each chapter (the syntax and transfer chapters' TOA adapters included) has one settings class, validated
@@ -146,7 +146,7 @@ class QuantitativeSettings(_Validated):
     - ``extra_encoders``: encoders added to ``encoders`` ("A third encoder family"): retrieval and the
       held-out first-order proxy over every ordered pair.
 
-    Default sizes: measured on the book's compute page (``book/compute.md``, "Compute budget").
+    Default sizes: measured on the book's design page (``book/design.md``).
     """
 
     causal: tuple[str, ...]
@@ -249,7 +249,7 @@ def _positive(value: Any) -> bool:
 class SyntaxSettings:
     """Chapter "Syntax in OLA": the EWT data, the TOA adapter and its training, the grid of inputs.
 
-    Default sizes: measured on the book's compute page (``book/compute.md``, "Compute budget").
+    Default sizes: measured on the book's design page (``book/design.md``).
 
     Attributes:
         num_train, num_dev, num_test: EWT sentences (:func:`olacore.ud.ewt_splits`; ``None``: the whole split).
@@ -421,7 +421,7 @@ class TaskSizes:
 class TransferSettings:
     """Chapter "TOA: adapters that move between models" (paper section 4.4): tasks, corpora, models, bounds.
 
-    Default sizes: measured on the book's compute page (``book/compute.md``, "Compute budget").
+    Default sizes: measured on the book's design page (``book/design.md``).
 
     Attributes:
         syntax: the syntax chapter's settings (:class:`SyntaxSettings` of the same profile): its EWT
@@ -582,11 +582,11 @@ _PROFILES: dict[str, dict[str, Any]] = {
 
 
 # Sized so that each comparison of the chapter runs in a cold build on the 2-core CPU (cost measured on
-# book/compute.md: 2,080 s wall in the cold build of 2 December 2026): every model runs order 1, 1+2 and
+# book/design.md: 2,080 s wall in the cold build of 2 December 2026): every model runs order 1, 1+2 and
 # distance on 500 sentences; the full order grid for one CLM and one encoder; a second seed for the
 # order-1 / order-3 / rollout comparison; ALTI (one more forward pass per sentence) beside order 1 on
 # 150 / 60 / 100 sentences; one CLM's learning curve.
-# extra_models: the third encoder family; qwen2.5-1.5b's extraction does not fit (see book/compute.md).
+# extra_models: the third encoder family; qwen2.5-1.5b's extraction does not fit (see book/design.md).
 _SYNTAX_DEFAULT = SyntaxSettings(training=TrainConfig(epochs=6), seeds=(0, 1), alti_subset=(150, 60, 100),
                        curve_models=("smollm2-135m",), extra_models=("embeddinggemma-300m",))
 

@@ -1,5 +1,5 @@
 """What the epochs of the cached TOA adapters buy on dev: the measurement behind the book's page
-"Compute budget" (issue #26: cut only what buys nothing, measured on dev, never on test).
+"Design decisions" (book/design.md: cut only what buys nothing, measured on dev, never on test).
 
 Every trained adapter's record (:class:`olacore.toa.train.AdapterJob` ``train``) keeps its dev
 score after each epoch and the wall seconds of its training, so the cache already holds each

@@ -1,7 +1,7 @@
 """Size relation extraction on dev, never on test: dev accuracy of one model's RE adapter per training size.
 
 Chapter 07's RE sizes (``olacore.profiles.TransferSettings.re``) were chosen with this script; the
-measured points are in book/compute.md. It trains one adapter per (training sentences, epochs)
+measured points are in book/design.md. It trains one adapter per (training sentences, epochs)
 point exactly as the chapter does (its adapter, its training and augmentation, seed 0), picks the
 checkpoint on SemEval dev (the whole 800-example dev split drawn from SemEval's training file by
 default) and prints one JSON line per point: the dev accuracy and macro-F1 of the kept epoch, the

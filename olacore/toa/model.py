@@ -55,7 +55,7 @@ def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -
 
     ``maps`` ``(B, C, T, T)``, ``lengths`` ``(B,)`` real tokens ``T``; ``transform`` ``"log-length"``, ``"length"`` or
     ``"none"``, in the order above. ``T m`` puts a uniform row at 1 for every length; ``log1p`` tames the sink peaks
-    (up to ``T``). Default measured on minilm-l6 DP (book/compute.md).
+    (up to ``T``). Default measured on minilm-l6 DP (book/design.md).
     """
     if transform == "none":
         return maps
@@ -71,7 +71,7 @@ class AdapterConfig:
     configs), ``depth`` 5, ``heads`` 8, two feed-forwards per layer of 3x3 convolutions 4x wide, DP MLPs 512 (arc) /
     128 (relation), dropout 0.33. Departure: the default is scaled down to fit a CPU (``dim`` 32, 2 blocks, one
     feed-forward per block, 2x wide, plus a depthwise 3x3 convolution) and adds ``pair_scores`` and the ``log1p(T m)``
-    input; sizes and additions measured on EWT DP (minilm-l6, smollm2-135m; book/compute.md).
+    input; sizes and additions measured on EWT DP (minilm-l6, smollm2-135m; book/design.md).
 
     Attributes:
         dim: channels of every cell of the grid (official 768).

@@ -62,7 +62,7 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
         task: ``"re"`` (SemEval-2010 Task 8 :class:`RelationExample` records) or ``"ner"`` (WNUT-17
             :class:`NERSentence` records).
         form: ``"auto"`` (chat template where the tokenizer has one, else plain), ``"chat"`` or ``"plain"``.
-        batch_size: prompts decoded together on a miss (16 measured fastest on the 2-core CPU; book/compute.md).
+        batch_size: prompts decoded together on a miss (16 measured fastest on the 2-core CPU; book/design.md).
         store: default ``TensorStore()``.
 
     Returns:
