@@ -59,7 +59,7 @@ from olacore.proxy import (OfficialQuirks, channel_set_label, leave_one_out, mak
 from olacore.proxy.train import split_sources
 from olacore.report import proxy_keys
 from olacore.results import HELD_OUT, ChapterResults
-from olacore.settings import cpu_workers, resolve_device
+from olacore.settings import cpu_workers, fixed_threads, resolve_device
 from olacore.tables import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
@@ -138,17 +138,18 @@ decay = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: 0.5 * (1 + math.c
                                           if p.cosine else 1.0)
 generator = torch.Generator().manual_seed(seed)
 order, cursor, losses = torch.randperm(len(train_x), generator=generator), 0, []
-for step in range(p.eval_every):
-    if cursor + p.batch_size > len(order):  # a new epoch
-        order, cursor = torch.randperm(len(train_x), generator=generator), 0
-    index, cursor = order[cursor:cursor + p.batch_size], cursor + p.batch_size
-    batch = (augment_batch(train_x[index], p.augment, generator) - mean) / std
-    loss = F.cross_entropy(net(batch), train_y[index])
-    optimiser.zero_grad()
-    loss.backward()
-    optimiser.step()
-    decay.step()
-    losses.append(loss.item())
+with fixed_threads():  # one thread, as the library's runs: the last bits of a sum depend on the thread count
+    for step in range(p.eval_every):
+        if cursor + p.batch_size > len(order):  # a new epoch
+            order, cursor = torch.randperm(len(train_x), generator=generator), 0
+        index, cursor = order[cursor:cursor + p.batch_size], cursor + p.batch_size
+        batch = (augment_batch(train_x[index], p.augment, generator) - mean) / std
+        loss = F.cross_entropy(net(batch), train_y[index])
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        decay.step()
+        losses.append(loss.item())
 print(f"mean training loss over the first {p.eval_every} steps: {np.mean(losses):.4f} (a uniform guess: {math.log(n):.4f})")
 
 # %% [markdown]
