@@ -275,7 +275,7 @@ re_zero = zero_shot[zero_shot["task"] == "re"]["score"] if len(zero_shot) else p
 majority_re = float(bound_of.get("re", float("nan")))
 glue("toa-re-transfer", value_span(re_verdicts["transfer"]), display=False)
 glue("toa-re-n", settings.re.test, display=False)
-glue("toa-re-majority", majority_re, display=False)
+glue("toa-re-majority-score", majority_re, display=False)
 glue("toa-re-full-majority", full_majority, display=False)
 glue("toa-re-zero", value_span(re_zero), display=False)
 glue("toa-re-se", 100 * (majority_re / 100 * (1 - majority_re / 100) / settings.re.test) ** 0.5, display=False)
@@ -312,7 +312,7 @@ glue("toa-re-vs-paper", "no RE transfer cell, so nothing to set beside" if ours.
 # **Beside the paper.** Our RE transfer scores {glue:text}`toa-re-transfer` % on
 # {glue:text}`toa-re-n` test sentences, {glue:text}`toa-re-vs-paper` the paper's
 # {glue:text}`toa-paper-transfer` %, with much smaller models, adapters and training sets.
-# The majority class alone scores {glue:text}`toa-re-majority:.1f` % on our subset and
+# The majority class alone scores {glue:text}`toa-re-majority-score:.1f` % on our subset and
 # {glue:text}`toa-re-full-majority:.1f` % on the whole SemEval test file, above
 # {glue:text}`toa-paper-zero-below` of the paper's three zero-shot numbers
 # ({glue:text}`toa-paper-zero` %; ours: {glue:text}`toa-re-zero` %): the paper's only
