@@ -207,7 +207,7 @@ show_table(comparison, "tbl-toa-paper", "Relation extraction (SemEval-2010 Task 
 # The verdict table gives, for each transferred cell, the gap (target-trained minus transfer),
 # the share of the target-trained score it recovers, and whether it beats each bound. A cell
 # is tested only where its source adapter learned its task, that is, its own diagonal clears
-# the model-free bound by the margin of {ref}`claims-learned`; otherwise it reads "not tested".
+# the model-free bound by the margin the book requires ({ref}`claims-learned`); otherwise it reads "not tested".
 
 # %%
 gaps = gap_table(rows)
@@ -242,7 +242,7 @@ show_table(main_verdicts[columns], "tbl-toa-verdicts", "Every transferred cell o
 # learned, transfer keeps {glue:text}`toa-ner-recovered` of the target-trained NER score and
 # {glue:text}`toa-wnut-recovered` of the WNUT score. Here the model-free bound to clear is the
 # capitalisation rule, and {glue:text}`toa-entity-learned` target-trained entity adapters
-# clear it by the margin of {ref}`claims-learned`: named entities are largely written on the surface,
+# clear it by the margin the book requires ({ref}`claims-learned`): named entities are largely written on the surface,
 # which an adapter reading attention alone never sees. The matrices, the bounds and their
 # standard errors are in {doc}`a5_entities`.
 
@@ -290,8 +290,8 @@ glue("toa-re-vs-paper", "no RE transfer cell, so nothing to set beside" if ours.
 #
 # **Did the adapters learn?** A transfer can test OLAS only where its source adapter learned
 # the task on its own model. In this run {glue:text}`toa-main-learned` target-trained
-# adapters of DP, POS and RE beat their model-free bound by the margin of
-# {ref}`claims-learned`; the verdict counts below are over the pairs whose source learned.
+# adapters of DP, POS and RE beat their model-free bound by the margin the book requires
+# ({ref}`claims-learned`); the verdict counts below are over the pairs whose source learned.
 #
 # **How much carries over.** In this run an adapter applied unchanged to a model
 # it never saw keeps on average {glue:text}`toa-dp-recovered` of the target-trained score in
@@ -322,11 +322,11 @@ glue("toa-re-vs-paper", "no RE transfer cell, so nothing to set beside" if ours.
 # margins of a few points are within the noise ({doc}`a5_entities` gives every margin in
 # standard errors).
 #
-# The verdicts follow the rules of {ref}`claims-transfer`.
+# The verdicts follow the rules of {ref}`the transfer verdicts <claims-transfer>`.
 #
 # What differs from the paper, and why: {ref}`departures`.
 
-# %% tags=["remove-input"]
+# %% tags=["remove-cell"]
 note = (f"{profile} profile: {settings.re.train}/{settings.ner.train}/{settings.wnut.train}/{syntax.num_train} training "
         "sentences (RE/NER on UNER-EWT/WNUT-17/EWT), CPU-sized adapter, dev-selected checkpoints, fixed test subsets")
 record_transfer(results, main_rows, main_verdicts, zero_shot[zero_shot["task"].isin(MAIN_TASKS)],
