@@ -36,6 +36,9 @@ class OLATiming:
 
 
 def _best_of(repeats: int, function) -> float:
+    """The best of ``repeats`` timed calls, after one untimed call that pays the one-time costs (first use of a
+    kernel or a shape, the allocator's first blocks): a single timed call would otherwise measure those."""
+    function()
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
