@@ -44,7 +44,7 @@ from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, famil
 from olacore.alti_math import alti_rollout, layer_contributions, layer_factors
 from olacore.extraction import _forward_kwargs, per_text, tokenize
 from olacore.loading import LoadedModel
-from olacore.pipeline import cached_per_text
+from olacore.pipeline import Product, cached_per_text
 from olacore.settings import fixed_threads
 from olacore.store import TensorStore
 from olacore.timing import progress as progress_bar
@@ -54,6 +54,7 @@ __all__ = [
     "alti",
     "cached_alti",
     "ALTI_SETTINGS",
+    "ALTI",
 ]
 
 # What the contributions depend on besides model and text (a cache-key part).
@@ -67,8 +68,9 @@ ALTI_SETTINGS = {
     "dtype": "float32",
     "batches": "one text per forward pass",
     "threads": "olacore.settings.COMPUTE_THREADS = 1",
-    "version": 1,
 }
+#: The cached product: keyed by :data:`ALTI_SETTINGS` and the code of this module and what it imports.
+ALTI = Product("alti", {"settings": ALTI_SETTINGS}, ("olacore.alti",))
 
 
 @dataclass
@@ -181,7 +183,7 @@ def cached_alti(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> list[ALTIResult]:
-    """:func:`alti`, cached per (model fingerprint, text, :data:`ALTI_SETTINGS`) in a TensorStore.
+    """:func:`alti`, cached per (model fingerprint, text, device type, :data:`ALTI_SETTINGS`, code) in a TensorStore.
 
     One entry per text, read back identical; a corrupt entry is recomputed. Arguments as for
     :func:`olacore.pipeline.cached_attention`.
@@ -190,7 +192,7 @@ def cached_alti(
         As :func:`alti`, and :func:`~olacore.loading.load_model` for a name.
     """
     return cached_per_text(
-        model, texts, kind="alti", parts={"settings": ALTI_SETTINGS},
+        model, texts, product=ALTI, device=device,
         compute=lambda missing: per_text(alti, model, missing, device=device, workers=workers, progress=progress),
         tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
         rebuild=lambda text, tensors, meta: ALTIResult(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],

@@ -1,9 +1,9 @@
 """The cached pipeline: texts -> attention -> OLA -> token-level maps of any channel.
 
-Each step is cached in a :class:`olacore.store.TensorStore`, one entry per (model fingerprint, text, settings), so a
-larger text set reuses a smaller one's entries and a warm run never loads a model. :func:`cached_attention` gives the
-``(N, T, T)`` head-averaged attention, :func:`cached_ola` OLA orders ``0..K`` and the rollout (computed in float64,
-stored in float32), :func:`token_maps` the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`), each
+Each step is cached in a :class:`olacore.store.TensorStore`, one entry per (model fingerprint, text, settings, device
+type, code digest: :class:`Product`), so a larger text set reuses a smaller one's entries and a warm run never loads
+a model. :func:`cached_attention` gives the ``(N, T, T)`` head-averaged attention, :func:`cached_ola` OLA orders
+``0..K`` and the rollout (computed in float64, stored in float32), :func:`token_maps` the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`), each
 from its source's cached record (sources: ``"ola"``, ``"attention"``, ``"alti"``).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -19,10 +19,14 @@ from olacore import channels as vocabulary
 from olacore.extraction import Extraction, check_texts, extract_attention, per_text
 from olacore.loading import LoadedModel, model_fingerprint
 from olacore.ola import attention_rollout, order_level_attention
-from olacore.settings import check_compute_options, fixed_threads
-from olacore.store import TensorStore
+from olacore.settings import check_compute_options, fixed_threads, resolve_device
+from olacore.store import TensorStore, code_digest
 
 __all__ = [
+    "Product",
+    "ATTENTION",
+    "OLA",
+    "device_type",
     "cached_per_text",
     "TokenMaps",
     "token_maps",
@@ -48,12 +52,49 @@ EXTRACTION_SETTINGS = {
 OLA_SETTINGS = {"compute_dtype": "float64", "store_dtype": "float32", "rollout": "prod(A/2 + I/2)"}
 
 
+@dataclass(frozen=True)
+class Product:
+    """A per-text product of the pipeline and what its store key holds besides model and text.
+
+    Attributes:
+        kind: ``"attention"``, ``"ola"``, ``"alti"``.
+        parts: the settings it is computed with (read when a key is made).
+        code: the package modules that compute it; their :func:`olacore.store.code_digest` (they and what they
+            import) is part of the key.
+    """
+
+    kind: str
+    parts: Mapping[str, Any]
+    code: tuple[str, ...]
+
+    def keys(self, fingerprint: str, texts: Sequence[str], device: str) -> list[str]:
+        """The store key of each text: ``(kind, model fingerprint, text, device type, code digest, **parts)``.
+
+        ``device``: ``"cpu"`` / ``"cuda"`` (:func:`device_type`); a GPU run never reads or writes a CPU entry.
+        """
+        code = code_digest(*self.code)
+        return [TensorStore.key(kind=self.kind, model=fingerprint, text=text, device=device, code=code, **self.parts)
+                for text in texts]
+
+
+ATTENTION = Product("attention", {"settings": EXTRACTION_SETTINGS}, ("olacore.pipeline",))
+OLA = Product("ola", {"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS}, ("olacore.pipeline",))
+
+
+def device_type(model: str | LoadedModel, device: str | torch.device | None = None) -> str:
+    """The device type (``"cpu"``, ``"cuda"``) a result of ``model`` is computed on: a :class:`LoadedModel`'s own,
+    else ``device`` (default CUDA when available). Nothing runs on it."""
+    if isinstance(model, LoadedModel):
+        return model.device.type
+    return torch.device(device).type if device is not None else resolve_device(None).type
+
+
 def cached_per_text(
     model: str | LoadedModel,
     texts: Sequence[str],
     *,
-    kind: str,
-    parts: dict[str, Any],
+    product: Product,
+    device: str | torch.device | None,
     compute: Callable[[list[str]], list[Any]],
     tensors_of: Callable[[Any], dict[str, torch.Tensor]],
     rebuild: Callable[[str, dict[str, torch.Tensor], dict[str, Any]], Any],
@@ -62,7 +103,7 @@ def cached_per_text(
 ) -> list[Any]:
     """The one caching rule of the pipeline: a per-text product, one store entry per text.
 
-    Key: ``(kind, model fingerprint, text, **parts)`` (``parts``: the settings dicts). The texts the store lacks, or
+    Key: :meth:`Product.keys` (model fingerprint, text, :func:`device_type`, settings, code). The texts the store lacks, or
     whose entry ``rebuild(text, tensors, meta)`` refuses with ``None``, are computed by one ``compute(missing texts)``
     call (results with ``text``, ``tokens``, ``offsets``, ``is_causal``) and stored atomically: ``tensors_of(result)``,
     tokens, offsets, model kind and ``meta_fields``. Returns one result per text, in order; a text given twice is
@@ -72,7 +113,7 @@ def cached_per_text(
     texts = check_texts(texts)
     store = store if store is not None else TensorStore()
     fingerprint = model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
-    keys = [store.key(kind=kind, model=fingerprint, text=text, **parts) for text in texts]
+    keys = product.keys(fingerprint, texts, device_type(model, device))
     found: dict[str, Any] = {}
     missing: dict[str, str] = {}  # key -> text, each distinct text once
     for text, key in zip(texts, keys):
@@ -126,7 +167,7 @@ def cached_attention(
     """
     check_compute_options(workers, device)
     return cached_per_text(
-        model, texts, kind="attention", parts={"settings": EXTRACTION_SETTINGS},
+        model, texts, product=ATTENTION, device=device,
         compute=lambda missing: per_text(extract_attention, model, missing, device=device, workers=workers,
                                          progress=progress),
         tensors_of=lambda e: {"attentions": e.attentions},
@@ -208,7 +249,7 @@ def cached_ola(
         raise ValueError(f"max_order must be >= 0, got {max_order}")
     store = store if store is not None else TensorStore()
     return cached_per_text(
-        model, texts, kind="ola", parts={"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS},
+        model, texts, product=OLA, device=device,
         compute=lambda missing: [_ola_of(e, max_order) for e in cached_attention(
             model, missing, workers=workers, device=device, progress=progress, store=store)],
         tensors_of=lambda r: {"orders": r.orders, "rollout": r.rollout},

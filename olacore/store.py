@@ -1,7 +1,9 @@
 """The on-disk store: checksummed safetensors entries, written atomically, addressed by a key.
 
 :class:`TensorStore` stores named tensors and knows nothing of models or experiments. A key is the sha256 of a
-canonical JSON of everything the tensors depend on, plus :data:`CACHE_VERSION`. An entry is one safetensors file,
+canonical JSON of everything the tensors depend on, plus :data:`CACHE_VERSION` (the entry format); each kind of
+result puts a :func:`code_digest` of the package modules that compute it in its key, so an edit to that code, and
+only to that code, makes its old entries unreachable (a docstring or comment edit changes nothing). An entry is one safetensors file,
 written to a temporary file beside it and moved into place with ``os.replace`` (whole or absent, also when the writer
 is killed), with its key (what it was computed for), a JSON description and a sha256 of them and of every tensor's
 name, dtype, shape and bytes. A corrupt entry (or one written under another key) is deleted with a
@@ -13,6 +15,7 @@ book's small text files (results, claims, phases) the same way.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import os
@@ -27,12 +30,126 @@ import torch
 
 from olacore.settings import CACHE_ENV, CacheWriteError, cache_dir, cache_write_error
 
-__all__ = ["CACHE_VERSION", "CacheCorruptionWarning", "CacheEntryNotRemovedWarning", "CacheNotKeptWarning",
+__all__ = ["CACHE_VERSION", "code_digest", "code_modules", "CacheCorruptionWarning", "CacheEntryNotRemovedWarning", "CacheNotKeptWarning",
            "TensorStore", "tensor_digest", "atomic_write_text"]
 
-# Bump when what an entry holds, or how it is computed, changes: every old entry is then ignored.
+# Bump when the entry format (what an entry file holds, how a key is made) changes: every old entry is then ignored.
+# How a result is computed is in its key through code_digest, with no number to bump.
 # 2: every entry names the key it was written under (what it was computed for), checked on read.
 CACHE_VERSION = 2
+
+_PACKAGE = Path(__file__).resolve().parent  # the olacore folder this process imported
+#: Modules left out of every code digest: they cannot change a stored number (this store, whose entry format
+#: :data:`CACHE_VERSION` covers; progress bars and stopwatches; building the model zoo's folders, which
+#: :data:`olacore.zoo.MODEL_FORMAT_VERSION` and each model's fingerprint cover).
+NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.timing", "olacore.zoo_build"})
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of the package module ``name`` (``olacore.x.y``), or ``None`` when there is none."""
+    parts = name.split(".")[1:]
+    for candidate in (_PACKAGE.joinpath(*parts).with_suffix(".py") if parts else None,
+                      _PACKAGE.joinpath(*parts, "__init__.py")):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+                                         or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(name: str, tree: ast.Module) -> set[str]:
+    """The package modules ``name`` imports when it is imported: its top-level statements (also inside ``try`` and
+    ``if``, never under ``if TYPE_CHECKING:``), not the imports inside its functions."""
+    package = name if _module_file(name).name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    statements = list(tree.body)
+    while statements:
+        node = statements.pop()
+        if _is_type_checking(node):
+            continue
+        if isinstance(node, (ast.If, ast.Try, ast.With)):
+            statements += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
+                           *[s for handler in getattr(node, "handlers", []) for s in handler.body]]
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "olacore")
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if base.split(".")[0] != "olacore":
+                continue
+            for alias in node.names:  # ``from olacore import sinks``: the submodule itself
+                found.add(f"{base}.{alias.name}" if _module_file(f"{base}.{alias.name}") else base)
+    return {module for module in found if _module_file(module) is not None}
+
+
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    """``tree`` less every statement that is a bare string (docstrings of modules, classes and functions, and the
+    strings documenting attributes): they do nothing when the code runs."""
+    for node in ast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            body = getattr(node, field, None)
+            if isinstance(body, list):
+                kept = [s for s in body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)
+                                                and isinstance(s.value.value, str))]
+                if len(kept) != len(body):
+                    setattr(node, field, kept or [ast.Pass()])
+    return tree
+
+
+_SOURCES: dict[str, tuple[str, set[str]]] = {}  # module -> (dump of its docstring-free AST, the modules it imports)
+_DIGESTS: dict[tuple[str, ...], str] = {}
+
+
+def _source(name: str) -> tuple[str, set[str]]:
+    if name not in _SOURCES:
+        tree = ast.parse(_module_file(name).read_text(encoding="utf-8"))
+        imports = _imports(name, tree)
+        _SOURCES[name] = ast.dump(_without_docstrings(tree), annotate_fields=True, include_attributes=False), imports
+    return _SOURCES[name]
+
+
+def code_modules(*modules: str) -> list[str]:
+    """``modules`` and every package module they import at their top level, transitively, sorted, less
+    :data:`NOT_IN_DIGESTS`: the code a result computed by ``modules`` can depend on.
+
+    Raises:
+        ValueError: a name that is not a module of this package.
+    """
+    unknown = [m for m in modules if m.split(".")[0] != "olacore" or _module_file(m) is None]
+    if unknown:
+        raise ValueError(f"{unknown} are not modules of the olacore package in {_PACKAGE}")
+    seen: set[str] = set()
+    todo = list(modules)
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo += sorted(_source(module)[1] - seen)
+    return sorted(seen - NOT_IN_DIGESTS)
+
+
+def code_digest(*modules: str) -> str:
+    """sha256 of the code of :func:`code_modules` ``(*modules)``: each module's abstract syntax tree with its
+    docstrings removed (``ast.dump``, without line numbers), so a docstring, comment or layout edit keeps it and any
+    other edit of those modules changes it. Read once per process (the files this process imported).
+
+    Raises:
+        ValueError: as :func:`code_modules`.
+    """
+    wanted = tuple(sorted(set(modules)))
+    if wanted not in _DIGESTS:
+        digest = hashlib.sha256()
+        for module in code_modules(*wanted):
+            digest.update(f"\0{module}\0{_source(module)[0]}".encode("utf-8"))
+        _DIGESTS[wanted] = digest.hexdigest()
+    return _DIGESTS[wanted]
 
 
 class CacheCorruptionWarning(UserWarning):

@@ -115,12 +115,13 @@ def _train(job: TrainingJob) -> Stored:
         return job.train()
 
 
-def _train_and_store(item: tuple[TrainingJob, str]) -> Stored | None:
-    """Train one job and store it; return the result only when the store could not keep it."""
-    job, root = item
+def _train_and_store(item: tuple[TrainingJob, str, str]) -> Stored | None:
+    """Train one job and store it under the key the caller made (a worker never remakes it: a key holds a digest of
+    the code files, which may have been edited since); return the result only when the store could not keep it."""
+    job, key, root = item
     tensors, record = _train(job)
     try:
-        TensorStore(root).put(job.key(), tensors, record)
+        TensorStore(root).put(key, tensors, record)
     except CacheWriteError as error:
         warnings.warn(CacheNotKeptWarning(f"{error} The run is used, but not kept."), stacklevel=2)
         return {name: t.detach().cpu() for name, t in tensors.items()}, record
@@ -150,7 +151,7 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
     for key, job in zip(keys, jobs):
         if key not in missing and key not in store:
             missing[key] = job
-    items = [(job, str(store.root)) for job in missing.values()]
+    items = [(job, key, str(store.root)) for key, job in missing.items()]
     if workers > 1 and len(items) > 1:
         unkept = run_in_processes(_train_and_store, items, min(workers, len(items)), progress=progress, desc=desc)
     else:

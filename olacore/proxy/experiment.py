@@ -15,17 +15,12 @@ from olacore.maps import Maps
 from olacore.proxy.network import make_resnet18
 from olacore.proxy.train import ProxyConfig, ProxyRun, train_proxy
 from olacore.settings import resolve_device
-from olacore.store import TensorStore, tensor_digest
+from olacore.store import TensorStore, code_digest, tensor_digest
 from olacore.training import by_value, run_cached
 
 __all__ = [
     "ProxyJob", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
-    "PROXY_VERSION",
 ]
-
-
-# Bump when train_proxy gives other results for the same inputs: every cached run is then ignored.
-PROXY_VERSION = 1
 
 
 @dataclass
@@ -46,8 +41,10 @@ class ProxyJob:
                    resolve_device(device).type)
 
     def key(self) -> str:
+        """The store key: the maps' digests, config, seed, device type and the code digest of this module and what
+        it imports (network, training loop, augmentation)."""
         return TensorStore.key(
-            kind="proxy-run", proxy_version=PROXY_VERSION, sources=[tensor_digest(m) for m in self.sources],
+            kind="proxy-run", code=code_digest(__name__), sources=[tensor_digest(m) for m in self.sources],
             target=None if self.target is None else tensor_digest(self.target),
             config=dataclasses.asdict(self.config), seed=self.seed, device=self.device,
         )

@@ -45,7 +45,7 @@ from olacore.proxy.network import make_resnet18
 from olacore.proxy.train import ProxyConfig, accuracy
 from olacore.settings import resolve_device
 from olacore.sinks import clean_sinks
-from olacore.store import TensorStore, tensor_digest
+from olacore.store import TensorStore, code_digest, tensor_digest
 from olacore.timing import progress as progress_bar
 from olacore.training import by_value, run_cached
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["OfficialQuirks", "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step",
            "official_view", "family_splits", "OfficialRun", "train_official", "reported_accuracy",
-           "OfficialProxyJob", "official_proxy_experiment", "OFFICIAL_VERSION"]
+           "OfficialProxyJob", "official_proxy_experiment"]
 
 #: The optimiser of the official ``olas_visual_model.py``: SGD, constant learning rate (no scheduler).
 OFFICIAL_OPTIMISER = {"lr": 0.007, "momentum": 0.9, "weight_decay": 5e-4, "cosine": False}
@@ -256,10 +256,6 @@ def train_official(
 
 # ------------------------------------------------------------------ cached runs (chapter 03)
 
-# Bump when train_official gives other results for the same inputs: every cached run is then ignored.
-OFFICIAL_VERSION = 2
-
-
 @dataclass
 class OfficialProxyJob:
     """One official-protocol run (a :class:`olacore.training.TrainingJob`); maps travel as numpy arrays.
@@ -283,7 +279,7 @@ class OfficialProxyJob:
     def key(self) -> str:
         digests = lambda models: [[tensor_digest(m) for m in model] for model in models]  # noqa: E731
         return TensorStore.key(
-            kind="official-proxy-run", official_version=OFFICIAL_VERSION, sources=digests(self.sources),
+            kind="official-proxy-run", code=code_digest(__name__), sources=digests(self.sources),
             targets=digests(self.targets), causal=self.causal, config=dataclasses.asdict(self.config),
             quirks=dataclasses.asdict(dataclasses.replace(self.quirks.for_training(), family_split=True)),
             size=self.size, augment=dataclasses.asdict(self.augment),

@@ -9,8 +9,9 @@ checkpoint kept (:data:`SELECTION`), test scored once afterwards by the caller, 
 augmentations optional.
 
 An :class:`AdapterJob`'s key holds the sha256 of every training and dev map and target, the label vocabulary, the
-task, the input spec, both configs, :func:`olacore.toa.model.network_identity`, the seed, the device type and
-:data:`TOA_VERSION`: a stored adapter is reused only for exactly the same training.
+task, the input spec, both configs, :func:`olacore.toa.model.network_identity`, the seed, the device type and the
+:func:`olacore.store.code_digest` of this module and what it imports (data, model, sink cleaning, augmentation,
+metrics): a stored adapter is reused only for exactly the same training by the same code.
 :meth:`TrainedAdapter.evaluate` scores an adapter on any model's task data of its kind (what transfer calls).
 
 Decoding is greedy, as officially: the arg-max class per token / example; for DP the arg-max head of each word (no
@@ -40,13 +41,13 @@ import torch.nn.functional as F
 from olacore.augment import Augmentation, augment
 from olacore.metrics import attachment_scores, entity_counts, entity_f1, f1_of_counts, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
-from olacore.store import TensorStore
+from olacore.store import TensorStore, code_digest
 from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, build_input,
                               collate, encode_items, length_batches, task_kind)
 from olacore.toa.model import AdapterConfig, ToaModel, network_identity
 from olacore.training import run_cached
 
-__all__ = ["predict", "score", "sentence_counts", "counts_score", "word_tags", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TOA_VERSION", "TrainConfig",
+__all__ = ["predict", "score", "sentence_counts", "counts_score", "word_tags", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TrainConfig",
            "adapter_loss", "epoch_inputs", "optimiser_for", "train_epoch", "AdapterJob", "TrainedAdapter", "make_job",
            "train_adapters"]
 
@@ -181,10 +182,6 @@ def attachment_words(items: Sequence[TaskItem], predictions: Sequence[dict[str, 
         pred_rels.append([names[int(p["rels"][w])] for w in scored])
         punct.append([item.punct[w] for w in scored])
     return gold_heads, gold_rels, pred_heads, pred_rels, punct
-
-
-# Bump when training gives other results for the same inputs: every stored adapter is then ignored.
-TOA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -361,10 +358,11 @@ class AdapterJob:
             return _digest(list(raw) + [a for t in targets for _, a in sorted(t.items())])
 
         return TensorStore.key(
-            kind="toa-adapter", toa_version=TOA_VERSION, task=self.task, spec=self.spec.as_dict(),
+            kind="toa-adapter", code=code_digest(__name__), task=self.task, spec=self.spec.as_dict(),
             network=network_identity(task_kind(self.task), self.adapter),
             adapter=self.adapter.as_dict(), training=self.training.as_dict(), vocab=list(self.vocab),
-            causal=self.causal, seed=self.seed, device=resolve_device(self.training.device).type,
+            causal=self.causal, seed=self.seed, device=(torch.device(self.training.device).type if self.training.device
+                                                       else resolve_device(None).type),
             train=data_digest(self.train_raw, self.train_targets), dev=data_digest(self.dev_raw, self.dev_targets),
         )
 

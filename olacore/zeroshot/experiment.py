@@ -1,7 +1,8 @@
 """The zero-shot experiment: cached answers per example, parsed rows, and the scores beside the paper's.
 
 Every raw answer is kept in a :class:`olacore.store.TensorStore` entry under :func:`answer_keys` (the full
-rendered prompt included), so a changed prompt or model is never served an old answer. :func:`zero_shot_scores`:
+rendered prompt, the device type and the code digest of the prompts and the decoder included), so a changed
+prompt, decoder or model is never served an old answer, and a GPU run never a CPU one. :func:`zero_shot_scores`:
 RE 19-way accuracy and the official SemEval-2010 Task 8 macro-F1, NER entity-level F1 (seqeval); unparseable
 answers score as wrong and are counted.
 """
@@ -14,7 +15,8 @@ import pandas as pd
 import torch
 
 from olacore.corpora import SEMEVAL_LABELS, NERSentence, RelationExample
-from olacore.store import TensorStore
+from olacore.settings import resolve_device
+from olacore.store import TensorStore, code_digest
 from olacore.zeroshot.generate import GenerativeLM, answer_identity, generate_greedy, load_generator
 from olacore.zeroshot.parse import RELATION_TYPES, parse_entities, parse_relation
 from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
@@ -29,11 +31,13 @@ def _decoding(task: str, form: str) -> dict:
 
 
 def answer_keys(store: TensorStore, fingerprint: str, task: str, form: str, prompts: Sequence[str],
-                texts: Sequence[str]) -> list[str]:
-    """The store key of each answer: model fingerprint, task, prompt version, form, decoding, prompt, text."""
-    spec, decoding = PROMPTS[task], _decoding(task, form)
-    return [store.key(kind="zero-shot-answer", model=fingerprint, task=task, prompt_version=spec.version,
-                      form=form, decoding=decoding, prompt=prompt, text=text)
+                texts: Sequence[str], *, device: str) -> list[str]:
+    """The store key of each answer: model fingerprint, task, form, decoding, prompt, text, ``device`` (the type:
+    ``"cpu"``, ``"cuda"``) and the :func:`olacore.store.code_digest` of this module and what it imports (prompts,
+    decoder)."""
+    decoding, code = _decoding(task, form), code_digest(__name__)
+    return [store.key(kind="zero-shot-answer", model=fingerprint, task=task, form=form, decoding=decoding,
+                      prompt=prompt, text=text, device=device, code=code)
             for prompt, text in zip(prompts, texts)]
 
 
@@ -78,7 +82,8 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
     name, tokenizer, fingerprint = answer_identity(model)
     form = prompt_form(tokenizer, form)
     prompts = [build_prompt(tokenizer, task, x, form) for x in examples]
-    keys = answer_keys(store, fingerprint, task, form, prompts, [x.text for x in examples])
+    where = model.device.type if isinstance(model, GenerativeLM) else resolve_device(device).type
+    keys = answer_keys(store, fingerprint, task, form, prompts, [x.text for x in examples], device=where)
     answers: dict[str, dict] = {}
     for key in dict.fromkeys(keys):
         entry = store.get(key)
@@ -96,8 +101,7 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
                                batch_size=batch_size, progress=progress)
         for i, generation in zip(missing, made):
             meta = {"answer": generation.text, "finish": generation.finish, "prompt_tokens": generation.prompt_tokens,
-                    "seconds": generation.seconds, "model": fingerprint, "task": task,
-                    "prompt_version": spec.version, "form": form}
+                    "seconds": generation.seconds, "model": fingerprint, "task": task, "form": form}
             store.put_or_warn(keys[i], {"tokens": torch.tensor(generation.tokens, dtype=torch.long)}, meta)
             answers[keys[i]] = dict(meta, cached=False)
     rows = [_row(task, x, answers[key], name, form) for x, key in zip(examples, keys)]

@@ -21,15 +21,14 @@ import pandas as pd
 import torch
 
 from olacore.corpora import SEMEVAL_LABELS, RelationExample
-from olacore.store import TensorStore
+from olacore.settings import resolve_device
+from olacore.store import TensorStore, code_digest
 from olacore.zeroshot.generate import GenerativeLM, _common_prefix, answer_identity, load_generator
-from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
+from olacore.zeroshot.prompts import build_prompt, prompt_form
 
-__all__ = ["LIKELIHOOD_VERSION", "SCORINGS", "candidate_texts", "rank_labels", "likelihood_keys",
+__all__ = ["SCORINGS", "candidate_texts", "rank_labels", "likelihood_keys",
            "likelihood_zero_shot"]
 
-#: Bump when the scoring code changes what is stored (keys every cached entry).
-LIKELIHOOD_VERSION = "likelihood-v1"
 SCORINGS = ("mean", "sum")
 
 
@@ -147,11 +146,12 @@ def rank_labels(lm: GenerativeLM, prompts: Sequence[str], candidates: Sequence[s
 
 
 def likelihood_keys(store: TensorStore, fingerprint: str, form: str, prompts: Sequence[str],
-                    candidates: Sequence[str]) -> list[str]:
-    """The store key of each prompt's label scores: model fingerprint, RE prompt version, form,
-    prompt, candidate continuations and :data:`LIKELIHOOD_VERSION`."""
-    return [store.key(kind="zero-shot-likelihood", model=fingerprint, task="re", prompt_version=PROMPTS["re"].version,
-                      form=form, prompt=prompt, candidates=list(candidates), version=LIKELIHOOD_VERSION)
+                    candidates: Sequence[str], *, device: str) -> list[str]:
+    """The store key of each prompt's label scores: model fingerprint, form, prompt, candidate continuations,
+    ``device`` (the type) and the :func:`olacore.store.code_digest` of this module and what it imports."""
+    code = code_digest(__name__)
+    return [store.key(kind="zero-shot-likelihood", model=fingerprint, task="re", form=form, prompt=prompt,
+                      candidates=list(candidates), device=device, code=code)
             for prompt in prompts]
 
 
@@ -186,7 +186,8 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
     form = prompt_form(tokenizer, form)
     candidates = candidate_texts(form)
     prompts = [build_prompt(tokenizer, "re", x, form) for x in examples]
-    keys = likelihood_keys(store, fingerprint, form, prompts, candidates)
+    where = model.device.type if isinstance(model, GenerativeLM) else resolve_device(device).type
+    keys = likelihood_keys(store, fingerprint, form, prompts, candidates, device=where)
     found: dict[str, dict] = {}
     for key in dict.fromkeys(keys):
         entry = store.get(key)
@@ -203,7 +204,7 @@ def likelihood_zero_shot(model: str | GenerativeLM, examples: Sequence[RelationE
                                              add_special_tokens=form == "plain", batch_size=batch_size,
                                              progress=progress)
         for r, i in enumerate(missing):
-            meta = {"seconds": seconds[r], "model": fingerprint, "form": form, "version": LIKELIHOOD_VERSION}
+            meta = {"seconds": seconds[r], "model": fingerprint, "form": form}
             store.put_or_warn(keys[i], {"sums": sums[r].clone(), "lengths": lengths.clone()}, meta)
             found[keys[i]] = {"sums": sums[r], "lengths": lengths, "seconds": seconds[r], "cached": False}
     rows = []

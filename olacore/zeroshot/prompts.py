@@ -2,7 +2,8 @@
 
 The paper's only baseline for TOA transfer is zero-shot prompting of the target LM (paper section 4.4, its RE
 table). Our prompts are written for this book (not taken from the official code), chosen on the dev splits,
-never on test, and fixed: a change of wording must bump :data:`PROMPT_VERSION`.
+never on test, and fixed (a change of wording changes the code digest in every answer's key:
+:func:`olacore.zeroshot.answer_keys`).
 
 - ``"chat"``: the instructions are the user turn of the tokenizer's own chat template (its default system turn
   kept); for every tokenizer that has one (in our zoo ``smollm2-135m`` and ``qwen2.5-0.5b``).
@@ -26,13 +27,11 @@ from olacore.corpora import SEMEVAL_LABELS, NERSentence, RelationExample
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["TASKS", "FORMS", "PROMPT_VERSION", "PromptSpec", "PROMPTS", "RELATION_GLOSSES", "prompt_form", "build_prompt",
+__all__ = ["TASKS", "FORMS", "PromptSpec", "PROMPTS", "RELATION_GLOSSES", "prompt_form", "build_prompt",
            "instructions", "prompt_forms"]
 
 TASKS = ("re", "ner")
 FORMS = ("chat", "plain")
-#: Bump the task's version whenever its wording, cue, stop strings or token budget change.
-PROMPT_VERSION = {"re": "re-v1", "ner": "ner-v1"}
 
 #: The six WNUT-17 types in the order the NER prompt names them.
 WNUT17_TYPES_IN_PROMPT = ("person", "location", "corporation", "group", "creative-work", "product")
@@ -85,7 +84,6 @@ class PromptSpec:
     """
 
     task: str
-    version: str
     head: str
     cue: str
     max_new_tokens: int
@@ -98,8 +96,8 @@ class PromptSpec:
 
 
 PROMPTS = {
-    "re": PromptSpec("re", PROMPT_VERSION["re"], _RE_HEAD, "\nLabel:", 20, ("\n",), ("\n",)),
-    "ner": PromptSpec("ner", PROMPT_VERSION["ner"], _NER_HEAD, "\nEntities:\n", 40, ("\n\n", "\nSentence:"), ()),
+    "re": PromptSpec("re", _RE_HEAD, "\nLabel:", 20, ("\n",), ("\n",)),
+    "ner": PromptSpec("ner", _NER_HEAD, "\nEntities:\n", 40, ("\n\n", "\nSentence:"), ()),
 }
 
 
