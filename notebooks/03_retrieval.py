@@ -116,11 +116,11 @@ official_maps = {"align": "resize", "sinks": "clean", "size": cfg.size, "sink_st
 # $$
 # \mathrm{SSIM}(x, y) = \operatorname{mean}_{\text{pixels}}
 # \frac{(2\mu_x\mu_y + C_1)(2\sigma_{xy} + C_2)}{(\mu_x^2 + \mu_y^2 + C_1)(\sigma_x^2 + \sigma_y^2 + C_2)},
-# \qquad C_1 = (0.01 R)^2,\; C_2 = (0.03 R)^2 ,
 # $$
 #
-# over the pixels whose window lies inside the image. The first factor compares brightness, the
-# second structure; both are 1 for identical windows. $R$ is the range of the values: like the
+# with $C_1 = (0.01 R)^2$ and $C_2 = (0.03 R)^2$, the mean taken over the pixels whose window lies
+# inside the image. The first factor compares brightness, the second structure; both are 1 for
+# identical windows. $R$ is the range of the values: like the
 # official script, we take the larger of the two maps' max - min. Here it is in a few lines:
 
 # %%
