@@ -119,6 +119,9 @@ def code_modules(*modules: str) -> list[str]:
     """``modules`` and every package module they import at their top level, transitively, sorted, less
     :data:`NOT_IN_DIGESTS`: the code a result computed by ``modules`` can depend on.
 
+    Imports inside functions are not followed (they fetch other cached products, a worker pool, checks): code that
+    changes a stored number must be imported at a module's top level to be in its digest.
+
     Raises:
         ValueError: a name that is not a module of this package.
     """
