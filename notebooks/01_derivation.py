@@ -166,8 +166,9 @@ for identity, deviation in checks.dropna().itertuples(index=False):
 # and, for a causal model, already much on the first token. As the order grows, paths pass
 # through more attention layers and the mass drifts further towards the token that every
 # layer attends to, the attention sink {cite}`xiao2024sinks`, and away from the diagonal
-# (the table below measures both). Rollout, a binomial mixture centred on order $N/2$, is
-# almost entirely sink: the text-specific structure lives in the low orders.
+# (the table below measures both). Rollout, a binomial mixture centred on order $N/2$, takes
+# on the profile of the middle orders, sink included: the text-specific structure lives in the
+# low orders.
 
 # %%
 shown = [k for k in (1, 2, 3, num_layers // 2, num_layers) if k <= num_layers]
@@ -313,14 +314,14 @@ show_figure(fig, "fig-ola-costs", f"Milliseconds per batch (log scale) against t
 # five models on a laptop-class CPU. (The recurrence needs fewer products than the $N K$
 # bound, because order 1 needs none and early layers have fewer orders to update.)
 
-# %% tags=["remove-input", "hide-output"]
+# %% tags=["remove-cell"]
 for _, row in costs.iterrows():
     results.add(f"speed-up/N={row['N']}/K={row['K']}", f"recurrence over enumeration, N={row['N']}, K={row['K']}",
                 row["speed-up"], unit="x")
 results.save()
 print(watch.report())
 
-# %% tags=["remove-input"]
+# %% tags=["remove-cell"]
 # the numbers the summary reads, glued from this run
 from IPython.display import Markdown
 from myst_nb import glue
@@ -329,9 +330,14 @@ glue("01-model", Markdown(f"`{model}`"), display=False)
 glue("01-layers", num_layers, display=False)
 glue("01-tokens", size, display=False)
 glue("01-deviation", float(checks["max abs deviation"].max()), display=False)
-glue("01-sink-order1", float(per_order.loc[1, "mass on first token"]), display=False)
-glue("01-sink-order-last", float(per_order.loc[num_layers, "mass on first token"]), display=False)
-glue("01-rollout-low-orders", float(per_order.loc[1:3, "weight C(N,k)/2^N in rollout"].sum()), display=False)
+sink = per_order.set_index("order k")["mass on first token"]
+peak = int(sink.loc[1:].idxmax())
+glue("01-sink-order1", float(100 * sink.loc[1]), display=False)
+glue("01-sink-order-last", float(100 * sink.loc[num_layers]), display=False)
+glue("01-sink-peak", Markdown(
+    f"the share grows with the order up to order {num_layers}" if peak == num_layers else
+    f"the share peaks at order {peak} ({100 * sink.loc[peak]:.0f} %) and falls after it"), display=False)
+glue("01-rollout-low-orders", float(100 * per_order.loc[1:3, "weight C(N,k)/2^N in rollout"].sum()), display=False)
 largest = costs.sort_values(["N", "K"]).iloc[-1]
 glue("01-bench-N", int(largest["N"]), display=False)
 glue("01-bench-K", int(largest["K"]), display=False)
@@ -352,10 +358,10 @@ glue("01-products-recurrence", int(largest["products, recurrence"]), display=Fal
 # in {numref}`tbl-identities` is {glue:text}`01-deviation:.1e`, float64 rounding.
 #
 # The orders differ in where they put their mass ({numref}`fig-order-profile`): order 1 puts
-# {glue:text}`01-sink-order1:.2f` of a row on the first token, order {glue:text}`01-layers`
-# puts {glue:text}`01-sink-order-last:.2f`. Rollout weighs order $k$ by
-# $\binom{N}{k}/2^N$, so orders 1 to 3 together make up {glue:text}`01-rollout-low-orders:.2e`
-# of it here, and the deeper the model, the less: the middle orders take over, and with them
+# {glue:text}`01-sink-order1:.0f` % of a row on the first token, order {glue:text}`01-layers`
+# puts {glue:text}`01-sink-order-last:.0f` %, and in between {glue:md}`01-sink-peak`. Rollout
+# weighs order $k$ by $\binom{N}{k}/2^N$, so orders 1 to 3 together make up
+# {glue:text}`01-rollout-low-orders:.1f` % of it here, and the deeper the model, the less: the middle orders take over, and with them
 # the sink (the third exercise computes the share at the paper's depths).
 #
 # The recurrence is what makes the orders affordable: at $N =$ {glue:text}`01-bench-N` and
@@ -476,7 +482,7 @@ print("mean mass on the first token, orders 1..K:", orders[1:, 1:, 0].mean(-1).t
 for N in (extraction.attentions.shape[0], 24, 42):
     weights = [math.comb(N, k) / 2**N for k in range(N + 1)]
     print(f"N = {N}: largest weight at order {max(range(N + 1), key=weights.__getitem__)}, "
-          f"orders 1-3 carry {sum(weights[1:4]):.2e} of rollout")
+          f"orders 1-3 carry {100 * sum(weights[1:4]):.3g} % of rollout")
 
 # %% [markdown]
 # The weights peak at $k = N/2$ and the low orders' share falls steeply with depth: in a deep
