@@ -146,10 +146,15 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
     - the chapter's verdict ``claim`` is :data:`CANNOT_JUDGE`: :data:`CANNOT_JUDGE`;
     - a qualitative claim (``paper`` is ``None``): ``claim`` ``"yes"`` or ``"holds"`` reproduces, anything
       else does not;
-    - ``claim`` is ``"does not hold here"`` or :data:`NOT_TESTED`: ``"not reproduced here"``;
+    - a rate whose chance is so high that :func:`verdict` cannot pass (``3 x chance`` above 100 %, e.g.
+      Hits@5 among few texts; not for a lower ``bound``): :data:`CANNOT_JUDGE`;
     - a number the paper claims is beaten (``reference``: our number of what beats it, e.g. our
-      order 1 beside our rollout): ours at or above the reference is ``"not reproduced here"``;
-      ahead by :data:`MARGIN` points or less, ``"holds weakly here"``; further ahead, as below;
+      order 1 beside our rollout): the claim is the ordering, read like the chapters' with
+      :data:`MARGIN`: ours at or above the reference is ``"not reproduced here"``; the reference
+      ahead by :data:`MARGIN` points or less, ``"holds weakly here"``; further ahead, ``"reproduced"``
+      when ours is within :data:`TOLERANCE` points of the paper's or above it, else ``"holds here, below
+      the paper"`` (no chance test: the paper itself reports the beaten number as weak);
+    - ``claim`` is ``"does not hold here"`` or :data:`NOT_TESTED`: ``"not reproduced here"``;
     - a lower bound (``bound``, e.g. zero-shot prompting; no chance test): ``"reproduced"`` within
       :data:`TOLERANCE` points of the paper's either way, else ``"not reproduced here"``;
     - ours does not hold even weakly against chance (:func:`verdict` with ``chance``; without it,
@@ -168,16 +173,19 @@ def reproduction(ours: float | None, paper: float | None, chance: float | None =
         raise ValueError("a reproduction verdict needs defined numbers; got NaN")
     if paper is None:
         return REPRODUCED if claim in ("yes", HOLDS) else NOT_REPRODUCED
-    if claim in (FAILS, NOT_TESTED):
-        return NOT_REPRODUCED
-    if bound:
-        return REPRODUCED if abs(ours - paper) <= TOLERANCE else NOT_REPRODUCED
+    if chance is not None and not bound and 3 * chance > 100:
+        return CANNOT_JUDGE
+    close = ours >= paper - TOLERANCE
     if reference is not None:
         if reference <= ours:
             return NOT_REPRODUCED
         if reference - ours <= MARGIN:
             return WEAKLY
-    close = ours >= paper - TOLERANCE
+        return REPRODUCED if close else BELOW
+    if claim in (FAILS, NOT_TESTED):
+        return NOT_REPRODUCED
+    if bound:
+        return REPRODUCED if abs(ours - paper) <= TOLERANCE else NOT_REPRODUCED
     holds = verdict(ours / 100, chance / 100) if chance is not None else claim
     if not holds:
         return REPRODUCED if close else NOT_REPRODUCED

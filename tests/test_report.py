@@ -78,6 +78,15 @@ def test_a_verdict_follows_the_papers_claim_not_only_its_number():
     assert reproduction(55.6, 46.2, None, "holds", reference=55.0) == NOT_REPRODUCED  # the claim is contradicted
     assert reproduction(40.0, 46.2, None, "holds", reference=60.0) == REPRODUCED  # ordering holds, close to the paper
     assert reproduction(20.0, 46.2, None, "holds", reference=60.0) == BELOW
+    # the beaten number is weak by the paper's own account: its failing chance test is no contradiction
+    assert reproduction(14.0, 20.0, 8.0, "does not hold here", reference=30.0) == REPRODUCED
+    assert reproduction(14.0, 20.0, 8.0, "does not hold here", reference=15.0) == WEAKLY
+
+
+def test_a_rate_that_cannot_clear_its_chance_bar_is_not_judged():
+    # Hits@5 among 8 texts: chance 62.5 %, so 3 x chance exceeds 100 % and even a perfect score fails the rate rule
+    assert reproduction(100.0, 89.4, 62.5, "does not hold here") == CANNOT_JUDGE
+    assert reproduction(100.0, 89.4, 100 / 3 - 0.1, "holds") == REPRODUCED  # just below that, judged as usual
     # a lower bound (zero-shot prompting) is judged by closeness, not against chance
     assert reproduction(7.0, 7.69, 100 / 19, bound=True) == REPRODUCED
     assert reproduction(30.0, 7.69, 100 / 19, bound=True) == NOT_REPRODUCED  # a much stronger bound than the paper's
