@@ -42,6 +42,7 @@ profile = "default"  # smoke, default or paper: sets every size
 import torch
 
 from olacore.alignment import WordText
+from olacore.channels import label as channel_label
 from olacore.maps import model_maps
 from olacore.pipeline import token_maps
 from olacore.plots import draw_maps, show_figure, token_labels
@@ -61,7 +62,8 @@ results = ChapterResults("02_qualitative", profile)
 torch.set_num_threads(2)
 groups = {"causal": cfg.causal, "encoder": cfg.encoders}
 CHANNELS = (*(f"order{k}" for k in range(1, cfg.max_order + 1)), "rollout")
-print(f"profile={profile}; causal: {cfg.causal}; encoders: {cfg.encoders}")
+print(f"This run ({profile} profile) draws the causal models {', '.join(cfg.causal)} "
+      f"and the encoders {', '.join(cfg.encoders)}.")
 
 # %% [markdown]
 # ## One text, every model
@@ -92,15 +94,10 @@ for index, text in enumerate([text_a, text_b]):
 
 # %% [markdown]
 # Read each figure down a column: for a fixed order, the causal models draw much the same
-# picture of the first text at order 1 (the diagonal and the previous word; SmolLM2 adds a
-# column on "the"; the two Qwen sizes are hard to tell apart), and the second text, a question,
-# draws a different one, again shared across them. The encoders are where the eye sees models
-# part: MPNet's orders 2 and 3 and its rollout collapse into one bright column on the closing
-# punctuation mark (every word attends to it), as EmbeddingGemma's rollout does (on the second
-# text with a second column on "Why"), while MiniLM's are flatter and its rollout keeps the
-# diagonal. How
-# much of this likeness survives the sink cleaning, and how much is measurable, is what the
-# SSIM numbers below and the next chapter's retrieval ask.
+# picture of the first text at order 1 (the diagonal and the previous word{glue:md}`02-causal-notes`),
+# and the second text, a question, draws a different one, again shared across them.
+# {glue:md}`02-encoder-notes` How much of this likeness survives the sink cleaning, and how
+# much is measurable, is what the SSIM numbers below and the next chapter's retrieval ask.
 #
 # ## The attention sink, before and after cleaning
 #
@@ -118,7 +115,8 @@ sink_model = cfg.causal[0]
 (item,) = token_maps(sink_model, [text_a.text], CHANNELS)
 raw = dict(zip(CHANNELS, item.maps))
 cleaned = dict(zip(CHANNELS, clean_sinks(item.maps, causal=item.causal)))
-print("mean attention on the first token (rows 2..T):", {k: round(m[1:, 0].mean().item(), 3) for k, m in raw.items()})
+print("mean attention on the first token (rows 2 to T), raw: "
+      + ", ".join(f"{channel_label(k)} {100 * m[1:, 0].mean().item():.1f} %" for k, m in raw.items()))
 with watch("figures"):
     fig = draw_maps({"raw": raw, "sinks cleaned": cleaned}, labels={"raw": token_labels(item), "sinks cleaned": token_labels(item)},
                     title=f"{sink_model}: token-level maps")
@@ -145,15 +143,16 @@ with watch("OLA of the similarity texts (cache or models)"):
             for names in groups.values() for name in names}
 with watch("SSIM"):
     first_number = same_text_gap(maps, groups)
-show_table(first_number.pivot_table(index=["group", "model pair"], columns="channel", values="gap"), "tbl-ssim-gap",
+show_table(first_number.pivot_table(index=["group", "model pair"], columns="channel", values="gap")
+           .rename(columns=channel_label), "tbl-ssim-gap",
            f"Same-text SSIM minus different-text SSIM, per model pair and order ({len(texts)} texts of 50 words; maps "
            f"resized to {cfg.size} x {cfg.size}, sinks cleaned).", decimals=3)
 
 # %%
 positive = first_number.assign(positive=first_number["gap"] > 0).pivot_table(
     index="group", columns="channel", values="positive", aggfunc="mean")
-show_table(positive, "tbl-ssim-positive", "Share of model pairs whose same-text SSIM exceeds their different-text SSIM.",
-           decimals=2)
+show_table(positive.rename(columns=channel_label), "tbl-ssim-positive",
+           "Share of model pairs whose same-text SSIM exceeds their different-text SSIM (1 = every pair).", decimals=2)
 
 # %% tags=["remove-input"]
 for group in positive.index:
@@ -180,22 +179,42 @@ show_figure(explorer, "fig-order-explorer", f"Interactive: the word-level maps o
 from IPython.display import Markdown
 from myst_nb import glue
 
+# what the eye sees in the word-level figures, said only of the models this run drew
+drawn = set(words)
+causal_notes = [note for name, note in [("smollm2-135m", "; SmolLM2 adds a column on \u201cthe\u201d")] if name in drawn]
+if {"qwen2.5-0.5b", "qwen2.5-1.5b"} <= drawn:
+    causal_notes.append("; the two Qwen sizes are hard to tell apart")
+glue("02-causal-notes", Markdown("".join(causal_notes)), display=False)
+encoder_notes = []
+if "mpnet-base" in drawn:
+    encoder_notes.append("MPNet's orders 2 and 3 and its rollout collapse into one bright column on the closing "
+                         "punctuation mark (every word attends to it)"
+                         + (", as EmbeddingGemma's rollout does (on the second text with a second column on "
+                            "\u201cWhy\u201d)" if "embeddinggemma-300m" in drawn else ""))
+if "minilm-l6" in drawn:
+    encoder_notes.append("MiniLM's are flatter and its rollout keeps the diagonal")
+glue("02-encoder-notes", Markdown(
+    f"The encoders are where the eye sees models part: {', while '.join(encoder_notes)}." if len(encoder_notes) > 1
+    else "".join(f"Among the encoders, {note}." for note in encoder_notes)), display=False)
+glue("02-num-texts", len(texts), display=False)
+
 for group in groups:
     mine = first_number[first_number["group"] == group]
     for channel in ("order1", "rollout"):
         gaps = mine[mine["channel"] == channel]["gap"]
         glue(f"02-{group}-{channel}", float(gaps.mean()), display=False)
-        glue(f"02-{group}-{channel}-low", float(gaps.min()), display=False)
-        glue(f"02-{group}-{channel}-high", float(gaps.max()), display=False)
+        glue(f"02-{group}-{channel}-range", Markdown(
+            f"one pair" if len(gaps) == 1 else f"pairs from {gaps.min():.3f} to {gaps.max():.3f}"), display=False)
         glue(f"02-{group}-{channel}-negative", int((gaps < 0).sum()), display=False)
     glue(f"02-{group}-pairs", int(mine["model pair"].nunique()), display=False)
     by_order = mine.groupby("channel")["gap"].mean().reindex(list(CHANNELS))
     glue(f"02-{group}-trend", Markdown(
         "shrinks from each order to the next" if by_order.is_monotonic_decreasing else
-        "does not shrink steadily with the order: " + ", ".join(f"{c} {v:.3f}" for c, v in by_order.items())),
+        "does not shrink steadily with the order: " + ", ".join(f"{channel_label(c)} {v:.3f}"
+                                                                for c, v in by_order.items())),
         display=False)
 
-# %% tags=["remove-input", "hide-output"]
+# %% tags=["remove-cell"]
 results.save()
 print(watch.report())
 
@@ -204,8 +223,8 @@ print(watch.report())
 #
 # The maps of one text look alike across models of one kind, and the SSIM gap says by how
 # much ({numref}`tbl-ssim-gap`). For the **causal** models the same-text SSIM beats the
-# different-text SSIM by {glue:text}`02-causal-order1:.3f` on average at order 1 (pairs from
-# {glue:text}`02-causal-order1-low:.3f` to {glue:text}`02-causal-order1-high:.3f`); for rollout
+# different-text SSIM by {glue:text}`02-causal-order1:.3f` on average at order 1
+# ({glue:md}`02-causal-order1-range`); for rollout
 # the gap is {glue:text}`02-causal-rollout:.3f`, and {glue:text}`02-causal-rollout-negative`
 # of {glue:text}`02-causal-pairs` pairs have a negative one. The mean gap
 # {glue:md}`02-causal-trend`. These gaps are small in absolute terms because resized causal
@@ -213,8 +232,8 @@ print(watch.report())
 # paper splits rollout by order because rollout mixes mostly the middle orders, which look
 # alike for every text ({doc}`01_derivation`).
 #
-# For the **encoders** the gap is {glue:text}`02-encoder-order1:.3f` at order 1 (pairs from
-# {glue:text}`02-encoder-order1-low:.3f` to {glue:text}`02-encoder-order1-high:.3f`) and
+# For the **encoders** the gap is {glue:text}`02-encoder-order1:.3f` at order 1
+# ({glue:md}`02-encoder-order1-range`) and
 # {glue:text}`02-encoder-rollout:.3f` for rollout; it {glue:md}`02-encoder-trend`. A shallow
 # encoder's rollout is a binomial mix dominated by low orders, unlike that of the deeper causal
 # models. A mean gap says nothing yet about single texts: the next chapter asks how often the
@@ -298,8 +317,8 @@ for word, a, b in zip(sentence.words, first.tolist(), second.tolist()):
 # ```{exercise} More texts for the first number
 # :label: ex-02-texts
 # {numref}`tbl-ssim-positive` gives the share of model pairs whose same-text SSIM beats their
-# different-text SSIM, on the profile's number of texts. Re-run the chapter on twice as many
-# texts without editing any file, and see whether the shares, and the order at which the
+# different-text SSIM, on the profile's number of texts ({glue:text}`02-num-texts` in this
+# run). Re-run the chapter on 80 texts without editing any file, and see whether the shares, and the order at which the
 # causal gap vanishes, stay where they are. In the page itself, try half as many.
 # ```
 #
@@ -323,8 +342,10 @@ half = texts[: max(2, len(texts) // 2)]
 half_maps = {name: model_maps(name, half, CHANNELS, align="resize", sinks="clean", size=cfg.size, progress=False)
              for names in groups.values() for name in names}
 half_gap = same_text_gap(half_maps, groups)
-half_gap.assign(positive=half_gap["gap"] > 0).pivot_table(index="group", columns="channel", values="positive",
-                                                          aggfunc="mean")
+show_table(half_gap.assign(positive=half_gap["gap"] > 0).pivot_table(
+    index="group", columns="channel", values="positive", aggfunc="mean").rename(columns=channel_label),
+    "tbl-ssim-positive-half", f"On the first {len(half)} texts only: the share of "
+    "model pairs whose same-text SSIM exceeds their different-text SSIM (1 = every pair).", decimals=2)
 
 # %% [markdown]
 # A mean over more texts has a smaller spread, so a share that moves between the runs was
