@@ -70,10 +70,33 @@ CHANNELS = ("order1", "order2", "order3", "rollout")
 NO_SCALE = "no noise scale (only the noise control has one)"
 
 # %% [markdown]
-# The settings of this run (the profile sets every size):
+# The settings of this run (the profile sets every size) are in {numref}`tbl-controls-settings`.
 
-# %%
-cfg
+# %% tags=["remove-input"]
+def in_words(numbers) -> str:
+    """1 -> "1"; (0, 1, 2) -> "0, 1 and 2"."""
+    numbers = [f"{n:g}" for n in numbers]
+    return " and ".join([", ".join(numbers[:-1]), numbers[-1]] if len(numbers) > 1 else numbers)
+
+
+seeds_words = ("seed " if len(cfg.seeds) == 1 else "seeds ") + in_words(cfg.seeds)
+augment = cfg.proxy.augment
+show_table(pd.DataFrame([
+    ("encoder pair: target, source, texts", f"{cfg.encoder_target}, {cfg.encoder_source}, {cfg.encoder_texts}"),
+    ("causal pair: target, source, texts", f"{cfg.causal_target}, {cfg.causal_source}, {cfg.causal_texts}"),
+    ("noise scales (x each tensor's std): encoder, causal",
+     f"{in_words(cfg.encoder_noise) or 'none'}; {in_words(cfg.causal_noise) or 'none'}"),
+    ("orders, map size (retrieval)", f"1 to {cfg.max_order} and rollout, {cfg.size} x {cfg.size}"),
+    ("seed of the controls", f"{cfg.seed}"),
+    ("proxy: map size, iterations, batch, learning rate, width",
+     f"{cfg.proxy_size} x {cfg.proxy_size}, {cfg.proxy.iterations}, {cfg.proxy.batch_size}, {cfg.proxy.lr:g}, "
+     f"{cfg.proxy.width}"),
+    ("proxy: checkpoint checked every", f"{cfg.proxy.eval_every} iterations"),
+    ("proxy: augmentation", "none" if augment is None else
+     f"noise on {augment.noise_p:.0%} of maps, sink columns on {augment.sink_p:.0%}"),
+    ("proxy: seeds", in_words(cfg.seeds)),
+], columns=["setting", "value"]), "tbl-controls-settings", f"Settings of the `{profile}` profile "
+           "(`olacore.profiles.settings(\"controls\", profile)`).")
 
 # %% [markdown]
 # ## Three controls, by hand
@@ -165,11 +188,16 @@ for ax, (kind, (target_name, source_name, num_texts, _)) in zip(axes, pairs.item
     table = tables[kind]
     for channel in CHANNELS:
         rows = table[(table["channel"] == channel) & table["control"].isin(["trained", "noise"])].sort_values("scale")
-        line, = ax.plot(rows["scale"], 100 * rows["hits@1"], marker="o", label=channel)
+        line, = ax.plot(rows["scale"], 100 * rows["hits@1"], marker="o", label=channel.replace("order", "order "))
         ax.axhline(100 * rows[rows["control"] == "trained"]["hits@1"].iloc[0], color=line.get_color(), ls="--", lw=0.8)
     ax.axhline(100 * chance_hits(num_texts, 1), color="grey", ls=":", label="chance")
     ax.set_xscale("symlog", linthresh=0.01)
-    ax.set(xlabel="noise scale (x each tensor's std)", ylabel="Hits@1 %", title=f"{kind}s: {target_name} -> {source_name}",
+    noise_scales = table.loc[table["control"] == "noise", "scale"]
+    ax.set_xlim(0, 1.5 * noise_scales.max() if len(noise_scales) else 1)  # no negative scales on the axis
+    if not len(noise_scales):
+        ax.text(0.5, 0.5, "no noise run for this pair\nin this profile", transform=ax.transAxes, ha="center",
+                va="center", fontsize=9, color="grey")
+    ax.set(xlabel="noise scale (x each tensor's std)", ylabel="Hits@1 %", title=f"{kind} pair: {target_name} -> {source_name}",
            ylim=(-2, 102))
 axes[0].legend(fontsize=8)
 fig.tight_layout()
@@ -198,8 +226,9 @@ with watch("proxy (training or cache)"):
 # %% tags=["remove-input"]
 proxy = proxy.assign(accuracy=100 * proxy["accuracy"]).groupby(["control", "scale"], dropna=False, sort=False)["accuracy"]
 proxy_table = proxy.agg(["mean", "std"])
-show_table(proxy_table, "tbl-controls-proxy",
-           f"Order-1 proxy accuracy % under each control, trained on {cfg.encoder_source}, seeds {', '.join(map(str, cfg.seeds))}; "
+proxy_shown = proxy_table.rename(columns={"mean": f"mean over {seeds_words}", "std": "std"})
+show_table(proxy_shown, "tbl-controls-proxy",
+           f"Order-1 proxy accuracy % under each control, trained on {cfg.encoder_source}, {seeds_words}; "
            f"chance {100 / cfg.encoder_texts:.1f} %.", decimals=1,
            missing=f"{NO_SCALE}, or a spread that one seed cannot give")
 
@@ -264,13 +293,16 @@ structural = judged[judged["control"] != "noise"]
 glue("05-structural", Markdown(
     "By the rule, taking the learned knowledge out removes the similarity." if (structural["OLAS vanishes?"] == "yes").all()
     else "By the rule, taking the learned knowledge out does not remove all of the similarity in this run."), display=False)
+sizes = f"with {cfg.encoder_texts} encoder and {cfg.causal_texts} causal texts"
 glue("05-conclusion", Markdown(
-    "In this run every judged control removes the similarity: OLAS is a property of what the models learned, as the "
-    "paper claims." if (judged["OLAS vanishes?"] == "yes").all() else
-    "In this run some similarity survives a control the rule judges, so this run does not show that OLAS comes from "
-    "learned knowledge alone: the rows marked *no* in the verdict table are the ones to read."), display=False)
+    f"In this run, {sizes}, every judged control removes the similarity, as the paper's claim that OLAS comes from "
+    "what the models learned predicts; so few texts make a coarse test, which the larger profiles sharpen."
+    if (judged["OLAS vanishes?"] == "yes").all() else
+    f"In this run, {sizes}, some similarity survives a control the rule judges, so this run does not show that OLAS "
+    "comes from learned knowledge alone: the rows marked *no* in the verdict table are the ones to read."),
+    display=False)
 
-# %% tags=["remove-input", "hide-output"]
+# %% tags=["remove-cell"]
 results.save()
 print(watch.report())
 
@@ -330,8 +362,9 @@ chance = chance_hits(len(texts["encoder"]), 1)
 again, _ = controls_retrieval(load_model(cfg.encoder_target, device=device), galleries["encoder"], texts["encoder"],
                               seed=cfg.seed + 1, progress=False)
 again = again[again["channel"] == "order1"]
-print(again[["control", "hits@1"]].assign(vanishes=[vanishes(c, s, h, chance) for c, s, h in
-                                                    zip(again["control"], again["scale"], again["hits@1"])]))
+print(again.assign(**{"Hits@1 %": 100 * again["hits@1"], "OLAS vanishes?": [
+    vanishes(c, s, h, chance) for c, s, h in zip(again["control"], again["scale"], again["hits@1"])]})[
+    ["control", "scale", "Hits@1 %", "OLAS vanishes?"]].to_string(index=False, na_rep="", float_format="{:g}".format))
 
 # %% [markdown]
 # Random init and shuffled layers should stay near chance for either seed. With few texts one
@@ -359,7 +392,8 @@ finer, _ = controls_retrieval(load_model(cfg.encoder_target, device=device), gal
 sweep = pd.concat([tables["encoder"], finer])
 sweep = sweep[(sweep["control"] == "noise") & (sweep["channel"] == "order1")].drop_duplicates("scale").sort_values("scale")
 lost = [s for s, h in zip(sweep["scale"], sweep["hits@1"]) if verdict(h, chance) == "does not hold here"]
-print(sweep[["scale", "hits@1"]].to_string(index=False))
+print(sweep.assign(**{"Hits@1 %": 100 * sweep["hits@1"]})[["scale", "Hits@1 %"]].to_string(
+    index=False, float_format="{:g}".format))
 print("first scale where the similarity does not hold:", lost[0] if lost else "none in the sweep",
       f"(the rule judges from {STRONG_NOISE})")
 
