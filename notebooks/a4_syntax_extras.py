@@ -58,6 +58,9 @@ NOTE = f"{profile} profile: {settings.num_train} training sentences, CPU-sized a
 # Every size of the chapter comes from its profile (`olacore.profiles.settings("syntax", profile)`).
 
 # %% tags=["remove-input"]
+seeds_words = ("seed " if len(settings.seeds) == 1 else "seeds ") + (
+    " and ".join([", ".join(map(str, settings.seeds[:-1])), str(settings.seeds[-1])]) if len(settings.seeds) > 1
+    else str(settings.seeds[0]))
 adapter, training = settings.adapter, settings.training
 show_table(pd.DataFrame([
     ("EWT sentences (train / dev / test)", f"{settings.num_train} / {settings.num_dev} / {settings.num_test}"),
@@ -70,7 +73,7 @@ show_table(pd.DataFrame([
     ("pair-cell scores, input scaling", f"{adapter.pair_scores}, {adapter.input_transform}"),
     ("training: epochs, batch, AdamW lr, warm-up", f"{training.epochs}, {training.batch_size}, {training.lr:g}, "
      f"{training.warmup:.0%}"),
-    ("seeds (repeated cells)", ", ".join(map(str, settings.seeds))),
+    ("seeds (repeated cells)", seeds_words),
     ("models (every input on)", f"{', '.join(settings.models)} ({', '.join(settings.full_grid)})"),
     ("more models (order 1 and distance only)", ", ".join(settings.extra_models) or "none"),
 ], columns=["setting", "value"]), "tbl-syntax-settings", f"Settings of the `{profile}` profile "
@@ -148,8 +151,14 @@ show_table(baselines, "tbl-syntax-best-layer", "Test UAS (%), seed 0: order-1 OL
 # %%
 seeded = summary(table[table["model"].isin(settings.full_grid)])
 seeded = seeded[seeded["uas_count"] > 1].reset_index(drop=True)
-show_table(seeded, "tbl-syntax-seeds", f"Spread over seeds {', '.join(map(str, settings.seeds))} (initialisation, "
-           "batch order, dropout): mean, standard deviation and number of seeds of test UAS and LAS (%).")
+if len(seeded):
+    show_table(seeded.rename(columns=lambda c: c.replace("uas_", "UAS ").replace("las_", "LAS ")
+                             .replace("count", "seeds").replace("std", "standard deviation")),
+               "tbl-syntax-seeds", f"Spread over seeds {seeds_words} (initialisation, batch order, dropout): mean, "
+               "standard deviation and number of seeds of test UAS and LAS (%).")
+else:
+    print(f"This run trains every cell with one seed ({seeds_words}), so there is no spread over seeds to show; "
+          "the larger profiles repeat the full-grid cells with more seeds.")
 
 # %% [markdown]
 # ## ALTI, in detail
@@ -280,7 +289,7 @@ else:
             "verdict": claim_verdict(by_seed["order 1"] - by_seed["distance"], MARGIN)})
     extra_summary = pd.DataFrame(extra_summary)
     show_table(extra_summary, "tbl-syntax-more-models", "The models outside the grid: test UAS / LAS (%, mean over "
-               f"seeds {', '.join(map(str, settings.seeds))}) of the order-1 adapter and its distance-only twin, the "
+               f"{seeds_words}) of the order-1 adapter and its distance-only twin, the "
                "margin (order 1 minus distance, points) with its standard error over test sentences, and the verdict "
                f"of the chapter's rule on the UAS margin over seeds (margin {MARGIN:g} points).")
     for _, r in extra_summary.iterrows():
@@ -324,9 +333,11 @@ with watch("POS adapters"):
                          "dev_accuracy": fitted.record["dev"]["accuracy"], "accuracy": on_test["accuracy"],
                          "subtoken_accuracy": on_test["subtoken_accuracy"], "unknown_labels": on_test["unknown_labels"]})
     pos = pd.DataFrame(pos_rows)
-show_table(pos[["model", "input", "epoch", "dev_accuracy", "accuracy", "subtoken_accuracy", "unknown_labels"]],
+show_table(pos[["model", "input", "epoch", "dev_accuracy", "accuracy", "subtoken_accuracy", "unknown_labels"]].rename(
+    columns={"epoch": "epoch kept", "dev_accuracy": "dev accuracy", "accuracy": "test accuracy (words)",
+             "subtoken_accuracy": "test accuracy (sub-tokens)", "unknown_labels": "unknown tags"}),
            "tbl-syntax-pos", "XPOS accuracy (%) from OLA orders 1+2 (checkpoint chosen on dev accuracy; "
-           "unknown_labels: test words whose tag never occurs in training).")
+           "unknown tags: test words whose tag never occurs in training).")
 
 # %% [markdown]
 # ## Exercise
@@ -360,7 +371,7 @@ for name in (f"layer {best}", "order 1"):
 # ```{solution-end}
 # ```
 
-# %% tags=["remove-input"]
+# %% tags=["remove-cell"]
 layer_rows = table[table["input"].str.match(r"^layer \d+$")]
 record_syntax(results, layer_rows, syntax_verdicts(layer_rows), anchor="tbl-syntax-best-layer", note=NOTE)
 record_rows(results, pos, "pos", ["model"], ["accuracy", "subtoken_accuracy"], "XPOS accuracy from OLA orders 1+2",
