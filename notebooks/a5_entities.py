@@ -28,6 +28,7 @@ device: str | None = None  # None: CUDA when available
 import matplotlib.pyplot as plt
 import pandas as pd
 import torch
+from IPython.display import Markdown, display
 
 from olacore import paper
 from olacore.corpora import SEMEVAL_LABELS, read_uner
@@ -45,7 +46,7 @@ from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, gap_table, learned
                                   random_init_rows, record_transfer, similarity_hits, similarity_vs_transfer,
                                   surface_bounds, surface_margins, transfer_heatmaps, transfer_scores, verdict_table,
                                   zero_shot_rows)
-from olacore.verdicts import LEARNED_TOL, NOT_TESTED
+from olacore.verdicts import LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED
 from olacore.zeroshot import prompt_forms
 
 torch.set_num_threads(1)
@@ -113,9 +114,12 @@ reports = data_reports(data, ("task", "model", "split"), ("dropped beyond cut", 
 show_table(reports, "tbl-toa-data", "Examples per task, model and split after alignment and the 64-token cut.",
            decimals=0)
 
-# %% tags=["hide-output"]
-for split in ("dev", "test"):
-    print(read_uner(split).report())
+# %% tags=["remove-input"]
+uner = {split: read_uner(split) for split in ("dev", "test")}
+show_table(pd.DataFrame([(split, len(r.items) + len(r.skipped), len(r.items), sent_id, why)
+                         for split, r in uner.items() for sent_id, why in (r.skipped or [("", "none left out")])],
+                        columns=["UNER split", "sentences read", "kept", "left out (sent_id)", "why"]),
+           "tbl-toa-uner-left-out", "UNER English-EWT sentences left out because their tokens differ from EWT's.")
 
 # %% [markdown]
 # ## The adapters
@@ -194,14 +198,15 @@ with watch("transfer scores"):
                          **transfer_scores(adapter, splits["test"])})
     rows = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(ROW_COLUMNS))
 entity_rows = rows[rows["task"].isin(ENTITY_TASKS)]
+seed_words = (f"seed {settings.seeds[0]}" if len(settings.seeds) == 1
+              else "mean over seeds " + ", ".join(str(seed) for seed in settings.seeds))
 if len(entity_rows):
     show_figure(transfer_heatmaps(entity_rows, ENTITY_TASKS), "fig-toa-entities",
-                "Entity transfer matrices: test entity F1 (%; mean over seeds "
-                f"{list(settings.seeds)}) of each source model's adapter applied unchanged to each target model of the "
+                f"Entity transfer matrices: test entity F1 (%; {seed_words}) of each source model's adapter applied unchanged to each target model of the "
                 "same kind; rows: source, columns: target; outlined: the diagonal (target-trained).")
 wide = entity_rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean().unstack("target")
 show_table(wide.reset_index(), "tbl-toa-entity-matrices", "Entity transfer matrices: rows = source, columns = target; "
-           f"the diagonal is target-trained. Entity F1 in % (mean over seeds {list(settings.seeds)}).")
+           f"the diagonal is target-trained. Entity F1 in % ({seed_words}).")
 
 # %% [markdown]
 # ## Every bound in detail
@@ -262,58 +267,69 @@ for _, b in surface.iterrows():
         model_free.loc[row, ["bound", "score"]] = [b["bound"], b["score"]]
 verdicts = verdict_table(gaps, control, model_free, zero_shot)
 entity_verdicts = verdicts[verdicts["task"].isin(ENTITY_TASKS)]
-show_table(entity_verdicts.drop(columns=["transfer std"] if verdicts["transfer std"].isna().all() else []),
+shown = entity_verdicts.drop(columns=["transfer std"] if verdicts["transfer std"].isna().all() else [])
+show_table(shown.replace({NOT_MEASURED_HERE: float("nan"), NOT_TESTED: "not tested"}).reset_index(drop=True),
            "tbl-toa-entity-verdicts", "Every transferred entity cell beside its bounds (%), the gap (target-trained "
-           "minus transferred, points), the share recovered (%), and the verdicts; 'majority' is the strongest "
-           "model-free bound (the capitalisation rule where it is higher than no entity at all). 'transfer, same "
-           "sentences' is scored on the random-init control's sentences (what 'beats random init' compares with "
-           "'random init').")
-for claim in ("beats zero-shot", "beats random init", "beats majority"):
-    for task, group in verdicts[verdicts[claim] != "-"].groupby("task", sort=False):
-        tested = group[group[claim] != NOT_TESTED]
-        print(f"transfer {claim} ({task}): holds for {(tested[claim] == 'holds').sum()} of {len(tested)} tested pairs"
-              f" ({len(group) - len(tested)} not tested: the source adapter did not learn)")
+           "minus transferred, points), the share recovered (%), and the verdicts ('not tested': the source adapter "
+           "did not learn its own task); 'majority' is the strongest model-free bound (the capitalisation rule where "
+           "it is higher than no entity at all). 'transfer, same sentences' is scored on the random-init control's "
+           "sentences (what 'beats random init' compares with 'random init').",
+           missing="a number that does not exist or a bound not measured in this run (the verdict does not apply)")
 over_twin = verdicts[verdicts["beats random init"].isin(["holds", "does not hold here"])].assign(
     over=lambda v: (v["transfer, same sentences"] - v["random init"]) / v["SE vs random init"])
-for task, group in over_twin.groupby("task", sort=False):
-    print(f"transfer beats random init by more than two standard errors ({task}): {(group['over'] > 2).sum()} of "
-          f"{len(group)} tested pairs (margins {value_span(group['over'])} SE; standard errors "
-          f"{value_span(group['SE vs random init'])} points)")
+counts = []
+for claim in ("beats zero-shot", "beats random init", "beats majority"):
+    for task, group in verdicts[verdicts[claim] != NOT_MEASURED_HERE].groupby("task", sort=False):
+        tested = group[group[claim] != NOT_TESTED]
+        twin = over_twin[over_twin["task"] == task]
+        counts.append({"transfer": claim, "task": task, "pairs": len(group), "tested": len(tested),
+                       "holds": int((tested[claim] == "holds").sum()),
+                       "more than 2 SE above": int((twin["over"] > 2).sum()) if claim == "beats random init"
+                       and len(twin) else float("nan")})
+counts = pd.DataFrame(counts, columns=["transfer", "task", "pairs", "tested", "holds", "more than 2 SE above"])
+show_table(counts, "tbl-toa-verdict-counts", "Transfer verdicts counted per bound and task, over every transferred "
+           "pair: tested where the source adapter learned its task; for the twin, how many tested pairs are more than "
+           "two paired standard errors above it.", decimals=0,
+           missing="not counted (only the twin has a paired standard error)")
 learned = learned_table(rows, model_free)
 show_table(learned, "tbl-toa-learned", "Did the target-trained adapter (the diagonal) beat the strongest model-free "
            f"bound (majority; capitalisation for NER and WNUT) by more than {LEARNED_TOL:g} points? Transfer verdicts "
-           "test OLAS only where it did.")
-for _, row in learned[learned["above majority"] == 0].iterrows():
-    print(f"{row['task']} ({row['kind']}): no target-trained adapter beats the model-free bound by more than "
-          f"{LEARNED_TOL:g} points ({row['majority']:.1f} %; best {row['best target-trained']:.1f} %): at this size the "
-          "adapter has not learned the task, so its transfer cells cannot test OLAS.")
+           "test OLAS only where it did; where no adapter of a task did, its transfer cells cannot test OLAS.")
 surface_gap = surface_margins(adapters, data, settings)  # entity tasks: the rule on the words the adapter is scored on
-for _, m in surface_gap.iterrows():
-    in_se = f", {m['margin'] / m['se']:+.1f} SE" if m["se"] > 0 else ""
-    print(f"{m['task']} {m['model']}: F1 {m['f1']:.1f} against the capitalisation rule's {m['capitalisation']:.1f} on the "
-          f"same {m['entities']} test entities: {m['margin']:+.1f} points (standard error {m['se']:.1f} over "
-          f"{m['sentences']} sentences{in_se})")
+show_table(surface_gap.assign(**{"margin, SE": lambda m: (m["margin"] / m["se"]).where(m["se"] > 0)})[
+               ["task", "model", "f1", "capitalisation", "margin", "se", "margin, SE", "entities", "sentences"]].rename(
+               columns={"f1": "entity F1", "capitalisation": "capitalisation rule", "margin": "margin, points",
+                        "se": "standard error", "entities": "test entities", "sentences": "test sentences"}),
+           "tbl-toa-surface-margins", "Target-trained entity adapters against the capitalisation rule on the same test "
+           "words: entity F1 (%), the margin (points and in standard errors of a paired bootstrap over the test "
+           "sentences).", decimals=1, missing="no spread to measure a margin against")
 diagonal = rows[rows["diagonal"] & (rows["task"] == "re")]
 if len(diagonal):
     majority = float(model_free.loc[model_free["task"] == "re", "score"].iloc[0]) / 100
     se = 100 * (majority * (1 - majority) / settings.re.test) ** 0.5  # binomial, at the majority's accuracy
-    print(f"RE test: {settings.re.test} sentences; majority {100 * majority:.1f} %, binomial standard error "
-          f"{se:.1f} points there. Target-trained adapters above it, in standard errors:")
-    for _, d in diagonal.iterrows():
-        in_se = f" ({(d['score'] - 100 * majority) / se:+.1f} SE)" if se > 0 else ""  # no spread at 0 or 100 %
-        print(f"  {d['source']}: {d['score']:.1f} % = majority {d['score'] - 100 * majority:+.1f} points{in_se}")
     re_transfer = verdicts[verdicts["task"] == "re"].assign(
         over=lambda v: (v["transfer"] - 100 * majority) / se if se > 0 else float("nan"))
-    print("Transferred RE adapters against the majority, in the same standard errors:")
-    for _, v in re_transfer.iterrows():
-        print(f"  {v['source']} -> {v['target']}: {v['transfer']:.1f} % = majority "
-              f"{v['transfer'] - 100 * majority:+.1f} points ({v['over']:+.1f} SE)")
-    print(f"{(re_transfer['over'] > 2).sum()} of {len(re_transfer)} transferred RE cells are more than two standard "
-          "errors above the majority class ('beats majority' in the verdict table asks only for more than 0).")
-for task, group in verdicts.dropna(subset=["recovered"]).groupby("task", sort=False):
-    print(f"{task}: transfer recovers {group['recovered'].mean():.0f} % of the target-trained score on average "
-          f"(range {group['recovered'].min():.0f}-{group['recovered'].max():.0f} %), "
-          f"{group['recovered above majority'].mean():.0f} % of its margin over the majority bound")
+    re_margins = pd.concat([
+        pd.DataFrame({"adapter": "target-trained", "source": diagonal["source"], "target": diagonal["target"],
+                      "score": diagonal["score"]}),
+        pd.DataFrame({"adapter": "transferred", "source": re_transfer["source"], "target": re_transfer["target"],
+                      "score": re_transfer["transfer"]})], ignore_index=True)
+    re_margins["above majority, points"] = re_margins["score"] - 100 * majority
+    re_margins["above majority, SE"] = re_margins["above majority, points"] / se if se > 0 else float("nan")
+    show_table(re_margins, "tbl-toa-re-margins", f"RE adapters against the majority class ({100 * majority:.1f} % "
+               f"on {settings.re.test} test sentences), in points and in binomial standard errors at the majority's "
+               f"accuracy ({se:.1f} points). 'beats majority' in the verdict tables asks only for more than 0.",
+               decimals=1, missing="no spread at 0 or 100 %: standard errors undefined")
+recovered = verdicts.dropna(subset=["recovered"]).groupby("task", sort=False).agg(
+    pairs=("recovered", "size"), mean=("recovered", "mean"), low=("recovered", "min"), high=("recovered", "max"),
+    above_majority=("recovered above majority", "mean")).reset_index()
+if len(recovered):
+    show_table(recovered.rename(columns={"mean": "recovered, mean %", "low": "lowest %", "high": "highest %",
+                                         "above_majority": "share of the margin over the majority, %"}),
+               "tbl-toa-recovered", "Share of the target-trained score that transfer keeps, over the pairs whose "
+               "target-trained adapter learned (a task with none has no row).", decimals=0)
+else:
+    display(Markdown("No target-trained adapter learned its task in this run, so no share of its score is defined."))
 
 # %% [markdown]
 # ## A position-only bound for DP
@@ -367,10 +383,11 @@ show_table(spearman, "tbl-toa-spearman", "Spearman's rho between Hits@1 and tran
 
 # %% tags=["remove-input"]
 findings = []
-for _, r in learned.iterrows():
-    findings.append(f"- **{r['task']}** ({r['kind']}): {int(r['above majority'])} of {int(r['models'])} target-trained "
-                    f"adapters beat the model-free bound by more than {LEARNED_TOL:g} points ({r['majority']:.1f} %; best "
-                    f"{r['best target-trained']:.1f} %).")
+if len(learned):
+    findings.append(f"- Target-trained adapters that beat their task's model-free bound by more than {LEARNED_TOL:g} "
+                    "points: " + "; ".join(
+                        f"{r['task']} ({r['kind']}) {int(r['above majority'])} of {int(r['models'])}"
+                        for _, r in learned.iterrows()) + ".")
 re_cells = verdicts[verdicts["task"] == "re"]
 for claim in ("beats random init", "beats zero-shot", "beats majority"):
     parts = []
