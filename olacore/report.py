@@ -29,13 +29,18 @@ from olacore.results import HELD_OUT, OFFICIAL, ChapterResults
 from olacore.store import atomic_write_text
 from olacore.verdicts import CANNOT_JUDGE, reproduction
 
-__all__ = ["Published", "published", "ZOO_FAMILIES", "paper_family", "retrieval_keys", "proxy_keys",
+__all__ = ["Published", "published", "ZOO_FAMILIES", "PROXY_TARGET_NAMES", "paper_family", "retrieval_keys", "proxy_keys",
            "published_value", "report_chapters", "report_table", "report_summary", "paper_comparison",
            "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims", "value_span"]
 
 #: This book's causal models and the paper's model family each stands in for.
 ZOO_FAMILIES = {"qwen2.5-0.5b": "Q", "gemma-3-270m": "G", "smollm2-135m": "L"}
 _PAPER_FAMILIES = {"qwen": "Q", "gemma": "G", "llama": "L"}
+#: The paper's abbreviations of its causal proxy targets (:data:`olacore.paper.CAUSAL_PROXY_TARGETS`), spelled out.
+PROXY_TARGET_NAMES = {"Q-1b5": "Qwen2-1.5B-Instruct", "Q-7b": "Qwen2-7B-Instruct", "G-2b": "Gemma-2-2B-it",
+                      "G-9b": "Gemma-2-9B-it", "L-3b": "Llama-3.2-3B-Instruct", "L-8b": "Llama-3.1-8B-Instruct"}
+#: Display spellings of the paper's model names where its tables differ (one spelling across the book).
+_DISPLAY_NAMES = {"gemma-2-2b": "Gemma-2-2B"}
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,8 @@ def published() -> list[Published]:
     for _, r in paper.retrieval().iterrows():
         for metric in ("hits@1", "hits@5"):
             rows.append(Published(f"retrieval/{r['source']}->{r['target']}/{metric}", "SSIM retrieval",
-                                  f"{metric.replace('hits', 'Hits')}, {r['source']} -> {r['target']}, 1st-order OLA",
+                                  f"{metric.replace('hits', 'Hits')}, {_DISPLAY_NAMES.get(r['source'], r['source'])} -> "
+                                  f"{_DISPLAY_NAMES.get(r['target'], r['target'])}, 1st-order OLA",
                                   float(r[metric]), "03_retrieval"))
     proxy = paper.proxy()
     for channel in proxy.index:

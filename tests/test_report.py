@@ -15,6 +15,7 @@ from conftest import ROOT, load_runner
 from olacore import paper
 from olacore.profiles import PAPER_CAUSAL
 from olacore.report import (
+    PROXY_TARGET_NAMES,
     paper_comparison,
     paper_family,
     proxy_keys,
@@ -54,6 +55,9 @@ def test_our_models_stand_in_for_the_paper_family_by_family():
     assert retrieval_keys("gemma-3-270m", "qwen2.5-0.5b") == []  # the paper did not report that pair
     assert proxy_keys("qwen2.5-0.5b", "order1") == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
     assert proxy_keys("gemma-3-270m", "order3") == []  # no published order-3 proxy number
+    # every abbreviated proxy target is spelled out, as a model of the abbreviation's family
+    assert tuple(PROXY_TARGET_NAMES) == paper.CAUSAL_PROXY_TARGETS
+    assert all(paper_family(name) == paper_family(short) for short, name in PROXY_TARGET_NAMES.items())
     with pytest.raises(ValueError, match="no family"):
         paper_family("minilm-l6")
 
@@ -160,7 +164,7 @@ def test_rows_put_each_record_under_its_published_number_and_protocol():
     assert row["official - held-out"] == pytest.approx(21.0)
     assert row["verdict"] == REPRODUCED  # judged on the official-protocol number: 62 >= 52.6 - 10
     assert proxy.iloc[1]["paper %"] == 49.2 and proxy.iloc[1]["verdict"] == REPRODUCED  # Q-7b: one number, two rows
-    retrieval = table[table["published number"] == "Hits@1, Qwen2-1.5B -> gemma-2-2b, 1st-order OLA"].iloc[0]
+    retrieval = table[table["published number"] == "Hits@1, Qwen2-1.5B -> Gemma-2-2B, 1st-order OLA"].iloc[0]
     assert retrieval["verdict"] == REPRODUCED and np.isnan(retrieval["ours: held-out protocol %"])
     controls = table[table["section"] == "controls"]
     assert controls["ours: model"].tolist() == ["encoder pair", "causal pair", "-", "-"]
