@@ -26,7 +26,10 @@
 #
 # The second finding of {cite}`liang2025olas` (section 4.3) is that OLA encodes syntax: a parser that sees
 # *nothing but* the OLA maps of a frozen language model recovers the dependency heads of English sentences
-# (UD English EWT), and lower orders carry more syntax than higher orders or the rollout. This chapter repeats
+# (UD English EWT), and lower orders carry more syntax than higher orders or the rollout. A parser is scored by
+# its **unlabelled attachment score** (UAS), the share of words whose predicted head is the gold head, and its
+# **labelled attachment score** (LAS), the share whose head and relation are both right (both in %;
+# {doc}`the notation page <../notation>` lists every symbol of the book). This chapter repeats
 # the experiment on the book's offline models with the paper's network, scaled down to a CPU, and with the
 # baselines a probing number needs before it means anything.
 #
@@ -43,6 +46,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import torch
 import torch.nn.functional as F
+from IPython.display import Markdown
 from myst_nb import glue
 
 from olacore import paper
@@ -100,8 +104,9 @@ job = make_job(train, dev, spec, settings.adapter, settings.training, seed=seed,
 adapter = train_adapters([job], workers=1, progress=False)[0]  # trained, or read back from the cache
 net, vocab = adapter.model, adapter.vocab
 print(f"{demo}, input {spec.label!r}: {spec.num_channels} channels (raw and sink-cleaned), {len(vocab)} relations")
-print({part: sum(p.numel() for p in module.parameters()) for part, module in net.backbone.named_children()}
-      | {"head": sum(p.numel() for p in net.head.parameters())})
+sizes = {part: sum(p.numel() for p in module.parameters()) for part, module in net.backbone.named_children()}
+print("parameters: " + ", ".join(f"{part} {count:,}" for part, count in
+                                  (sizes | {"head": sum(p.numel() for p in net.head.parameters())}).items()))
 
 # %% [markdown]
 # **The network.** The backbone follows the official `AxialTransformerDPAdapter`: a linear map turns each cell
@@ -297,8 +302,9 @@ show_table(paper_comparison("syntax", syntax_paper_numbers(table)), "tbl-syntax-
 # Beside the distance-only twin, the **random-init** control gives the adapter the first-order OLA of the same
 # language model with freshly initialised weights: attention that knows no language. It carries position only
 # weakly (a random network's attention is close to uniform), while the twin is handed the offsets outright, so
-# random-init maps can score below distance only. `goal met`: order 1 at least the goal above the twin, a
-# margin this book set itself before the runs. The verdicts pair two inputs of one model over the seeds both
+# random-init maps can score below distance only. *Goal met* says whether order 1 parses at least
+# {glue:text}`syntax-goal:g` UAS points above the twin: a goal this book set itself before the runs
+# (`olacore.verdicts.GOAL`). The verdicts pair two inputs of one model over the seeds both
 # ran; how they are judged: {ref}`claims`.
 
 # %%
@@ -306,10 +312,13 @@ baselines = baseline_table(table, settings.models).drop(columns=["best layer", "
 baselines["goal met"] = baselines["order 1 - distance"] >= GOAL
 show_table(baselines, "tbl-syntax-baselines", "Test UAS (%), seed 0 (the grid gives the mean over seeds): order-1 "
            "OLA beside the distance-only twin, their gap and the random-init model's order-1 OLA (empty where not "
-           "run); goal met: a gap of at least the goal.")
+           f"run); goal met: a gap of at least {GOAL:g} points.")
 verdicts = syntax_verdicts(table)
-show_table(verdicts, "tbl-syntax-verdicts", "Computed verdicts: UAS difference (points) of order 1 minus the other "
-           "input per model, over the seeds both ran, and the verdict.")
+show_table(verdicts.rename(columns={"other": "other input", "mean_diff": "mean difference", "min_diff":
+                                    "smallest difference", "goal_met": f"goal met ({GOAL:g} points)"}),
+           "tbl-syntax-verdicts", "Computed verdicts: UAS difference (points) of order 1 minus the other "
+           "input per model, over the seeds both ran, and the verdict.",
+           missing="the goal is set only for order 1 against the distance-only twin")
 
 # %% [markdown]
 # ## Parses
@@ -327,6 +336,10 @@ if drawn:
     fig, axes = plt.subplots(1, len(drawn), figsize=(6 * len(drawn), 6), squeeze=False)
     for ax, (model, example) in zip(axes[0], drawn.items()):
         draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{model}, order-1 OLA")
+        roots = [", ".join(example["sentence"].words[w] for w, h in enumerate(heads) if h == 0) or "none"
+                 for heads in (example["sentence"].heads, example["predicted"])]
+        ax.set_title(f"{model}, order-1 OLA: root {roots[0]} (gold), {roots[1]} (predicted)", fontsize=8,
+                     parse_math=False)
     plt.tight_layout()
     show_figure(fig, "fig-parse-examples", "A short test sentence per model ("
                 + ", ".join(f"{model}: {len(example['sentence'])} words" for model, example in drawn.items())
@@ -344,14 +357,17 @@ held = {claim: group[group["overall"] == "holds"]["model"].tolist() for claim, g
 judged = {claim: len(group) for claim, group in overall.groupby("claim")}
 
 
-def glue_claim(name, claim):
+def glue_claim(name, claim, noun="model"):
     glue(f"syntax-{name}-held", len(held.get(claim, [])), display=False)
     glue(f"syntax-{name}-judged", judged.get(claim, 0), display=False)
-    glue(f"syntax-{name}-models", ", ".join(held.get(claim, [])) or "none", display=False)
+    count = judged.get(claim, 0)
+    glue(f"syntax-{name}-judged-models", Markdown(f"{count} {noun if count == 1 else noun + 's'}"
+                                                  + (f" ({', '.join(held[claim])})" if held.get(claim) else "")),
+         display=False)
 
 
 glue_claim("distance", "OLA carries syntax beyond distance")
-glue_claim("orders", "first order beats higher orders and rollout")
+glue_claim("orders", "first order beats higher orders and rollout", "full-grid model")
 glue_claim("alti", "first-order OLA beats ALTI")
 gaps = baselines.dropna(subset=["order 1 - distance"])
 glue("syntax-gap-min", float(gaps["order 1 - distance"].min()), display=False)
@@ -359,7 +375,9 @@ glue("syntax-gap-max", float(gaps["order 1 - distance"].max()), display=False)
 glue("syntax-goal-met", int(gaps["goal met"].sum()), display=False)
 glue("syntax-goal-models", len(gaps), display=False)
 glue("syntax-goal", float(GOAL), display=False)
-glue("syntax-goal-missed", ", ".join(gaps.loc[~gaps["goal met"], "model"]) or "none", display=False)
+missed = gaps.loc[~gaps["goal met"], "model"].tolist()
+glue("syntax-goal-phrase", Markdown(f"{GOAL:g} points" + (f" (missed by {', '.join(missed)})" if missed else "")),
+     display=False)
 order1 = table[(table["input"] == "order 1") & table["model"].isin(settings.models)]
 encoder_means = order1[order1["kind"] == "encoder"].groupby("model")["uas"].mean()
 causal_means = order1[order1["kind"] == "causal"].groupby("model")["uas"].mean()
@@ -387,17 +405,15 @@ glue("syntax-demo-uas", float(on_test["uas"]), display=False)
 # the test heads right from order-1 OLA alone ({numref}`fig-syntax-training`).
 #
 # Across the grid ({numref}`tbl-syntax-grid`), the claim that OLA carries syntax beyond word distance holds for
-# {glue:text}`syntax-distance-held` of {glue:text}`syntax-distance-judged` models
-# ({glue:text}`syntax-distance-models`): the order-1 adapter's margin over its distance-only twin runs from
+# {glue:text}`syntax-distance-held` of {glue:md}`syntax-distance-judged-models`: the order-1 adapter's margin over its distance-only twin runs from
 # {glue:text}`syntax-gap-min:.1f` to {glue:text}`syntax-gap-max:.1f` UAS points across the models
 # ({numref}`tbl-syntax-baselines`; a negative margin means the twin parses better), and {glue:text}`syntax-goal-met` of {glue:text}`syntax-goal-models` models clear the book's own goal of
-# {glue:text}`syntax-goal:g` points (missed by: {glue:text}`syntax-goal-missed`). A causal LM's row of a word sees only the
+# {glue:md}`syntax-goal-phrase`. A causal LM's row of a word sees only the
 # words before it; whether that explains where the causal LMs fall behind the encoders is measured in the
 # appendix, which splits the test words by the side their head lies on. The paper's
 # second claim, that the first order carries more syntax than orders 2 and 3 and the rollout, holds for
-# {glue:text}`syntax-orders-held` of {glue:text}`syntax-orders-judged` full-grid models
-# ({glue:text}`syntax-orders-models`), and first-order OLA beats ALTI for {glue:text}`syntax-alti-held` of
-# {glue:text}`syntax-alti-judged` ({numref}`tbl-syntax-alti`).
+# {glue:text}`syntax-orders-held` of {glue:md}`syntax-orders-judged-models`, and first-order OLA beats ALTI for
+# {glue:text}`syntax-alti-held` of {glue:md}`syntax-alti-judged-models` ({numref}`tbl-syntax-alti`).
 #
 # Beside the paper ({numref}`tbl-syntax-paper`), our best encoder ({glue:text}`syntax-best-encoder`) parses at
 # {glue:text}`syntax-best-encoder-uas:.1f` UAS from order 1 and our best causal LM
@@ -473,7 +489,7 @@ print(f"{cycles} of {len(predicted)} test sentences have a cycle in their predic
 # ```{solution-end}
 # ```
 
-# %% tags=["remove-input"]
+# %% tags=["remove-cell"]
 record_syntax(results, table, verdicts, anchor="tbl-syntax-grid",
               note=f"{profile} profile: {settings.num_train} training sentences, CPU-sized adapter, dev-selected")
 results.save()
