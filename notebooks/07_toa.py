@@ -142,13 +142,14 @@ for (task, source, seed), adapter in adapters.items():
                      **transfer_scores(adapter, splits["test"])})
 rows = pd.DataFrame(rows) if rows else pd.DataFrame(columns=list(ROW_COLUMNS))
 main_rows = rows[rows["task"].isin(MAIN_TASKS)]
+metric_words = ", ".join(f"{task.upper()} {METRICS[task].replace('uas', 'UAS')}" for task in MAIN_TASKS)
 seed_words = (f"seed {settings.seeds[0]}" if len(settings.seeds) == 1
               else "mean over seeds " + ", ".join(str(seed) for seed in settings.seeds))
 
 # %% tags=["remove-input"]
 if len(main_rows):
     show_figure(transfer_heatmaps(main_rows, MAIN_TASKS), "fig-toa-transfer", "Transfer matrices: the test score (%, "
-                + ", ".join(f"{task} {METRICS[task]}" for task in MAIN_TASKS)
+                + metric_words
                 + f"; {seed_words}) of each source model's adapter applied unchanged to each "
                 "target model of the same kind; rows: source, columns: target; outlined: the diagonal (target-trained). "
                 "Each panel has its own colour scale.")
@@ -157,7 +158,7 @@ else:
 wide = main_rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean().unstack("target")
 show_table(wide.reset_index(), "tbl-toa-matrices", "Transfer matrices: rows = source (the adapter's training model), "
            f"columns = target; the diagonal is target-trained. Scores in %: "
-           f"{', '.join(f'{k} {METRICS[k]}' for k in MAIN_TASKS)} ({seed_words}).")
+           f"{metric_words} ({seed_words}).")
 
 # %% [markdown]
 # ## The paper's table beside ours
