@@ -336,10 +336,10 @@ if drawn:
     fig, axes = plt.subplots(1, len(drawn), figsize=(6 * len(drawn), 6), squeeze=False)
     for ax, (model, example) in zip(axes[0], drawn.items()):
         draw_arcs(ax, example["map"], example["sentence"], example["predicted"], title=f"{model}, order-1 OLA")
-        roots = [", ".join(example["sentence"].words[w] for w, h in enumerate(heads) if h == 0) or "none"
-                 for heads in (example["sentence"].heads, example["predicted"])]
-        ax.set_title(f"{model}, order-1 OLA: root {roots[0]} (gold), {roots[1]} (predicted)", fontsize=8,
-                     parse_math=False)
+        gold, guessed = ([example["sentence"].words[w] for w, h in enumerate(heads) if h == 0]
+                         for heads in (example["sentence"].heads, example["predicted"]))
+        ax.set_title(f"{model}, order-1 OLA. Gold root: {', '.join(gold) or 'none'}; predicted "
+                     f"root{'s' if len(guessed) > 1 else ''}: {', '.join(guessed) or 'none'}", fontsize=8, parse_math=False)
     plt.tight_layout()
     show_figure(fig, "fig-parse-examples", "A short test sentence per model ("
                 + ", ".join(f"{model}: {len(example['sentence'])} words" for model, example in drawn.items())
