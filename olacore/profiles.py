@@ -542,7 +542,7 @@ _PROFILES: dict[str, dict[str, Any]] = {
     },
     "qualitative": {
         "smoke": QualitativeSettings(CAUSAL_ZOO, ENCODER_ZOO, num_texts=4, max_order=3, size=50),
-        # the two larger zoo models join the panels at default (issue #23); their 42 texts cost about 80 CPU s
+        # the two larger zoo models join the panels at default; their 42 texts cost about 80 CPU s
         # (qwen2.5-1.5b) and 10 (embeddinggemma-300m) cold, from their measured cost per sentence
         "default": QualitativeSettings(CAUSAL_ZOO + ("qwen2.5-1.5b",), ENCODER_ZOO + ("embeddinggemma-300m",),
                                        num_texts=40, max_order=3, size=50),
