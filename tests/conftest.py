@@ -101,3 +101,15 @@ def smoke_book(book_copy):
     )
     return SimpleNamespace(root=book_copy, html=book_copy / "_build" / "html", returncode=done.returncode,
                            log=done.stdout[-4000:] + done.stderr[-4000:])
+
+
+def store_in(root: Path):
+    """``olacore.store.TensorStore`` with ``root`` as its default folder: monkeypatch it where the package makes its
+    store, so that a test's cache lives in ``tmp_path`` (a subclass, so its static ``key`` stays)."""
+    from olacore.store import TensorStore
+
+    class StoreInTmp(TensorStore):
+        def __init__(self, root_=None):
+            super().__init__(root)
+
+    return StoreInTmp

@@ -135,10 +135,10 @@ def test_controls_proxy_evaluates_one_source_trained_proxy_on_every_control(tmp_
 
 @pytest.mark.slow
 def test_control_pair_on_real_encoders(tmp_path, monkeypatch):
+    from conftest import store_in
     from olacore import pipeline
-    from olacore.store import TensorStore
 
-    monkeypatch.setattr(pipeline, "TensorStore", lambda root=None: TensorStore(tmp_path))
+    monkeypatch.setattr(pipeline, "TensorStore", store_in(tmp_path))
     texts = ["The cat sat on the mat while the dog slept.", "Numbers like 12345 and 7 are words too.",
              "Tokenizers split unbelievable words into several pieces.", "Short words only: I am, we go."]
     table, source, tokens = control_pair("minilm-l6", "mpnet-base", texts, ("order1", "rollout"),
@@ -180,7 +180,8 @@ def test_control_hits_summary_gives_the_table_and_its_line():
 
 
 def test_controls_notebook_is_thin_and_its_names_exist():
-    """Chapter 05 parses, defines no function or class, and every name it imports from olacore exists."""
+    """Chapter 05 parses, defines no function or class where the reader sees it (a hidden cell may hold a
+    formatting helper), and every name it imports from olacore exists."""
     import ast
     import importlib
     from pathlib import Path
@@ -189,7 +190,11 @@ def test_controls_notebook_is_thin_and_its_names_exist():
     notebook = jupytext.read(Path(__file__).resolve().parent.parent / "notebooks" / "05_controls.py")
     code = [ast.parse(cell.source) for cell in notebook.cells if cell.cell_type == "code"]
     nodes = [node for tree in code for node in ast.walk(tree)]
-    assert not [n.name for n in nodes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    hidden = {"remove-input", "remove-cell"}
+    visible = [ast.parse(cell.source) for cell in notebook.cells
+               if cell.cell_type == "code" and not hidden & set(cell.metadata.get("tags", []))]
+    assert not [n.name for tree in visible for n in ast.walk(tree)
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
     imported = [(n.module, a.name) for n in nodes if isinstance(n, ast.ImportFrom) and n.module.startswith("olacore")
                 for a in n.names]
     assert ("olacore.controls", "control_hits_summary") in imported

@@ -6,13 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import random_attention
+from conftest import random_attention, store_in
 from olacore import pipeline
 from olacore.alignment import WordText, first_subtoken_maps, pool_to_words, resize_maps
 from olacore.maps import ALIGNMENTS, SINKS, Maps, make_maps, model_maps
 from olacore.pipeline import TokenMaps
 from olacore.sinks import clean_sinks
-from olacore.store import TensorStore
 
 CHANNELS = ("order1", "order2", "rollout")
 SIZE = 16
@@ -153,7 +152,7 @@ def test_make_maps_refuses_what_it_cannot_build():
 
 @pytest.mark.slow
 def test_model_maps_on_minilm_is_token_maps_then_make_maps(tmp_path, monkeypatch):
-    monkeypatch.setattr(pipeline, "TensorStore", lambda root=None: TensorStore(tmp_path))
+    monkeypatch.setattr(pipeline, "TensorStore", store_in(tmp_path))
     texts = [WordText.of(t) for t in ("The cat sat on the mat.", "Unbelievably, tokenizers split words.", "Short one.")]
     channels = ("order1", "rollout")
     tokens = pipeline.token_maps("minilm-l6", [t.text for t in texts], channels, progress=False)
