@@ -437,8 +437,11 @@ def examples_needed(p, margin_points, z=2.0):
 
 
 p, n = float(bounds.loc[bounds["task"] == "re", "score"].iloc[0]) / 100, settings.re.test
-print(f"3 points = {3 / standard_error(p, n):.1f} standard errors on {n} sentences; "
-      f"two standard errors need {examples_needed(p, 3):,.0f} sentences")
+if 0 < p < 1:
+    print(f"3 points = {3 / standard_error(p, n):.1f} standard errors on {n} sentences; "
+          f"two standard errors need {examples_needed(p, 3):,.0f} sentences")
+else:  # a score of 0 or 100 % has no binomial spread: any margin is infinitely many standard errors
+    print(f"the majority scores {100 * p:.0f} % on {n} sentences: no spread, so the formula says nothing here")
 
 # %% [markdown]
 # The standard error is largest at $p = 1/2$ and shrinks like $1/\sqrt{n}$: halving it takes
