@@ -42,12 +42,13 @@ import torch
 
 from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
 from olacore.alti_math import alti_rollout, layer_contributions, layer_factors
-from olacore.extraction import _forward_kwargs, per_text, tokenize
+from olacore.extraction import _forward_kwargs, tokenize
 from olacore.loading import LoadedModel
 from olacore.pipeline import Product, cached_per_text
 from olacore.settings import fixed_threads
 from olacore.store import TensorStore
 from olacore.timing import progress as progress_bar
+from olacore.workers import per_text
 
 __all__ = [
     "ALTIResult",

@@ -8,12 +8,9 @@ were extracted with it (a cached map does not depend on which texts were missing
 
 from __future__ import annotations
 
-import dataclasses
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
-
-import numpy as np
+from typing import Sequence
 
 import torch
 
@@ -21,7 +18,7 @@ from olacore.loading import LoadedModel
 from olacore.settings import env_positive_number, fixed_threads
 from olacore.timing import progress as progress_bar
 
-__all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "per_text", "ATTENTION_BUDGET_ENV"]
+__all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "ATTENTION_BUDGET_ENV"]
 
 
 @dataclass
@@ -205,61 +202,3 @@ def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool =
             results.append((text, tokens, offsets, maps))
     return [Extraction(text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal, attentions=maps.clone())
             for text, tokens, offsets, maps in results]
-
-
-def _by_value(item: Any, to_numpy: bool) -> Any:
-    """A dataclass result with its tensors as numpy arrays (to travel between processes) or back."""
-    changes = {}
-    for f in dataclasses.fields(item):
-        value = getattr(item, f.name)
-        if to_numpy and isinstance(value, torch.Tensor):
-            changes[f.name] = value.numpy()
-        elif not to_numpy and isinstance(value, np.ndarray):
-            changes[f.name] = torch.from_numpy(value)
-    return dataclasses.replace(item, **changes)
-
-
-def _run_on_texts(job: tuple) -> list[Any]:
-    """One worker's share of :func:`per_text`: load the model, run ``compute`` on its texts."""
-    compute, name, device, texts = job
-    from olacore.loading import load_model
-
-    return [_by_value(r, to_numpy=True) for r in compute(load_model(name, device=device), texts, progress=False)]
-
-
-def per_text(
-    compute: Callable[..., list[Any]],
-    model: LoadedModel | str,
-    texts: Sequence[str],
-    *,
-    device: str | torch.device | None = None,
-    workers: int | None = None,
-    progress: bool = True,
-) -> list[Any]:
-    """``compute(loaded_model, texts)`` (:func:`extract_attention`, :func:`olacore.alti.alti`), spread over processes.
-
-    ``compute``: a top-level function ``(LoadedModel, texts, progress=...)`` giving one dataclass per text; results come
-    in the order of ``texts``. Each text is computed alone on :data:`olacore.settings.COMPUTE_THREADS` thread(s), so its
-    bits do not depend on where it runs; on a CPU the texts are split over ``workers`` processes (default
-    :func:`olacore.settings.cpu_workers`, one per core), each loading the model once. A
-    :class:`~olacore.loading.LoadedModel`, a GPU, or fewer than eight texts per worker run in this process.
-    """
-    from olacore.loading import load_model
-    from olacore.settings import cpu_workers, resolve_device
-    from olacore.training import run_in_processes
-
-    texts = list(texts)
-    workers = cpu_workers(device) if workers is None else workers
-    if isinstance(model, LoadedModel) or resolve_device(device).type != "cpu" or len(texts) < 8 * max(workers, 1) \
-            or workers < 2:
-        loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
-        return compute(loaded, texts, progress=progress)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # long and short texts in every share
-    shares = [order[w::workers] for w in range(workers)]
-    jobs = [(compute, model, str(resolve_device(device)), [texts[i] for i in share]) for share in shares]
-    done = run_in_processes(_run_on_texts, jobs, workers, progress=progress, desc=f"{compute.__name__} {model}")
-    results: list[Any] = [None] * len(texts)
-    for share, items in zip(shares, done):
-        for index, item in zip(share, items):
-            results[index] = _by_value(item, to_numpy=False)
-    return results

@@ -16,11 +16,12 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 
 from olacore import channels as vocabulary
-from olacore.extraction import Extraction, check_texts, extract_attention, per_text
+from olacore.extraction import Extraction, check_texts, extract_attention
 from olacore.loading import LoadedModel, model_fingerprint
 from olacore.ola import attention_rollout, order_level_attention
 from olacore.settings import check_compute_options, fixed_threads, resolve_device
 from olacore.store import TensorStore, code_digest
+from olacore.workers import per_text
 
 __all__ = [
     "Product",
@@ -156,7 +157,7 @@ def cached_attention(
     Args:
         model: a model name (loaded only on a cache miss) or a :class:`LoadedModel` (its ``fingerprint`` keys the
             cache: a modified copy must carry its own).
-        workers: processes extracting the misses, one thread each (:func:`olacore.extraction.per_text`); with more
+        workers: processes extracting the misses, one thread each (:func:`olacore.workers.per_text`); with more
             than 1 a script must guard its top level with ``if __name__ == "__main__":``.
         device: where to load the model on a miss (default CUDA if available).
         store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.

@@ -11,10 +11,8 @@ count), so a result is the same wherever it was trained. Tensors in jobs should 
 
 from __future__ import annotations
 
-import concurrent.futures
-import multiprocessing
 import warnings
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -22,8 +20,9 @@ import torch
 from olacore.settings import COMPUTE_THREADS, CacheWriteError, fixed_threads
 from olacore.store import CacheNotKeptWarning, TensorStore
 from olacore.timing import progress as progress_bar
+from olacore.workers import run_in_processes
 
-__all__ = ["TrainingJob", "Stored", "run_cached", "run_in_processes", "by_value", "TRAINING_THREADS"]
+__all__ = ["TrainingJob", "Stored", "run_cached", "by_value", "TRAINING_THREADS"]
 
 TRAINING_THREADS = COMPUTE_THREADS
 """Torch threads every job trains on, wherever it runs (results must not depend on the machine's cores)."""
@@ -45,69 +44,6 @@ class TrainingJob(Protocol):
 def by_value(tensors: Sequence[torch.Tensor]) -> list[np.ndarray]:
     """CPU numpy copies of ``tensors`` (pickled by value); ``torch.as_tensor`` turns them back."""
     return [t.detach().cpu().numpy() for t in tensors]
-
-
-def _is_main_guard(node) -> bool:
-    """``node`` is ``if __name__ == "__main__":`` (either side of the ``==``)."""
-    import ast
-
-    test = node.test if isinstance(node, ast.If) else None
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = [test.left, *test.comparators]
-    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
-            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
-
-
-def unguarded_main_call() -> str | None:
-    """``"script.py, line N"`` when called from a main script's top level outside
-    ``if __name__ == "__main__":`` (which spawned workers would re-run), else ``None``."""
-    import ast
-    import sys
-
-    frame = sys._getframe(1)
-    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    path, line = frame.f_code.co_filename, frame.f_lineno
-    try:
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError):  # <stdin>, -c, a notebook cell: nothing is re-imported
-        return None
-    if any(_is_main_guard(node) and node.lineno <= line <= node.end_lineno for node in tree.body):
-        return None
-    return f"{path}, line {line}"
-
-
-def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int, *, progress: bool = True,
-                     desc: str | None = None) -> list[Any]:
-    """``[function(job) for job in jobs]``, in ``workers`` spawned processes, results in order.
-
-    ``function`` must be top-level (workers import it by name), ``jobs`` picklable, ``workers >= 1``. From a main
-    script's top level without ``if __name__ == "__main__":`` the jobs run here, in order, after a one-line warning.
-    No process starts when there is no job.
-
-    Raises:
-        RuntimeError: a worker process died (killed for memory, say); any exception of a job is raised here.
-    """
-    if not jobs:
-        return []
-    where = unguarded_main_call()
-    if where is not None:
-        warnings.warn(f"{where} starts {workers} worker processes outside `if __name__ == \"__main__\":`, which "
-                      f"workers would re-run; running the {len(jobs)} jobs in this process instead. Put the "
-                      "script's top-level calls under that line to use the workers", RuntimeWarning, stacklevel=2)
-        return [function(job) for job in progress_bar(jobs, enabled=progress, total=len(jobs), desc=desc)]
-    context = multiprocessing.get_context("spawn")
-    try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return list(progress_bar(pool.map(function, jobs), enabled=progress, total=len(jobs), desc=desc))
-    except concurrent.futures.process.BrokenProcessPool as error:
-        raise RuntimeError(f"a worker process of {desc or 'the pool'} died before it finished (killed for memory, "
-                           "or it could not start: a script starting workers needs its calls under "
-                           "`if __name__ == \"__main__\":`); run with workers=1 to see the error here") from error
 
 
 def _train(job: TrainingJob) -> Stored:

@@ -192,7 +192,7 @@ def test_tiny_models_give_each_text_the_same_bits_in_any_company(model_type):
 
 @pytest.mark.slow
 def test_extraction_in_worker_processes_equals_in_process():
-    from olacore.extraction import per_text
+    from olacore.workers import per_text
 
     texts = [f"The {word} sat on the mat while the dog slept." for word in ("cat", "old fox", "bird", "child", "man")]
     here = extract_attention(load_model("minilm-l6", device="cpu"), texts, progress=False)

@@ -59,7 +59,7 @@ class _Counter:
 def _spy(monkeypatch, allowed=True):
     loads = _Counter(load_model, allowed)
     extracts = _Counter(extract_attention, allowed)
-    monkeypatch.setattr("olacore.loading.load_model", loads)  # olacore.extraction.per_text loads through it
+    monkeypatch.setattr("olacore.loading.load_model", loads)  # olacore.workers.per_text loads through it
     monkeypatch.setattr(pipeline, "extract_attention", extracts)
     return loads, extracts
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from olacore.training import by_value, run_in_processes
+from olacore.training import by_value
+from olacore.workers import run_in_processes
 
 
 def test_results_come_back_in_job_order():
@@ -141,14 +142,14 @@ import sys  # noqa: E402
 
 UNGUARDED = """
 import math
-from olacore.training import run_in_processes
+from olacore.workers import run_in_processes
 
 print(run_in_processes(math.sqrt, [1.0, 4.0, 9.0, 16.0], 2, progress=False))
 """
 
 GUARDED = """
 import math
-from olacore.training import run_in_processes
+from olacore.workers import run_in_processes
 
 if __name__ == "__main__":
     print(run_in_processes(math.sqrt, [1.0, 4.0, 9.0, 16.0], 2, progress=False))
