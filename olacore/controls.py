@@ -5,7 +5,8 @@ If OLAS comes from pre-training, it must vanish when the knowledge is removed. E
 attention cache never mixes it with the trained model); the trained model passed in is never modified.
 
 - :func:`random_init`: fresh random weights from the same config (the official ``load_method="random_all"``:
-  ``model_class(config)`` in ``OLAModel`` of ``models/ola_model.py``).
+  ``model_class(config)`` in ``OLAModel`` of ``models/ola_model.py``), initialised once per (model, seed) and kept in
+  the cache (:mod:`olacore.twins`; loadable by name, :func:`olacore.twins.twin_name`).
 - :func:`shuffle_layers`: the trained transformer layers in a random order (the official
   ``load_method="layer_disorder"``, same file); embeddings and final norm stay in place.
 - :func:`perturb_weights`: Gaussian noise on every parameter tensor, std ``scale`` x the tensor's own std (the
@@ -15,7 +16,6 @@ attention cache never mixes it with the trained model); the trained model passed
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import pandas as pd
@@ -25,6 +25,7 @@ import torch.nn as nn
 
 from olacore.loading import LoadedModel
 from olacore.maps import Maps
+from olacore.twins import random_init, twin_name, variant as _variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.pipeline import TokenMaps
@@ -34,37 +35,6 @@ __all__ = [
     "random_init", "shuffle_layers", "perturb_weights", "layer_stack", "control_variants", "controls_retrieval",
     "controls_proxy", "control_pair", "control_hits_table", "control_hits_summary",
 ]
-
-
-def _identity(name: str, fingerprint: str, tag: str) -> tuple[str, str]:
-    return f"{name} [{tag}]", f"{fingerprint}|control:{tag}"
-
-
-def _variant(model: LoadedModel, backbone: nn.Module, tag: str) -> LoadedModel:
-    backbone.eval()
-    backbone.requires_grad_(False)
-    name, fingerprint = _identity(model.name, model.fingerprint, tag)
-    return dataclasses.replace(model, name=name, backbone=backbone.to(model.device), fingerprint=fingerprint)
-
-
-def random_init(model: LoadedModel, seed: int = 0) -> LoadedModel:
-    """The same architecture with freshly initialised weights (Hugging Face's own initialiser), seeded.
-
-    ``name`` gets ``" [random init seed=S]"``, the fingerprint ``"|control:random init seed=S"``.
-    """
-    config = copy.deepcopy(model.backbone.config)
-    config._attn_implementation = "eager"
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        fresh = type(model.backbone)(config).to(torch.float32).state_dict()
-    # Keep the trained module's exact structure; overwrite every tensor with the fresh one.
-    backbone = copy.deepcopy(model.backbone)
-    state = backbone.state_dict()
-    missing = [key for key in state if key not in fresh or fresh[key].shape != state[key].shape]
-    if missing:
-        raise ValueError(f"a fresh {type(model.backbone).__name__} lacks {missing[:5]}: cannot re-initialise")
-    backbone.load_state_dict({key: fresh[key] for key in state})
-    return _variant(model, backbone, f"random init seed={seed}")
 
 
 def layer_stack(backbone: nn.Module, num_layers: int) -> tuple[str, nn.ModuleList]:
@@ -228,7 +198,8 @@ def control_pair(
 
     The trained source's maps (resized to ``size``, sinks cleaned: the paper-faithful setting) are the gallery; the
     trained target and each of its controls (:func:`controls_retrieval`) query it; a last row set, ``"both random
-    init"``, has a random-init target query a random-init source (seed ``seed + 1``).
+    init"``, has a random-init target query a random-init source (seed ``seed + 1``; by its twin's name, so its maps
+    are extracted on ``workers`` processes, and the twin is loaded only where they are missing).
 
     Returns:
         ``(table, source_maps, token_maps)``: the retrieval table (``control, scale, channel, sinks, hits@k,
@@ -240,11 +211,10 @@ def control_pair(
 
     source_maps = model_maps(source_name, texts, channels, align="resize", sinks="clean", size=size, device=device,
                              workers=workers, progress=progress)
-    source = load_model(source_name, device=device)
     table, tokens = controls_retrieval(load_model(target_name, device=device), source_maps, texts,
                                        noise_scales=noise_scales, seed=seed, progress=progress)
-    random_source = model_maps(random_init(source, seed + 1), texts, channels, align="resize", sinks="clean",
-                               size=size, progress=progress)
+    random_source = model_maps(twin_name(source_name, seed + 1), texts, channels, align="resize", sinks="clean",
+                               size=size, device=device, workers=workers, progress=progress)
     random_tokens = next(v for (control, _), v in tokens.items() if control == "random init")  # scale is NaN
     random_target = make_maps(random_tokens, align="resize", sinks="clean", size=size)
     both = retrieval_table({"source": random_source, "target": random_target}, pairs=[("source", "target")])

@@ -110,8 +110,15 @@ def _local_folder(name: str) -> Path:
     return _model_folders().get(name) or Path(name).expanduser().resolve()
 
 
+def _twin(name: str) -> tuple[str, int] | None:
+    """``(model, seed)`` of a random-init twin's name (:func:`olacore.twins.twin_name`), else ``None``."""
+    from olacore.twins import parse_twin_name  # in here: the twins' code is in no digest of this module
+
+    return parse_twin_name(name)
+
+
 def _classify(name: str) -> str:
-    """Return ``"zoo"``, ``"folder"`` or ``"hub"``; raise ValueError for names that are none.
+    """Return ``"zoo"``, ``"folder"``, ``"twin"`` or ``"hub"``; raise ValueError for names that are none.
     A name mapped by :data:`MODEL_FOLDERS_ENV` is a ``"folder"`` (see :func:`_local_folder`)."""
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
@@ -121,6 +128,8 @@ def _classify(name: str) -> str:
                          "or a model folder")
     if name in _model_folders():
         return "folder"
+    if _twin(name) is not None:
+        return "twin"
     if name in ZOO:
         return "zoo"
     path = Path(name).expanduser()
@@ -152,13 +161,20 @@ def model_fingerprint(name: str) -> str:
 
     ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
     ``"folder:<absolute path>:<hash>"`` (:func:`olacore.model_files.folder_fingerprint`) or ``"hub:<id>@<commit>"``
-    (commit from the local Hugging Face cache, when there); equals :attr:`LoadedModel.fingerprint` of the loaded model.
+    (commit from the local Hugging Face cache, when there); a random-init twin's name
+    (:func:`olacore.twins.twin_name`) gives its model's fingerprint and ``"|control:random init seed=S"``. Equals
+    :attr:`LoadedModel.fingerprint` of the loaded model.
 
     Raises:
         ValueError: ``name`` is none of the three (message lists the zoo names).
     """
     kind = _classify(name)
     name = os.fspath(name)
+    if kind == "twin":
+        from olacore.twins import twin_fingerprint
+
+        base, seed = _twin(name)
+        return twin_fingerprint(model_fingerprint(base), seed)
     if kind == "zoo":
         return f"zoo:{name}:{zoo_key(ZOO[name])}"
     if kind == "folder":
@@ -241,6 +257,8 @@ def model_kind(name: str) -> str:
     """
     if isinstance(name, LoadedModel):
         return "causal" if name.is_causal else "encoder"
+    if _classify(name) == "twin":
+        return model_kind(_twin(os.fspath(name))[0])
     if _classify(name) == "zoo":
         return ZOO[os.fspath(name)].kind
     return _kind_from_config(_config(name), os.fspath(name))
@@ -355,8 +373,9 @@ def _zoo_from_folder(folder: Path, spec: ModelSpec):
 def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
     """Load a model's tokenizer and base transformer for attention extraction (paper section 3.1).
 
-    ``name``: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, or a Hugging Face id
-    (local HF cache, or the hub where reachable); ``device``: default CUDA when available. The first load of a GGUF
+    ``name``: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, a Hugging Face id
+    (local HF cache, or the hub where reachable), or a random-init twin's name (:func:`olacore.twins.twin_name`:
+    the model, then its twin's weights, saved once); ``device``: default CUDA when available. The first load of a GGUF
     zoo model dequantises it (15-60 s on a CPU) into the cache.
 
     Raises:
@@ -367,6 +386,10 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
     """
     kind = _classify(name)
     name = os.fspath(name)
+    if kind == "twin":
+        from olacore.twins import load_twin
+
+        return load_twin(name, device=device)
     device = resolve_device(device)
     spec = ZOO.get(name) if kind == "zoo" else None
     if kind == "zoo":

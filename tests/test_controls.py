@@ -19,6 +19,15 @@ from olacore.controls import (  # noqa: E402
 from olacore.loading import LoadedModel  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def twins_in_tmp(tmp_path, monkeypatch):
+    """Random-init twins are saved in the store: keep a test's in its ``tmp_path``."""
+    from conftest import store_in
+    from olacore import twins
+
+    monkeypatch.setattr(twins, "TensorStore", store_in(tmp_path / "twins"))
+
+
 @pytest.fixture(scope="module")
 def tiny_model() -> LoadedModel:
     """A 4-layer BERT with non-default weights, wrapped as a LoadedModel (no files needed)."""

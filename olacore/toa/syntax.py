@@ -56,23 +56,19 @@ def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]
     """Every data set of ``settings.datasets()``: ``{name: {split: TaskData}}`` (maps cached).
 
     A data set's splits are :func:`subset_splits` of ``splits`` (:func:`syntax_splits`) at its sizes; a random-init
-    data set's model is the zoo model's twin (:func:`olacore.controls.random_init`, seed 0, extracted in this process).
-    Texts shared between data sets are extracted once.
+    data set's model is the zoo model's twin, by name (:func:`olacore.twins.twin_name`, seed 0: initialised once and
+    kept, loaded only where maps are missing, by each worker). Texts shared between data sets are extracted once.
 
     Args:
         workers: extraction processes (default one per core on a CPU).
         device, progress, store: as for :func:`syntax_data`.
     """
-    from olacore.controls import random_init
-    from olacore.loading import load_model
+    from olacore.twins import twin_name
 
     workers = workers or cpu_workers(device)
     out = {}
-    twins: dict[str, Any] = {}
     for name, dataset in settings.datasets().items():
-        model: Any = dataset.model
-        if dataset.random_init:
-            model = twins.setdefault(dataset.model, random_init(load_model(dataset.model, device=device), seed=0))
+        model = twin_name(dataset.model, seed=0) if dataset.random_init else dataset.model
         chosen = subset_splits(splits, dataset.num_train, dataset.num_dev, dataset.num_test)
         out[name] = syntax_data(model, chosen, settings, sources=dataset.sources, workers=workers, device=device,
                                 progress=progress, store=store)

@@ -169,7 +169,9 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
     """The control: every adapter scored on the test OLA of each target's random-init twin (paper section 4.4).
 
     The twin is :func:`olacore.controls.random_init` of the target (seed 0; the official code's random-init control):
-    same architecture and tokenizer, no learned knowledge; its maps are cached by the twin's fingerprint. ``dp`` /
+    same architecture and tokenizer, no learned knowledge; given by name (:func:`olacore.twins.twin_name`), so it is
+    loaded (initialised once, then read from the cache) only where its maps are missing, and extracted on
+    ``settings.workers`` processes (default one per core); its maps are cached by the twin's fingerprint. ``dp`` /
     ``pos`` / ``ner`` are scored on ``settings.control_test`` EWT test sentences spread over the chapter's test,
     ``re`` / ``wnut`` on their whole test subset.
 
@@ -187,22 +189,20 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
     Raises:
         ValueError: a control model whose backbone cannot be re-initialised (:func:`olacore.controls.random_init`).
     """
-    from olacore.controls import random_init
-    from olacore.loading import load_model
+    from olacore.twins import twin_name
 
     rows = []
     for target in settings.control_models:
         tasks = [task for task, by_model in data.items() if target in by_model]
         if not tasks:
             continue
-        twin = random_init(load_model(target), seed=0)  # built even when its maps are cached (seconds)
+        twin = twin_name(target, seed=0)
         for task in tasks:
             splits = task_splits(task, settings)
             test = splits["test"] if task in ("re", "wnut") else subset_splits(splits, num_test=settings.control_test)["test"]
-            twin_test = task_data(task, settings, [twin], splits={"test": test}, workers=1, store=store)[twin.name]["test"]
+            twin_test = task_data(task, settings, [twin], splits={"test": test}, store=store)[twin]["test"]
             real_test = (data[task][target]["test"] if task in ("re", "wnut") else  # the twin's sentences
-                         task_data(task, settings, [target], splits={"test": test}, workers=1,
-                                   store=store)[target]["test"])
+                         task_data(task, settings, [target], splits={"test": test}, store=store)[target]["test"])
             if not len(twin_test):
                 continue
             kind = "causal" if twin_test.causal else "encoder"
