@@ -2,11 +2,12 @@
 
 Every trained network of the book (the visual proxy, the TOA adapters) is a *job*: a picklable object that knows
 its store key (everything that changes its result) and how to train itself into named tensors and a JSON record.
-:func:`run_cached` trains only the jobs the store lacks, in one single-threaded worker process per core on a
-CPU, and reads every result back from the store. Every job trains on :data:`TRAINING_THREADS` torch thread(s),
-in a worker or in the calling process alike (the last bits of a CPU convolution's gradient depend on the thread
-count), so a result is the same wherever it was trained. Tensors in jobs should be numpy arrays
-(:func:`by_value`): torch shares each pickled tensor through a file descriptor of its own, which can break a pool.
+:func:`run_cached` trains only the jobs the store lacks, on the worker processes of :mod:`olacore.workers` (loky's,
+which live across calls, or a Dask cluster's), and reads every result back from the store. Every job trains on
+:data:`TRAINING_THREADS` torch thread(s), in a worker or in the calling process alike (the last bits of a CPU
+convolution's gradient depend on the thread count), so a result is the same wherever it was trained. Tensors in
+jobs should be numpy arrays (:func:`by_value`): torch shares each pickled tensor through a file descriptor of its
+own, which can break a pool.
 """
 
 from __future__ import annotations
@@ -68,16 +69,18 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
                progress: bool = True, desc: str = "training") -> list[Stored]:
     """Every job's result, from the store where it is there, trained (and stored) where it is not.
 
-    Jobs with equal keys train once, in ``workers`` spawned processes (:func:`olacore.settings.cpu_workers`) or, with
-    ``workers == 1``, here in order; results are read back from the store (default ``$OLACORE_CACHE/tensors``;
-    module docstring). When it cannot be written (read-only folder, full disk) a warning says so and the fresh
-    result is returned anyway.
+    Jobs with equal keys train once, in ``workers`` worker processes (:func:`olacore.workers.run_in_processes`;
+    :func:`olacore.settings.cpu_workers`) or, with ``workers == 1``, here in order; results are read back from the
+    store (default ``$OLACORE_CACHE/tensors``; module docstring). When it cannot be written (read-only folder, full
+    disk) a warning says so and the fresh result is returned anyway. Workers write the store themselves: on a Dask
+    cluster of other machines it must be a shared folder, or each job is trained once more here.
 
     Returns:
         ``(tensors, record)`` per job, in the order of ``jobs``; tensors on the CPU.
 
     Raises:
         ValueError: ``workers < 1``; any exception a job raises while training.
+        olacore.workers.WorkerDied: a worker process died (killed for memory, say).
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1; got {workers}")

@@ -1,88 +1,155 @@
-"""Work spread over worker processes: per-text computations (attention, ALTI) and training jobs.
+"""Work spread over worker processes that live across calls: per-text computations (attention, ALTI), training jobs.
 
-:func:`run_in_processes` maps a top-level function over picklable jobs in spawned processes; :func:`per_text` splits
-a model's texts over them, each worker loading the model once per call.
+Workers are joblib's. By default they are loky's reusable processes: they outlive a call (a chapter's kernel keeps
+them, and a script needs no ``if __name__ == "__main__":``), stop after :data:`IDLE_SECONDS` without work, and each
+keeps the last model it loaded (:func:`per_text`), so a chapter's many calls pay imports and model loading once.
+The same jobs run on a Dask cluster when the caller selects joblib's Dask backend
+(``with joblib.parallel_config(backend="dask"):``, around a ``dask.distributed.Client`` of the caller's) or sets
+``$OLACORE_DASK_SCHEDULER`` to a scheduler's address (``tcp://host:8786``). Every job computes on
+:data:`olacore.settings.COMPUTE_THREADS` torch thread(s) (``fixed_threads`` in the compute and training functions),
+so a result is bit-identical wherever it ran.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
+import contextlib
 import dataclasses
-import multiprocessing
-import warnings
+import sys
+import threading
 from typing import Any, Callable, Sequence
 
+import joblib
 import numpy as np
 import torch
 
 from olacore.loading import LoadedModel
+from olacore.settings import COMPUTE_THREADS, env_text
 from olacore.timing import progress as progress_bar
 
-__all__ = ["run_in_processes", "per_text", "unguarded_main_call"]
+__all__ = ["run_in_processes", "per_text", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
+
+IDLE_SECONDS = 900
+"""Seconds a loky worker waits for work before it stops (loky's default: 300). Long enough to keep the workers, and
+the model each holds, through a chapter's gaps between calls (plots, OLA, training elsewhere); short enough that an
+idle kernel gives the memory back."""
+
+DASK_ENV = "OLACORE_DASK_SCHEDULER"
+"""Environment variable: the address of a Dask scheduler to run the workers' jobs on (unset: loky on this machine)."""
+
+TEXTS_PER_WORKER = 4
+""":func:`per_text` computes in the calling process when there are fewer texts than this per worker."""
+
+_CLIENTS: dict[str, Any] = {}
 
 
-def _is_main_guard(node) -> bool:
-    """``node`` is ``if __name__ == "__main__":`` (either side of the ``==``)."""
-    import ast
+class WorkerDied(RuntimeError):
+    """A worker process died (killed for memory, a crash in native code) before its jobs finished.
 
-    test = node.test if isinstance(node, ast.If) else None
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = [test.left, *test.comparators]
-    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
-            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+    Attributes:
+        unfinished: indices of the jobs whose result did not come back (the one that killed the worker among them).
+    """
+
+    def __init__(self, message: str, unfinished: list[int]):
+        super().__init__(message)
+        self.unfinished = unfinished
 
 
-def unguarded_main_call() -> str | None:
-    """``"script.py, line N"`` when called from a main script's top level outside
-    ``if __name__ == "__main__":`` (which spawned workers would re-run), else ``None``."""
-    import ast
-    import sys
+def _dask_client(address: str):
+    """A ``dask.distributed.Client`` of the scheduler at ``address``, kept for the process while it is connected."""
+    if address not in _CLIENTS or _CLIENTS[address].status != "running":
+        try:
+            from dask.distributed import Client
+        except ImportError:
+            raise ModuleNotFoundError(f"${DASK_ENV}={address} asks for a Dask cluster, but dask.distributed is not "
+                                      "installed; pip install 'dask[distributed]', or unset "
+                                      f"{DASK_ENV} to use this machine's processes") from None
+        try:
+            _CLIENTS[address] = Client(address, timeout="10s", set_as_default=False)
+        except (OSError, TimeoutError, ValueError) as error:
+            raise RuntimeError(f"${DASK_ENV}={address}: no Dask scheduler answers there ({type(error).__name__}: "
+                               f"{str(error).splitlines()[0] if str(error) else 'no reply'}); start one there "
+                               f"(dask scheduler) or unset {DASK_ENV} to use this machine's processes") from None
+    return _CLIENTS[address]
 
-    frame = sys._getframe(1)
-    while frame is not None and not (frame.f_code.co_name == "<module>" and frame.f_globals.get("__name__") == "__main__"):
-        frame = frame.f_back
-    if frame is None:
-        return None
-    path, line = frame.f_code.co_filename, frame.f_lineno
-    try:
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, ValueError):  # <stdin>, -c, a notebook cell: nothing is re-imported
-        return None
-    if any(_is_main_guard(node) and node.lineno <= line <= node.end_lineno for node in tree.body):
-        return None
-    return f"{path}, line {line}"
+
+def _backend() -> contextlib.AbstractContextManager:
+    """Where jobs run: a backend the caller chose with ``joblib.parallel_config`` (Dask, say), else the scheduler of
+    ``$OLACORE_DASK_SCHEDULER``, else loky's reusable processes with one thread per library (stable across worker
+    counts, so the processes are reused)."""
+    from joblib._parallel_backends import LokyBackend
+
+    active, _ = joblib.parallel.get_active_backend()
+    if not isinstance(active, LokyBackend):
+        return contextlib.nullcontext()
+    address = env_text(DASK_ENV)
+    if address is not None:
+        return joblib.parallel_config(backend="dask", client=_dask_client(address))
+    return joblib.parallel_config(backend="loky", inner_max_num_threads=COMPUTE_THREADS)
+
+
+def _died(error: BaseException) -> bool:
+    """``error`` says a worker process died (loky's pool broke, or Dask gave up on a task whose workers died)."""
+    from joblib.externals.loky.process_executor import BrokenProcessPool
+
+    if isinstance(error, BrokenProcessPool):
+        return True
+    distributed = sys.modules.get("distributed")
+    return distributed is not None and isinstance(error, distributed.KilledWorker)
+
+
+def _indexed(function: Callable[[Any], Any], index: int, job: Any) -> tuple[int, Any]:
+    return index, function(job)
 
 
 def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], workers: int, *, progress: bool = True,
                      desc: str | None = None) -> list[Any]:
-    """``[function(job) for job in jobs]``, in ``workers`` spawned processes, results in order.
+    """``[function(job) for job in jobs]`` in ``workers`` worker processes that outlive the call, results in order.
 
-    ``function`` must be top-level (workers import it by name), ``jobs`` picklable, ``workers >= 1``. From a main
-    script's top level without ``if __name__ == "__main__":`` the jobs run here, in order, after a one-line warning.
-    No process starts when there is no job.
+    ``function`` and ``jobs`` must pickle (joblib's cloudpickle takes functions of a script's ``__main__`` too);
+    ``workers >= 1``. Runs on the backend of the module docstring; no process starts when there is no job.
 
     Raises:
-        RuntimeError: a worker process died (killed for memory, say); any exception of a job is raised here.
+        WorkerDied: a worker process died (killed for memory, say): one line naming ``desc`` and the jobs unfinished.
+        Any exception a job raises, raised here.
     """
     if not jobs:
         return []
-    where = unguarded_main_call()
-    if where is not None:
-        warnings.warn(f"{where} starts {workers} worker processes outside `if __name__ == \"__main__\":`, which "
-                      f"workers would re-run; running the {len(jobs)} jobs in this process instead. Put the "
-                      "script's top-level calls under that line to use the workers", RuntimeWarning, stacklevel=2)
-        return [function(job) for job in progress_bar(jobs, enabled=progress, total=len(jobs), desc=desc)]
-    context = multiprocessing.get_context("spawn")
+    done: dict[int, Any] = {}
+    calls = (joblib.delayed(_indexed)(function, i, job) for i, job in enumerate(jobs))
     try:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            return list(progress_bar(pool.map(function, jobs), enabled=progress, total=len(jobs), desc=desc))
-    except concurrent.futures.process.BrokenProcessPool as error:
-        raise RuntimeError(f"a worker process of {desc or 'the pool'} died before it finished (killed for memory, "
-                           "or it could not start: a script starting workers needs its calls under "
-                           "`if __name__ == \"__main__\":`); run with workers=1 to see the error here") from error
+        with _backend():
+            parallel = joblib.Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1,
+                                       max_nbytes=None, idle_worker_timeout=IDLE_SECONDS)
+            for index, result in progress_bar(parallel(calls), enabled=progress, total=len(jobs), desc=desc):
+                done[index] = result
+    except Exception as error:
+        if not _died(error):
+            raise
+        unfinished = [i for i in range(len(jobs)) if i not in done]
+        raise WorkerDied(f"a worker process of {desc or 'the pool'} died before it finished (killed for memory?) with "
+                         f"{len(unfinished)} of {len(jobs)} jobs unfinished; run with workers=1 to see the error "
+                         "here", unfinished) from error
+    return [done[i] for i in range(len(jobs))]
 
+
+# ---- per_text: a model's texts over the workers, each worker keeping the model it loaded ----
+
+_MODEL_LOCK = threading.Lock()
+_KEPT: dict[tuple[str, str, str], LoadedModel] = {}
+
+
+def _worker_model(name: str, device: str) -> LoadedModel:
+    """The model ``name`` on ``device``, kept for the next job of this process: one model at a time (the previous one
+    is let go first), so a worker holds at most one (qwen2.5-0.5b: about 2 GB in float32). Keyed with the model's
+    fingerprint, so a rebuilt or edited model folder is loaded afresh."""
+    from olacore.loading import load_model, model_fingerprint
+
+    key = (name, device, model_fingerprint(name))
+    with _MODEL_LOCK:
+        if key not in _KEPT:
+            _KEPT.clear()
+            _KEPT[key] = load_model(name, device=device)
+        return _KEPT[key]
 
 
 def _by_value(item: Any, to_numpy: bool) -> Any:
@@ -98,11 +165,31 @@ def _by_value(item: Any, to_numpy: bool) -> Any:
 
 
 def _run_on_texts(job: tuple) -> list[Any]:
-    """One worker's share of :func:`per_text`: load the model, run ``compute`` on its texts."""
+    """One share of :func:`per_text` in a worker: the kept model, ``compute`` on the share's texts."""
     compute, name, device, texts = job
-    from olacore.loading import load_model
+    return [_by_value(r, to_numpy=True) for r in compute(_worker_model(name, device), texts, progress=False)]
 
-    return [_by_value(r, to_numpy=True) for r in compute(load_model(name, device=device), texts, progress=False)]
+
+def _shares(texts: Sequence[str], workers: int) -> list[list[int]]:
+    """Indices of ``texts`` in up to ``4 * workers`` shares, longest texts first: each share a run of neighbours in
+    length order (texts of equal token length mostly together, for a compute that batches them), cut at about equal
+    sums of characters; handed out one at a time to the next free worker, so long and short ones spread over them."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    weights = np.cumsum([len(texts[i]) for i in order])
+    pieces = min(len(texts), 4 * workers)
+    cuts = np.searchsorted(weights, weights[-1] * np.arange(1, pieces) / pieces, side="right")
+    bounds = [0, *sorted(set(int(c) for c in cuts) - {0, len(texts)}), len(texts)]
+    return [order[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def _texts_named(indices: Sequence[int], texts: Sequence[str], shown: int = 3) -> str:
+    """``texts[2] 'The cat sat...', texts[7] '...' and 4 more`` (one line)."""
+    def quoted(i: int) -> str:
+        line = " ".join(texts[i].split())
+        return f"texts[{i}] {line[:40] + '...' if len(line) > 40 else line!r}"
+
+    named = ", ".join(quoted(i) for i in indices[:shown])
+    return named + (f" and {len(indices) - shown} more" if len(indices) > shown else "")
 
 
 def per_text(
@@ -116,25 +203,34 @@ def per_text(
 ) -> list[Any]:
     """``compute(loaded_model, texts)`` (:func:`extract_attention`, :func:`olacore.alti.alti`), spread over processes.
 
-    ``compute``: a top-level function ``(LoadedModel, texts, progress=...)`` giving one dataclass per text; results come
-    in the order of ``texts``. Each text is computed alone on :data:`olacore.settings.COMPUTE_THREADS` thread(s), so its
-    bits do not depend on where it runs; on a CPU the texts are split over ``workers`` processes (default
-    :func:`olacore.settings.cpu_workers`, one per core), each loading the model once. A
-    :class:`~olacore.loading.LoadedModel`, a GPU, or fewer than eight texts per worker run in this process.
+    ``compute``: a top-level function ``(LoadedModel, texts, progress=...)`` giving one dataclass per text, whose bits
+    do not depend on the other texts of the call; results come in the order of ``texts``. On a CPU the texts are split
+    over ``workers`` processes (default :func:`olacore.settings.cpu_workers`, one per core) that live across calls
+    (module docstring), each keeping the model it loaded. A :class:`~olacore.loading.LoadedModel`, a GPU, fewer than
+    :data:`TEXTS_PER_WORKER` texts per worker or ``workers < 2`` compute in this process.
+
+    Raises:
+        RuntimeError: a worker process died: one line naming ``compute``, the model and the texts it had not finished.
+        Any exception ``compute`` raises.
     """
     from olacore.loading import load_model
     from olacore.settings import cpu_workers, resolve_device
 
     texts = list(texts)
     workers = cpu_workers(device) if workers is None else workers
-    if isinstance(model, LoadedModel) or resolve_device(device).type != "cpu" or len(texts) < 8 * max(workers, 1) \
-            or workers < 2:
+    if isinstance(model, LoadedModel) or resolve_device(device).type != "cpu" or workers < 2 \
+            or len(texts) < TEXTS_PER_WORKER * workers:
         loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
         return compute(loaded, texts, progress=progress)
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))  # long and short texts in every share
-    shares = [order[w::workers] for w in range(workers)]
+    shares = _shares(texts, workers)
     jobs = [(compute, model, str(resolve_device(device)), [texts[i] for i in share]) for share in shares]
-    done = run_in_processes(_run_on_texts, jobs, workers, progress=progress, desc=f"{compute.__name__} {model}")
+    try:
+        done = run_in_processes(_run_on_texts, jobs, workers, progress=progress, desc=f"{compute.__name__} {model}")
+    except WorkerDied as died:
+        unfinished = sorted(i for job in died.unfinished for i in shares[job])
+        raise RuntimeError(f"a worker process computing {compute.__name__} of {model!r} died (killed for memory?) "
+                           f"on one of {len(unfinished)} texts: {_texts_named(unfinished, texts)}; run with "
+                           "workers=1 to see the error here") from died
     results: list[Any] = [None] * len(texts)
     for share, items in zip(shares, done):
         for index, item in zip(share, items):
