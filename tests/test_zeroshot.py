@@ -6,6 +6,7 @@ import dataclasses
 
 import pandas as pd
 import pytest
+import torch
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
@@ -24,6 +25,7 @@ from olacore.zeroshot import (
     semeval_macro_f1,
     zero_shot_scores,
 )
+from olacore.zeroshot.generate import answer_identity, tokenize_prompts
 from olacore.zeroshot.prompts import WNUT17_TYPES_IN_PROMPT
 
 
@@ -301,6 +303,19 @@ def test_answer_keys_change_with_model_prompt_task_form_and_device(tmp_path):
         assert changed != base
 
 
+def test_answer_keys_name_the_fixed_batch_and_the_shared_prefix(tmp_path):
+    store = TensorStore(tmp_path)
+    prompts, texts = ["p0", "p1", "p2"], ["t0", "t1", "t2"]
+    keys = answer_keys(store, "zoo:a:1", "re", "chat", prompts, texts, device="cpu", batch_size=2, shared=5)
+    # p2 is alone in the second batch: asking for it alone is the same batch; p0 alone is not
+    assert answer_keys(store, "zoo:a:1", "re", "chat", prompts[2:], texts[2:], device="cpu", batch_size=2,
+                       shared=5) == keys[2:]
+    assert answer_keys(store, "zoo:a:1", "re", "chat", prompts[:1], texts[:1], device="cpu", batch_size=2,
+                       shared=5)[0] != keys[0]
+    assert answer_keys(store, "zoo:a:1", "re", "chat", prompts, texts, device="cpu", batch_size=2, shared=4) != keys
+    assert answer_keys(store, "zoo:a:1", "re", "chat", prompts, texts, device="cpu", batch_size=3, shared=5) != keys
+
+
 # --------------------------------------------------------------------------------- real generation
 
 @pytest.fixture(scope="module")
@@ -357,3 +372,56 @@ def test_zero_shot_reads_answers_back_and_never_reuses_a_changed_prompt_or_model
     assert (~zero_shot(other_model, "re", examples[:1], store=store, progress=False)["cached"]).all()
     monkeypatch.setitem(PROMPTS, "re", dataclasses.replace(PROMPTS["re"], head=PROMPTS["re"].head + "Be brief.\n\n"))
     assert (~zero_shot(smollm, "re", examples[:1], store=store, progress=False)["cached"]).all()
+
+
+FOUR_RE = [EXAMPLE_RE, relation("The cup holds a little tea .", (1, 2), (5, 6), "Content-Container(e2,e1)", "2"),
+           relation("A spark caused the fire in the old barn .", (1, 2), (4, 5), "Cause-Effect(e1,e2)", "3"),
+           relation("The committee was formed by ten members .", (1, 2), (6, 7), "Member-Collection(e2,e1)", "4")]
+
+
+def _answers(rows: pd.DataFrame) -> list:
+    return rows[["id", "answer", "finish", "label"]].values.tolist()
+
+
+@pytest.mark.slow
+def test_a_resumed_zero_shot_run_answers_as_a_cold_one(smollm, tmp_path):
+    """Batches are fixed by the prompt list: with answers of other batches, or of another list, cached, every answer
+    is the cold run's."""
+    import shutil
+
+    from olacore.zeroshot import zero_shot
+
+    cold = zero_shot(smollm, "re", FOUR_RE, batch_size=2, store=TensorStore(tmp_path / "cold"), progress=False)
+    assert (~cold["cached"]).all()
+    # half the answers kept (one in each batch), the rest lost: the batches are decoded whole again
+    shutil.copytree(tmp_path / "cold", tmp_path / "half")
+    half = TensorStore(tmp_path / "half")
+    name, tokenizer, fingerprint = answer_identity(smollm)
+    prompts = [build_prompt(tokenizer, "re", x, "chat") for x in FOUR_RE]
+    keys = answer_keys(half, fingerprint, "re", "chat", prompts, [x.text for x in FOUR_RE], device="cpu",
+                       batch_size=2, shared=tokenize_prompts(tokenizer, prompts, False)[1])
+    for key in keys[1::2]:
+        half.path(key).unlink()
+    assert _answers(zero_shot(smollm, "re", FOUR_RE, batch_size=2, store=half, progress=False)) == _answers(cold)
+    # the first half asked before (another list: another shared prefix and batches), then all of them
+    resumed = TensorStore(tmp_path / "resumed")
+    zero_shot(smollm, "re", FOUR_RE[:2], batch_size=2, store=resumed, progress=False)
+    again = zero_shot(smollm, "re", FOUR_RE, batch_size=2, store=resumed, progress=False)
+    assert _answers(again) == _answers(cold)
+    assert zero_shot(smollm, "re", FOUR_RE, batch_size=2, store=resumed, progress=False)["cached"].all()
+
+
+@pytest.mark.slow
+def test_zero_shot_on_two_workers_equals_one(tmp_path):
+    """Each batch runs on the fixed thread count: two worker processes answer as this process does."""
+    from olacore.zeroshot import zero_shot
+
+    here = zero_shot("smollm2-135m", "re", FOUR_RE, batch_size=2, device="cpu", workers=1,
+                     store=TensorStore(tmp_path / "one"), progress=False)
+    spread = zero_shot("smollm2-135m", "re", FOUR_RE, batch_size=2, device="cpu", workers=2,
+                       store=TensorStore(tmp_path / "two"), progress=False)
+    assert _answers(here) == _answers(spread) and (~spread["cached"]).all()
+    one, two = TensorStore(tmp_path / "one"), TensorStore(tmp_path / "two")
+    keys = sorted(path.stem for path in (tmp_path / "one").rglob("*.safetensors"))
+    assert len(keys) == 4 and keys == sorted(path.stem for path in (tmp_path / "two").rglob("*.safetensors"))
+    assert all(torch.equal(one.get(key)[0]["tokens"], two.get(key)[0]["tokens"]) for key in keys)

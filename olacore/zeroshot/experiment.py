@@ -9,15 +9,19 @@ answers score as wrong and are counted.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Sequence
 
 import pandas as pd
 import torch
 
 from olacore.corpora import SEMEVAL_LABELS, NERSentence, RelationExample
-from olacore.settings import resolve_device
+from olacore.settings import check_compute_options, cpu_workers, resolve_device
 from olacore.store import TensorStore, code_digest
-from olacore.zeroshot.generate import GenerativeLM, answer_identity, generate_greedy, load_generator
+from olacore.timing import progress as progress_bar
+from olacore.zeroshot.generate import (GenerativeLM, answer_identity, decode_batch, decode_job, load_generator,
+                                       tokenize_prompts)
 from olacore.zeroshot.parse import RELATION_TYPES, parse_entities, parse_relation
 from olacore.zeroshot.prompts import PROMPTS, build_prompt, prompt_form
 
@@ -30,15 +34,25 @@ def _decoding(task: str, form: str) -> dict:
             "stop": list(spec.stop(form)), "end_of_turn": True}
 
 
+def _batches(count: int, batch_size: int) -> list[range]:
+    """The fixed batches of ``count`` distinct prompts: batch ``j`` holds prompts ``j * batch_size`` onwards."""
+    return [range(first, min(first + batch_size, count)) for first in range(0, count, batch_size)]
+
+
 def answer_keys(store: TensorStore, fingerprint: str, task: str, form: str, prompts: Sequence[str],
-                texts: Sequence[str], *, device: str) -> list[str]:
+                texts: Sequence[str], *, device: str, batch_size: int = 16, shared: int = 0) -> list[str]:
     """The store key of each answer: model fingerprint, task, form, decoding, prompt, text, ``device`` (the type:
-    ``"cpu"``, ``"cuda"``) and the :func:`olacore.store.code_digest` of this module and what it imports (prompts,
-    decoder)."""
+    ``"cpu"``, ``"cuda"``), the :func:`olacore.store.code_digest` of this module and what it imports (prompts,
+    decoder), and what else the answer's bits depend on: the prompts of its fixed batch (``prompts`` are distinct and
+    in order, cut into batches of ``batch_size``) and ``shared``, the token prefix run once per batch."""
     decoding, code = _decoding(task, form), code_digest(__name__)
-    return [store.key(kind="zero-shot-answer", model=fingerprint, task=task, form=form, decoding=decoding,
-                      prompt=prompt, text=text, device=device, code=code)
-            for prompt, text in zip(prompts, texts)]
+    keys = []
+    for batch in _batches(len(prompts), batch_size):
+        members = hashlib.sha256(json.dumps([prompts[i] for i in batch], ensure_ascii=False).encode()).hexdigest()
+        keys += [store.key(kind="zero-shot-answer", model=fingerprint, task=task, form=form, decoding=decoding,
+                           prompt=prompts[i], text=texts[i], device=device, code=code, batch=members, shared=shared)
+                 for i in batch]
+    return keys
 
 
 def _check_examples(task: str, examples: Sequence) -> list:
@@ -56,7 +70,7 @@ def _check_examples(task: str, examples: Sequence) -> list:
 
 
 def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form: str = "auto", batch_size: int = 16,
-              device: str | torch.device | None = None, progress: bool = True,
+              device: str | torch.device | None = None, workers: int | None = None, progress: bool = True,
               store: TensorStore | None = None) -> pd.DataFrame:
     """Zero-shot prompting of a causal LM on ``examples``: one parsed row per example (the paper's TOA baseline).
 
@@ -66,7 +80,14 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
         task: ``"re"`` (SemEval-2010 Task 8 :class:`RelationExample` records) or ``"ner"`` (WNUT-17
             :class:`NERSentence` records).
         form: ``"auto"`` (chat template where the tokenizer has one, else plain), ``"chat"`` or ``"plain"``.
-        batch_size: prompts decoded together on a miss (16 measured fastest on the 2-core CPU; book/design.md).
+        batch_size: prompts decoded together (16 measured fastest on the 2-core CPU; book/design.md). The distinct
+            prompts, in their given order, are cut into fixed batches of ``batch_size``, each starting with the token
+            prefix all of them share; a batch with any answer missing from ``store`` is decoded whole, so an answer
+            never depends on what was cached (its key names its batch, :func:`answer_keys`).
+        workers: processes decoding the missing batches on a CPU, each loading the model once (default one per core,
+            :func:`olacore.settings.cpu_workers`); a :class:`GenerativeLM`, a GPU or a single missing batch runs here.
+            Every batch runs on :data:`olacore.settings.COMPUTE_THREADS` threads: the answers are the same for any
+            ``workers``.
         store: default ``TensorStore()``.
 
     Returns:
@@ -75,37 +96,65 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
         bad_line, outside_type, not_in_sentence, overlap`` (``gold`` and ``tags`` are BIO tuples).
 
     Raises:
-        ValueError: unknown task, empty or mistyped examples, an encoder or unknown model.
+        ValueError: unknown task, empty or mistyped examples, an encoder or unknown model, ``batch_size`` below 1.
     """
     examples = _check_examples(task, examples)
+    check_compute_options(workers, device)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1; got {batch_size!r}")
     store = store if store is not None else TensorStore()
     name, tokenizer, fingerprint = answer_identity(model)
     form = prompt_form(tokenizer, form)
     prompts = [build_prompt(tokenizer, task, x, form) for x in examples]
     where = model.device.type if isinstance(model, GenerativeLM) else resolve_device(device).type
-    keys = answer_keys(store, fingerprint, task, form, prompts, [x.text for x in examples], device=where)
+    distinct = list(dict.fromkeys(zip(prompts, (x.text for x in examples))))  # a repeated example is asked once
+    ids, shared = tokenize_prompts(tokenizer, [p for p, _ in distinct], add_special_tokens=form == "plain")
+    keys = answer_keys(store, fingerprint, task, form, [p for p, _ in distinct], [t for _, t in distinct],
+                       device=where, batch_size=batch_size, shared=shared)
     answers: dict[str, dict] = {}
-    for key in dict.fromkeys(keys):
-        entry = store.get(key)
-        if entry is not None:
-            answers[key] = dict(entry[1], cached=True)
-    first: dict[str, int] = {}
-    for i, key in enumerate(keys):
-        first.setdefault(key, i)  # a repeated example is generated once
-    missing = [i for key, i in first.items() if key not in answers]
+    missing = []  # batches with an answer missing: decoded whole
+    for batch in _batches(len(distinct), batch_size):
+        found = {keys[i]: store.get(keys[i]) for i in batch}
+        if any(entry is None for entry in found.values()):
+            missing.append(batch)
+        else:
+            answers.update({key: dict(entry[1], cached=True) for key, entry in found.items()})
     if missing:
-        lm = model if isinstance(model, GenerativeLM) else load_generator(name, device=device)
         spec = PROMPTS[task]
-        made = generate_greedy(lm, [prompts[i] for i in missing], max_new_tokens=spec.max_new_tokens,
-                               add_special_tokens=form == "plain", stop=_decoding(task, form)["stop"],
-                               batch_size=batch_size, progress=progress)
-        for i, generation in zip(missing, made):
-            meta = {"answer": generation.text, "finish": generation.finish, "prompt_tokens": generation.prompt_tokens,
-                    "seconds": generation.seconds, "model": fingerprint, "task": task, "form": form}
-            store.put_or_warn(keys[i], {"tokens": torch.tensor(generation.tokens, dtype=torch.long)}, meta)
-            answers[keys[i]] = dict(meta, cached=False)
+        stop = _decoding(task, form)["stop"]
+        made = _decode(model, name, [[ids[i] for i in batch] for batch in missing], shared, spec.max_new_tokens, stop,
+                       device=device, workers=workers, progress=progress)
+        for batch, generations in zip(missing, made):
+            for i, generation in zip(batch, generations):
+                meta = {"answer": generation.text, "finish": generation.finish,
+                        "prompt_tokens": generation.prompt_tokens, "seconds": generation.seconds,
+                        "model": fingerprint, "task": task, "form": form}
+                if keys[i] not in store:
+                    store.put_or_warn(keys[i], {"tokens": torch.tensor(generation.tokens, dtype=torch.long)}, meta)
+                answers[keys[i]] = dict(meta, cached=False)
+    by_example = dict(zip(distinct, keys))
+    keys = [by_example[prompt, x.text] for prompt, x in zip(prompts, examples)]
     rows = [_row(task, x, answers[key], name, form) for x, key in zip(examples, keys)]
     return pd.DataFrame(rows)
+
+
+def _decode(model: str | GenerativeLM, name: str, batches: list[list[list[int]]], shared: int, max_new_tokens: int,
+            stop: list[str], *, device, workers: int | None, progress: bool) -> list[list]:
+    """:func:`olacore.zeroshot.generate.decode_batch` of each batch of token ids, in order: spread over worker
+    processes (:func:`olacore.workers.run_in_processes`, one job per batch) when ``model`` is a name on a CPU and
+    more than one batch and worker are at hand, else here."""
+    workers = cpu_workers(device) if workers is None else workers
+    spread = not isinstance(model, GenerativeLM) and resolve_device(device).type == "cpu" and workers > 1 \
+        and len(batches) > 1
+    if spread:
+        from olacore.workers import run_in_processes  # the pool: it changes no answer (not in the answers' keys)
+
+        jobs = [(name, "cpu", rows, shared, max_new_tokens, stop) for rows in batches]
+        return run_in_processes(decode_job, jobs, min(workers, len(jobs)), progress=progress,
+                                desc=f"zero-shot {name}")
+    lm = model if isinstance(model, GenerativeLM) else load_generator(name, device=device)
+    return [decode_batch(lm, rows, shared, max_new_tokens=max_new_tokens, stop=stop)
+            for rows in progress_bar(batches, enabled=progress, total=len(batches), desc=f"zero-shot {name}")]
 
 
 def _row(task: str, example, answer: dict, name: str, form: str) -> dict:

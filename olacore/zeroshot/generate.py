@@ -2,15 +2,15 @@
 
 :func:`olacore.loading.load_model` keeps only the base transformer; zero-shot prompting needs the LM head, so
 :func:`load_generator` loads ``AutoModelForCausalLM`` itself. :func:`generate_greedy` is plain greedy decoding
-(argmax, no sampling, no penalties), written out rather than ``model.generate`` for CPU speed: the instructions
-every prompt starts with (the longest common token prefix) run once, their KV cache copied into each batch, the
-example parts left-padded behind it. The answers equal ``model.generate``'s greedy ones up to float rounding
+(argmax, no sampling, no penalties) in fixed batches (:func:`decode_batch`, on
+:data:`olacore.settings.COMPUTE_THREADS` threads), written out rather than ``model.generate`` for CPU speed: the
+instructions every prompt starts with (the longest common token prefix) run once per batch, their KV cache repeated
+over the batch, the example parts left-padded behind it; :func:`decode_job` runs a batch in a worker process. The answers equal ``model.generate``'s greedy ones up to float rounding
 (``tests/test_zeroshot.py``).
 """
 
 from __future__ import annotations
 
-import copy
 import functools
 import os
 import time
@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Sequence
 import torch
 
 from olacore.loading import _classify, _hub_call, _local_folder, _quiet_transformers, model_fingerprint, model_kind
-from olacore.settings import resolve_device
+from olacore.settings import fixed_threads, resolve_device
 from olacore.timing import progress as progress_bar
 from olacore.zoo_build import zoo_folder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-__all__ = ["GenerativeLM", "Generation", "load_tokenizer", "load_generator", "answer_identity", "generate_greedy", "END_OF_TURN"]
+__all__ = ["GenerativeLM", "Generation", "load_tokenizer", "load_generator", "answer_identity", "generate_greedy",
+           "tokenize_prompts", "decode_batch", "decode_job", "END_OF_TURN"]
 
 #: Tokens that end an answer when the vocabulary has them (besides the configured EOS ids).
 END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<|eot_id|>", "<|end|>")
@@ -159,7 +160,7 @@ class Generation:
         text: the decoded answer (special tokens skipped), cut before the first stop string, stripped.
         tokens: the generated token ids (the end-of-turn token not included).
         finish: ``"eos"`` (end-of-turn token), ``"stop"`` (a stop string) or ``"length"`` (``max_new_tokens``).
-        seconds: batch time / batch size, plus this answer's share of the shared prefix's pass.
+        seconds: batch time (its shared prefix's pass included) / batch size.
     """
 
     text: str
@@ -184,52 +185,41 @@ def _common_prefix(sequences: list[list[int]]) -> int:
     return length
 
 
-@torch.inference_mode()
-def generate_greedy(lm: GenerativeLM, prompts: Sequence[str], *, max_new_tokens: int, add_special_tokens: bool,
-                    stop: Sequence[str] = (), batch_size: int = 8, progress: bool = False) -> list[Generation]:
-    """Greedy answers to ``prompts``, one :class:`Generation` each, in order; the shared prefix computed once.
-
-    Args:
-        prompts: full prompt texts (non-empty), batched in their given order.
-        add_special_tokens: let the tokenizer add its special tokens (plain prompts); ``False`` for chat-template
-            prompts, which hold them already.
-        stop: strings that end an answer (checked on the decoded answer after each step).
-
-    Raises:
-        ValueError: empty prompt list or prompt, ``max_new_tokens`` or ``batch_size`` below 1.
-    """
-    if not prompts or any(not p for p in prompts):
-        raise ValueError("prompts must be a non-empty list of non-empty strings")
-    if max_new_tokens < 1 or batch_size < 1:
-        raise ValueError(f"max_new_tokens and batch_size must be >= 1; got {max_new_tokens}, {batch_size}")
-    tokenizer, model, device = lm.tokenizer, lm.model, lm.device
+def tokenize_prompts(tokenizer: "PreTrainedTokenizerBase", prompts: Sequence[str], add_special_tokens: bool
+                     ) -> tuple[list[list[int]], int]:
+    """``(token ids of each prompt, shared)``: ``shared`` is the length of the longest token prefix all prompts share
+    (at most one less than the shortest prompt), which :func:`decode_batch` runs once per batch."""
     ids = [tokenizer(p, add_special_tokens=add_special_tokens)["input_ids"] for p in prompts]
+    return ids, _common_prefix(ids)
+
+
+@torch.inference_mode()
+def decode_batch(lm: GenerativeLM, rows: Sequence[Sequence[int]], shared: int, *, max_new_tokens: int,
+                 stop: Sequence[str] = ()) -> list[Generation]:
+    """Greedy answers to one batch of tokenized prompts whose first ``shared`` tokens are equal, in order.
+
+    The shared prefix runs once (batch of one), its KV cache repeated over the batch; the rest of each prompt is
+    left-padded behind it. Runs on :data:`olacore.settings.COMPUTE_THREADS` torch threads, so an answer depends only
+    on its batch and ``shared``, never on the process or machine load.
+    """
+    tokenizer, model, device = lm.tokenizer, lm.model, lm.device
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(sorted(lm.end_ids)), 0)
-    start = time.perf_counter()
-    shared = _common_prefix(ids)
-    prefix_cache = None
-    if shared:
-        prefix_cache = model(input_ids=torch.tensor([ids[0][:shared]], device=device), use_cache=True).cache
-    prefix_seconds = (time.perf_counter() - start) / len(prompts)
-    results: list[Generation] = []
-    bar = progress_bar(total=len(prompts), iterable=None, enabled=progress, desc=f"zero-shot {lm.name}")
-    for first in range(0, len(prompts), batch_size):
+    with fixed_threads():
         begin = time.perf_counter()
-        rows = ids[first:first + batch_size]
+        cache = None
+        if shared:
+            cache = model(input_ids=torch.tensor([list(rows[0][:shared])], device=device), use_cache=True).cache
         size, width = len(rows), max(len(r) - shared for r in rows)
         inputs = torch.full((size, width), pad, dtype=torch.long)
         present = torch.zeros((size, width), dtype=torch.long)
         for r, row in enumerate(rows):
-            suffix = row[shared:]
+            suffix = list(row[shared:])
             inputs[r, width - len(suffix):] = torch.tensor(suffix)
             present[r, width - len(suffix):] = 1
         mask = torch.cat([torch.ones((size, shared), dtype=torch.long), present], dim=1).to(device)
         positions = (shared + (present.cumsum(-1) - 1).clamp(min=0)).to(device)
-        cache = None
-        if prefix_cache is not None:
-            cache = copy.deepcopy(prefix_cache)
-            if size > 1:
-                cache.batch_repeat_interleave(size)
+        if cache is not None and size > 1:
+            cache.batch_repeat_interleave(size)
         out = model(input_ids=inputs.to(device), attention_mask=mask, position_ids=positions, cache=cache,
                     use_cache=True, logits_to_keep=1)
         generated: list[list[int]] = [[] for _ in rows]
@@ -258,10 +248,49 @@ def generate_greedy(lm: GenerativeLM, prompts: Sequence[str], *, max_new_tokens:
             positions = positions[:, -1:] + 1
             out = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=positions,
                         cache=out.cache, use_cache=True)
-        seconds = (time.perf_counter() - begin) / size + prefix_seconds
-        for r, row in enumerate(rows):
-            text = texts[r] if finish[r] == "stop" else tokenizer.decode(generated[r], skip_special_tokens=True)
-            results.append(Generation(text.strip(), tuple(generated[r]), finish[r], len(row), seconds))
-        bar.update(size)
-    bar.close()
+        seconds = (time.perf_counter() - begin) / size
+    results = []
+    for r, row in enumerate(rows):
+        text = texts[r] if finish[r] == "stop" else tokenizer.decode(generated[r], skip_special_tokens=True)
+        results.append(Generation(text.strip(), tuple(generated[r]), finish[r], len(row), seconds))
+    return results
+
+
+@functools.lru_cache(maxsize=1)
+def _worker_generator(name: str, device: str) -> GenerativeLM:
+    """The generator of a worker process, loaded once per process (kept while the process lives)."""
+    return load_generator(name, device=device)
+
+
+def decode_job(job: tuple) -> list[Generation]:
+    """One batch of :func:`decode_batch` in a worker process: ``(model name, device, rows, shared, max_new_tokens,
+    stop)``."""
+    name, device, rows, shared, max_new_tokens, stop = job
+    return decode_batch(_worker_generator(name, device), rows, shared, max_new_tokens=max_new_tokens, stop=stop)
+
+
+def generate_greedy(lm: GenerativeLM, prompts: Sequence[str], *, max_new_tokens: int, add_special_tokens: bool,
+                    stop: Sequence[str] = (), batch_size: int = 8, progress: bool = False) -> list[Generation]:
+    """Greedy answers to ``prompts``, one :class:`Generation` each, in order (:func:`decode_batch` per batch).
+
+    Args:
+        prompts: full prompt texts (non-empty), batched in their given order: batch ``j`` holds prompts
+            ``j * batch_size`` to ``(j + 1) * batch_size - 1``; every batch starts with the token prefix all of
+            ``prompts`` share.
+        add_special_tokens: let the tokenizer add its special tokens (plain prompts); ``False`` for chat-template
+            prompts, which hold them already.
+        stop: strings that end an answer (checked on the decoded answer after each step).
+
+    Raises:
+        ValueError: empty prompt list or prompt, ``max_new_tokens`` or ``batch_size`` below 1.
+    """
+    if not prompts or any(not p for p in prompts):
+        raise ValueError("prompts must be a non-empty list of non-empty strings")
+    if max_new_tokens < 1 or batch_size < 1:
+        raise ValueError(f"max_new_tokens and batch_size must be >= 1; got {max_new_tokens}, {batch_size}")
+    ids, shared = tokenize_prompts(lm.tokenizer, prompts, add_special_tokens)
+    results: list[Generation] = []
+    firsts = range(0, len(prompts), batch_size)
+    for first in progress_bar(firsts, enabled=progress, total=len(firsts), desc=f"zero-shot {lm.name}"):
+        results += decode_batch(lm, ids[first:first + batch_size], shared, max_new_tokens=max_new_tokens, stop=stop)
     return results
