@@ -57,12 +57,10 @@ chromium:
 test: $(STAMP) chromium
 	OLACORE_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
 
+# Each phase of the book against this machine's attainable one-core rate (a few minutes): a JSON record and
+# the table of book/compute.md, in book/generated. The other scripts of benchmarks/ compare methods.
 bench: $(STAMP)
-	$(PY) benchmarks/bench_ola.py
-	$(PY) benchmarks/bench_ssim.py
-	$(PY) benchmarks/bench_alti.py
-	$(PY) benchmarks/bench_zeroshot.py
-	$(PY) benchmarks/bench_toa.py
+	$(PY) benchmarks/bench_phases.py
 
 # On a machine with CUDA: CUDA tests, paper-scale benchmarks and chapter 03 on the GPU, one JSON
 # report (scripts/gpu_check.py). Without CUDA it runs the CPU parts and says so.

@@ -1,7 +1,10 @@
-"""Timing the OLA recurrence against enumeration and against its bare matrix products.
+"""Speed against the machine: the OLA recurrence against enumeration and its bare products, and each phase of the
+book against this machine's attainable fp32 rate.
 
-Used by ``benchmarks/bench_ola.py`` and the derivation chapter. Ratios are measured in one run, on
-the same random inputs and thread count; they are reported, never asserted.
+Used by ``benchmarks/bench_ola.py`` and the derivation chapter (:func:`time_ola`), and by ``make bench``
+(``benchmarks/bench_phases.py``: :func:`attainable_rate`, :func:`measure_phase` and the phase units, the table on the
+compute page, :func:`bench_table`). Ratios and shares are measured in one run, on the same inputs and thread count;
+they are reported, never asserted.
 """
 
 from __future__ import annotations
@@ -9,9 +12,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from olacore.ola import order_level_attention, order_level_attention_bruteforce
+from olacore.settings import fixed_threads
 
 
 @dataclass(frozen=True)
@@ -80,3 +85,218 @@ def time_ola(num_layers: int, max_order: int, size: int, batch: int, repeats: in
 
     bare = _best_of(repeats, bare_products)
     return OLATiming(num_layers, max_order, size, batch, recurrence, enumeration, bare)
+
+
+# --------------------------------------------------------------------------------------------
+# The book's phases against the machine (``make bench``, benchmarks/bench_phases.py)
+# --------------------------------------------------------------------------------------------
+
+#: The book's phases, in the order the table lists them.
+PHASES = ("extraction", "ALTI", "adapters", "proxy", "zero-shot")
+
+
+@dataclass(frozen=True)
+class PhaseCost:
+    """One representative unit of a phase's work, against the machine.
+
+    ``flops``: the matrix-product and convolution FLOPs torch's own counter
+    (:class:`torch.utils.flop_counter.FlopCounterMode`) counts in one run of the unit, backward passes included
+    (element-wise work, softmax and normalisations are not counted); ``cpu_seconds`` and ``wall_seconds``: the
+    best of the timed runs (CPU of this process, one torch thread).
+    """
+
+    phase: str
+    unit: str
+    flops: int
+    cpu_seconds: float
+    wall_seconds: float
+
+    @property
+    def gflops_per_second(self) -> float:
+        """Achieved rate: counted GFLOP over CPU seconds."""
+        return self.flops / 1e9 / self.cpu_seconds if self.cpu_seconds > 0 else 0.0
+
+    def share(self, attainable: float) -> float:
+        """Achieved rate as a share of ``attainable`` GFLOP/s."""
+        return self.gflops_per_second / attainable
+
+
+def count_flops(function) -> int:
+    """FLOPs torch's counter sees in one call of ``function()`` (matrix products, convolutions, attention kernels)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        function()
+    return int(counter.get_total_flops())
+
+
+def attainable_rate(size: int = 1024, repeats: int = 5) -> float:
+    """This machine's attainable fp32 rate on one torch thread, GFLOP/s: ``2 size^3`` FLOPs over the best CPU
+    seconds of ``repeats`` ``torch.mm`` of two ``size x size`` float32 matrices, after one untimed call. CPU
+    seconds, as the phases are measured: on a shared machine, time spent waiting for a core is not counted.
+
+    Raises:
+        ValueError: ``size`` or ``repeats`` below 1.
+    """
+    if size < 1 or repeats < 1:
+        raise ValueError(f"size and repeats must be >= 1; got {size}, {repeats}")
+    generator = torch.Generator().manual_seed(0)
+    a, b = (torch.randn(size, size, generator=generator) for _ in range(2))
+    with fixed_threads(1):
+        torch.mm(a, b)
+        seconds = float("inf")
+        for _ in range(repeats):
+            start = time.process_time()
+            torch.mm(a, b)
+            seconds = min(seconds, time.process_time() - start)
+    return 2 * size**3 / max(seconds, 1e-9) / 1e9
+
+
+def measure_phase(phase: str, unit: str, function, repeats: int = 2) -> PhaseCost:
+    """Count ``function()``'s FLOPs in one call (which also pays the one-time costs: first use of a kernel or a
+    shape), then time ``repeats`` more calls, CPU and wall, best of each, on one torch thread. ``function`` must do
+    the same work each call (its FLOPs are counted once).
+    """
+    with fixed_threads(1):
+        flops = count_flops(function)
+        cpu = wall = float("inf")
+        for _ in range(max(1, repeats)):
+            start, start_cpu = time.perf_counter(), time.process_time()
+            function()
+            cpu = min(cpu, time.process_time() - start_cpu)
+            wall = min(wall, time.perf_counter() - start)
+    return PhaseCost(phase, unit, flops, cpu, wall)
+
+
+def bench_texts(count: int) -> list[str]:
+    """``count`` UD EWT dev sentences spread evenly over the split (:func:`olacore.ud.evenly_spread`)."""
+    from olacore.ud import evenly_spread, read_ewt_syntax
+
+    return [s.text for s in evenly_spread(read_ewt_syntax("dev").sentences, count)]
+
+
+def extraction_units(model_name: str, texts: list[str]) -> list[tuple[str, str, object]]:
+    """Extraction and ALTI of ``texts`` with one model: ``(phase, unit, function)`` triples. Extraction twice: one
+    text per call, and all in one public call (whatever batching :func:`~olacore.extraction.extract_attention` does)."""
+    from olacore.alti import alti
+    from olacore.extraction import extract_attention
+    from olacore.loading import load_model
+
+    model = load_model(model_name, device="cpu")
+    count = f"{len(texts)} EWT sentences"
+
+    def per_text():
+        for text in texts:
+            extract_attention(model, [text], progress=False)
+
+    return [
+        ("extraction", f"{model_name}, {count}, one text per call", per_text),
+        ("extraction", f"{model_name}, {count}, one call", lambda: extract_attention(model, texts, progress=False)),
+        ("ALTI", f"{model_name}, {count}, one call", lambda: alti(model, texts, progress=False)),
+    ]
+
+
+def adapter_unit(sentences: int, seed: int = 0) -> tuple[str, str, object]:
+    """One training epoch of the syntax chapter's default adapter (DP head, order 1+2 raw and clean, word grid) over
+    the word counts of the first ``sentences`` EWT train sentences (the chapter trains on the first ones; cut at its
+    ``max_tokens``), on random row-stochastic maps: the FLOPs depend on the sizes only."""
+    from olacore.profiles import settings
+    from olacore.toa.data import InputSpec
+    from olacore.toa.model import ToaModel
+    from olacore.toa.train import optimiser_for, train_epoch
+    from olacore.ud import read_ewt_syntax
+
+    config = settings("syntax", "default")
+    spec, training = InputSpec(), config.training
+    lengths = [min(len(s), config.max_tokens or len(s)) for s in read_ewt_syntax("train").sentences[:sentences]]
+    rng = np.random.default_rng(seed)
+    inputs = [random_row_stochastic(1, spec.num_channels, n, causal=False, seed=seed + i)[0]
+              for i, n in enumerate(lengths)]
+    targets = [{"words": np.arange(n), "heads": rng.integers(0, n, n), "rels": rng.integers(0, 40, n)} for n in lengths]
+    torch.manual_seed(seed)
+    model = ToaModel("dependency", spec.num_channels, 40, config.adapter)
+    steps = -(-sentences // training.batch_size)
+    optimiser, schedule = optimiser_for(model, training, 10 * steps)
+
+    def epoch():
+        train_epoch(model, inputs, targets, optimiser, schedule, training, torch.Generator().manual_seed(seed))
+
+    adapter = config.adapter
+    unit = (f"DP adapter (dim {adapter.dim}, depth {adapter.depth}), one epoch: the first {sentences} EWT train sentences "
+            f"(mean {np.mean(lengths):.0f} words), {steps} step{'s' * (steps > 1)} of {training.batch_size}")
+    return "adapters", unit, epoch
+
+
+def proxy_unit(steps: int, seed: int = 0) -> tuple[str, str, object]:
+    """``steps`` training steps of the quantitative chapter's default proxy (ResNet-18 of its width, its map size,
+    orders and batch) on random maps of two source models, with one validation at the end."""
+    from dataclasses import replace
+
+    from olacore.profiles import settings
+    from olacore.proxy.train import train_proxy
+
+    config = settings("quantitative", "default")
+    proxy = replace(config.proxy, iterations=steps, eval_every=steps)
+    shape = (config.proxy_num_texts, config.max_order, config.proxy_size, config.proxy_size)
+    sources = [torch.rand(shape, generator=torch.Generator().manual_seed(seed + s)) for s in range(2)]
+    unit = (f"ResNet-18 (width {proxy.width}), {steps} steps of {proxy.batch_size} maps "
+            f"{config.max_order} x {config.proxy_size} x {config.proxy_size}, one validation")
+    return "proxy", unit, lambda: train_proxy(sources, None, proxy, seed=seed, device="cpu", progress=False)
+
+
+def zero_shot_unit(model_name: str, prompts: int, batch_size: int = 16) -> tuple[str, str, object]:
+    """Greedy answers to ``prompts`` SemEval dev RE prompts (spread evenly) with ``model_name``, as the zero-shot
+    chapter decodes them (:func:`olacore.zeroshot.generate_greedy`, shared prefix once, batches of ``batch_size``)."""
+    from olacore.corpora import read_semeval
+    from olacore.ud import evenly_spread
+    from olacore.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form
+
+    lm = load_generator(model_name, device="cpu")
+    form = prompt_form(lm.tokenizer)
+    texts = [build_prompt(lm.tokenizer, "re", x, form) for x in evenly_spread(read_semeval("dev").items, prompts)]
+    spec = PROMPTS["re"]
+
+    def answer():
+        generate_greedy(lm, texts, max_new_tokens=spec.max_new_tokens, add_special_tokens=form == "plain",
+                        batch_size=batch_size)
+
+    return "zero-shot", f"{model_name}, {prompts} SemEval RE prompts, greedy, at most {spec.max_new_tokens} tokens", \
+        answer
+
+
+def machine_description() -> str:
+    """CPU model and the cores this process may use, e.g. ``"AMD EPYC, 2 cores"``."""
+    import os
+    import platform
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return f"{model}, {cores} cores"
+
+
+def bench_table(record: dict) -> str:
+    """The MyST Markdown table of a bench record (the JSON ``benchmarks/bench_phases.py`` writes): per unit its phase,
+    GFLOP, CPU s, GFLOP/s and share of the attainable rate, under a line and a caption saying what, where and when."""
+    attainable = record["attainable_gflops"]
+    rows = ["| phase | unit of work | GFLOP | CPU s | GFLOP/s | share of attainable |",
+            "|---|---|---:|---:|---:|---:|"]
+    for row in record["rows"]:
+        cost = PhaseCost(row["phase"], row["unit"], row["flops"], row["cpu_seconds"], row["wall_seconds"])
+        rows.append(f"| {cost.phase} | {cost.unit} | {cost.flops / 1e9:,.2f} | {cost.cpu_seconds:.2f} | "
+                    f"{cost.gflops_per_second:.1f} | {cost.share(attainable):.0%} |")
+    note = f" {record['note'].rstrip('.')}." if record.get("note") else ""
+    return (
+        f"Measured by `make bench` on {record['measured_at']} UTC, on {record['machine']}, torch "
+        f"{record['torch']}, one thread, float32 (load average {record['load_average']:.2f} at the start).{note}\n\n"
+        ":::{table} Each phase of the book against the machine: one representative unit of its work, the FLOPs "
+        "torch's counter finds in it (matrix products and convolutions, backward passes included; element-wise "
+        "work not counted), its CPU seconds on one thread (best of "
+        f"{record['repeats']}), the achieved rate and its share of the attainable rate, "
+        f"{attainable:.1f} GFLOP/s ({record['attainable_how']}).\n"
+        ":name: tbl-compute-bench\n\n" + "\n".join(rows) + "\n:::\n"
+    )

@@ -68,6 +68,11 @@ PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
 SUMMARY_TAG, DOWNLOAD_TAG = "olacore-parameters", "olacore-download"
 RUNNING_TIME_TAG, PEAK_MEMORY_TAG = "olacore-running-time", "olacore-peak-memory"
 COMPUTE_TABLE = "compute_table.md"  # in the output folder; included by book/compute.md
+# In the output folder too, also included by book/compute.md: the phases against the machine, written by
+# `make bench` (benchmarks/bench_phases.py); until then a line saying how to fill it (write_compute_table).
+BENCH_TABLE = "bench.md"
+BENCH_PLACEHOLDER = ("*No benchmark has been run into this book's output folder yet: run `make bench` "
+                     "(`python benchmarks/bench_phases.py`, about three minutes) and build the book again.*\n")
 
 # The last cell of every executed chapter (removed from the executed notebook), in bytes:
 # ``peak_rss_bytes``, the largest resident set of the kernel or of one of its finished worker
@@ -426,7 +431,11 @@ def compute_table(out_dir: Path) -> str:
 
 
 def write_compute_table(out_dir: Path) -> Path:
-    """Write :func:`compute_table` to ``<out_dir>/compute_table.md`` (included by ``book/compute.md``)."""
+    """Write :func:`compute_table` to ``<out_dir>/compute_table.md`` and, where ``make bench`` has not written
+    ``<out_dir>/bench.md`` yet, a line there saying how to (both included by ``book/compute.md``)."""
+    bench = Path(out_dir) / BENCH_TABLE
+    if not bench.is_file():
+        atomic_write_text(bench, BENCH_PLACEHOLDER)
     return atomic_write_text(Path(out_dir) / COMPUTE_TABLE, compute_table(out_dir))
 
 

@@ -271,6 +271,17 @@ def test_compute_table_is_generated_from_the_records(tmp_path):
     assert "Test CPU 9000, 2 cores" in text and "2026-12-02 10:00" in text and "2026-12-02 11:30" in text
 
 
+def test_bench_table_is_a_placeholder_until_a_bench_writes_it(tmp_path):
+    runner = load_runner()
+    out = tmp_path / "generated"
+    runner.write_compute_table(out)
+    placeholder = (out / "bench.md").read_text()
+    assert "|" not in placeholder and "make bench" in placeholder  # no bench yet: how to fill it
+    (out / "bench.md").write_text("| a bench table |\n")
+    runner.write_compute_table(out)  # a later page's run keeps the bench's table
+    assert (out / "bench.md").read_text() == "| a bench table |\n"
+
+
 def test_records_of_chapters_whose_source_is_gone_are_dropped(tmp_path):
     out = tmp_path / "generated"
     for name in ("01_a", "03_old_name", "a1_b"):
