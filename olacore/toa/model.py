@@ -35,12 +35,14 @@ reads OLA only and works with or without a BOS/[CLS] token.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict
+from typing import Any, Literal
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from olacore.checked import Bool, Fraction, NonNegativeInt, PositiveInt, settings_class
 
 __all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "make_backbone", "BACKBONES",
            "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel",
@@ -63,7 +65,7 @@ def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -
     return torch.log1p(scaled) if transform == "log-length" else scaled
 
 
-@dataclass(frozen=True)
+@settings_class
 class AdapterConfig:
     """Sizes of the TOA adapter (backbone and task heads).
 
@@ -90,43 +92,30 @@ class AdapterConfig:
         backbone: ``"masked"`` (:class:`AxialBackbone`) or ``"package"`` (the official network, no padding mask).
 
     Raises:
-        ValueError: a bad size, ``heads`` not dividing ``dim``, a dropout outside ``[0, 1)``, an unknown option.
+        olacore.checked.SettingsError: (a ValueError, one line naming the field) a bad size, ``heads`` not dividing
+            ``dim``, a dropout outside ``[0, 1)``, an unknown option.
     """
 
-    dim: int = 32
-    depth: int = 2
-    heads: int = 4
-    ffn_mult: int = 2
-    ffn_kernel: int = 3
-    local_mix: bool = True
-    dropout: float = 0.0
-    arc_dim: int = 64
-    rel_dim: int = 32
-    mlp_dropout: float = 0.33
-    pair_scores: bool = True
-    input_transform: str = "log-length"
-    offset_embedding: int = 0
-    backbone: str = "masked"
+    dim: PositiveInt = 32
+    depth: PositiveInt = 2
+    heads: PositiveInt = 4
+    ffn_mult: PositiveInt = 2
+    ffn_kernel: PositiveInt = 3
+    local_mix: Bool = True
+    dropout: Fraction = 0.0
+    arc_dim: PositiveInt = 64
+    rel_dim: PositiveInt = 32
+    mlp_dropout: Fraction = 0.33
+    pair_scores: Bool = True
+    input_transform: Literal[INPUT_TRANSFORMS] = "log-length"
+    offset_embedding: NonNegativeInt = 0
+    backbone: Literal[BACKBONES] = "masked"
 
     def __post_init__(self) -> None:
-        if isinstance(self.offset_embedding, bool) or not isinstance(self.offset_embedding, int) or self.offset_embedding < 0:
-            raise ValueError(f"AdapterConfig.offset_embedding must be an int >= 0; got {self.offset_embedding!r}")
         if self.ffn_kernel not in (1, 3, 5):
             raise ValueError(f"AdapterConfig.ffn_kernel must be 1, 3 or 5; got {self.ffn_kernel!r}")
-        for name in ("dim", "depth", "heads", "ffn_mult", "arc_dim", "rel_dim"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"AdapterConfig.{name} must be a positive int; got {value!r}")
         if self.dim % self.heads:
             raise ValueError(f"AdapterConfig.heads ({self.heads}) must divide dim ({self.dim})")
-        for name in ("dropout", "mlp_dropout"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"AdapterConfig.{name} must be in [0, 1); got {value!r}")
-        if self.input_transform not in INPUT_TRANSFORMS:
-            raise ValueError(f"AdapterConfig.input_transform must be one of {INPUT_TRANSFORMS}; got {self.input_transform!r}")
-        if self.backbone not in BACKBONES:
-            raise ValueError(f"AdapterConfig.backbone must be one of {BACKBONES}; got {self.backbone!r}")
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form (cache keys, records)."""

@@ -32,13 +32,15 @@ import dataclasses
 import hashlib
 import time
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Annotated, Any, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import AfterValidator
 
 from olacore.augment import Augmentation, augment
+from olacore.checked import Fraction, NonNegativeFloat, PositiveFloat, PositiveInt, Str, settings_class
 from olacore.metrics import attachment_scores, entity_counts, entity_f1, f1_of_counts, semeval_scores, token_accuracy
 from olacore.settings import resolve_device
 from olacore.store import TensorStore, code_digest
@@ -184,7 +186,17 @@ def attachment_words(items: Sequence[TaskItem], predictions: Sequence[dict[str, 
     return gold_heads, gold_rels, pred_heads, pred_rels, punct
 
 
-@dataclass(frozen=True)
+def _torch_device(name: str) -> str:
+    """``name`` if torch knows it as a device (whether this machine has it is checked when training)."""
+    try:
+        torch.device(name)
+    except RuntimeError:
+        raise ValueError(f"{name!r} is no torch device; give \"cpu\", \"cuda\", \"cuda:0\", \"mps\" or null (CUDA when "
+                         "available)") from None
+    return name
+
+
+@settings_class
 class TrainConfig:
     """How an adapter is trained.
 
@@ -199,31 +211,20 @@ class TrainConfig:
         device: ``None`` (CUDA if available) or a torch device name.
 
     Raises:
-        ValueError: a non-positive size or rate, a negative weight, ``warmup`` outside [0, 1).
+        olacore.checked.SettingsError: (a ValueError, one line naming the field) a non-positive size or rate, a
+            negative weight, ``warmup`` outside [0, 1), a ``device`` torch does not know.
     """
 
-    epochs: int = 10
-    lr: float = 2e-3
-    weight_decay: float = 0.01
-    batch_size: int = 8
-    warmup: float = 0.1
-    clip: float = 1.0
+    epochs: PositiveInt = 10
+    lr: PositiveFloat = 2e-3
+    weight_decay: NonNegativeFloat = 0.01
+    batch_size: PositiveInt = 8
+    warmup: Fraction = 0.1
+    clip: NonNegativeFloat = 1.0
     augment: Augmentation | None = None
-    ner_o_weight: float = 0.5
-    eval_batch_size: int = 32
-    device: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "eval_batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"TrainConfig.{name} must be a positive int; got {value!r}")
-        if not self.lr > 0:
-            raise ValueError(f"TrainConfig.lr must be positive; got {self.lr!r}")
-        if self.weight_decay < 0 or self.clip < 0 or self.ner_o_weight < 0:
-            raise ValueError("TrainConfig.weight_decay, clip and ner_o_weight must be >= 0")
-        if not 0 <= self.warmup < 1:
-            raise ValueError(f"TrainConfig.warmup must be in [0, 1); got {self.warmup!r}")
+    ner_o_weight: NonNegativeFloat = 0.5
+    eval_batch_size: PositiveInt = 32
+    device: Annotated[Str, AfterValidator(_torch_device)] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able form; the device is left out (the key holds the device type)."""
