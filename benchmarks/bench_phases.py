@@ -65,6 +65,7 @@ def run(quick: bool = False, repeats: int | None = None, note: str = "", models:
     ``models``: those whose extraction and ALTI are measured (default: the size's)."""
     default_models, num_texts, sentences, steps, prompts, default_repeats = SIZES["quick" if quick else "default"]
     models, repeats = models or default_models, repeats or default_repeats
+    started = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     size = 1024
     attainable = attainable_rate(size, repeats=5)
@@ -84,7 +85,7 @@ def run(quick: bool = False, repeats: int | None = None, note: str = "", models:
         print(f"{phase:10s} {cost.flops / 1e9:8.2f} GFLOP {cost.cpu_seconds:7.2f} CPU s "
               f"{cost.gflops_per_second:6.1f} GFLOP/s {cost.share(attainable):5.0%}  {unit}", flush=True)
     return {
-        "measured_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M"),
+        "measured_at": started,
         "machine": machine_description(),
         "torch": torch.__version__,
         "load_average": load,
