@@ -388,6 +388,8 @@ def zero_shot_rows(settings: TransferSettings, *, progress: bool = False, store=
     a label per word. UNER's ``ner`` is not yet: the prompt and parser name WNUT-17's six types, not PER / LOC / ORG.
 
     Args:
+        settings: the tasks, their test subsets, the models, and ``workers`` (the processes decoding missing answers;
+            ``None``: one per core).
         store: holds the answers.
 
     Returns:
@@ -401,7 +403,8 @@ def zero_shot_rows(settings: TransferSettings, *, progress: bool = False, store=
     for task in [t for t in settings.tasks if t in PROMPTED]:
         examples = task_splits(task, settings)["test"]
         for model in settings.zero_shot_models:
-            answers = zero_shot(model, ZERO_SHOT_TASK[task], examples, progress=progress, store=store)
+            answers = zero_shot(model, ZERO_SHOT_TASK[task], examples, workers=settings.workers, progress=progress,
+                                store=store)
             s = zero_shot_scores(answers, ZERO_SHOT_TASK[task])
             row = {"task": task, "model": model, "form": answers["form"].iloc[0], "n": s["n"],
                    "unparseable": s["unparseable"]}
