@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -209,3 +212,33 @@ def test_dask_not_installed_is_one_line(monkeypatch):
 def test_results_travel_by_value():
     arrays = run_in_processes(np.arange, [3, 4], 2, progress=False)
     assert [a.tolist() for a in arrays] == [[0, 1, 2], [0, 1, 2, 3]]
+
+
+def _chapter(chapter: str, root: Path, env: dict[str, str]) -> list:
+    """Execute ``chapter`` at profile=smoke with an empty tensor cache of its own (the built models shared by a link);
+    return its recorded numbers."""
+    from conftest import ROOT
+    from olacore.settings import cache_dir
+
+    cache = root / "cache"
+    cache.mkdir(parents=True)
+    (cache / "models").symlink_to(cache_dir("models"), target_is_directory=True)
+    env = {**os.environ, "OLACORE_CACHE": str(cache), "PYTHONPATH": str(ROOT), **env}
+    command = [sys.executable, str(ROOT / "scripts" / "execute_notebooks.py"), str(ROOT / "notebooks" / f"{chapter}.py"),
+               "--profile", "smoke", "--out", str(root / "out"), "--force"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads((root / "out" / "results" / f"{chapter}.json").read_text())["records"]
+
+
+@pytest.mark.slow
+def test_chapter_04_on_a_dask_cluster_records_the_numbers_of_a_local_run(dask_client, tmp_path):
+    """Chapter 04 extracts maps (per_text) and trains proxies (run_cached) with workers; with
+    $OLACORE_DASK_SCHEDULER set its kernel sends them to the cluster."""
+    from distributed import get_task_stream
+
+    local = _chapter("04_proxy", tmp_path / "local", {})
+    with get_task_stream(client=dask_client) as stream:
+        on_dask = _chapter("04_proxy", tmp_path / "dask", {DASK_ENV: dask_client.scheduler.address})
+    assert stream.data, "no job of the chapter ran on the cluster"
+    assert on_dask == local
