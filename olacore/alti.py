@@ -35,6 +35,7 @@ plain product (``compute_joint_attention`` there, last layer kept). Where we dif
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -42,12 +43,12 @@ import torch
 
 from olacore.alti_families import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
 from olacore.alti_math import alti_rollout, layer_contributions, layer_factors
-from olacore.extraction import _forward_kwargs, tokenize
+from olacore.extraction import (Extraction, _attention_budget, _attention_bytes, _forward, _head_means, run_batched,
+                                tokenize)
 from olacore.loading import LoadedModel
-from olacore.pipeline import Product, cached_per_text
+from olacore.pipeline import Product, cached_per_text, store_attention
 from olacore.settings import fixed_threads
 from olacore.store import TensorStore
-from olacore.timing import progress as progress_bar
 from olacore.workers import per_text
 
 __all__ = [
@@ -67,7 +68,8 @@ ALTI_SETTINGS = {
     "norm": "linearised at the real statistics (sqrt(var + eps) / sqrt(mean sq + eps))",
     "rollout": "C^(N) ... C^(1), float64",
     "dtype": "float32",
-    "batches": "one text per forward pass",
+    "batches": "the bits of one text a forward pass; texts of equal length share a pass (no padding) where a "
+               "self-test on the machine shows it gives those bits",
     "threads": "olacore.settings.COMPUTE_THREADS = 1",
 }
 #: The cached product: keyed by :data:`ALTI_SETTINGS` and the code of this module and what it imports.
@@ -94,6 +96,21 @@ class ALTIResult:
     rollout: torch.Tensor
 
 
+@dataclass
+class _ALTIPass(ALTIResult):
+    """An :class:`ALTIResult` and the head-averaged attention of the same forward pass: ``(N, T, T)`` float32 CPU,
+    bit-identical to :func:`~olacore.extraction.extract_attention`'s, or ``None`` for a text over the attention
+    budget (which extraction refuses)."""
+
+    attentions: torch.Tensor | None = None
+
+    def alti(self) -> ALTIResult:
+        return ALTIResult(**{f.name: getattr(self, f.name) for f in dataclasses.fields(ALTIResult)})
+
+    def extraction(self) -> Extraction:
+        return Extraction(self.text, self.tokens, self.offsets, self.is_causal, self.attentions)
+
+
 # --------------------------------------------------------------------------------------------
 # Running a model
 # --------------------------------------------------------------------------------------------
@@ -105,26 +122,19 @@ def _run(
     on_text_layer: Callable[[int, int, dict, LayerWeights], None],
     progress: bool,
 ) -> ALTIFamily:
-    """One forward pass per text, never shared (bits independent of the other texts); calls
-    ``on_text_layer(text, layer, record, weights)``.
-    """
-    backbone = model.backbone
-    family = family_of(backbone)
-    weights = [layer_weights(backbone, family, layer) for layer in range(model.num_layers)]
-    kwargs = {"return_dict": True, **_forward_kwargs(backbone)}
-    if family.needs_output_attentions:
-        kwargs["output_attentions"] = True
-    for index, (ids, _, _) in enumerate(
-            progress_bar(encoded, enabled=progress and bool(encoded), desc=f"ALTI {model.name}", leave=False)):
-        input_ids = torch.tensor([ids], dtype=torch.long, device=model.device)
+    """One hooked forward pass per text (the verification oracle's, ``tests/alti_reference.py``); calls
+    ``on_text_layer(text, layer, record, weights)`` with the text's tensors of each layer."""
+    family = family_of(model.backbone)
+    weights = [layer_weights(model.backbone, family, layer) for layer in range(model.num_layers)]
+    for index, (ids, _, _) in enumerate(encoded):
         seen: list[int] = []
 
         def on_layer(layer: int, record: dict) -> None:
             seen.append(layer)
             on_text_layer(index, layer, {key: tensor[0] for key, tensor in record.items()}, weights[layer])
 
-        with LayerRecorder(backbone, family, on_layer):
-            backbone(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
+        with LayerRecorder(model.backbone, family, on_layer):
+            _forward(model, [ids], output_attentions=family.needs_output_attentions)
         if sorted(seen) != list(range(model.num_layers)):
             raise RuntimeError(
                 f"{model.name}: the forward pass reported layers {sorted(seen)}, expected 0..{model.num_layers - 1}"
@@ -132,42 +142,76 @@ def _run(
     return family
 
 
+def _batch_forward(model: LoadedModel, family: ALTIFamily, weights: list[LayerWeights], attention: bool):
+    """``forward(batch)`` for :func:`~olacore.extraction.run_batched`: one hooked pass over equal-length texts, each
+    text's contributions computed from its row of the recorded tensors; per text ``(contributions, attention)``, the
+    attention (``output_attentions``, as extraction) when ``attention``, else ``None``."""
+
+    def forward(batch: list[list[int]]) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        layers: list[list[torch.Tensor | None]] = [[None] * model.num_layers for _ in batch]
+
+        def on_layer(layer: int, record: dict) -> None:
+            for row in range(len(batch)):
+                one = {key: tensor[row] for key, tensor in record.items()}
+                left, right, _ = layer_factors(one, weights[layer], family)
+                layers[row][layer] = layer_contributions(left, right, one["output"], model.is_causal).cpu()
+
+        with LayerRecorder(model.backbone, family, on_layer):
+            outputs = _forward(model, batch, output_attentions=attention or family.needs_output_attentions)
+        missing = [layer for layer in range(model.num_layers) if any(row[layer] is None for row in layers)]
+        if missing:
+            raise RuntimeError(f"{model.name}: the forward pass did not report layers {missing} of "
+                               f"0..{model.num_layers - 1}")
+        maps = _head_means(model, outputs) if attention else [None] * len(batch)
+        return [(torch.stack(row), map_) for row, map_ in zip(layers, maps)]
+
+    return forward
+
+
+def _alti_pass(model: LoadedModel, texts: Sequence[str], progress: bool = True) -> list[_ALTIPass]:
+    """:func:`alti` with the head-averaged attention of the same pass (``None`` over the attention budget)."""
+    family = family_of(model.backbone)  # fails before tokenizing
+    encoded = tokenize(model, texts)
+    weights = [layer_weights(model.backbone, family, layer) for layer in range(model.num_layers)]
+    budget = _attention_budget()
+    keep = [_attention_bytes(model, len(ids)) <= budget for ids, _, _ in encoded]
+    ids = [ids for ids, _, _ in encoded]
+    with torch.inference_mode(), fixed_threads():  # cached numbers must not depend on the thread count
+        with_attention = [i for i, k in enumerate(keep) if k]
+        without = [i for i, k in enumerate(keep) if not k]  # over the budget: ALTI alone, one text a pass
+        done: list = [None] * len(encoded)
+        for members, attention in ((with_attention, True), (without, False)):
+            forward = _batch_forward(model, family, weights, attention)
+            memory = None if attention else [2**62] * len(members)
+            for index, result in zip(members, run_batched(model, [ids[i] for i in members], forward, kind="alti",
+                                                          covers="attention" if attention else None, memory=memory,
+                                                          progress=progress)):
+                done[index] = result
+    results = []
+    for text, (_, tokens, offsets), (contributions, attentions) in zip(texts, encoded, done):
+        results.append(_ALTIPass(
+            text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal,
+            contributions=contributions.float().clone(),  # outside inference mode: editable
+            rollout=alti_rollout(contributions).float().clone(),
+            attentions=None if attentions is None else attentions.clone()))
+    return results
+
+
 def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> list[ALTIResult]:
     """ALTI contributions of every layer and their rollout, for each text (module docstring).
 
-    One :class:`ALTIResult` per text, in order. One forward pass per text (bit-identical whatever other texts are in
-    the call) under :func:`torch.inference_mode` on ``model.device``, contributions computed from hooks inside it.
-    ``model``: a covered family (:data:`~olacore.alti_families.FAMILIES`) with eager attention; texts
-    within ``model.max_length`` tokens.
+    One :class:`ALTIResult` per text, in order, with the bits of a forward pass of its own (whatever other texts are
+    in the call): texts of equal length share a pass where the self-test of
+    :func:`~olacore.extraction.run_batched` shows it gives those bits; contributions are computed from hooks inside
+    the pass, each text from its own rows. Under :func:`torch.inference_mode` on ``model.device``. ``model``: a
+    covered family (:data:`~olacore.alti_families.FAMILIES`) with eager attention; texts within ``model.max_length``
+    tokens.
 
     Raises:
         ValueError: uncovered architecture (lists the covered families); empty text; text longer than the context.
         RuntimeError: the model does not run eager attention (says how to load it).
     """
-    family = family_of(model.backbone)  # fails before tokenizing
-    encoded = tokenize(model, texts)
-    layers: list[list[torch.Tensor | None]] = [[None] * model.num_layers for _ in encoded]
-
-    def on_text_layer(index: int, layer: int, record: dict, weights: LayerWeights) -> None:
-        left, right, _ = layer_factors(record, weights, family)
-        layers[index][layer] = layer_contributions(left, right, record["output"], model.is_causal).cpu()
-
-    with torch.inference_mode(), fixed_threads():  # cached numbers must not depend on the thread count
-        _run(model, encoded, on_text_layer, progress)
-    results = []
-    for index, (ids, tokens, offsets) in enumerate(encoded):
-        contributions = torch.stack(layers[index])
-        results.append(
-            ALTIResult(
-                text=texts[index],
-                tokens=tokens,
-                offsets=offsets,
-                is_causal=model.is_causal,
-                contributions=contributions.float().clone(),  # outside inference mode: editable
-                rollout=alti_rollout(contributions).float().clone(),
-            )
-        )
-    return results
+    return [result.alti() for result in _alti_pass(model, texts, progress=progress)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -187,14 +231,24 @@ def cached_alti(
     """:func:`alti`, cached per (model fingerprint, text, device type, :data:`ALTI_SETTINGS`, code) in a TensorStore.
 
     One entry per text, read back identical; a corrupt entry is recomputed. Arguments as for
-    :func:`olacore.pipeline.cached_attention`.
+    :func:`olacore.pipeline.cached_attention`. The forward pass that computes a text's ALTI also gives its
+    head-averaged attention, bit-identical to extraction's: where the store lacks that attention entry it is stored
+    too (:func:`olacore.pipeline.store_attention`), so a later :func:`~olacore.pipeline.cached_attention` or
+    :func:`~olacore.pipeline.cached_ola` of the text runs no forward pass.
 
     Raises:
         As :func:`alti`, and :func:`~olacore.loading.load_model` for a name.
     """
+    store = store if store is not None else TensorStore()
+
+    def compute(missing: list[str]) -> list[ALTIResult]:
+        passes = per_text(_alti_pass, model, missing, device=device, workers=workers, progress=progress)
+        store_attention(model, [p.extraction() for p in passes if p.attentions is not None], device=device,
+                        store=store)
+        return [p.alti() for p in passes]
+
     return cached_per_text(
-        model, texts, product=ALTI, device=device,
-        compute=lambda missing: per_text(alti, model, missing, device=device, workers=workers, progress=progress),
+        model, texts, product=ALTI, device=device, compute=compute,
         tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
         rebuild=lambda text, tensors, meta: ALTIResult(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],
                                                        bool(meta["is_causal"]), tensors["contributions"],

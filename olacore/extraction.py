@@ -2,15 +2,18 @@
 
 As in the official code (models loaded by ``OLAModel`` in ``models/ola_model.py``), tokens are kept exactly as each
 tokenizer adds them (BOS for Llama/Gemma, none for Qwen and for SmolLM2 from GGUF, ``[CLS]``/``[SEP]`` for BERT-like
-encoders). Every text runs in a forward pass of its own, so its attention is bit-identical whichever other texts
-were extracted with it (a cached map does not depend on which texts were missing from the cache).
+encoders). A text's attention has the bits of a forward pass of its own, whichever other texts were extracted with
+it (a cached map does not depend on which texts were missing from the cache): texts of equal token length share a
+forward pass, without padding, only where a self-test on the running machine shows such batches give exactly those
+bits (:func:`run_batched`); elsewhere every text runs alone.
 """
 
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import dataclass
-from typing import Sequence
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
 
 import torch
 
@@ -18,7 +21,8 @@ from olacore.loading import LoadedModel
 from olacore.settings import env_positive_number, fixed_threads
 from olacore.timing import progress as progress_bar
 
-__all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "ATTENTION_BUDGET_ENV"]
+__all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "run_batched", "ATTENTION_BUDGET_ENV",
+           "BATCH_SIZE", "MIN_BATCH_TOKENS"]
 
 
 @dataclass
@@ -143,62 +147,200 @@ def _forward_kwargs(backbone: torch.nn.Module) -> dict:
 ATTENTION_BUDGET_ENV = "OLACORE_ATTENTION_GB"
 
 
-def _check_memory(model: LoadedModel, length: int) -> None:
+def _attention_bytes(model: LoadedModel, length: int) -> int:
+    """Bytes of one text's attention over all layers and heads: ``N * H * T^2 * 4``."""
+    return model.num_layers * model.num_heads * 4 * length**2
+
+
+def _attention_budget() -> float:
+    return env_positive_number(ATTENTION_BUDGET_ENV, 4.0) * 2**30
+
+
+def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> None:
     """Refuse a text whose attention (``N * H * T^2 * 4`` bytes) exceeds ``$OLACORE_ATTENTION_GB`` GB (default 4).
 
     Raises:
-        MemoryError: the message gives the text's length, what it would need and how to proceed.
+        MemoryError: the message names the text (``texts[index]``, when given), its length, what it would need and
+            how to proceed.
         ValueError: ``$OLACORE_ATTENTION_GB`` is not a positive number (one line naming it).
     """
-    budget = env_positive_number(ATTENTION_BUDGET_ENV, 4.0) * 2**30
-    needed = model.num_layers * model.num_heads * 4 * length**2
+    budget = _attention_budget()
+    needed = _attention_bytes(model, length)
     if needed > budget:
+        which = f"texts[{index}] ({length} tokens)" if index is not None else f"a text of {length} tokens"
         raise MemoryError(
-            f"a text of {length} tokens needs {needed / 2**30:.2f} GB of attention "
+            f"{which} needs {needed / 2**30:.2f} GB of attention "
             f"in {model.name} ({model.num_layers} layers x {model.num_heads} heads x T^2 x 4 bytes), "
             f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}"
         )
 
 
+# ---------------------------------------------------------------------------------------------
+# Batches of equal length, checked against one text a pass
+# ---------------------------------------------------------------------------------------------
+
+#: Most texts of one token length in a forward pass (see the measurement in the helper's report, issue #36).
+BATCH_SIZE = 8
+#: Shorter texts always run alone: their single pass multiplies matrices of ``T < 4`` rows, which BLAS computes on
+#: another path (matrix-vector, small-M kernels) than the ``B * T`` rows of a batch, so the bits would differ.
+MIN_BATCH_TOKENS = 4
+
+
+@dataclass
+class _Batching:
+    """What this process's self-tests found for one model on one device."""
+
+    verdicts: dict = field(default_factory=dict)  # batch shape (see run_batched) -> batches give single-pass bits
+    warned: bool = False
+
+
+_BATCHING: dict[tuple[str, str], _Batching] = {}  # (model fingerprint, device) -> what the self-tests found
+
+
+def _same(single: Sequence, batched: Sequence) -> bool:
+    """Every tensor of every text equal bit for bit (``None`` entries must match)."""
+    def flat(results):
+        return [t for result in results for t in (result if isinstance(result, (tuple, list)) else (result,))]
+
+    a, b = flat(single), flat(batched)
+    return len(a) == len(b) and all(
+        (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b))
+
+
+def _batches(lengths: Sequence[int], sizes: Sequence[int]) -> list[list[int]]:
+    """Indices grouped by length (input order inside a group), cut into batches of at most ``sizes[i]`` texts."""
+    groups: dict[int, list[int]] = {}
+    for index, length in enumerate(lengths):
+        groups.setdefault(length, []).append(index)
+    out = []
+    for members in groups.values():
+        size = sizes[members[0]]
+        out += [members[start:start + size] for start in range(0, len(members), size)]
+    return out
+
+
+def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[[list[list[int]]], list], *,
+                kind: str, covers: str | None = None, memory: Sequence[int] | None = None,
+                progress: bool = True) -> list:
+    """``forward`` over the token ids of many texts, in batches of equal length, with the results of one text a pass.
+
+    ``forward(batch)`` runs one forward pass over ``batch`` (lists of ids, all of one length, no padding) and returns
+    one result per text (a tensor, or a tuple of tensors and ``None``); results come back in the order of ``ids``.
+    ``kind`` names what ``forward`` computes (``"attention"``, ``"alti"``); ``memory``: bytes one text's batch share
+    holds (default its attention, ``N * H * T^2 * 4``), so that a batch keeps within ``$OLACORE_ATTENTION_GB``.
+    ``covers``: a kind whose results are part of this one's (ALTI's pass gives extraction's attention), so the two
+    share self-tests: a pass of this kind makes the other's verdict, a failure of the other fails this one.
+
+    Texts of one length go through in batches of at most :data:`BATCH_SIZE`; texts under :data:`MIN_BATCH_TOKENS`
+    tokens run alone. A batch is used only where it gives exactly the bits of single passes, which a self-test
+    checks once per (model, device, ``kind``, length) in this process: the first two texts of that length run one a
+    pass (those results are the ones returned, so the test costs one batched pass of two texts), then together, and
+    every tensor is compared with :func:`torch.equal`. A length that fails runs one text a pass from then on; the
+    first failure of a model on a device gives one ``RuntimeWarning`` naming both.
+
+    Why one test per length, of two texts, on a CPU: the rows of a linear layer (``M = T`` alone, ``M = B * T`` in a
+    batch) have the same bits for any ``M >= 4`` (measured on the 2-core EPYC, torch 2.14; ``M < 4`` takes another
+    path, hence :data:`MIN_BATCH_TOKENS`), but the attention products of one pass are not the same call alone and in
+    a batch: with one text, ``Q K^T`` of the heads' strided views is multiplied on the views, with more on a
+    contiguous copy, and the two differ in the last bits for some lengths and not others (minilm-l6, 12 heads of 32:
+    ``T`` from 4 to 11 differ, 12 and more agree; gemma-3-270m and mpnet-base differ at some short lengths too;
+    SmolLM2 and Qwen2.5 agreed at every length tried). So the test is per length. Within a length, batches of 2, 3,
+    5 and 8 texts gave the same rows (minilm-l6, smollm2-135m at 4 to 30 tokens): every product takes the same
+    path for any batch of two or more, so a pair stands for every batch size. On another device (a GPU's kernels are
+    chosen by the whole shape) no such rule is known: every batch shape ``(B, T)`` is tested once, whole.
+    """
+    lengths = [len(row) for row in ids]
+    budget = _attention_budget()
+    memory = [_attention_bytes(model, length) for length in lengths] if memory is None else list(memory)
+    sizes = [1 if length < MIN_BATCH_TOKENS else max(1, min(BATCH_SIZE, int(budget // max(1, need))))
+             for length, need in zip(lengths, memory)]
+    state = _BATCHING.setdefault((model.fingerprint, str(model.device)), _Batching())
+    results: list = [None] * len(ids)
+    with progress_bar(None, enabled=progress and bool(ids), total=len(ids), desc=f"{kind} {model.name}",
+                      leave=False) as bar:
+        for batch in _batches(lengths, sizes):
+            rows = [list(ids[i]) for i in batch]
+            length = lengths[batch[0]]
+            shape = (kind, length) if model.device.type == "cpu" else (kind, len(rows), length)
+            covered = (covers, *shape[1:]) if covers else None
+            verdict = False if covered and state.verdicts.get(covered) is False else state.verdicts.get(shape)
+            if len(rows) == 1 or verdict is False:
+                done = [forward([row])[0] for row in rows]
+            elif verdict:
+                done = forward(rows)
+            else:  # the self-test: single passes give the results, one batched pass is compared with them
+                tested = 2 if model.device.type == "cpu" else len(rows)  # on a CPU a pair stands for any batch size
+                done = [forward([row])[0] for row in rows[:tested]]
+                state.verdicts[shape] = _same(done, forward(rows[:tested]))
+                rest = rows[tested:]
+                if len(rest) > 1 and state.verdicts[shape]:
+                    done += forward(rest)
+                else:
+                    done += [forward([row])[0] for row in rest]
+                if covered and state.verdicts[shape]:
+                    state.verdicts[covered] = True
+                if not state.verdicts[shape] and not state.warned:
+                    state.warned = True
+                    warnings.warn(
+                        f"{model.name} on {model.device}: {tested} texts of {length} tokens in one forward pass "
+                        f"({kind}) gave other bits than one text a pass; texts of that length (and of any other "
+                        "length whose self-test fails) run one a pass (same numbers, slower)", RuntimeWarning,
+                        stacklevel=3)
+            for index, result in zip(batch, done):
+                results[index] = result
+            bar.update(len(batch))
+    return results
+
+
+def _forward(model: LoadedModel, batch: list[list[int]], **kwargs):
+    """One forward pass of the backbone over equal-length ``batch`` (no padding); ``kwargs`` added."""
+    input_ids = torch.tensor(batch, dtype=torch.long, device=model.device)
+    return model.backbone(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), return_dict=True,
+                          **_forward_kwargs(model.backbone), **kwargs)
+
+
+def _head_means(model: LoadedModel, outputs) -> list[torch.Tensor]:
+    """Per text of the batch, the ``(N, T, T)`` float32 CPU head-averaged attention of a pass with
+    ``output_attentions=True``.
+
+    Raises:
+        RuntimeError: the backbone returned no attention (not loaded with eager attention).
+    """
+    attentions = getattr(outputs, "attentions", None)
+    if not attentions or any(a is None for a in attentions):
+        raise RuntimeError(
+            f"{model.name}: the backbone returned no attention weights; load it with "
+            f"attn_implementation='eager' (load_model does)"
+        )
+    # (N, B, H, T, T) -> per text, mean over heads -> (N, T, T)
+    return [torch.stack([layer[row].float().mean(dim=0) for layer in attentions]).to("cpu")
+            for row in range(attentions[0].shape[0])]
+
+
 def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool = True) -> list[Extraction]:
     """Head-averaged attention of every layer for each text (paper section 3.1).
 
-    One :class:`Extraction` per text, in order. Each text runs in a forward pass of its own (padding, and even
-    equal-length batches, change the last bits), on :data:`olacore.settings.COMPUTE_THREADS` thread(s) whatever the
-    caller's setting (restored after), under :func:`torch.inference_mode` on ``model.device``: a result is
-    bit-identical whatever other texts are in the call. Cost against padded batches: up to 1.6x (book/design.md).
+    One :class:`Extraction` per text, in order, with the bits of a forward pass of its own: a result is
+    bit-identical whatever other texts are in the call. Texts of equal token length share a forward pass without
+    padding (padding changes the last bits) where this machine gives such batches exactly those bits, checked by a
+    self-test (:func:`run_batched`: batches of at most :data:`BATCH_SIZE` texts and of the attention budget, texts
+    under :data:`MIN_BATCH_TOKENS` tokens alone). Runs on :data:`olacore.settings.COMPUTE_THREADS` thread(s) whatever
+    the caller's setting (restored after), under :func:`torch.inference_mode` on ``model.device``.
 
     Raises:
         TypeError / ValueError: as :func:`tokenize` (empty text, text longer than the context).
+        MemoryError: a text whose attention exceeds ``$OLACORE_ATTENTION_GB`` (names it by its index).
         RuntimeError: the backbone returned no attention (not loaded with eager attention).
     """
     encoded = tokenize(model, texts)
-    for ids, _, _ in encoded:
-        _check_memory(model, len(ids))
-    kwargs = _forward_kwargs(model.backbone)
-    results: list[tuple] = []
+    for index, (ids, _, _) in enumerate(encoded):
+        _check_memory(model, len(ids), index)
+
+    def forward(batch: list[list[int]]) -> list[torch.Tensor]:
+        return _head_means(model, _forward(model, batch, output_attentions=True))
+
     with torch.inference_mode(), fixed_threads():
-        for text, (ids, tokens, offsets) in zip(
-            texts, progress_bar(encoded, enabled=progress and bool(encoded), desc=f"attention {model.name}", leave=False)
-        ):
-            input_ids = torch.tensor([ids], dtype=torch.long)
-            attention_mask = torch.ones_like(input_ids)
-            outputs = model.backbone(
-                input_ids=input_ids.to(model.device),
-                attention_mask=attention_mask.to(model.device),
-                output_attentions=True,
-                return_dict=True,
-                **kwargs,
-            )
-            attentions = getattr(outputs, "attentions", None)
-            if not attentions or any(a is None for a in attentions):
-                raise RuntimeError(
-                    f"{model.name}: the backbone returned no attention weights; load it with "
-                    f"attn_implementation='eager' (load_model does)"
-                )
-            # (N, 1, H, T, T) -> mean over heads -> (N, T, T)
-            maps = torch.stack([layer[0].float().mean(dim=0) for layer in attentions]).to("cpu")
-            # clone outside inference mode: callers get ordinary tensors they may edit in place
-            results.append((text, tokens, offsets, maps))
-    return [Extraction(text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal, attentions=maps.clone())
-            for text, tokens, offsets, maps in results]
+        maps = run_batched(model, [ids for ids, _, _ in encoded], forward, kind="attention", progress=progress)
+    # clone outside inference mode: callers get ordinary tensors they may edit in place
+    return [Extraction(text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal, attentions=m.clone())
+            for text, (_, tokens, offsets), m in zip(texts, encoded, maps)]

@@ -35,6 +35,7 @@ __all__ = [
     "OLAResult",
     "cached_attention",
     "cached_ola",
+    "store_attention",
 ]
 
 # How attention is extracted (olacore.extraction); part of every attention key.
@@ -44,9 +45,11 @@ EXTRACTION_SETTINGS = {
     "heads": "mean",
     "special_tokens": "as the tokenizer adds them",
     "offsets": "whitespace-trimmed, (0, 0) for special tokens",
-    # One text per forward pass, so an entry never depends on which other texts were extracted
-    # with it; entries of the earlier padded batches are not reused.
-    "batches": "one text per forward pass",
+    # The bits of one text per forward pass, so an entry never depends on which other texts were extracted with it
+    # (entries of the earlier padded batches are not reused); texts of equal length share a pass, without padding,
+    # where a self-test on the running machine shows it gives exactly those bits (olacore.extraction.run_batched).
+    "batches": "the bits of one text a forward pass; texts of equal length share a pass (no padding) where a "
+               "self-test on the machine shows it gives those bits",
     "threads": "olacore.settings.COMPUTE_THREADS = 1",
 }
 # How OLA is computed from it; part of every OLA key (with EXTRACTION_SETTINGS: OLA is made of attention).
@@ -78,8 +81,11 @@ class Product:
                 for text in texts]
 
 
-ATTENTION = Product("attention", {"settings": EXTRACTION_SETTINGS}, ("olacore.pipeline",))
-OLA = Product("ola", {"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS}, ("olacore.pipeline",))
+# Attention is also stored by ALTI's forward pass (olacore.alti.cached_alti), which runs extraction's code with the
+# hooks of olacore.alti_families in the model: those are in the attention and OLA keys too.
+ATTENTION = Product("attention", {"settings": EXTRACTION_SETTINGS}, ("olacore.pipeline", "olacore.alti_families"))
+OLA = Product("ola", {"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS},
+              ("olacore.pipeline", "olacore.alti_families"))
 
 
 def device_type(model: str | LoadedModel, device: str | torch.device | None = None) -> str:
@@ -88,6 +94,15 @@ def device_type(model: str | LoadedModel, device: str | torch.device | None = No
     if isinstance(model, LoadedModel):
         return model.device.type
     return torch.device(device).type if device is not None else resolve_device(None).type
+
+
+def _put(store: TensorStore, key: str, fingerprint: str, result: Any, tensors: dict[str, torch.Tensor],
+         meta_fields: tuple[str, ...] = ()) -> None:
+    """Store one computed result under ``key``: its tensors, tokens, offsets, model kind and ``meta_fields``."""
+    meta = {"model": fingerprint, "text": result.text, "tokens": result.tokens,
+            "offsets": [list(span) for span in result.offsets], "is_causal": result.is_causal,
+            **{name: getattr(result, name) for name in meta_fields}}
+    store.put_or_warn(key, tensors, meta)
 
 
 def cached_per_text(
@@ -128,10 +143,7 @@ def cached_per_text(
             found[key] = result
     if missing:
         for key, result in zip(missing, compute(list(missing.values()))):
-            meta = {"model": fingerprint, "text": result.text, "tokens": result.tokens,
-                    "offsets": [list(span) for span in result.offsets], "is_causal": result.is_causal,
-                    **{name: getattr(result, name) for name in meta_fields}}
-            store.put_or_warn(key, tensors_of(result), meta)
+            _put(store, key, fingerprint, result, tensors_of(result), meta_fields)
             found[key] = result
     results, given = [], set()
     for key in keys:  # a repeated text gets a copy of its result
@@ -175,6 +187,20 @@ def cached_attention(
         rebuild=lambda text, tensors, meta: Extraction(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],
                                                        bool(meta["is_causal"]), tensors["attentions"]),
         store=store)
+
+
+def store_attention(model: str | LoadedModel, extractions: Sequence[Extraction], *,
+                    device: str | torch.device | None = None, store: TensorStore | None = None) -> None:
+    """Keep attention computed elsewhere (ALTI's forward pass) as :func:`cached_attention` entries, under the keys
+    it makes; an entry the store holds already is left as it is. ``extractions``: bit-identical to
+    :func:`~olacore.extraction.extract_attention`'s (the caller's promise); other arguments as for
+    :func:`cached_attention`."""
+    store = store if store is not None else TensorStore()
+    fingerprint = model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
+    keys = ATTENTION.keys(fingerprint, [e.text for e in extractions], device_type(model, device))
+    for key, extraction in zip(keys, extractions):
+        if key not in store:
+            _put(store, key, fingerprint, extraction, {"attentions": extraction.attentions})
 
 
 @dataclass
@@ -340,7 +366,8 @@ def token_maps(
     texts = check_texts(texts)
     settings = dict(workers=workers, device=device, progress=progress, store=store)
     records: dict[str, list[Any]] = {}
-    for source in dict.fromkeys(c.source for c in wanted):
+    # ALTI first: its forward pass also stores the attention that "ola" and "attention" read (one pass per text).
+    for source in sorted(dict.fromkeys(c.source for c in wanted), key=lambda source: source != "alti"):
         records[source] = source_records(source, model, texts, [c for c in wanted if c.source == source], **settings)
     name = model.name if isinstance(model, LoadedModel) else str(model)
     out = []

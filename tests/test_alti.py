@@ -256,6 +256,9 @@ def test_attention_module_without_probabilities_is_reported(monkeypatch):
     model = tiny_model("mpnet")  # MPNet returns probabilities only with output_attentions=True
     family = dataclasses.replace(family_of(model.backbone), needs_output_attentions=False)
     monkeypatch.setattr(alti_module, "family_of", lambda backbone: family)
+    # A text within the attention budget gets output_attentions=True for the attention ALTI's pass also gives;
+    # over it, ALTI runs alone, asking for probabilities only where its family says so.
+    monkeypatch.setenv("OLACORE_ATTENTION_GB", "1e-12")
     with pytest.raises(RuntimeError, match="eager"):
         alti(model, SHORT_TEXTS[:1], progress=False)
 
@@ -295,12 +298,12 @@ def test_cached_alti_reads_back_what_it_wrote(tmp_path, monkeypatch):
     store = TensorStore(tmp_path)
     texts = [SHORT_TEXTS[0], SHORT_TEXTS[1], SHORT_TEXTS[0]]
     first = cached_alti(model, texts, store=store, progress=False)
-    assert len(list(tmp_path.rglob("*.safetensors"))) == 2  # one entry per distinct text
+    assert len(list(tmp_path.rglob("*.safetensors"))) == 4  # per distinct text, its ALTI and its pass's attention
 
     def no_compute(*args, **kwargs):
         raise AssertionError("cache miss")
 
-    monkeypatch.setattr(alti_module, "alti", no_compute)
+    monkeypatch.setattr(alti_module, "_alti_pass", no_compute)  # the pass cached_alti runs
     second = cached_alti(model, texts, store=store, progress=False)
     for a, b in zip(first, second):
         assert (a.tokens, a.offsets, a.is_causal) == (b.tokens, b.offsets, b.is_causal)
