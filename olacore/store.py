@@ -40,9 +40,10 @@ CACHE_VERSION = 2
 
 _PACKAGE = Path(__file__).resolve().parent  # the olacore folder this process imported
 #: Modules left out of every code digest: they cannot change a stored number (this store, whose entry format
-#: :data:`CACHE_VERSION` covers; progress bars and stopwatches; building the model zoo's folders, which
+#: :data:`CACHE_VERSION` covers; progress bars and stopwatches; the worker pool, which runs each job as it would run
+#: here (every job on the same thread count; tested bit for bit); building the model zoo's folders, which
 #: :data:`olacore.zoo.MODEL_FORMAT_VERSION` and each model's fingerprint cover).
-NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.timing", "olacore.zoo_build"})
+NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.timing", "olacore.workers", "olacore.zoo_build"})
 
 
 def _module_file(name: str) -> Path | None:
