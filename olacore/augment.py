@@ -28,10 +28,9 @@ std, rows keep their mass.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from olacore.checked import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, settings_class
 from olacore.sinks import sink_flags, stats_mask
 
 __all__ = ["Augmentation", "TOA", "VISUAL_PROXY", "COLUMN_DRAWS", "fake_sinks", "map_noise", "augment",
@@ -41,7 +40,7 @@ __all__ = ["Augmentation", "TOA", "VISUAL_PROXY", "COLUMN_DRAWS", "fake_sinks", 
 COLUMN_DRAWS = ("permutation", "multinomial")
 
 
-@dataclass(frozen=True)
+@settings_class
 class Augmentation:
     """Settings of the official augmentations (module docstring); the defaults are the TOA's (:data:`TOA`).
 
@@ -51,24 +50,19 @@ class Augmentation:
         noise_std_ratio: noise std as a share of the row std.
 
     Raises:
-        ValueError: a probability outside ``[0, 1]``, not ``1 <= sink_min <= sink_max``, a negative noise ratio.
+        olacore.checked.SettingsError: (a ValueError, one line naming the field) a probability outside ``[0, 1]``,
+            not ``1 <= sink_min <= sink_max``, a negative noise ratio.
     """
 
-    sink_p: float = 0.3
-    sink_min: int = 1
-    sink_max: int = 3
-    noise_p: float = 0.3
-    noise_std_ratio: float = 0.2
+    sink_p: Probability = 0.3
+    sink_min: PositiveInt = 1
+    sink_max: PositiveInt = 3
+    noise_p: Probability = 0.3
+    noise_std_ratio: NonNegativeFloat = 0.2
 
     def __post_init__(self) -> None:
-        for name in ("sink_p", "noise_p"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} is a probability in [0, 1]; got {value}")
-        if not 1 <= self.sink_min <= self.sink_max:
-            raise ValueError(f"need 1 <= sink_min <= sink_max; got {self.sink_min}, {self.sink_max}")
-        if self.noise_std_ratio < 0:
-            raise ValueError(f"noise_std_ratio must be >= 0; got {self.noise_std_ratio}")
+        if self.sink_min > self.sink_max:
+            raise ValueError(f"Augmentation: need sink_min <= sink_max; got {self.sink_min}, {self.sink_max}")
 
     @property
     def active(self) -> bool:
@@ -145,7 +139,7 @@ def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator:
     return maps
 
 
-@dataclass(frozen=True)
+@settings_class
 class BatchAugmentation:
     """The held-out proxy's augmentations (module docstring), each optional; defaults as ``olas_visual_model.py``.
 
@@ -154,13 +148,21 @@ class BatchAugmentation:
         sink_p, sink_columns: probability per map of raising 1 to ``sink_columns`` random key columns to the row max.
         temperature: ``(low, high)``: rows re-sharpened as ``p^(1/tau)`` (renormalised), ``tau`` uniform in the
             range; ``None``: off.
+
+    Raises:
+        olacore.checked.SettingsError: a probability outside ``[0, 1]``, a negative ratio, ``sink_columns < 1``, a
+            temperature range that is not two positive numbers, low first.
     """
 
-    noise_p: float = 0.15
-    noise_std_ratio: float = 0.13
-    sink_p: float = 0.3
-    sink_columns: int = 3
-    temperature: tuple[float, float] | None = None
+    noise_p: Probability = 0.15
+    noise_std_ratio: NonNegativeFloat = 0.13
+    sink_p: Probability = 0.3
+    sink_columns: PositiveInt = 3
+    temperature: tuple[PositiveFloat, PositiveFloat] | None = None
+
+    def __post_init__(self) -> None:
+        if self.temperature is not None and self.temperature[0] > self.temperature[1]:
+            raise ValueError(f"BatchAugmentation.temperature: need low <= high; got {self.temperature}")
 
 
 def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from pydantic_core import ArgsKwargs
 
 __all__ = ["SettingsError", "settings_class", "explain", "Str", "Bool", "PositiveInt", "NonNegativeInt",
-           "PositiveFloat", "NonNegativeFloat", "Fraction", "Items"]
+           "PositiveFloat", "NonNegativeFloat", "Fraction", "Probability", "Items"]
 
 # Strict: no "0.1" for a number, no True for an int; a float field takes an int and holds it as a float.
 Str = Annotated[str, Field(strict=True)]
@@ -30,6 +30,7 @@ NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
 PositiveFloat = Annotated[float, Field(strict=True, gt=0)]
 NonNegativeFloat = Annotated[float, Field(strict=True, ge=0)]
 Fraction = Annotated[float, Field(strict=True, ge=0, lt=1)]  # in [0, 1)
+Probability = Annotated[float, Field(strict=True, ge=0, le=1)]  # in [0, 1]
 _T = TypeVar("_T")
 Items = Annotated[tuple[_T, ...], Field(min_length=1)]  # a non-empty list (a tuple in Python)
 

@@ -12,6 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from olacore.augment import BatchAugmentation, augment_batch
+from olacore.checked import Bool, NonNegativeFloat, PositiveFloat, PositiveInt, settings_class
 from olacore.proxy.network import make_resnet18
 from olacore.settings import resolve_device
 from olacore.timing import progress as progress_bar
@@ -52,7 +53,7 @@ def split_sources(
     return torch.cat(train_x), torch.cat(train_y), torch.cat(val_x), torch.cat(val_y), how
 
 
-@dataclass(frozen=True)
+@settings_class
 class ProxyConfig:
     """Training settings of the visual proxy (paper: SGD 0.007, momentum 0.9, wd 5e-4, batch 20, 100k steps).
 
@@ -60,27 +61,23 @@ class ProxyConfig:
     ``cosine`` decays the learning rate to zero over ``iterations`` (the paper: constant).
 
     Raises:
-        ValueError: non-positive counts, width or rate; a width not a multiple of 4; negative momentum or decay.
+        olacore.checked.SettingsError: (a ValueError, one line naming the field) non-positive counts, width or rate;
+            a width not a multiple of 4; negative momentum or decay.
     """
 
-    iterations: int = 100_000
-    batch_size: int = 20
-    lr: float = 0.007
-    momentum: float = 0.9
-    weight_decay: float = 5e-4
-    width: int = 64
-    eval_every: int = 100
+    iterations: PositiveInt = 100_000
+    batch_size: PositiveInt = 20
+    lr: PositiveFloat = 0.007
+    momentum: NonNegativeFloat = 0.9
+    weight_decay: NonNegativeFloat = 5e-4
+    width: PositiveInt = 64
+    eval_every: PositiveInt = 100
     augment: BatchAugmentation = field(default_factory=BatchAugmentation)
-    cosine: bool = False
+    cosine: Bool = False
 
     def __post_init__(self) -> None:
-        for name in ("iterations", "batch_size", "eval_every", "width"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"ProxyConfig.{name} must be at least 1; got {getattr(self, name)}")
         if self.width % 4:
             raise ValueError(f"ProxyConfig.width must be a multiple of 4; got {self.width}")
-        if self.lr <= 0 or self.momentum < 0 or self.weight_decay < 0:
-            raise ValueError(f"need lr > 0, momentum >= 0 and weight_decay >= 0; got {self.lr}, {self.momentum}, {self.weight_decay}")
 
 
 @dataclass
