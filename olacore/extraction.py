@@ -10,6 +10,7 @@ bits (:func:`run_batched`); elsewhere every text runs alone.
 
 from __future__ import annotations
 
+import collections
 import unicodedata
 import warnings
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from olacore.settings import env_positive_number, fixed_threads
 from olacore.timing import progress as progress_bar
 
 __all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "run_batched", "ATTENTION_BUDGET_ENV",
-           "BATCH_SIZE", "MIN_BATCH_TOKENS"]
+           "BATCH_SIZE", "MIN_BATCH_TOKENS", "SELF_TEST_MIN_TEXTS"]
 
 
 @dataclass
@@ -186,6 +187,9 @@ BATCH_SIZE = 8
 #: Shorter texts always run alone: their single pass multiplies matrices of ``T < 4`` rows, which BLAS computes on
 #: another path (matrix-vector, small-M kernels) than the ``B * T`` rows of a batch, so the bits would differ.
 MIN_BATCH_TOKENS = 4
+#: A length is self-tested only when a call holds at least this many texts of it: with fewer, the test (two single
+#: passes and one batched pass of two) costs more than batching the rest saves, so such texts run one a pass.
+SELF_TEST_MIN_TEXTS = 4
 
 
 @dataclass
@@ -234,7 +238,8 @@ def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[
     share self-tests: a pass of this kind makes the other's verdict, a failure of the other fails this one.
 
     Texts of one length go through in batches of at most :data:`BATCH_SIZE`; texts under :data:`MIN_BATCH_TOKENS`
-    tokens run alone. A batch is used only where it gives exactly the bits of single passes, which a self-test
+    tokens run alone, and so do the texts of a length not yet tested of which the call holds fewer than
+    :data:`SELF_TEST_MIN_TEXTS`. A batch is used only where it gives exactly the bits of single passes, which a self-test
     checks once per (model, device, ``kind``, length) in this process: the first two texts of that length run one a
     pass (those results are the ones returned, so the test costs one batched pass of two texts), then together, and
     every tensor is compared with :func:`torch.equal`. A length that fails runs one text a pass from then on; the
@@ -252,6 +257,7 @@ def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[
     chosen by the whole shape) no such rule is known: every batch shape ``(B, T)`` is tested once, whole.
     """
     lengths = [len(row) for row in ids]
+    texts_of = collections.Counter(lengths)
     budget = _attention_budget()
     memory = [_attention_bytes(model, length) for length in lengths] if memory is None else list(memory)
     sizes = [1 if length < MIN_BATCH_TOKENS else max(1, min(BATCH_SIZE, int(budget // max(1, need))))
@@ -266,7 +272,7 @@ def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[
             shape = (kind, length) if model.device.type == "cpu" else (kind, len(rows), length)
             covered = (covers, *shape[1:]) if covers else None
             verdict = False if covered and state.verdicts.get(covered) is False else state.verdicts.get(shape)
-            if len(rows) == 1 or verdict is False:
+            if len(rows) == 1 or verdict is False or (verdict is None and texts_of[length] < SELF_TEST_MIN_TEXTS):
                 done = [forward([row])[0] for row in rows]
             elif verdict:
                 done = forward(rows)

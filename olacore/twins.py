@@ -4,7 +4,8 @@ A twin (:func:`random_init`) is re-initialised by Hugging Face's own initialiser
 ``load_method="random_all"``), which takes minutes for a large model on a CPU; its weights are therefore saved in the
 tensor store (:class:`olacore.store.TensorStore`, one safetensors entry, written atomically) under a key of the
 trained model's fingerprint, the seed, the torch and transformers versions and the :func:`olacore.store.code_digest`
-of this module, and read back, bit for bit, afterwards.
+of this module, and read back, bit for bit, afterwards. The twin's fingerprint, which keys its cached maps, names
+the same initialiser digest.
 
 A twin also has a **name**, :func:`twin_name` (``"minilm-l6 [random init seed=0]"``), that
 :func:`olacore.loading.load_model` and :func:`olacore.loading.model_fingerprint` accept like a zoo name: a worker
@@ -64,18 +65,26 @@ def parse_twin_name(name: str) -> tuple[str, int] | None:
     return None if match is None else (match["base"], int(match["seed"]))
 
 
+def _initialiser() -> str:
+    """A digest of what draws a twin's weights: the torch and transformers versions (their initialisers) and the
+    code of this module."""
+    import transformers
+
+    return TensorStore.key(torch=torch.__version__, transformers=transformers.__version__,
+                           code=code_digest(__name__))[:16]
+
+
 def twin_fingerprint(fingerprint: str, seed: int) -> str:
-    """The fingerprint of the twin of a model of fingerprint ``fingerprint`` (keys the twin's cached maps)."""
-    return identity("", fingerprint, _TAG.format(seed=seed))[1]
+    """The fingerprint of the twin of a model of fingerprint ``fingerprint`` (keys the twin's cached maps):
+    ``"<fingerprint>|control:random init seed=S|init:<digest of the initialiser>"``, so that another torch or
+    transformers (other initial weights) never reads the maps of an earlier twin."""
+    return f"{identity('', fingerprint, _TAG.format(seed=seed))[1]}|init:{_initialiser()}"
 
 
 def twin_key(fingerprint: str, seed: int) -> str:
-    """The store key of a twin's saved weights: the trained model's fingerprint, the seed, the torch and
-    transformers versions (their initialisers) and the code digest of this module."""
-    import transformers
-
-    return TensorStore.key(kind="random-init-twin", model=fingerprint, seed=seed, torch=torch.__version__,
-                           transformers=transformers.__version__, code=code_digest(__name__))
+    """The store key of a twin's saved weights: the trained model's fingerprint, the seed and the initialiser's
+    digest (torch and transformers versions, the code of this module)."""
+    return TensorStore.key(kind="random-init-twin", model=fingerprint, seed=seed, initialiser=_initialiser())
 
 
 def _fresh_state(model: "LoadedModel", seed: int) -> dict[str, torch.Tensor]:
@@ -99,7 +108,7 @@ def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | Non
     The weights come from ``store`` (default ``TensorStore()``) when a twin of this model fingerprint and seed was
     made before (:func:`twin_key`), else they are initialised and saved there (a cache that cannot be written only
     warns). ``name`` gets ``" [random init seed=S]"`` (:func:`twin_name`), the fingerprint
-    ``"|control:random init seed=S"`` (:func:`twin_fingerprint`); ``model`` is never modified.
+    ``"|control:random init seed=S|init:<digest>"`` (:func:`twin_fingerprint`); ``model`` is never modified.
 
     Raises:
         ValueError: a backbone whose fresh copy lacks one of its tensors (it cannot be re-initialised).
@@ -114,7 +123,8 @@ def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | Non
         store.put_or_warn(key, state, {"kind": "random-init-twin", "model": model.fingerprint, "seed": seed})
     backbone = copy.deepcopy(model.backbone)  # the trained module's exact structure, every tensor overwritten
     backbone.load_state_dict(state)
-    return variant(model, backbone, _TAG.format(seed=seed))
+    return dataclasses.replace(variant(model, backbone, _TAG.format(seed=seed)),
+                               fingerprint=twin_fingerprint(model.fingerprint, seed))
 
 
 def load_twin(name: str, device: Any = None) -> "LoadedModel":

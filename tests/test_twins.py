@@ -51,8 +51,9 @@ def test_a_twin_is_saved_once_and_read_back_bit_for_bit(tmp_path):
     assert _equal_states(built.backbone.state_dict(), reference)
     assert _equal_states(loaded.backbone.state_dict(), reference)
     assert _equal_states(model.backbone.state_dict(), trained)  # the trained model is untouched
-    # the fingerprint and name of the twin as it always was, so cached maps keep their keys
-    assert built.fingerprint == loaded.fingerprint == "tiny-fp|control:random init seed=3" == twin_fingerprint("tiny-fp", 3)
+    # the fingerprint names the model, the seed and the initialiser (torch, transformers, this code)
+    assert built.fingerprint == loaded.fingerprint == twin_fingerprint("tiny-fp", 3)
+    assert built.fingerprint.startswith("tiny-fp|control:random init seed=3|init:")
     assert built.name == loaded.name == "tiny [random init seed=3]" == twin_name("tiny", 3)
     other = random_init(model, 4, store=store)
     assert len(list(tmp_path.rglob("*.safetensors"))) == 2
@@ -81,7 +82,7 @@ def test_a_twin_loads_by_name_as_random_init_of_the_model(tmp_path, monkeypatch)
     direct = random_init(load_model("minilm-l6", device="cpu"), 0)
     assert by_name.name == direct.name == name
     assert by_name.fingerprint == direct.fingerprint == model_fingerprint(name)
-    assert model_fingerprint(name) == model_fingerprint("minilm-l6") + "|control:random init seed=0"
+    assert model_fingerprint(name).startswith(model_fingerprint("minilm-l6") + "|control:random init seed=0|init:")
     assert model_kind(name) == "encoder" and not by_name.is_causal
     assert _equal_states(by_name.backbone.state_dict(), direct.backbone.state_dict())
     with pytest.raises(ValueError, match="no-such-model"):
@@ -108,3 +109,13 @@ def test_twin_maps_on_two_workers_equal_one_and_need_no_twin_once_cached(tmp_pat
     monkeypatch.setattr(pipeline, "per_text", refuse)
     again = cached_ola(name, texts, 2, workers=2, device="cpu", progress=False)
     assert all(torch.equal(a.orders, b.orders) for a, b in zip(again, spread))
+
+
+def test_another_initialiser_gives_another_twin_fingerprint_and_weights_key(monkeypatch):
+    before = twin_fingerprint("tiny-fp", 0), twin_key("tiny-fp", 0)
+    import sys
+
+    installed = sys.modules["transformers"]  # the module the package imports now
+    monkeypatch.setattr(installed, "__version__", installed.__version__ + ".other")
+    after = twin_fingerprint("tiny-fp", 0), twin_key("tiny-fp", 0)
+    assert before[0] != after[0] and before[1] != after[1]  # maps and saved weights of the old twin are not read
