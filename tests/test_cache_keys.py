@@ -36,7 +36,6 @@ from olacore.toa.data import InputSpec
 from olacore.toa.model import AdapterConfig
 from olacore.toa.train import AdapterJob, TrainConfig
 from olacore.zeroshot.experiment import answer_keys
-from olacore.zeroshot.likelihood import likelihood_keys
 
 device = sys.argv[1]
 maps = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4)
@@ -54,12 +53,11 @@ keys = {
                                        50, VISUAL_PROXY, 0, device).key(),
     "adapter": adapter.key(),
     "answer": answer_keys(store, "zoo:test:1", "re", "chat", ["prompt"], ["text"], device=device)[0],
-    "likelihood": likelihood_keys(store, "zoo:test:1", "chat", ["prompt"], ["A", "B"], device=device)[0],
 }
 print(json.dumps({"package": olacore.__file__, "keys": keys}))
 '''
 
-KINDS = ("attention", "ola", "alti", "proxy", "official proxy", "adapter", "answer", "likelihood")
+KINDS = ("attention", "ola", "alti", "proxy", "official proxy", "adapter", "answer")
 
 
 def _keys(root: Path, device: str = "cpu") -> dict[str, str]:
@@ -112,9 +110,9 @@ EDITS = {
     "ola.py: code": ("ola.py", [ADDED_FUNCTION], {"attention", "ola", "alti"}),
     # the ALTI decomposition: ALTI only
     "alti_math.py: code": ("alti_math.py", [ADDED_FUNCTION], {"alti"}),
-    # the prompts: both zero-shot kinds only
+    # the prompts: the zero-shot answers only
     "zeroshot/prompts.py: code": ("zeroshot/prompts.py", [("Task: relation classification.", "Task: relation labels.")],
-                                  {"answer", "likelihood"}),
+                                  {"answer"}),
     # the adapter network: the adapters only
     "toa/model.py: code": ("toa/model.py", [ADDED_FUNCTION], {"adapter"}),
     # the proxy's network: both proxies only

@@ -7,20 +7,17 @@ of the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B / Llama-3.2-3B reach 7.6
 - :mod:`olacore.zeroshot.prompts`: the fixed RE and NER prompts, in chat or plain form;
 - :mod:`olacore.zeroshot.generate`: a causal LM with its LM head, and batched greedy decoding;
 - :mod:`olacore.zeroshot.parse`: answer -> relation label, or entity spans and BIO tags, with a status;
-- :mod:`olacore.zeroshot.likelihood`: RE by ranking the 19 labels by likelihood (not the paper's baseline);
 - :mod:`olacore.zeroshot.experiment`: cached answers per example, one row each, and scores.
 """
 
 from olacore.zeroshot.experiment import answer_keys, semeval_macro_f1, zero_shot, zero_shot_scores
 from olacore.zeroshot.generate import GenerativeLM, Generation, generate_greedy, load_generator, load_tokenizer
-from olacore.zeroshot.likelihood import likelihood_zero_shot, rank_labels
 from olacore.zeroshot.parse import EntityParse, RelationParse, parse_entities, parse_relation
 from olacore.zeroshot.prompts import PROMPTS, build_prompt, instructions, prompt_form, prompt_forms
 
 __all__ = [
     "zero_shot", "zero_shot_scores", "semeval_macro_f1", "answer_keys",
     "GenerativeLM", "Generation", "load_generator", "load_tokenizer", "generate_greedy",
-    "likelihood_zero_shot", "rank_labels",
     "parse_relation", "parse_entities", "RelationParse", "EntityParse",
     "PROMPTS", "build_prompt", "instructions", "prompt_form", "prompt_forms",
 ]
