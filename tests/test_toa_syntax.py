@@ -355,3 +355,23 @@ def test_the_paper_beside_ours_and_the_records():
     assert [r.key for r in rows.records] == ["pos/a/accuracy"]
     with pytest.raises(ValueError, match="twice"):
         record_rows(rows, pd.DataFrame({"model": ["a"], "accuracy": [1.0]}), "pos", ["model"], ["accuracy"], "POS")
+
+
+@pytest.mark.slow
+def test_syntax_data_with_alti_runs_one_forward_pass_per_sentence(tmp_path, monkeypatch):
+    """ALTI's pass stores the attention the OLA is made of: with sources ("ola", "alti") extraction never runs."""
+    from olacore import pipeline
+    from olacore.store import TensorStore
+    from olacore.toa.data import syntax_data
+    from olacore.ud import ewt_splits
+
+    def no_second_pass(*args, **kwargs):
+        raise AssertionError("extract_attention ran although ALTI's pass gave the attention")
+
+    monkeypatch.setattr(pipeline, "extract_attention", no_second_pass)
+    splits = subset_splits(ewt_splits(6, 2, 2), 6, 2, 2)
+    cfg = settings("syntax", "smoke")
+    store = TensorStore(tmp_path)
+    data = syntax_data("minilm-l6", splits, cfg, sources=("ola", "alti"), store=store, device="cpu")
+    assert len(data["train"].sources["alti"]) == len(data["train"].items) > 0
+    assert all(record.orders.shape[0] == 4 for record in data["train"].records)

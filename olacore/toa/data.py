@@ -60,7 +60,6 @@ from olacore.sinks import mirror_causal, sink_flags
 from olacore.ud import evenly_spread
 
 if TYPE_CHECKING:  # pragma: no cover
-    from olacore.profiles import SyntaxSettings
     from olacore.store import TensorStore
 
 __all__ = ["DISTANCE", "VARIANTS", "InputSpec", "stack_channels",
@@ -689,7 +688,7 @@ def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = N
     return out
 
 
-def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: SyntaxSettings, *, task: str = "dp",
+def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Any, *, task: str = "dp",
                 sources: Sequence[str] = ("ola",), max_order: int = 3, workers: int = 1, device: str | None = None,
                 progress: bool = False, store: TensorStore | None = None) -> dict[str, TaskData]:
     """Task data of every split for one model, its maps computed once (cached) for all of them.
@@ -698,7 +697,8 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Synta
         model: zoo name, id / folder, or :class:`olacore.loading.LoadedModel` (a control).
         splits: ``{"train": [...], "dev": [...], "test": [...], ...}`` of word-level sources
             (:func:`olacore.ud.ewt_splits` for EWT).
-        settings: the length cut (``max_tokens``) and the ``grid``.
+        settings: the length cut (``max_tokens``) and the ``grid``, read from it (an
+            :class:`olacore.profiles.SyntaxSettings`, which this module does not import: the profiles import it).
         task: ``"dp"`` or ``"pos"``.
         sources: channel sources (:data:`SOURCES`): ``"ola"`` (always: orders ``0..max_order`` and the rollout),
             ``"alti"`` (for the ``"ALTI"`` input), ``"attention"`` (for ``"layer <n>"`` inputs).
@@ -714,10 +714,10 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Synta
     unique = list({s.text: s for split in splits.values() for s in split}.values())
     texts = [s.text for s in unique]
     options = dict(workers=workers, device=device, progress=progress, store=store)
-    records = cached_ola(model, texts, max_order, **options)
-    by_text = dict(zip(texts, records))
+    # ALTI first: its forward pass also stores the attention OLA is made of (one pass per text for both)
     extra = {source: dict(zip(texts, source_records(source, model, texts, **options)))
-             for source in dict.fromkeys(sources) if source != "ola"}
+             for source in sorted(dict.fromkeys(sources), key=lambda s: s != "alti") if source != "ola"}
+    by_text = dict(zip(texts, cached_ola(model, texts, max_order, **options)))
     out = {}
     for name, split in splits.items():
         data = build_task_data(task, model, split, name, max_tokens=settings.max_tokens, grid=settings.grid,
