@@ -42,27 +42,25 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from olacore.checked import Bool, Fraction, NonNegativeInt, PositiveInt, settings_class
+from olacore.checked import Bool, Fraction, PositiveInt, settings_class
 
 __all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "make_backbone", "BACKBONES",
            "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel",
            "NETWORK_VERSIONS", "network_identity"]
 
 BACKBONES = ("masked", "package")
-INPUT_TRANSFORMS = ("log-length", "length", "none")
+INPUT_TRANSFORMS = ("log-length", "none")
 
 
 def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -> torch.Tensor:
-    """Rescale non-negative maps before the 1x1 convolution: ``log1p(T m)``, ``T m`` or ``m``.
+    """Rescale non-negative maps before the 1x1 convolution: ``log1p(T m)`` (``"log-length"``) or ``m`` (``"none"``).
 
-    ``maps`` ``(B, C, T, T)``, ``lengths`` ``(B,)`` real tokens ``T``; ``transform`` ``"log-length"``, ``"length"`` or
-    ``"none"``, in the order above. ``T m`` puts a uniform row at 1 for every length; ``log1p`` tames the sink peaks
-    (up to ``T``). Default measured on minilm-l6 DP (book/design.md).
+    ``maps`` ``(B, C, T, T)``, ``lengths`` ``(B,)`` real tokens ``T``. ``T m`` puts a uniform row at 1 for every
+    length; ``log1p`` tames the sink peaks (up to ``T``). Default measured on minilm-l6 DP (book/design.md).
     """
     if transform == "none":
         return maps
-    scaled = maps * lengths.to(maps)[:, None, None, None]
-    return torch.log1p(scaled) if transform == "log-length" else scaled
+    return torch.log1p(maps * lengths.to(maps)[:, None, None, None])
 
 
 @settings_class
@@ -80,15 +78,13 @@ class AdapterConfig:
         depth: axial blocks (official 5).
         heads: attention heads; must divide ``dim`` (official 8).
         ffn_mult: width of the feed-forward as a multiple of ``dim`` (official 4).
-        ffn_kernel: 1: a position-wise feed-forward; 3 or 5: ``k x k`` convolutions (official 3x3), about 9x the cost.
+        ffn_kernel: 1: a position-wise feed-forward; 3: ``3 x 3`` convolutions (official), about 9x the cost.
         local_mix: a depthwise 3x3 convolution in each feed-forward.
         dropout: dropout on attention and feed-forward outputs.
         arc_dim, rel_dim: widths of the DP head's arc and relation MLPs (official 512, 128).
         mlp_dropout: the DP head's shared dropout (official 0.33).
         pair_scores: the DP head also scores the pair cell ``(i, j)`` (official: diagonal features only).
         input_transform: :func:`transform_input` (official ``"none"``).
-        offset_embedding: reach of a learned embedding of the offset ``j - i`` added to every cell; ``0`` (official):
-            none.
         backbone: ``"masked"`` (:class:`AxialBackbone`) or ``"package"`` (the official network, no padding mask).
 
     Raises:
@@ -108,12 +104,11 @@ class AdapterConfig:
     mlp_dropout: Fraction = 0.33
     pair_scores: Bool = True
     input_transform: Literal[INPUT_TRANSFORMS] = "log-length"
-    offset_embedding: NonNegativeInt = 0
     backbone: Literal[BACKBONES] = "masked"
 
     def __post_init__(self) -> None:
-        if self.ffn_kernel not in (1, 3, 5):
-            raise ValueError(f"AdapterConfig.ffn_kernel must be 1, 3 or 5; got {self.ffn_kernel!r}")
+        if self.ffn_kernel not in (1, 3):
+            raise ValueError(f"AdapterConfig.ffn_kernel must be 1 or 3; got {self.ffn_kernel!r}")
         if self.dim % self.heads:
             raise ValueError(f"AdapterConfig.heads ({self.heads}) must divide dim ({self.dim})")
 
@@ -179,8 +174,6 @@ class AxialBackbone(nn.Module):
         super().__init__()
         self.embed = nn.Linear(in_channels, config.dim)
         self.transform = config.input_transform
-        self.reach = config.offset_embedding
-        self.offsets = nn.Embedding(2 * self.reach + 1, config.dim) if self.reach else None
         self.blocks = nn.ModuleList(AxialBlock(config) for _ in range(config.depth))
         self.norm = nn.LayerNorm(config.dim)
 
@@ -198,12 +191,7 @@ class AxialBackbone(nn.Module):
         batch, _, size, _ = maps.shape
         valid = torch.arange(size, device=maps.device)[None, :] < lengths.to(maps.device)[:, None]
         cells = (valid[:, :, None] & valid[:, None, :]).unsqueeze(-1).to(maps.dtype)
-        x = self.embed(transform_input(maps, lengths, self.transform).permute(0, 2, 3, 1))
-        if self.offsets is not None:
-            positions = torch.arange(size, device=maps.device)
-            offset = (positions[None, :] - positions[:, None]).clamp(-self.reach, self.reach) + self.reach
-            x = x + self.offsets(offset)
-        x = x * cells
+        x = self.embed(transform_input(maps, lengths, self.transform).permute(0, 2, 3, 1)) * cells
         for block in self.blocks:
             x = block(x, valid, cells)
         x = self.norm(x) * cells
