@@ -45,8 +45,7 @@ import torch.nn.functional as F
 from olacore.checked import Bool, Fraction, PositiveInt, settings_class
 
 __all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "make_backbone", "BACKBONES",
-           "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel",
-           "NETWORK_VERSIONS", "network_identity"]
+           "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel"]
 
 BACKBONES = ("masked", "package")
 INPUT_TRANSFORMS = ("log-length", "none")
@@ -374,22 +373,3 @@ class ToaModel(nn.Module):
         features, grid = self.backbone(maps, lengths)
         valid = torch.arange(maps.shape[-1], device=maps.device)[None, :] < lengths.to(maps.device)[:, None]
         return self.head(features, valid, grid=grid, **task_inputs)
-
-
-#: The code version of each network part: bump one when it computes or initialises differently; stored adapters
-#: built with it are then trained anew (their key, :meth:`olacore.toa.train.AdapterJob.key`, holds
-#: :func:`network_identity`).
-NETWORK_VERSIONS = {"AxialBackbone": 1, "PackageBackbone": 1, "TokenHead": 1, "RelationHead": 1, "BiaffineHead": 1}
-_HEADS = {"tokens": "TokenHead", "relation": "RelationHead", "dependency": "BiaffineHead"}
-
-
-def network_identity(kind: str, config: AdapterConfig) -> dict[str, Any]:
-    """A stored adapter's network (a cache-key part): backbone and head classes with their code versions.
-
-    Returns:
-        ``{"backbone": name, "head": name, "versions": {name: version}}`` (JSON-able).
-    """
-    backbone = "AxialBackbone" if config.backbone == "masked" else "PackageBackbone"
-    head = _HEADS[kind]
-    return {"backbone": backbone, "head": head, "versions": {backbone: NETWORK_VERSIONS[backbone],
-                                                             head: NETWORK_VERSIONS[head]}}

@@ -9,7 +9,7 @@ checkpoint kept (:data:`SELECTION`), test scored once afterwards by the caller, 
 augmentations optional.
 
 An :class:`AdapterJob`'s key holds the sha256 of every training and dev map and target, the label vocabulary, the
-task, the input spec, both configs, :func:`olacore.toa.model.network_identity`, the seed, the device type and the
+task (so the head), the input spec, both configs (so the backbone), the seed, the device type and the
 :func:`olacore.store.code_digest` of this module and what it imports (data, model, sink cleaning, augmentation,
 metrics): a stored adapter is reused only for exactly the same training by the same code.
 :meth:`TrainedAdapter.evaluate` scores an adapter on any model's task data of its kind (what transfer calls).
@@ -46,7 +46,7 @@ from olacore.settings import resolve_device
 from olacore.store import TensorStore, code_digest
 from olacore.toa.data import (ENTITY_TASKS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskData, TaskItem, build_input,
                               collate, encode_items, length_batches, task_kind)
-from olacore.toa.model import AdapterConfig, ToaModel, network_identity
+from olacore.toa.model import AdapterConfig, ToaModel
 from olacore.training import run_cached
 
 __all__ = ["predict", "score", "sentence_counts", "counts_score", "word_tags", "attachment_words", "SELECTION", "TRANSFER_TASKS", "METRICS", "TrainConfig",
@@ -360,7 +360,6 @@ class AdapterJob:
 
         return TensorStore.key(
             kind="toa-adapter", code=code_digest(__name__), task=self.task, spec=self.spec.as_dict(),
-            network=network_identity(task_kind(self.task), self.adapter),
             adapter=self.adapter.as_dict(), training=self.training.as_dict(), vocab=list(self.vocab),
             causal=self.causal, seed=self.seed, device=(torch.device(self.training.device).type if self.training.device
                                                        else resolve_device(None).type),
