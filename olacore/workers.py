@@ -7,13 +7,18 @@ The same jobs run on a Dask cluster when the caller selects joblib's Dask backen
 (``with joblib.parallel_config(backend="dask"):``, around a ``dask.distributed.Client`` of the caller's) or sets
 ``$OLACORE_DASK_SCHEDULER`` to a scheduler's address (``tcp://host:8786``). Every job computes on
 :data:`olacore.settings.COMPUTE_THREADS` torch thread(s) (``fixed_threads`` in the compute and training functions),
-so a result is bit-identical wherever it ran.
+so a result has the bits it would have in the calling process (on the same kind of CPU and BLAS: a Dask node of
+another kind may differ). The caller's ``OLACORE_*``, ``HF_*`` and ``TRANSFORMERS_*`` environment travels with every
+job and is set in the worker before it runs, so a worker started earlier never computes with older settings (a
+model folder remapped, another attention budget).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
+import re
 import sys
 import threading
 from typing import Any, Callable, Sequence
@@ -26,7 +31,7 @@ from olacore.loading import LoadedModel
 from olacore.settings import COMPUTE_THREADS, env_text
 from olacore.timing import progress as progress_bar
 
-__all__ = ["run_in_processes", "per_text", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
+__all__ = ["run_in_processes", "per_text", "kept", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
 
 IDLE_SECONDS = 900
 """Seconds a loky worker waits for work before it stops (loky's default: 300). Long enough to keep the workers, and
@@ -97,7 +102,19 @@ def _died(error: BaseException) -> bool:
     return distributed is not None and isinstance(error, distributed.KilledWorker)
 
 
-def _indexed(function: Callable[[Any], Any], index: int, job: Any) -> tuple[int, Any]:
+#: Environment variables that change what a job computes or where it stores: they travel with every job.
+_TRAVELLING = ("OLACORE_", "HF_", "TRANSFORMERS_")
+
+
+def _environment() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(_TRAVELLING)}
+
+
+def _indexed(function: Callable[[Any], Any], index: int, job: Any, environment: dict[str, str]) -> tuple[int, Any]:
+    """Run one job with the caller's environment (:data:`_TRAVELLING` variables set or removed as there)."""
+    for name in [k for k in os.environ if k.startswith(_TRAVELLING) and k not in environment]:
+        del os.environ[name]
+    os.environ.update(environment)
     return index, function(job)
 
 
@@ -114,8 +131,11 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
     """
     if not jobs:
         return []
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1; got {workers!r}")
     done: dict[int, Any] = {}
-    calls = (joblib.delayed(_indexed)(function, i, job) for i, job in enumerate(jobs))
+    environment = _environment()
+    calls = (joblib.delayed(_indexed)(function, i, job, environment) for i, job in enumerate(jobs))
     try:
         with _backend():
             parallel = joblib.Parallel(n_jobs=workers, return_as="generator_unordered", batch_size=1,
@@ -138,18 +158,31 @@ _MODEL_LOCK = threading.Lock()
 _KEPT: dict[tuple[str, str, str], LoadedModel] = {}
 
 
-def _worker_model(name: str, device: str) -> LoadedModel:
-    """The model ``name`` on ``device``, kept for the next job of this process: one model at a time (the previous one
-    is let go first), so a worker holds at most one (qwen2.5-0.5b: about 2 GB in float32). Keyed with the model's
-    fingerprint, so a rebuilt or edited model folder is loaded afresh."""
-    from olacore.loading import load_model, model_fingerprint
-
-    key = (name, device, model_fingerprint(name))
+def kept(key: tuple, load: Callable[[], Any]) -> Any:
+    """``load()``'s object for ``key``, kept in this process for the next job: one at a time across kinds (the
+    previous one is let go first), so a worker holds at most one model (qwen2.5-0.5b: about 2 GB in float32).
+    ``key`` holds the model's fingerprint, so a rebuilt or remapped model folder is loaded afresh."""
     with _MODEL_LOCK:
         if key not in _KEPT:
             _KEPT.clear()
-            _KEPT[key] = load_model(name, device=device)
+            _KEPT[key] = load()
         return _KEPT[key]
+
+
+def _worker_model(name: str, device: str, fingerprint: str) -> LoadedModel:
+    """The model ``name`` on ``device`` whose fingerprint the caller computed, kept for the next job (:func:`kept`).
+
+    Raises:
+        RuntimeError: the model this worker loads under ``name`` is another than the caller's (results would be
+            stored under the caller's key).
+    """
+    from olacore.loading import load_model
+
+    model = kept(("backbone", name, device, fingerprint), lambda: load_model(name, device=device))
+    if model.fingerprint != fingerprint:
+        raise RuntimeError(f"a worker loaded {name!r} as {model.fingerprint}, the caller as {fingerprint}; run with "
+                           "workers=1")
+    return model
 
 
 def _by_value(item: Any, to_numpy: bool) -> Any:
@@ -165,9 +198,15 @@ def _by_value(item: Any, to_numpy: bool) -> Any:
 
 
 def _run_on_texts(job: tuple) -> list[Any]:
-    """One share of :func:`per_text` in a worker: the kept model, ``compute`` on the share's texts."""
-    compute, name, device, texts = job
-    return [_by_value(r, to_numpy=True) for r in compute(_worker_model(name, device), texts, progress=False)]
+    """One share of :func:`per_text` in a worker: the kept model, ``compute`` on the share's texts. A refusal that
+    names a text by its index (``texts[3]``) names it by its index in the caller's list."""
+    compute, name, device, fingerprint, texts, indices = job
+    try:
+        results = compute(_worker_model(name, device, fingerprint), texts, progress=False)
+    except (ValueError, MemoryError) as error:
+        message = re.sub(r"texts\[(\d+)\]", lambda m: f"texts[{indices[int(m[1])]}]", str(error))
+        raise type(error)(message) from None
+    return [_by_value(r, to_numpy=True) for r in results]
 
 
 def _shares(texts: Sequence[str], workers: int) -> list[list[int]]:
@@ -210,10 +249,10 @@ def per_text(
     :data:`TEXTS_PER_WORKER` texts per worker or ``workers < 2`` compute in this process.
 
     Raises:
-        RuntimeError: a worker process died: one line naming ``compute``, the model and the texts it had not finished.
-        Any exception ``compute`` raises.
+        WorkerDied: a worker process died: one line naming ``compute``, the model and the texts it had not finished.
+        Any exception ``compute`` raises (a text named by its index in ``texts``).
     """
-    from olacore.loading import load_model
+    from olacore.loading import load_model, model_fingerprint
     from olacore.settings import cpu_workers, resolve_device
 
     texts = list(texts)
@@ -223,14 +262,16 @@ def per_text(
         loaded = model if isinstance(model, LoadedModel) else load_model(model, device=device)
         return compute(loaded, texts, progress=progress)
     shares = _shares(texts, workers)
-    jobs = [(compute, model, str(resolve_device(device)), [texts[i] for i in share]) for share in shares]
+    fingerprint = model_fingerprint(model)
+    jobs = [(compute, model, str(resolve_device(device)), fingerprint, [texts[i] for i in share], share)
+            for share in shares]
     try:
         done = run_in_processes(_run_on_texts, jobs, workers, progress=progress, desc=f"{compute.__name__} {model}")
     except WorkerDied as died:
         unfinished = sorted(i for job in died.unfinished for i in shares[job])
-        raise RuntimeError(f"a worker process computing {compute.__name__} of {model!r} died (killed for memory?) "
-                           f"on one of {len(unfinished)} texts: {_texts_named(unfinished, texts)}; run with "
-                           "workers=1 to see the error here") from died
+        raise WorkerDied(f"a worker process computing {compute.__name__} of {model!r} died (killed for memory?) "
+                         f"on one of {len(unfinished)} texts: {_texts_named(unfinished, texts, shown=8)}; run with "
+                         "workers=1 to see the error here", unfinished) from died
     results: list[Any] = [None] * len(texts)
     for share, items in zip(shares, done):
         for index, item in zip(share, items):

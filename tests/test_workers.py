@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from olacore.settings import COMPUTE_THREADS, fixed_threads
-from olacore.workers import DASK_ENV, _shares, per_text, run_in_processes
+from olacore.workers import DASK_ENV, WorkerDied, _shares, per_text, run_in_processes
 
 SENTENCES = [
     "It was the best of times, it was the worst of times.",
@@ -62,6 +62,36 @@ def test_a_worker_computes_on_the_threads_the_code_sets():
     for inside, compute in run_in_processes(_threads_set, [2, 3], 2, progress=False):
         assert compute == COMPUTE_THREADS
     assert [inside for inside, _ in run_in_processes(_threads_set, [2, 3], 2, progress=False)] == [2, 3]
+
+
+def _environment_variable(name: str) -> str | None:
+    return os.environ.get(name)
+
+
+def test_the_callers_environment_travels_with_every_job(monkeypatch):
+    """A worker started earlier computes with the settings of the call, not of its start."""
+    name = "OLACORE_ATTENTION_GB"
+    monkeypatch.setenv(name, "4")
+    assert run_in_processes(_environment_variable, [name] * 4, 2, progress=False) == ["4"] * 4
+    monkeypatch.setenv(name, "8")
+    assert run_in_processes(_environment_variable, [name] * 4, 2, progress=False) == ["8"] * 4
+    monkeypatch.delenv(name)
+    assert run_in_processes(_environment_variable, [name] * 4, 2, progress=False) == [None] * 4
+
+
+def test_bad_worker_counts_are_refused_with_their_name():
+    for workers in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="workers"):
+            run_in_processes(abs, [1, 2], workers, progress=False)
+
+
+@pytest.mark.slow
+def test_a_text_refused_in_a_worker_is_named_by_its_index_in_the_callers_list():
+    from olacore.extraction import extract_attention
+
+    texts = SENTENCES[:9] + ["word " * 600]
+    with pytest.raises(ValueError, match=r"texts\[9\].*context"):
+        per_text(extract_attention, "minilm-l6", texts, device="cpu", workers=2, progress=False)
 
 
 def test_a_call_after_a_worker_died_gets_new_workers():
@@ -119,7 +149,7 @@ def test_per_text_in_living_workers_equals_the_calling_process(here):
 @pytest.mark.slow
 def test_a_worker_that_dies_in_per_text_is_named_with_its_model_and_texts():
     texts = SENTENCES[:7] + ["This poison sentence kills its worker."]
-    with pytest.raises(RuntimeError) as died:
+    with pytest.raises(WorkerDied) as died:
         per_text(_attention_or_die, "minilm-l6", texts, device="cpu", workers=2, progress=False)
     message = str(died.value)
     assert "\n" not in message and "minilm-l6" in message and "texts[7]" in message and "workers=1" in message

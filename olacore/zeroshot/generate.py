@@ -256,10 +256,12 @@ def decode_batch(lm: GenerativeLM, rows: Sequence[Sequence[int]], shared: int, *
     return results
 
 
-@functools.lru_cache(maxsize=1)
 def _worker_generator(name: str, device: str) -> GenerativeLM:
-    """The generator of a worker process, loaded once per process (kept while the process lives)."""
-    return load_generator(name, device=device)
+    """The generator of a worker process, kept for its next job as the workers keep models
+    (:func:`olacore.workers.kept`: one at a time, keyed with the model's fingerprint)."""
+    from olacore.workers import kept
+
+    return kept(("generator", name, device, model_fingerprint(name)), lambda: load_generator(name, device=device))
 
 
 def decode_job(job: tuple) -> list[Generation]:
