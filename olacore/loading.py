@@ -162,11 +162,11 @@ def model_fingerprint(name: str) -> str:
     ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
     ``"folder:<absolute path>:<hash>"`` (:func:`olacore.model_files.folder_fingerprint`) or ``"hub:<id>@<commit>"``
     (commit from the local Hugging Face cache, when there); a random-init twin's name
-    (:func:`olacore.twins.twin_name`) gives its model's fingerprint and ``"|control:random init seed=S"``. Equals
-    :attr:`LoadedModel.fingerprint` of the loaded model.
+    (:func:`olacore.twins.twin_name`) gives :func:`olacore.twins.twin_fingerprint` (its model's fingerprint, the seed
+    and the initialiser's digest). Equals :attr:`LoadedModel.fingerprint` of the loaded model.
 
     Raises:
-        ValueError: ``name`` is none of the three (message lists the zoo names).
+        ValueError: ``name`` is none of the four (message lists the zoo names).
     """
     kind = _classify(name)
     name = os.fspath(name)

@@ -169,8 +169,7 @@ def cached_attention(
     Args:
         model: a model name (loaded only on a cache miss) or a :class:`LoadedModel` (its ``fingerprint`` keys the
             cache: a modified copy must carry its own).
-        workers: processes extracting the misses, one thread each (:func:`olacore.workers.per_text`); with more
-            than 1 a script must guard its top level with ``if __name__ == "__main__":``.
+        workers: processes extracting the misses, one thread each (:func:`olacore.workers.per_text`).
         device: where to load the model on a miss (default CUDA if available).
         store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:  # pragma: no cover - loading imports this module lazily
 __all__ = ["random_init", "twin_name", "parse_twin_name", "twin_fingerprint", "twin_key", "load_twin"]
 
 _TAG = "random init seed={seed}"
-_TWIN_NAME = re.compile(r"^(?P<base>.+) \[random init seed=(?P<seed>[0-9]+)\]$")
+_TWIN_NAME = re.compile(r"^(?P<base>.+) \[random init seed=(?P<seed>0|[1-9][0-9]{0,8})\]$")
+_LOOKS_LIKE_TWIN = re.compile(r"\[\s*random[ _-]?init\b", re.IGNORECASE)
 
 
 def identity(name: str, fingerprint: str, tag: str) -> tuple[str, str]:
@@ -50,19 +51,29 @@ def twin_name(model: str, seed: int = 0) -> str:
     """The loadable name of the random-init twin of the model named ``model`` (zoo name, folder, Hugging Face id).
 
     Raises:
-        TypeError / ValueError: ``seed`` is not a non-negative int.
+        TypeError / ValueError: ``seed`` is not an int from 0 to 999999999.
     """
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise TypeError(f"a twin's seed must be an int; got {type(seed).__name__} {seed!r}")
-    if seed < 0:
-        raise ValueError(f"a twin's seed must be >= 0; got {seed}")
+    if not 0 <= seed <= 999_999_999:
+        raise ValueError(f"a twin's seed must be from 0 to 999999999; got {seed}")
     return identity(str(model), "", _TAG.format(seed=seed))[0]
 
 
 def parse_twin_name(name: str) -> tuple[str, int] | None:
-    """``(model name, seed)`` of a :func:`twin_name`, ``None`` for any other name."""
+    """``(model name, seed)`` of a :func:`twin_name`, ``None`` for a name that is no twin's.
+
+    Raises:
+        ValueError: a name that asks for a random-init twin but is not one (``"m [random init seed=-1]"``, a seed
+            over nine digits or with a leading zero, a twin of a twin): one line giving the form.
+    """
     match = _TWIN_NAME.match(name)
-    return None if match is None else (match["base"], int(match["seed"]))
+    if match is not None and not _LOOKS_LIKE_TWIN.search(match["base"]):
+        return match["base"], int(match["seed"])
+    if _LOOKS_LIKE_TWIN.search(name):
+        raise ValueError(f"{name!r} asks for a random-init twin but is not one; give '<model> [random init seed=S]' "
+                         "with one model name and a seed from 0 to 999999999 written without leading zeros")
+    return None
 
 
 def _initialiser() -> str:

@@ -119,3 +119,13 @@ def test_another_initialiser_gives_another_twin_fingerprint_and_weights_key(monk
     monkeypatch.setattr(installed, "__version__", installed.__version__ + ".other")
     after = twin_fingerprint("tiny-fp", 0), twin_key("tiny-fp", 0)
     assert before[0] != after[0] and before[1] != after[1]  # maps and saved weights of the old twin are not read
+
+
+@pytest.mark.parametrize("name", ["minilm-l6 [random init seed=-1]", "minilm-l6 [random init seed=01]",
+                                  "minilm-l6 [random init seed=99999999999999]", "minilm-l6 [Random init seed=x]",
+                                  "minilm-l6 [random init seed=0] [random init seed=1]"])
+def test_a_name_asking_for_a_twin_that_is_none_is_refused_with_the_form(name):
+    with pytest.raises(ValueError, match=r"random init seed=S"):
+        model_fingerprint(name)
+    with pytest.raises(ValueError, match="999999999"):
+        twin_name("minilm-l6", 10**12)
