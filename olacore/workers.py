@@ -61,6 +61,9 @@ class WorkerDied(RuntimeError):
 
 def _dask_client(address: str):
     """A ``dask.distributed.Client`` of the scheduler at ``address``, kept for the process while it is connected."""
+    if not re.fullmatch(r"[a-z][a-z0-9+]*://[^/\s:]+:[0-9]{1,5}", address):
+        raise ValueError(f"${DASK_ENV}={address!r} is not a scheduler address; give one as tcp://host:8786, or unset "
+                         f"{DASK_ENV} to use this machine's processes")
     if address not in _CLIENTS or _CLIENTS[address].status != "running":
         try:
             from dask.distributed import Client
@@ -70,7 +73,7 @@ def _dask_client(address: str):
                                       f"{DASK_ENV} to use this machine's processes") from None
         try:
             _CLIENTS[address] = Client(address, timeout="10s", set_as_default=False)
-        except (OSError, TimeoutError, ValueError) as error:
+        except Exception as error:  # refused, timed out, or not a Dask scheduler that answered
             raise RuntimeError(f"${DASK_ENV}={address}: no Dask scheduler answers there ({type(error).__name__}: "
                                f"{str(error).splitlines()[0] if str(error) else 'no reply'}); start one there "
                                f"(dask scheduler) or unset {DASK_ENV} to use this machine's processes") from None

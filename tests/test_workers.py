@@ -231,6 +231,14 @@ def test_an_unreachable_dask_scheduler_is_one_line(monkeypatch):
     assert DASK_ENV in str(refused.value) and "\n" not in str(refused.value)
 
 
+@pytest.mark.parametrize("address", ["garbage", "127.0.0.1", "tcp://127.0.0.1", "tcp://host:port"])
+def test_a_malformed_dask_address_is_one_line_giving_the_form(monkeypatch, address):
+    monkeypatch.setenv(DASK_ENV, address)
+    with pytest.raises(ValueError) as refused:
+        run_in_processes(abs, [-1, -2], 2, progress=False)
+    assert DASK_ENV in str(refused.value) and "tcp://host:8786" in str(refused.value)
+
+
 def test_dask_not_installed_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
     monkeypatch.setenv(DASK_ENV, "tcp://127.0.0.1:8786")
