@@ -16,16 +16,26 @@ PHASES_ENV = "OLACORE_PHASES"
 
 
 def cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process and of its finished child processes (worker pools)."""
+    """CPU seconds (user + system) of this process, of its finished child processes and of those still running (the
+    workers of :mod:`olacore.workers` live across calls, so their seconds are read while they run)."""
+    import psutil
+
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in psutil.Process().children(recursive=True):
+        try:
+            times = child.cpu_times()
+        except psutil.Error:  # ended meanwhile: its seconds are in children_user / children_system once reaped
+            continue
+        total += times.user + times.system
+    return total
 
 
 class Stopwatch:
     """Accumulate wall-clock and CPU seconds per named phase.
 
-    Use ``with watch("phase"): ...``. CPU seconds count this process and its worker processes once
-    they have finished (a pool's workers end with the pool). With ``chapter`` given and
+    Use ``with watch("phase"): ...``. CPU seconds count this process and its worker processes, running
+    or finished (:func:`cpu_seconds`). With ``chapter`` given and
     ``$OLACORE_PHASES`` set, :meth:`report` also writes the table to ``$OLACORE_PHASES/<chapter>.json``.
     """
 

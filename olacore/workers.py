@@ -31,7 +31,7 @@ from olacore.loading import LoadedModel
 from olacore.settings import COMPUTE_THREADS, env_text
 from olacore.timing import progress as progress_bar
 
-__all__ = ["run_in_processes", "per_text", "kept", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
+__all__ = ["run_in_processes", "per_text", "kept", "shutdown", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
 
 IDLE_SECONDS = 900
 """Seconds a loky worker waits for work before it stops (loky's default: 300). Long enough to keep the workers, and
@@ -57,6 +57,16 @@ class WorkerDied(RuntimeError):
     def __init__(self, message: str, unfinished: list[int]):
         super().__init__(message)
         self.unfinished = unfinished
+
+
+def shutdown() -> None:
+    """Stop this process's loky workers now, if any (they are reaped, so their CPU seconds and peak memory count as
+    finished children: the notebook runner calls this in a chapter's last cell); the next call starts new ones."""
+    from joblib.externals.loky import reusable_executor
+
+    executor = reusable_executor._executor
+    if executor is not None:
+        executor.shutdown(wait=True)
 
 
 def _dask_client(address: str):

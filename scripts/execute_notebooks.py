@@ -80,9 +80,12 @@ BENCH_PLACEHOLDER = ("*No benchmark has been run into this book's output folder 
 # once (sampled every second by kernel_setup.py; 0 where it could not sample). The kernel's own
 # peak is its memory's high-water mark (VmHWM, Linux): its ru_maxrss would also count the
 # runner's memory at the moment it started the kernel (exec keeps the old high-water mark).
-# Workers count through RUSAGE_CHILDREN (ru_maxrss in KiB on Linux, bytes on macOS).
+# Workers count through RUSAGE_CHILDREN (ru_maxrss in KiB on Linux, bytes on macOS), once stopped by the cell
+# (olacore.workers.shutdown: they live across calls) and reaped.
 PEAK_MEMORY_CELL = """def _olacore_peak_memory():
     import json, resource, sys
+    if "olacore.workers" in sys.modules:  # workers live across calls: stop them, so that they count as finished
+        sys.modules["olacore.workers"].shutdown()
     scale = 1 if sys.platform == "darwin" else 1024
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
     try:

@@ -280,3 +280,24 @@ def test_chapter_04_on_a_dask_cluster_records_the_numbers_of_a_local_run(dask_cl
         on_dask = _chapter("04_proxy", tmp_path / "dask", {DASK_ENV: dask_client.scheduler.address})
     assert stream.data, "no job of the chapter ran on the cluster"
     assert on_dask == local
+
+
+def _spin(seconds: float) -> int:
+    import time
+
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return os.getpid()
+
+
+def test_cpu_seconds_count_workers_while_they_live_and_after_they_stop():
+    """The stopwatch and the runner read CPU seconds of workers that outlive the call (olacore.timing.cpu_seconds)."""
+    from olacore.timing import cpu_seconds
+    from olacore.workers import shutdown
+
+    start = cpu_seconds()
+    run_in_processes(_spin, [0.5, 0.5], 2, progress=False)
+    assert cpu_seconds() - start >= 1.0  # the workers' spinning, read while they live
+    shutdown()
+    assert cpu_seconds() - start >= 1.0  # and once they are stopped and reaped
