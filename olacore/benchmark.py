@@ -265,18 +265,11 @@ def zero_shot_unit(model_name: str, prompts: int, batch_size: int = 16) -> tuple
 
 
 def machine_description() -> str:
-    """CPU model and the cores this process may use, e.g. ``"AMD EPYC, 2 cores"``."""
-    import os
-    import platform
+    """CPU model and the cores this process may use, e.g. ``"AMD EPYC, 2 cores"`` (:func:`olacore.timing.machine`)."""
+    from olacore.timing import machine
 
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{model}, {cores} cores"
+    m = machine()
+    return f"{m['cpu']}, {m['cores']} cores"
 
 
 def bench_table(record: dict) -> str:

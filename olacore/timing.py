@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import time
 from contextlib import contextmanager
 from typing import Iterator
@@ -13,6 +14,23 @@ from olacore.store import atomic_write_text
 
 #: Where the notebook runner asks chapters to leave their phase table (``<out>/phases``).
 PHASES_ENV = "OLACORE_PHASES"
+
+
+def machine() -> dict:
+    """The machine this runs on: CPU model, cores this process may use, memory in bytes, system and Python."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    return {"cpu": model, "cores": cores, "memory_bytes": memory,
+            "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version()}
 
 
 def cpu_seconds() -> float:

@@ -44,7 +44,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import shutil
 import sys
 import time
@@ -60,7 +59,7 @@ import notebook_manifest as manifest  # noqa: E402
 from notebook_parameters import ParameterError, check_parameters, declared_parameters  # noqa: E402
 
 from olacore.store import atomic_write_text  # noqa: E402
-from olacore.timing import cpu_seconds  # noqa: E402
+from olacore.timing import cpu_seconds, machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNEL_SETUP = Path(__file__).resolve().parent / "kernel_setup.py"
@@ -348,23 +347,6 @@ def run_chapter(source: Path, out_dir: Path, parameters: dict, *, force: bool = 
     write_compute_table(out_dir)
     return {"chapter": source.stem, "status": "executed", "seconds": seconds, "cpu_seconds": cpu,
             **memory, "reason": reason}
-
-
-def machine() -> dict:
-    """The machine a chapter ran on: CPU model, cores this process may use, memory, system and Python."""
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        memory = None
-    return {"cpu": model, "cores": cores, "memory_bytes": memory,
-            "system": f"{platform.system()} {platform.machine()}", "python": platform.python_version()}
 
 
 def _describe_machine(m: dict) -> str:
