@@ -177,9 +177,24 @@ def kept(key: tuple, load: Callable[[], Any]) -> Any:
     ``key`` holds the model's fingerprint, so a rebuilt or remapped model folder is loaded afresh."""
     with _MODEL_LOCK:
         if key not in _KEPT:
-            _KEPT.clear()
+            if _KEPT:
+                _KEPT.clear()
+                _give_back_memory()
             _KEPT[key] = load()
         return _KEPT[key]
+
+
+def _give_back_memory() -> None:
+    """Free what the let-go model held and hand glibc's free heap back to the system, so that a living worker's
+    resident memory can fall to what the next model needs (freed heap otherwise stays with the process)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): the memory is reused by the process instead
+        pass
 
 
 def _worker_model(name: str, device: str, fingerprint: str) -> LoadedModel:
