@@ -373,7 +373,11 @@ def test_cli_on_a_read_only_cache_with_a_damaged_entry_recomputes_it_with_one_wa
     assert first.returncode == 0, first.stderr
     entries = _entries(cache)
     assert len(entries) == 2  # the attention and the OLA entry
-    damaged = entries[0]
+    from olacore.loading import model_fingerprint
+    from olacore.pipeline import OLA
+
+    key = OLA.keys(model_fingerprint("minilm-l6"), [args[-1]], "cpu")[0]
+    damaged = next(path for path in entries if path.name == f"{key}.safetensors")  # the entry the CLI reads first
     damaged.write_bytes(damaged.read_bytes()[:200])
     before = {path: path.read_bytes() for path in _entries(cache)}
     again = _cli(*args, wrap=_read_only(cache), OLACORE_CACHE=str(cache))
