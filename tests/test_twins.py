@@ -67,7 +67,8 @@ def test_twin_keys_differ_by_model_and_seed():
 
 def test_twin_names_round_trip_and_are_checked():
     assert parse_twin_name(twin_name("minilm-l6", 2)) == ("minilm-l6", 2)
-    assert parse_twin_name(twin_name(twin_name("minilm-l6", 0), 5)) == (twin_name("minilm-l6", 0), 5)
+    with pytest.raises(ValueError, match="random init seed=S"):  # a twin of a twin is the model's twin: refused
+        parse_twin_name(twin_name(twin_name("minilm-l6", 0), 5))
     assert parse_twin_name("minilm-l6") is None and parse_twin_name("minilm-l6 [shuffled layers seed=0]") is None
     with pytest.raises(ValueError, match="seed"):
         twin_name("minilm-l6", -1)
