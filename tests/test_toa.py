@@ -195,6 +195,20 @@ def test_padding_does_not_change_a_sentence_and_shapes(task, config):
         assert torch.allclose(alone["rel"][0], together["rel"][0, :5, :5], atol=1e-4)
 
 
+def test_the_adapters_attention_is_torchs_masked_scaled_dot_product_attention():
+    from torch.nn.functional import scaled_dot_product_attention
+    from olacore.toa.model import _attend
+    torch.manual_seed(0)
+    batch, rows, length, dim, heads = 3, 7, 7, 16, 2
+    x = torch.randn(batch, rows, length, dim)
+    norm, qkv, out = torch.nn.LayerNorm(dim), torch.nn.Linear(dim, 3 * dim), torch.nn.Linear(dim, dim)
+    valid = torch.arange(length)[None, :] < torch.tensor([7, 5, 3])[:, None]
+    q, k, v = qkv(norm(x)).reshape(batch * rows, length, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
+    mask = valid[:, None, :].expand(batch, rows, length).reshape(batch * rows, 1, 1, length)
+    reference = out(scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(x.shape))
+    assert torch.allclose(_attend(x, norm, qkv, out, heads, valid, 0.0), reference, atol=1e-6)
+
+
 def test_the_official_package_backbone_leaks_padding():
     torch.manual_seed(0)
     model = ToaModel("tokens", 3, 4, AdapterConfig(dim=16, heads=2, backbone="package")).eval()
