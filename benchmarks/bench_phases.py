@@ -8,8 +8,8 @@ Usage::
 Measures this machine's attainable fp32 rate on one thread (:func:`olacore.benchmark.attainable_rate`: ``torch.mm``
 of 1024 x 1024 matrices, best CPU seconds of five), then for each phase of the book (extraction, ALTI, adapters, proxy,
 zero-shot) one representative unit of real work: its FLOPs as torch's own counter finds them, its CPU seconds on
-one thread (best of ``--repeats``), the achieved rate and its share of the attainable rate
-(:func:`olacore.benchmark.measure_phase`). Extraction is measured twice, one text per call and all texts in one
+one thread (best of ``--repeats``), the achieved rate and its share of the attainable rate, and the rate its products
+reach alone at their own shapes (:func:`olacore.benchmark.measure_phase`). Extraction is measured twice, one text per call and all texts in one
 call of :func:`olacore.extraction.extract_attention`, so whatever batching it does shows as the difference.
 
 Writes ``<out>/bench.json`` (the record) and ``<out>/bench.md`` (the table ``book/compute.md`` shows under
@@ -83,7 +83,8 @@ def run(quick: bool = False, repeats: int | None = None, note: str = "", models:
         cost = measure_phase(phase, unit, function, repeats)
         rows.append(asdict(cost))
         print(f"{phase:10s} {cost.flops / 1e9:8.2f} GFLOP {cost.cpu_seconds:7.2f} CPU s "
-              f"{cost.gflops_per_second:6.1f} GFLOP/s {cost.share(attainable):5.0%}  {unit}", flush=True)
+              f"{cost.gflops_per_second:6.1f} GFLOP/s {cost.share(attainable):5.0%}  products alone "
+              f"{cost.products_gflops_per_second:6.1f} GFLOP/s  {unit}", flush=True)
     return {
         "measured_at": started,
         "machine": machine_description(),

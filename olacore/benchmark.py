@@ -102,7 +102,8 @@ class PhaseCost:
     ``flops``: the matrix-product and convolution FLOPs torch's own counter
     (:class:`torch.utils.flop_counter.FlopCounterMode`) counts in one run of the unit, backward passes included
     (element-wise work, softmax and normalisations are not counted); ``cpu_seconds`` and ``wall_seconds``: the
-    best of the timed runs (CPU of this process, one torch thread).
+    best of the timed runs (CPU of this process, one torch thread); ``products_seconds``: those products alone
+    (:func:`products_alone_seconds`).
     """
 
     phase: str
@@ -110,6 +111,7 @@ class PhaseCost:
     flops: int
     cpu_seconds: float
     wall_seconds: float
+    products_seconds: float = float("nan")
 
     @property
     def gflops_per_second(self) -> float:
@@ -120,6 +122,11 @@ class PhaseCost:
         """Achieved rate as a share of ``attainable`` GFLOP/s."""
         return self.gflops_per_second / attainable
 
+    @property
+    def products_gflops_per_second(self) -> float:
+        """The rate the unit's counted products reach alone, at their own shapes."""
+        return self.flops / 1e9 / self.products_seconds if self.products_seconds > 0 else float("nan")
+
 
 def count_flops(function) -> int:
     """FLOPs torch's counter sees in one call of ``function()`` (matrix products, convolutions, attention kernels)."""
@@ -128,6 +135,63 @@ def count_flops(function) -> int:
     with FlopCounterMode(display=False) as counter:
         function()
     return int(counter.get_total_flops())
+
+
+def counted_products(function) -> list[tuple[object, tuple, dict, int]]:
+    """The operations torch's FLOP counter counts in one call of ``function()`` (matrix products, convolutions and
+    their backward passes, attention kernels), each distinct call once: ``(op, args, kwargs, times)``, with random
+    operands of the recorded shapes, strides and dtypes in place of the real ones."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_map
+    from torch.utils.flop_counter import flop_registry
+
+    def layout(x):
+        return ("tensor", tuple(x.shape), tuple(x.stride()), x.dtype) if isinstance(x, torch.Tensor) else x
+
+    calls: dict[tuple, list] = {}
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func.overloadpacket in flop_registry:
+                operands = tree_map(layout, (args, kwargs))
+                calls.setdefault((func, repr(operands)), [func, operands, 0])[2] += 1
+            return func(*args, **kwargs)
+
+    def is_layout(x):
+        return isinstance(x, tuple) and x[:1] == ("tensor",)
+
+    def operand(x):
+        if not is_layout(x):
+            return x
+        _, shape, stride, dtype = x
+        extent = 1 + sum((n - 1) * step for n, step in zip(shape, stride)) if all(shape) else 0
+        base = torch.randn(extent).to(dtype) if dtype.is_floating_point else torch.zeros(extent, dtype=dtype)
+        return base.as_strided(shape, stride)
+
+    with Recorder():
+        function()
+    return [(func, *tree_map(operand, operands, is_leaf=is_layout), times) for func, operands, times in calls.values()]
+
+
+def products_alone_seconds(function, repeats: int = 3) -> float:
+    """CPU seconds the products counted in one call of ``function()`` take alone, at their own shapes, on one thread
+    (:func:`counted_products`: each distinct call the best of ``repeats``, times how often it occurred).
+
+    The counted FLOPs over these seconds is the rate the unit's own products reach on this machine (small matrices
+    run far below the 1024^3 rate); the unit's CPU seconds beyond them go to everything else (element-wise work,
+    Python, the allocator).
+    """
+    with fixed_threads(1):
+        total = 0.0
+        for func, args, kwargs, times in counted_products(function):
+            best = float("inf")
+            for _ in range(repeats):
+                start = time.process_time()
+                func(*args, **kwargs)
+                best = min(best, time.process_time() - start)
+            total += best * times
+    return total
 
 
 def attainable_rate(size: int = 1024, repeats: int = 5) -> float:
@@ -154,8 +218,9 @@ def attainable_rate(size: int = 1024, repeats: int = 5) -> float:
 
 def measure_phase(phase: str, unit: str, function, repeats: int = 2) -> PhaseCost:
     """Count ``function()``'s FLOPs in one call (which also pays the one-time costs: first use of a kernel or a
-    shape), then time ``repeats`` more calls, CPU and wall, best of each, on one torch thread. ``function`` must do
-    the same work each call (its FLOPs are counted once).
+    shape), then time ``repeats`` more calls, CPU and wall, best of each, on one torch thread, and its products alone
+    (:func:`products_alone_seconds`, one more call). ``function`` must do the same work each call (its FLOPs are
+    counted once).
     """
     with fixed_threads(1):
         flops = count_flops(function)
@@ -165,7 +230,7 @@ def measure_phase(phase: str, unit: str, function, repeats: int = 2) -> PhaseCos
             function()
             cpu = min(cpu, time.process_time() - start_cpu)
             wall = min(wall, time.perf_counter() - start)
-    return PhaseCost(phase, unit, flops, cpu, wall)
+    return PhaseCost(phase, unit, flops, cpu, wall, products_alone_seconds(function))
 
 
 def bench_texts(count: int) -> list[str]:
@@ -276,12 +341,14 @@ def bench_table(record: dict) -> str:
     """The MyST Markdown table of a bench record (the JSON ``benchmarks/bench_phases.py`` writes): per unit its phase,
     GFLOP, CPU s, GFLOP/s and share of the attainable rate, under a line and a caption saying what, where and when."""
     attainable = record["attainable_gflops"]
-    rows = ["| phase | unit of work | GFLOP | CPU s | GFLOP/s | share of attainable |",
-            "|---|---|---:|---:|---:|---:|"]
+    rows = ["| phase | unit of work | GFLOP | CPU s | GFLOP/s | share of attainable | its products alone, GFLOP/s "
+            "| share of its products' rate |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in record["rows"]:
-        cost = PhaseCost(row["phase"], row["unit"], row["flops"], row["cpu_seconds"], row["wall_seconds"])
+        cost = PhaseCost(**row)
+        alone = cost.products_gflops_per_second
         rows.append(f"| {cost.phase} | {cost.unit} | {cost.flops / 1e9:,.2f} | {cost.cpu_seconds:.2f} | "
-                    f"{cost.gflops_per_second:.1f} | {cost.share(attainable):.0%} |")
+                    f"{cost.gflops_per_second:.1f} | {cost.share(attainable):.0%} | {alone:.1f} | "
+                    f"{cost.gflops_per_second / alone:.0%} |")
     note = f" {record['note'].rstrip('.')}." if record.get("note") else ""
     return (
         f"Measured by `make bench` on {record['measured_at']} UTC, on {record['machine']}, torch "
@@ -290,6 +357,8 @@ def bench_table(record: dict) -> str:
         "torch's counter finds in it (matrix products and convolutions, backward passes included; element-wise "
         "work not counted), its CPU seconds on one thread (best of "
         f"{record['repeats']}), the achieved rate and its share of the attainable rate, "
-        f"{attainable:.1f} GFLOP/s ({record['attainable_how']}).\n"
+        f"{attainable:.1f} GFLOP/s ({record['attainable_how']}); then the rate the same products reach alone, at "
+        "their own shapes, on random operands (what the unit would run at if nothing else took time), and the "
+        "achieved rate as a share of it.\n"
         ":name: tbl-compute-bench\n\n" + "\n".join(rows) + "\n:::\n"
     )

@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from conftest import ROOT
-from olacore.benchmark import PHASES, PhaseCost, attainable_rate, bench_table, count_flops, measure_phase
+from olacore.benchmark import (PHASES, PhaseCost, attainable_rate, bench_table, count_flops, counted_products,
+                               measure_phase)
 
 
 def load_bench():
@@ -59,6 +60,27 @@ def test_measure_phase_counts_once_and_times_on_one_thread():
     assert cost.cpu_seconds >= 0 and cost.wall_seconds >= 0
 
 
+@pytest.mark.parametrize("unit", ["linear", "convolution", "attention"])
+def test_the_replayed_products_carry_every_counted_flop(unit):
+    torch.manual_seed(0)
+    if unit == "linear":
+        layers, x = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)), torch.randn(5, 16)
+    elif unit == "convolution":
+        layers, x = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 4, 3)), torch.randn(2, 3, 9, 9)
+    else:
+        layers, x = torch.nn.MultiheadAttention(16, 2, batch_first=True), torch.randn(3, 7, 16)
+    x.requires_grad_(True)
+
+    def step():
+        out = layers(x) if unit != "attention" else layers(x, x, x)[0]
+        out.sum().backward()
+
+    replayed = counted_products(step)
+    assert sum(times for *_, times in replayed) >= len(replayed) > 0
+    assert sum(times * count_flops(lambda: func(*args, **kwargs)) for func, args, kwargs, times in replayed) \
+        == count_flops(step)
+
+
 def test_attainable_rate_is_a_positive_rate_and_refuses_bad_sizes():
     assert 0 < attainable_rate(64, repeats=1) < math.inf
     with pytest.raises(ValueError, match="size"):
@@ -66,16 +88,17 @@ def test_attainable_rate_is_a_positive_rate_and_refuses_bad_sizes():
 
 
 def test_table_has_a_row_per_unit_with_its_rate_and_share():
-    rows = [PhaseCost(phase, f"unit {i}", (i + 1) * 10**9, 0.5, 0.6) for i, phase in enumerate(PHASES)]
+    rows = [PhaseCost(phase, f"unit {i}", (i + 1) * 10**9, 0.5, 0.6, 0.25) for i, phase in enumerate(PHASES)]
     record = {"measured_at": "2026-12-03 16:00", "machine": "Test CPU, 2 cores", "torch": "2.x",
               "load_average": 0.5, "note": "Shared with a test.", "quick": False, "repeats": 2,
               "attainable_gflops": 20.0, "attainable_how": "a product", "rows": [vars(r) for r in rows]}
     text = bench_table(record)
     table = _table_rows(text)
     assert [r[0] for r in table] == list(PHASES)
-    for i, (_, unit, gflop, cpu, rate, share) in enumerate(table):
+    for i, (_, unit, gflop, cpu, rate, share, alone, share_alone) in enumerate(table):
         assert float(gflop) == i + 1 and float(cpu) == 0.5 and float(rate) == 2 * (i + 1)
         assert float(share.rstrip("%")) == pytest.approx(100 * 2 * (i + 1) / 20.0)
+        assert float(alone) == 4 * (i + 1) and share_alone == "50%"
     assert "Shared with a test." in text and "Test CPU, 2 cores" in text and "20.0 GFLOP/s" in text
 
 
@@ -87,8 +110,8 @@ def test_quick_bench_runs_every_phase_and_writes_its_record(tmp_path):
     assert record["attainable_gflops"] > 0
     for row in record["rows"]:
         cost = PhaseCost(**row)
-        assert cost.flops > 0 and cost.cpu_seconds > 0
+        assert cost.flops > 0 and cost.cpu_seconds > 0 and cost.products_seconds > 0
         assert 0 < cost.share(record["attainable_gflops"]) <= 1, row
     table = _table_rows((tmp_path / "bench.md").read_text())
     assert {r[0] for r in table} == set(PHASES)
-    assert all(re.fullmatch(r"\d+%", r[-1]) and 0 < int(r[-1][:-1]) <= 100 for r in table)
+    assert all(re.fullmatch(r"\d+%", r[5]) and 0 < int(r[5][:-1]) <= 100 for r in table)
