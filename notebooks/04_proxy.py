@@ -56,6 +56,7 @@ from olacore.plots import show_figure, training_curve
 from olacore.profiles import settings
 from olacore.proxy import (OfficialQuirks, channel_set_label, leave_one_out, make_resnet18, official_proxy_experiment,
                            proxy_experiment, proxy_summary)
+from olacore.proxy.loop import channel_stats, shuffled_batches
 from olacore.proxy.train import split_sources
 from olacore.report import proxy_keys
 from olacore.results import HELD_OUT, ChapterResults
@@ -131,18 +132,16 @@ sources, target = splits[0]
 seed, p = cfg.seeds[0], cfg.proxy
 torch.manual_seed(seed)  # the network's initial weights
 train_x, train_y, *_ = split_sources([proxy_maps[s].select("order1").stack() for s in sources], seed=seed)
-mean, std = train_x.mean((0, 2, 3), keepdim=True), train_x.std((0, 2, 3), keepdim=True).clamp_min(1e-12)
+mean, std = channel_stats(train_x)  # per channel, over the training maps
 net = make_resnet18(1, n, p.width)
 optimiser = torch.optim.SGD(net.parameters(), lr=p.lr, momentum=p.momentum, weight_decay=p.weight_decay)
 decay = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: 0.5 * (1 + math.cos(math.pi * s / p.iterations))
                                           if p.cosine else 1.0)
 generator = torch.Generator().manual_seed(seed)
-order, cursor, losses = torch.randperm(len(train_x), generator=generator), 0, []
+batches, losses = shuffled_batches(len(train_x), p.batch_size, generator, drop_last=True), []  # a new order each epoch
 with fixed_threads():  # one thread, as the library's runs: the last bits of a sum depend on the thread count
     for step in range(p.eval_every):
-        if cursor + p.batch_size > len(order):  # a new epoch
-            order, cursor = torch.randperm(len(train_x), generator=generator), 0
-        index, cursor = order[cursor:cursor + p.batch_size], cursor + p.batch_size
+        index = next(batches)
         batch = (augment_batch(train_x[index], p.augment, generator) - mean) / std
         loss = F.cross_entropy(net(batch), train_y[index])
         optimiser.zero_grad()
@@ -154,9 +153,9 @@ print(f"mean training loss over the first {p.eval_every} steps: {np.mean(losses)
 
 # %% [markdown]
 # The library (`olacore.proxy.proxy_experiment`, which calls `olacore.proxy.train_proxy`) runs
-# this loop for every split, order and seed, evaluates on the held-out source maps every
-# `eval_every` steps, keeps the best checkpoint and scores the target once. Its first evaluation
-# must report the loss we just computed.
+# this loop (`olacore.proxy.loop.fit`, the official protocol's too) for every split, order and
+# seed, evaluates on the held-out source maps every `eval_every` steps, keeps the best checkpoint
+# and scores the target once. Its first evaluation must report the loss we just computed.
 
 # %%
 channel_sets = [("rollout",), ("alti",), ("order1",), ("order2",)]  # the paper's rows

@@ -23,6 +23,7 @@ from olacore.proxy import (
     official_view,
     train_official,
 )
+from olacore.proxy import loop as loop_module
 from olacore.proxy import official as official_module
 from olacore.proxy.network import make_resnet18
 from olacore.proxy.official import batchnorm_freeze_step, reported_accuracy
@@ -126,7 +127,7 @@ class _Recorder(torch.nn.Module):
 @pytest.fixture()
 def recorder(monkeypatch):
     seen: list = []
-    monkeypatch.setattr(official_module, "make_resnet18", lambda *a, **k: _Recorder(make_resnet18(*a, **k), seen))
+    monkeypatch.setattr(loop_module, "make_resnet18", lambda *a, **k: _Recorder(make_resnet18(*a, **k), seen))
     return seen
 
 

@@ -20,6 +20,7 @@ from olacore.proxy import (
     split_sources,
     train_proxy,
 )
+from olacore.proxy.loop import shuffled_batches
 from olacore.store import TensorStore
 from olacore.training import run_cached
 
@@ -69,6 +70,24 @@ def test_proxy_learns_a_separable_toy_set(one_thread):
     assert run.val_acc > 0.9
     assert [h["step"] for h in run.history] == [20, 40, 60]
     assert run.best_step in (20, 40, 60)
+
+
+def test_the_held_out_protocol_also_evaluates_the_last_step(one_thread):
+    config = ProxyConfig(iterations=5, batch_size=4, lr=0.05, width=4, eval_every=2, augment=NO_AUGMENT)
+    run = train_proxy(_toy_maps(4, copies=2, seed=0), None, config, seed=0, device="cpu", progress=False)
+    assert [h["step"] for h in run.history] == [2, 4, 5] and run.best_step in (2, 4, 5)
+
+
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_batches_cover_each_epoch_once_and_drop_or_keep_its_short_last_batch(drop_last):
+    batches = shuffled_batches(10, 4, torch.Generator().manual_seed(0), drop_last)
+    per_epoch = [4, 4] if drop_last else [4, 4, 2]
+    for _ in range(3):
+        epoch = [next(batches) for _ in per_epoch]
+        assert [len(b) for b in epoch] == per_epoch
+        drawn = torch.cat(epoch).tolist()
+        assert len(set(drawn)) == len(drawn) and set(drawn) <= set(range(10))
+    assert len(set(drawn)) == (8 if drop_last else 10)
 
 
 def test_proxy_rejects_mismatched_target():

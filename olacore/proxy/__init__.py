@@ -15,8 +15,8 @@ Departures from the official ``olas_visual_model.py``:
   one source, validation is a fixed augmented view of its maps, which only detects divergence.
 - ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18; the CPU profile is narrower).
 
-Runs are kept on disk (:class:`ProxyJob`, one per run); :func:`proxy_experiment` trains the missing ones in worker
-processes.
+Both protocols train through one loop, :func:`olacore.proxy.loop.fit`. Runs are kept on disk (:class:`ProxyJob`, one
+per run); :func:`proxy_experiment` trains the missing ones in worker processes.
 """
 
 from olacore.proxy.experiment import (
@@ -39,10 +39,11 @@ from olacore.proxy.official import (
     official_view,
     train_official,
 )
-from olacore.proxy.train import ProxyConfig, ProxyRun, accuracy, split_sources, train_proxy
+from olacore.proxy.loop import accuracy, fit
+from olacore.proxy.train import ProxyConfig, ProxyRun, split_sources, train_proxy
 
 __all__ = [
-    "make_resnet18", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy",
+    "make_resnet18", "fit", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy",
     "ProxyJob", "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary",
     "OfficialQuirks", "OfficialRun", "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step",
     "official_view", "family_splits",

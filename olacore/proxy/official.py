@@ -29,24 +29,21 @@ Training sizes are the profile's, as in the held-out protocol, so that the two p
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
-import torch.nn.functional as F
 
 from olacore.alignment import resize_maps
 from olacore.augment import VISUAL_PROXY, Augmentation, augment
-from olacore.proxy.experiment import channel_set_label
-from olacore.proxy.network import make_resnet18
-from olacore.proxy.train import ProxyConfig, accuracy
+from olacore.proxy.experiment import channel_set_label, leave_one_out
+from olacore.proxy.loop import accuracy, channel_stats, fit, shuffled_batches, standardise
+from olacore.proxy.train import ProxyConfig
 from olacore.settings import resolve_device
 from olacore.sinks import clean_sinks
 from olacore.store import TensorStore, code_digest, tensor_digest
-from olacore.timing import progress as progress_bar
 from olacore.training import by_value, run_cached
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,7 +102,7 @@ class OfficialQuirks:
 
 
 def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.Generator | None,
-                  settings: Augmentation | None, before_cleaning: bool = True, stats: str = "row") -> torch.Tensor:
+                  settings: Augmentation | None, before_cleaning: bool = True) -> torch.Tensor:
     """One sample as the official ``ClassifyDataset.__getitem__`` makes it: augment, clean sinks, resize.
 
     Args:
@@ -113,12 +110,11 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
         size: side of the ``(C, size, size)`` float32 result (official: 50).
         settings: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`), or ``None`` for none.
         before_cleaning: augment the raw maps before cleaning (official), or the cleaned, resized ones after.
-        stats: sink statistics (official: ``"row"``).
     """
     maps = maps.float()
     if settings is not None and before_cleaning:
-        maps = augment(maps, causal, settings, generator, stats=stats, column_draw="multinomial")
-    maps = resize_maps(clean_sinks(maps, causal, stats=stats), size)
+        maps = augment(maps, causal, settings, generator, stats="row", column_draw="multinomial")
+    maps = resize_maps(clean_sinks(maps, causal, stats="row"), size)  # whole-row statistics, as the official
     if settings is not None and not before_cleaning:
         maps = augment(maps, False, settings, generator, stats="row", column_draw="multinomial")
     return maps
@@ -135,7 +131,7 @@ def family_splits(names: Sequence[str]) -> list[tuple[list[str], list[str]]]:
     """
     if len(set(names)) < 2:
         raise ValueError(f"need two models (each its own family) to split; got {list(names)}")
-    return [([n for n in names if n != target], [target]) for target in names]
+    return [(sources, [target]) for sources, target in leave_one_out(names)]
 
 
 @dataclass
@@ -159,10 +155,13 @@ def reported_accuracy(history: Sequence[Mapping[str, float]], quirks: OfficialQu
     """The number a run reports and its step: from the re-augmented target evaluations (``test_acc``) with
     ``reaugment_targets``, else the clean ones (``test_acc_clean``); their maximum (the official ``best_acc``) with
     ``max_over_evaluations``, else the last one."""
-    column = "test_acc" if quirks.reaugment_targets else "test_acc_clean"
-    values = [h[column] for h in history]
+    values = _target_accuracies(history, quirks)
     index = max(range(len(values)), key=values.__getitem__) if quirks.max_over_evaluations else len(values) - 1
     return values[index], int(history[index]["step"])
+
+
+def _target_accuracies(history: Sequence[Mapping[str, float]], quirks: OfficialQuirks) -> list[float]:
+    return [h["test_acc" if quirks.reaugment_targets else "test_acc_clean"] for h in history]
 
 
 def _views(texts: Sequence[torch.Tensor], causal: bool, size: int, generator: torch.Generator | None,
@@ -187,9 +186,9 @@ def train_official(
 
     Text ``i`` of every model is class ``i``. Batches are drawn from all source samples, reshuffled every epoch (the
     last one may be smaller, as a ``DataLoader`` without ``drop_last``). Every ``config.eval_every`` steps all target
-    samples (pooled) are scored augmented afresh and clean, and the clean source maps too, from a random source of
-    their own (evaluations never change training). ``augment`` is applied per sample (``config.augment`` is not
-    used); ``config``'s SGD settings count only without ``official_optimiser``.
+    samples (pooled) are scored augmented afresh and clean, and the clean source maps too (the evaluations draw from
+    a generator of their own: they never change training). ``augment`` is applied per sample (``config.augment`` is
+    not used); ``config``'s SGD settings count only without ``official_optimiser``.
 
     Args:
         sources: per source model, the raw token-level ``(C, T_i, T_i)`` maps of its texts.
@@ -199,7 +198,6 @@ def train_official(
     """
     num_classes = len(sources[0])
     device = resolve_device(device)
-    torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     train_maps = [m for model in sources for m in model]
     train_y = torch.arange(num_classes).repeat(len(sources))
@@ -210,51 +208,31 @@ def train_official(
     if quirks.raw_inputs:
         mean, std = torch.zeros(1, clean_train.shape[1], 1, 1), torch.ones(1, clean_train.shape[1], 1, 1)
     else:  # standardised with the training maps' statistics, as the held-out protocol does
-        mean = clean_train.mean(dim=(0, 2, 3), keepdim=True)
-        std = clean_train.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-12)
-    clean_test = (_views(test_maps, causal, size, None, None, True) - mean) / std
+        mean, std = channel_stats(clean_train)
+    clean_test = standardise(_views(test_maps, causal, size, None, None, True), mean, std)
     eval_gen = torch.Generator().manual_seed(1_000_003 + seed)
-    clean_train = (clean_train - mean) / std
-    model = make_resnet18(clean_train.shape[1], num_classes, config.width).to(device)
-    sgd = OFFICIAL_OPTIMISER if quirks.official_optimiser else {
-        "lr": config.lr, "momentum": config.momentum, "weight_decay": config.weight_decay, "cosine": config.cosine}
-    optimiser = torch.optim.SGD(model.parameters(), lr=sgd["lr"], momentum=sgd["momentum"],
-                                weight_decay=sgd["weight_decay"])
-    scheduler = (torch.optim.lr_scheduler.LambdaLR(
-        optimiser, lambda step: 0.5 * (1 + math.cos(math.pi * step / config.iterations))) if sgd["cosine"] else None)
-    freeze = batchnorm_freeze_step(config.iterations) if quirks.frozen_batchnorm else None
-    history: list[dict] = []
-    losses: list[float] = []
-    order, cursor = torch.randperm(len(train_maps), generator=gen), 0
-    model.train()
-    for step in progress_bar(range(1, config.iterations + 1), enabled=progress, desc="official proxy", leave=False):
-        if cursor >= order.numel():
-            order, cursor = torch.randperm(len(train_maps), generator=gen), 0
-        index = order[cursor : cursor + config.batch_size]
-        cursor += config.batch_size
-        batch = _views([train_maps[i] for i in index], causal, size, gen, augment, before)
-        logits = model(((batch - mean) / std).to(device))
-        loss = F.cross_entropy(logits, train_y[index].to(device))
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
-        if scheduler is not None:
-            scheduler.step()
-        losses.append(loss.item())
-        if step == freeze:  # olas_visual_model.py leaves the network in eval mode for good
-            model.eval()
-        if step % config.eval_every == 0:
-            augmented = (_views(test_maps, causal, size, eval_gen, augment, before) - mean) / std
-            test_acc, test_acc_clean = accuracy(model, augmented, test_y), accuracy(model, clean_test, test_y)
-            train_acc = accuracy(model, clean_train, train_y)  # each in eval mode, the mode restored after
-            history.append({"step": step, "train_loss": sum(losses) / len(losses), "test_acc": test_acc,
-                            "test_acc_clean": test_acc_clean, "train_acc": train_acc})
-            losses = []
+    clean_train = standardise(clean_train, mean, std)
+
+    def batches():
+        for index in shuffled_batches(len(train_maps), config.batch_size, gen, drop_last=False):
+            batch = _views([train_maps[i] for i in index], causal, size, gen, augment, before)
+            yield standardise(batch, mean, std).to(device), train_y[index].to(device)
+
+    def evaluate(step: int, model: torch.nn.Module, _: float) -> dict:
+        augmented = standardise(_views(test_maps, causal, size, eval_gen, augment, before), mean, std)
+        return {"test_acc": accuracy(model, augmented, test_y), "test_acc_clean": accuracy(model, clean_test, test_y),
+                "train_acc": accuracy(model, clean_train, train_y)}  # each in eval mode, the mode restored after
+
+    _, history = fit(batches(), evaluate, in_channels=clean_train.shape[1], num_classes=num_classes,
+                     width=config.width, sgd=OFFICIAL_OPTIMISER if quirks.official_optimiser else config.sgd(),
+                     iterations=config.iterations, eval_every=config.eval_every, seed=seed, device=device,
+                     freeze_batchnorm_after=batchnorm_freeze_step(config.iterations) if quirks.frozen_batchnorm else None,
+                     progress=progress, desc="official proxy")
     reported, best_step = reported_accuracy(history, quirks)
     return OfficialRun(seed=seed, history=history, reported=reported, best_step=best_step, quirks=quirks)
 
 
-# ------------------------------------------------------------------ cached runs (chapter 03)
+# ------------------------------------------------------------------ cached runs (chapters 04 and a1)
 
 @dataclass
 class OfficialProxyJob:
@@ -293,12 +271,6 @@ class OfficialProxyJob:
                              device=self.device, progress=False)
         record = {"seed": run.seed, "history": run.history}
         return {"test_acc": torch.tensor([h["test_acc"] for h in run.history])}, record
-
-    def rebuild(self, record: dict[str, Any]) -> OfficialRun:
-        """The :class:`OfficialRun` of a stored record, read out by this job's quirks."""
-        reported, step = reported_accuracy(record["history"], self.quirks)
-        return OfficialRun(seed=record["seed"], history=record["history"], reported=reported, best_step=step,
-                           quirks=self.quirks)
 
 
 def _arrays(items: Sequence["TokenMaps"], channels: Sequence[str]) -> list[np.ndarray]:
@@ -357,11 +329,11 @@ def official_proxy_experiment(
     results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="official proxy runs")
     rows, histories = [], {}
     for job, (variant, sources, targets, seed), (_, record) in zip(jobs, labels, results):
-        run = job.rebuild(record)
-        accs = [h["test_acc" if job.quirks.reaugment_targets else "test_acc_clean"] for h in record["history"]]
+        reported, best_step = reported_accuracy(record["history"], job.quirks)
+        accs = _target_accuracies(record["history"], job.quirks)
         target = " + ".join(targets)
         rows.append({"variant": variant, "channels": channel_set_label(channels), "sources": " + ".join(sources),
-                     "target": target, "seed": seed, "reported": run.reported, "best_step": run.best_step,
+                     "target": target, "seed": seed, "reported": reported, "best_step": best_step,
                      "last_acc": accs[-1], "mean_acc": float(np.mean(accs)),
                      "train_acc": record["history"][-1]["train_acc"], "evaluations": len(accs)})
         histories[(variant, target, seed)] = record["history"]

@@ -3,31 +3,30 @@
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from olacore.augment import BatchAugmentation, augment_batch
 from olacore.checked import Bool, NonNegativeFloat, PositiveFloat, PositiveInt, settings_class
-from olacore.proxy.network import make_resnet18
+from olacore.proxy.loop import accuracy, channel_stats, fit, shuffled_batches, standardise
 from olacore.settings import resolve_device
-from olacore.timing import progress as progress_bar
 
-__all__ = ["ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy"]
+__all__ = ["ProxyConfig", "ProxyRun", "split_sources", "train_proxy"]
+
+#: The fixed augmented view that validates a run with one source model: noise on every map, fake sinks on half.
+_VALIDATION_VIEW = BatchAugmentation(noise_p=1.0, noise_std_ratio=0.3, sink_p=0.5, sink_columns=3)
 
 
-def split_sources(
-    source_maps: Sequence[torch.Tensor], augment: BatchAugmentation | None = None, seed: int = 0
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]:
+def split_sources(source_maps: Sequence[torch.Tensor],
+                  seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]:
     """Split source models' maps into training and validation sets, never the target (:mod:`olacore.proxy`).
 
     Args:
         source_maps: one ``(N, C, S, S)`` tensor per source model, text ``i`` at index ``i``.
-        augment, seed: the fixed augmented validation view with one source (default: noise on every map).
+        seed: seeds the fixed augmented validation view with one source.
 
     Returns:
         ``(train_x, train_y, val_x, val_y, how)``; ``how`` describes the split in words.
@@ -36,9 +35,8 @@ def split_sources(
     labels = torch.arange(n)
     if len(source_maps) == 1:
         maps = source_maps[0]
-        view = augment or BatchAugmentation(noise_p=1.0, noise_std_ratio=0.3, sink_p=0.5, sink_columns=3)
         gen = torch.Generator(device=maps.device).manual_seed(10_000 + seed)
-        val = augment_batch(maps, view, gen)
+        val = augment_batch(maps, _VALIDATION_VIEW, gen)
         return maps, labels, val, labels.clone(), "one source model: validation is a fixed augmented view of its maps"
     num_sources = len(source_maps)
     held = labels % num_sources  # text i validated on source i mod S
@@ -79,6 +77,10 @@ class ProxyConfig:
         if self.width % 4:
             raise ValueError(f"ProxyConfig.width must be a multiple of 4; got {self.width}")
 
+    def sgd(self) -> dict:
+        """The optimiser settings :func:`olacore.proxy.loop.fit` takes."""
+        return {"lr": self.lr, "momentum": self.momentum, "weight_decay": self.weight_decay, "cosine": self.cosine}
+
 
 @dataclass
 class ProxyRun:
@@ -105,25 +107,7 @@ class ProxyRun:
 
     def evaluate(self, maps: torch.Tensor) -> float:
         """Accuracy (fraction) on another model's ``(N, C, S, S)`` maps (text ``i`` = class ``i``)."""
-        return accuracy(self.model, _standardise(maps, self.mean, self.std), torch.arange(maps.shape[0]))
-
-
-@torch.no_grad()
-def accuracy(model: nn.Module, maps: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
-    """Top-1 accuracy (fraction) of ``model`` on ``(N, C, S, S)`` maps with ``(N,)`` labels."""
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    correct = 0
-    for start in range(0, maps.shape[0], batch_size):
-        logits = model(maps[start : start + batch_size].to(device))
-        correct += int((logits.argmax(1).cpu() == labels[start : start + batch_size].cpu()).sum())
-    model.train(was_training)
-    return correct / max(maps.shape[0], 1)
-
-
-def _standardise(maps: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
-    return (maps - mean) / std
+        return accuracy(self.model, standardise(maps, self.mean, self.std), torch.arange(maps.shape[0]))
 
 
 def train_proxy(
@@ -148,64 +132,44 @@ def train_proxy(
         ValueError: the target maps' shape differs from the sources'.
     """
     device = resolve_device(device)
-    torch.manual_seed(seed)
     train_x, train_y, val_x, val_y, how = split_sources(source_maps, seed=seed)
     if target_maps is not None and tuple(target_maps.shape[1:]) != tuple(train_x.shape[1:]):
         raise ValueError(f"target maps {tuple(target_maps.shape)} do not match source maps {tuple(train_x.shape)}")
-    num_classes = source_maps[0].shape[0]
-    # Inputs are standardised per channel with training statistics (maps hold ~1/S values).
-    mean = train_x.mean(dim=(0, 2, 3), keepdim=True)
-    std = train_x.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-12)
-    model = make_resnet18(train_x.shape[1], num_classes, config.width).to(device)
-    optimiser = torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
-    scheduler = (
-        torch.optim.lr_scheduler.LambdaLR(optimiser, lambda step: 0.5 * (1 + math.cos(math.pi * step / config.iterations)))
-        if config.cosine
-        else None
-    )
+    mean, std = channel_stats(train_x)  # maps hold ~1/S values
     gen = torch.Generator().manual_seed(seed)
-    train_x_dev, train_y_dev = train_x.to(device), train_y.to(device)
-    val_std = _standardise(val_x, mean, std)
-    best_state, best_val, best_step = copy.deepcopy(model.state_dict()), -1.0, 0
-    history: list[dict] = []
-    losses, seen, hits = [], 0, 0
-    order = torch.randperm(train_x.shape[0], generator=gen)
-    cursor = 0
-    bar = progress_bar(range(1, config.iterations + 1), enabled=progress, desc="proxy", leave=False)
-    model.train()
-    for step in bar:
-        if cursor + config.batch_size > order.numel():
-            order, cursor = torch.randperm(train_x.shape[0], generator=gen), 0
-        index = order[cursor : cursor + config.batch_size].to(device)
-        cursor += config.batch_size
-        batch = augment_batch(train_x_dev[index], config.augment, _device_generator(gen, device))
-        batch = _standardise(batch, mean.to(device), std.to(device))
-        labels = train_y_dev[index]
-        logits = model(batch)
-        loss = F.cross_entropy(logits, labels)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
-        if scheduler is not None:
-            scheduler.step()
-        losses.append(loss.item())
-        seen += labels.numel()
-        hits += int((logits.argmax(1) == labels).sum())
-        if step % config.eval_every == 0 or step == config.iterations:
-            val_acc = accuracy(model, val_std, val_y)
-            history.append({"step": step, "train_loss": sum(losses) / len(losses), "train_acc": hits / seen, "val_acc": val_acc})
-            bar.set_postfix(loss=f"{history[-1]['train_loss']:.3f}", val=f"{val_acc:.3f}")
-            if val_acc > best_val:
-                best_val, best_step = val_acc, step
-                best_state = copy.deepcopy(model.state_dict())
-            losses, seen, hits = [], 0, 0
-    model.load_state_dict(best_state)
+    train_x_dev, train_y_dev, mean_dev, std_dev = (t.to(device) for t in (train_x, train_y, mean, std))
+
+    def batches():
+        for index in shuffled_batches(train_x.shape[0], config.batch_size, gen, drop_last=True):
+            index = index.to(device)
+            batch = augment_batch(train_x_dev[index], config.augment, _device_generator(gen, device))
+            yield standardise(batch, mean_dev, std_dev), train_y_dev[index]
+
+    best = _BestOnValidation(standardise(val_x, mean, std), val_y)
+    model, history = fit(batches(), best, in_channels=train_x.shape[1], num_classes=source_maps[0].shape[0],
+                         width=config.width, sgd=config.sgd(), iterations=config.iterations, eval_every=config.eval_every,
+                         seed=seed, device=device, evaluate_last=True, progress=progress, desc="proxy")
+    model.load_state_dict(best.state)
     model.eval()
     test_acc = None
     if target_maps is not None:
-        test_acc = accuracy(model, _standardise(target_maps, mean, std), torch.arange(target_maps.shape[0]))
-    return ProxyRun(seed=seed, history=history, best_step=best_step, val_acc=best_val, test_acc=test_acc, validation=how,
-                    model=model, mean=mean, std=std)
+        test_acc = accuracy(model, standardise(target_maps, mean, std), torch.arange(target_maps.shape[0]))
+    return ProxyRun(seed=seed, history=history, best_step=best.step, val_acc=best.val_acc, test_acc=test_acc,
+                    validation=how, model=model, mean=mean, std=std)
+
+
+class _BestOnValidation:
+    """The evaluation of the held-out protocol: accuracy on the validation maps, keeping the best weights."""
+
+    def __init__(self, maps: torch.Tensor, labels: torch.Tensor) -> None:
+        self.maps, self.labels = maps, labels
+        self.val_acc, self.step, self.state = -1.0, 0, None
+
+    def __call__(self, step: int, model: nn.Module, train_acc: float) -> dict:
+        val_acc = accuracy(model, self.maps, self.labels)
+        if val_acc > self.val_acc:
+            self.val_acc, self.step, self.state = val_acc, step, copy.deepcopy(model.state_dict())
+        return {"train_acc": train_acc, "val_acc": val_acc}
 
 
 def _device_generator(cpu_gen: torch.Generator, device: torch.device) -> torch.Generator:
