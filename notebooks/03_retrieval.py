@@ -55,8 +55,8 @@ from olacore.pipeline import token_maps
 from olacore.plots import hits_heatmaps, show_figure
 from olacore.profiles import settings
 from olacore.report import published_value, retrieval_keys
-from olacore.results import ChapterResults
-from olacore.retrieval import mean_hits, retrieval_grid
+from olacore.results import OFFICIAL, ChapterResults
+from olacore.retrieval import PAIRS_TABLE, mean_hits, pairs_rows, retrieval_grid
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
 from olacore.tables import show_table
@@ -69,7 +69,7 @@ cfg = settings("quantitative", profile, seeds=seeds)
 results = ChapterResults("03_retrieval", profile)
 workers = cpu_workers(device)
 pd.set_option("display.precision", 3)
-OFFICIAL_TAG = "official texts, whole row sink statistics"  # the record keys of the official protocol's pairs
+OFFICIAL_TAG = "official texts, whole row sink statistics"  # a label of the official protocol's pair records
 
 # %% [markdown]
 # ## The texts
@@ -255,6 +255,7 @@ for _, r in causal_pairs.iterrows():  # every causal pair, with the published nu
                     100 * r[metric], chance=100 * chance, protocol="official", verdict=verdict(r[metric], chance),
                     paper_keys=retrieval_keys(r["source"], r["target"], metric),
                     subject=f"{r['source']} -> {r['target']}", anchor="tbl-retrieval-pairs")
+results.add_table(PAIRS_TABLE, pairs_rows(causal_pairs, OFFICIAL))  # the same numbers as typed rows: a5 reads them
 for kind in groups:
     for channel in ("order1", "order2", "rollout", "alti"):
         value = mean_hits(faithful, group=kind, channel=channel)

@@ -1,8 +1,10 @@
-"""A chapter's results, saved as a small JSON file: what the report page and the tests read.
+"""A chapter's results, saved as a small JSON file: what the report page, later chapters and the tests read.
 
 Every chapter records its headline numbers with :class:`ChapterResults` and saves them at its end,
 atomically, into ``$OLACORE_RESULTS`` (default ``book/generated/results``). A NaN value or a chapter
-that recorded nothing is refused, so an empty or undefined table fails where it ran.
+that recorded nothing is refused, so an empty or undefined table fails where it ran. A table a later
+chapter reads is kept as typed rows under a name both import (:meth:`ChapterResults.add_table`), never
+parsed out of record keys or labels.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from olacore.settings import env_folder
 from olacore.store import atomic_write_text
@@ -68,11 +70,13 @@ class Record:
 
 @dataclass
 class ChapterResults:
-    """The records of one chapter run (``chapter``: the notebook's stem, ``profile``: its profile)."""
+    """The records of one chapter run (``chapter``: the notebook's stem, ``profile``: its profile) and the tables
+    it keeps for later chapters (``tables``: name -> rows, each a mapping of column to plain value)."""
 
     chapter: str
     profile: str
     records: list[Record] = field(default_factory=list)
+    tables: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def add(self, key: str, claim: str, value: float, **details: Any) -> Record:
         """Record one number (see :class:`Record` for ``details``); returns it.
@@ -89,6 +93,21 @@ class ChapterResults:
         self.records.append(record)
         return record
 
+    def add_table(self, name: str, rows: Iterable[Mapping[str, Any]]) -> None:
+        """Keep a table for later chapters (``name``: a constant producer and reader both import; ``rows``: one
+        mapping of column to str / int / float / bool per row, e.g. ``frame.to_dict("records")``).
+
+        Raises:
+            ValueError: ``name`` was already kept, or a value is not finite.
+        """
+        if name in self.tables:
+            raise ValueError(f"{self.chapter}: table {name!r} kept twice")
+        rows = [dict(row) for row in rows]
+        if any(isinstance(v, float) and not math.isfinite(v) for row in rows for v in row.values()):
+            raise ValueError(f"{self.chapter}: table {name!r} holds a value that is not finite: the table it comes "
+                             "from is empty or undefined")
+        self.tables[name] = rows
+
     def save(self, folder: str | os.PathLike | None = None) -> Path:
         """Write ``<chapter>.json`` atomically into ``folder`` (default :func:`results_dir`).
 
@@ -99,6 +118,8 @@ class ChapterResults:
             raise ValueError(f"{self.chapter}: no result recorded; a chapter must record what it measured")
         folder = Path(folder) if folder is not None else results_dir()
         payload = {"chapter": self.chapter, "profile": self.profile, "records": [asdict(r) for r in self.records]}
+        if self.tables:
+            payload["tables"] = self.tables
         text = json.dumps(payload, indent=1, ensure_ascii=False, allow_nan=False)
         return atomic_write_text(folder / f"{self.chapter}.json", text)
 
@@ -108,17 +129,24 @@ def load_results(chapter: str, folder: str | os.PathLike | None = None) -> Chapt
 
     Raises:
         FileNotFoundError: the chapter has not been executed.
-        ValueError: the file holds another chapter's results.
+        ValueError: the file holds another chapter's results, or is not a chapter's results (not JSON, a field
+            missing or of the wrong type).
     """
     path = (Path(folder) if folder is not None else results_dir()) / f"{chapter}.json"
     if not path.is_file():
         raise FileNotFoundError(f"{path} is missing: execute the chapter {chapter!r} first "
                                 f"(python scripts/execute_notebooks.py notebooks/{chapter}.py)")
-    payload = json.loads(path.read_text(encoding="utf-8"))
-    if payload.get("chapter") != chapter:  # a file copied or renamed from another chapter's results
-        raise ValueError(f"{path} holds the results of chapter {payload.get('chapter')!r}, not {chapter!r}; "
-                         f"execute the chapter {chapter!r} again (python scripts/execute_notebooks.py --force "
-                         f"notebooks/{chapter}.py)")
+    again = (f"execute the chapter {chapter!r} again "
+             f"(python scripts/execute_notebooks.py --force notebooks/{chapter}.py)")
     known = {f.name for f in fields(Record)}
-    records = [Record(**{k: v for k, v in r.items() if k in known}) for r in payload["records"]]
-    return ChapterResults(payload["chapter"], payload["profile"], records)
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+        if payload.get("chapter") == chapter:
+            records = [Record(**{k: v for k, v in r.items() if k in known}) for r in payload["records"]]
+            tables = {str(name): [dict(row) for row in rows] for name, rows in payload.get("tables", {}).items()}
+            return ChapterResults(chapter, payload["profile"], records, tables)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:  # JSONDecodeError is a ValueError
+        raise ValueError(f"{path} is not a chapter's saved results ({type(error).__name__}: {error}); "
+                         f"{again}") from None
+    # a file copied or renamed from another chapter's results
+    raise ValueError(f"{path} holds the results of chapter {payload.get('chapter')!r}, not {chapter!r}; {again}")

@@ -21,7 +21,13 @@ from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.pipeline import TokenMaps
 
-__all__ = ["retrieval_table", "retrieval_grid", "hits_matrix", "mean_hits", "same_text_gap"]
+__all__ = ["PAIRS_TABLE", "PAIRS_COLUMNS", "pairs_rows", "retrieval_table", "retrieval_grid", "hits_matrix", "mean_hits",
+           "same_text_gap"]
+
+#: The table chapter 03 keeps for later chapters (:meth:`olacore.results.ChapterResults.add_table`, rows made by
+#: :func:`pairs_rows`): one row per (source, target) pair and channel it records, with these columns.
+PAIRS_TABLE = "retrieval pairs"
+PAIRS_COLUMNS = ("kind", "source", "target", "channel", "protocol", "hits@1", "hits@5")
 
 
 def _check_comparable(maps: Mapping[str, Maps]) -> Maps:
@@ -116,6 +122,14 @@ def retrieval_grid(
             table.insert(0, "group", group)
             tables.append(table)
     return pd.concat(tables, ignore_index=True)
+
+
+def pairs_rows(table: pd.DataFrame, protocol: str) -> list[dict[str, Any]]:
+    """:data:`PAIRS_COLUMNS` rows of :func:`retrieval_grid` rows (``group`` as ``kind``; ``hits@k`` in percent) under
+    ``protocol`` (:data:`olacore.results.OFFICIAL` or :data:`~olacore.results.HELD_OUT`)."""
+    kept = table.rename(columns={"group": "kind"}).assign(protocol=protocol,
+                                                          **{m: 100 * table[m] for m in ("hits@1", "hits@5")})
+    return kept[list(PAIRS_COLUMNS)].to_dict("records")
 
 
 def hits_matrix(table: pd.DataFrame, channel: str, metric: str = "hits@1") -> pd.DataFrame:

@@ -81,3 +81,35 @@ def test_files_written_before_the_report_fields_still_load(tmp_path):
     payload["records"][0]["from_the_future"] = 1
     (tmp_path / "05_controls.json").write_text(json.dumps(payload))
     assert load_results("05_controls", tmp_path).records[0].value == 1.0
+
+
+def test_a_kept_table_round_trips_and_older_files_have_none(tmp_path):
+    results = _results()
+    rows = [{"kind": "causal", "source": "a", "target": "b", "hits@1": 0.1 + 0.2, "n": 3, "ok": True}]
+    results.add_table("pairs", rows)
+    results.save(tmp_path)
+    loaded = load_results("03_quantitative", tmp_path)
+    assert loaded.tables == {"pairs": rows} and loaded.tables["pairs"][0]["hits@1"] == 0.1 + 0.2  # the same bits
+    _results().save(tmp_path)
+    assert load_results("03_quantitative", tmp_path).tables == {}
+    assert "tables" not in json.loads((tmp_path / "03_quantitative.json").read_text())  # a chapter keeping none
+
+
+def test_a_table_kept_twice_or_undefined_is_refused():
+    results = _results()
+    results.add_table("pairs", [])
+    with pytest.raises(ValueError, match="pairs.*twice"):
+        results.add_table("pairs", [])
+    with pytest.raises(ValueError, match="not finite"):
+        results.add_table("other", [{"hits@1": float("nan")}])
+    assert list(results.tables) == ["pairs"]
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"chapter": "05_controls"}', '{"chapter": "05_controls", "profile": "smoke", '
+                                  '"records": [{"key": "k"}]}', '{"chapter": "05_controls", "profile": "smoke", '
+                                  '"records": [], "tables": []}'])
+def test_a_malformed_file_is_named_in_one_line(tmp_path, text):
+    (tmp_path / "05_controls.json").write_text(text)
+    with pytest.raises(ValueError, match="05_controls.json is not a chapter's saved results") as info:
+        load_results("05_controls", tmp_path)
+    assert "\n" not in str(info.value) and "--force notebooks/05_controls.py" in str(info.value)

@@ -3,6 +3,8 @@ is the gallery and which channel is compared, so a swapped pair or a mixed-up ch
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ import torch
 from olacore.alignment import WordText
 from olacore.maps import Maps
 from olacore.pipeline import TokenMaps
-from olacore.retrieval import hits_matrix, mean_hits, retrieval_grid, retrieval_table, same_text_gap
+from olacore.retrieval import PAIRS_COLUMNS, hits_matrix, mean_hits, pairs_rows, retrieval_grid, retrieval_table, same_text_gap
 
 SIZE = 16
 CHANNELS = ("order1", "order2", "rollout")
@@ -149,3 +151,14 @@ def test_same_text_gap():
     rollout = gap[gap["channel"] == "rollout"].iloc[0]
     assert rollout["SSIM same text"] == pytest.approx(1.0)
     assert rollout["gap"] == pytest.approx(1.0 - rollout["SSIM different texts"]) and rollout["gap"] > 0.5
+
+
+def test_pairs_rows_keep_each_pair_typed_in_percent_through_json():
+    a, b = _asymmetric_pair()
+    table = retrieval_table({"A": a, "B": b}, ks=(1, 5)).assign(group="causal")
+    rows = pairs_rows(table, "official")
+    assert rows == json.loads(json.dumps(rows, allow_nan=False))  # plain values, the same bits after a save
+    assert all(tuple(row) == PAIRS_COLUMNS and row["kind"] == "causal" and row["protocol"] == "official" for row in rows)
+    assert {(r["source"], r["target"], r["channel"]): r["hits@1"] for r in rows} == pytest.approx(
+        {k: 100 * v for k, v in EXPECTED.items()})
+    assert all(r["hits@5"] == 100.0 for r in rows)

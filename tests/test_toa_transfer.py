@@ -113,20 +113,87 @@ def test_spearman_over_pairs():
     assert rho["rho"].isna().all()
 
 
-def test_similarity_read_from_chapter_03(tmp_path):
-    key = "retrieval/causal/{}->{}/order1/hits@1/official texts, whole row sink statistics"
-    records = [{"key": key.format(*CAUSAL[:2]), "value": 80.0}, {"key": key.format(*CAUSAL[1::-1]), "value": 70.0},
-               {"key": "retrieval/causal/x->y/order2/hits@1/official texts, whole row sink statistics", "value": 1.0}]
-    (tmp_path / "03_retrieval.json").write_text(json.dumps({"profile": "smoke", "records": records}))
-    hits, where = similarity_hits(TransferSettings(encoders=("minilm-l6",), control_models=()), tmp_path,
-                                  profile="smoke")
-    assert "causal: chapter 03" in where and len(hits) == 2
-    assert hits.set_index(["source", "target"]).loc[CAUSAL[:2], "hits@1"] == 80.0
+def _chapter_03(folder, pairs, *, profile="smoke", label="official texts, whole row sink statistics",
+                kind="causal"):
+    """Save chapter 03's results as the chapter does: pair records keyed with ``label`` and the kept pairs table
+    (``pairs``: ``(source, target, Hits@1 %)``)."""
+    from olacore.results import OFFICIAL, ChapterResults
+    from olacore.retrieval import PAIRS_TABLE, pairs_rows
+
+    grid = pd.DataFrame([{"group": kind, "variant": "resize, clean", "source": s, "target": g, "channel": "order1",
+                          "sinks": "clean", "hits@1": h / 100, "hits@5": 1.0} for s, g, h in pairs])
+    results = ChapterResults("03_retrieval", profile)
+    for _, r in grid.iterrows():
+        results.add(f"retrieval/{kind}/{r['source']}->{r['target']}/order1/hits@1/{label}", f"hits@1, {label}",
+                    100 * r["hits@1"])
+    results.add_table(PAIRS_TABLE, pairs_rows(grid, OFFICIAL))
+    return results.save(folder)
+
+
+def test_similarity_read_from_chapter_03s_table_whatever_its_labels(tmp_path):
+    """What chapter 03 keeps as typed rows is read; its record keys and labels play no part."""
+    from olacore.results import HELD_OUT, load_results
+    from olacore.retrieval import PAIRS_TABLE
+
+    chapter = TransferSettings(causal=CAUSAL[:2], encoders=("minilm-l6",), control_models=(), zero_shot_models=())
+    pairs = [(CAUSAL[0], CAUSAL[1], 80.0), (CAUSAL[1], CAUSAL[0], 70.0), (CAUSAL[0], CAUSAL[2], 1.0)]
+    path = _chapter_03(tmp_path, pairs)
+    saved = json.loads(path.read_text())  # rows of another channel or protocol are not the official order-1 table
+    saved["tables"][PAIRS_TABLE] += [dict(saved["tables"][PAIRS_TABLE][0], channel="order2", **{"hits@1": 5.0}),
+                                     dict(saved["tables"][PAIRS_TABLE][0], protocol=HELD_OUT, **{"hits@1": 6.0})]
+    path.write_text(json.dumps(saved))
+    hits, where = similarity_hits(chapter, tmp_path, profile="smoke")
+    assert "causal: chapter 03" in where
+    expected = pd.DataFrame([{"kind": "causal", "source": s, "target": g, "hits@1": 100 * (h / 100)}  # as recorded
+                             for s, g, h in pairs[:2]])
+    pd.testing.assert_frame_equal(hits, expected)
+    for label in ("renamed label", ""):  # a renamed label, or records of no recognisable key, read the same numbers
+        _chapter_03(tmp_path, pairs, label=label)
+        assert all(label in r.key for r in load_results("03_retrieval", tmp_path).records)
+        pd.testing.assert_frame_equal(similarity_hits(chapter, tmp_path, profile="smoke")[0], expected)
+
+
+@pytest.mark.parametrize("text, match", [("not JSON", "03_retrieval.json is not a chapter's saved results"),
+                                         ('{"chapter": "03_retrieval", "profile": "smoke"}', "KeyError: 'records'"),
+                                         ('{"chapter": "03_retrieval", "profile": "smoke", "records": [], '
+                                          '"tables": {"retrieval pairs": [{"kind": "causal"}]}}', "lacks the columns")])
+def test_similarity_a_malformed_chapter_03_file_is_one_line(tmp_path, text, match):
+    (tmp_path / "03_retrieval.json").write_text(text)
+    chapter = TransferSettings(causal=CAUSAL[:2], encoders=("minilm-l6",), control_models=(), zero_shot_models=())
+    with pytest.raises(ValueError, match=match) as info:
+        similarity_hits(chapter, tmp_path, profile="smoke")
+    assert "\n" not in str(info.value) and "execute" in str(info.value)
+
+
+@pytest.mark.slow
+def test_similarity_computed_unless_chapter_03_saved_every_pair_at_this_profile(tmp_path, one_thread):
+    """No file, a file of another profile, labels alone (no table) or a missing pair: computed, the same numbers."""
+    from olacore.twins import twin_name
+
+    encoders = ("minilm-l6", twin_name("minilm-l6"))
+    chapter = TransferSettings(causal=("smollm2-135m",), encoders=encoders, control_models=(), zero_shot_models=(),
+                               similarity_texts=4)
+    computed, where = similarity_hits(chapter, tmp_path / "none", profile="smoke")
+    assert "encoder: computed here (4 " in where and len(computed) == 2
+    assert computed["hits@1"].between(0, 100).all()
+    every = [(encoders[0], encoders[1], 99.0), (encoders[1], encoders[0], 98.0)]
+    for pairs, profile in ((every, "default"), (every[:1], "smoke")):
+        path = _chapter_03(tmp_path, pairs, profile=profile, kind="encoder")
+        hits, where = similarity_hits(chapter, tmp_path, profile="smoke")
+        pd.testing.assert_frame_equal(hits, computed)
+        assert ("not used" in where) == (profile == "default")
+    path = _chapter_03(tmp_path, every, kind="encoder")
+    hits, where = similarity_hits(chapter, tmp_path, profile="smoke")
+    assert "encoder: chapter 03" in where and list(hits["hits@1"]) == [99.0, 98.0]
+    saved = json.loads(path.read_text())
+    saved["tables"] = {}  # the records' keys alone are not read
+    path.write_text(json.dumps(saved))
+    pd.testing.assert_frame_equal(similarity_hits(chapter, tmp_path, profile="smoke")[0], computed)
 
 
 def test_similarity_no_pairs_gives_empty_table(tmp_path):
     hits, where = similarity_hits(TransferSettings(causal=("smollm2-135m",), encoders=("minilm-l6",),
-                                                   control_models=(), zero_shot_models=()), tmp_path)
+                                                   control_models=(), zero_shot_models=()), tmp_path, profile="smoke")
     assert hits.empty and "two models" in where
 
 

