@@ -26,31 +26,17 @@ def shuffled_batches(n: int, batch_size: int, generator: torch.Generator, drop_l
         cursor += batch_size
 
 
-def fit(
-    batches: Iterator[tuple[torch.Tensor, torch.Tensor]],
-    evaluate: Callable[[int, nn.Module, float], dict],
-    *,
-    in_channels: int,
-    num_classes: int,
-    width: int,
-    sgd: Mapping[str, float],
-    iterations: int,
-    eval_every: int,
-    seed: int,
-    device: torch.device,
-    evaluate_last: bool = False,
-    freeze_batchnorm_after: int | None = None,
-    progress: bool = True,
-    desc: str = "proxy",
-) -> tuple[nn.Module, list[dict]]:
-    """Train a fresh :func:`make_resnet18` (initialised from ``seed``) by SGD on cross-entropy; return it and its
-    history.
+def fit(batches: Iterator[tuple[torch.Tensor, torch.Tensor]], evaluate: Callable[[int, nn.Module, float], dict], *,
+        in_channels: int, num_classes: int, width: int, sgd: Mapping[str, float], iterations: int, eval_every: int,
+        seed: int, device: torch.device, evaluate_last: bool = False, freeze_batchnorm_after: int | None = None,
+        progress: bool = True, desc: str = "proxy") -> tuple[nn.Module, list[dict]]:
+    """Train a fresh :func:`make_resnet18` (initialised from ``seed``) by SGD on cross-entropy: ``(model, history)``.
 
     Args:
         batches: ``((B, C, S, S) inputs, (B,) labels)`` on ``device``, one per step.
         evaluate: ``(step, model, train_acc) -> dict`` every ``eval_every`` steps (and at the last with
-            ``evaluate_last``), ``train_acc`` the fraction of training batches right since the last evaluation;
-            history entry: ``{"step", "train_loss", **dict}``.
+            ``evaluate_last``); ``train_acc``: the fraction of training samples classified right since the last
+            evaluation. Each history entry is ``{"step", "train_loss", **dict}``.
         sgd: ``lr, momentum, weight_decay, cosine`` (the rate decays to zero over ``iterations`` with ``cosine``).
         freeze_batchnorm_after: the step after which the network stays in eval mode (BatchNorm frozen).
     """
