@@ -156,6 +156,11 @@ def counted_products(function) -> list[tuple[object, tuple, dict, int]]:
             if func.overloadpacket in flop_registry:
                 operands = tree_map(layout, (args, kwargs))
                 calls.setdefault((func, repr(operands)), [func, operands, 0])[2] += 1
+            else:  # a composite (linear, matmul under inference mode): its parts come back through this mode
+                with self:
+                    parts = func.decompose(*args, **kwargs)
+                if parts is not NotImplemented:
+                    return parts
             return func(*args, **kwargs)
 
     def is_layout(x):

@@ -60,18 +60,22 @@ def test_measure_phase_counts_once_and_times_on_one_thread():
     assert cost.cpu_seconds >= 0 and cost.wall_seconds >= 0
 
 
-@pytest.mark.parametrize("unit", ["linear", "convolution", "attention"])
+@pytest.mark.parametrize("unit", ["linear", "convolution", "attention", "inference"])
 def test_the_replayed_products_carry_every_counted_flop(unit):
     torch.manual_seed(0)
-    if unit == "linear":
+    if unit in ("linear", "inference"):
         layers, x = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 8)), torch.randn(5, 16)
     elif unit == "convolution":
         layers, x = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.Conv2d(4, 4, 3)), torch.randn(2, 3, 9, 9)
     else:
         layers, x = torch.nn.MultiheadAttention(16, 2, batch_first=True), torch.randn(3, 7, 16)
-    x.requires_grad_(True)
+    x.requires_grad_(unit != "inference")
 
     def step():
+        if unit == "inference":  # composites (linear) reach the counter whole: their products must still be found
+            with torch.inference_mode():
+                layers(x)
+            return
         out = layers(x) if unit != "attention" else layers(x, x, x)[0]
         out.sum().backward()
 
