@@ -17,7 +17,7 @@ import time
 import torch
 
 from olacore.corpora import read_semeval
-from olacore.ud import evenly_spread
+from olacore.corpora import evenly_spread
 from olacore.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form
 
 

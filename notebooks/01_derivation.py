@@ -102,7 +102,7 @@ from olacore.pipeline import cached_attention, token_maps
 from olacore.plots import draw_maps, show_figure, token_labels
 from olacore.profiles import settings
 from olacore.results import ChapterResults
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.timing import Stopwatch
 
 cfg = settings("derivation", profile)

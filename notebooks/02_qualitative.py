@@ -41,17 +41,17 @@ profile = "default"  # smoke, default or paper: sets every size
 # %% tags=["hide-input"]
 import torch
 
-from olacore.alignment import WordText
+from olacore.texts import WordText
 from olacore.channels import label as channel_label
 from olacore.maps import model_maps
 from olacore.pipeline import token_maps
 from olacore.plots import draw_maps, show_figure, token_labels
 from olacore.profiles import settings
 from olacore.results import ChapterResults
-from olacore.retrieval import same_text_gap
+from olacore.similarity import same_text_gap
 from olacore.settings import cpu_workers
-from olacore.sinks import clean_sinks
-from olacore.tables import show_table
+from olacore.maps import clean_sinks
+from olacore.plots import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 from olacore.zoo import ZOO
@@ -70,7 +70,7 @@ print(f"This run ({profile} profile) draws the causal models {', '.join(cfg.caus
 #
 # Each tokenizer cuts the text differently, so token-level maps differ in size. To put them
 # side by side with readable axes we pool each map onto the words of the text (our
-# addition, `olacore.alignment.pool_to_words`: key tokens of a word summed, query tokens
+# addition, `olacore.texts.pool_to_words`: key tokens of a word summed, query tokens
 # averaged, special tokens dropped, rows renormalised). Attention sinks are cleaned first, as
 # the paper does before comparing maps (see the sink section below: SmolLM2 and Qwen2.5 add
 # no BOS token, so their sink is the first *word* and would hide everything else). Each panel
@@ -105,7 +105,7 @@ for index, text in enumerate([text_a, text_b]):
 # {cite}`xiao2024sinks`. The official preprocessing (`get_outliers_mask` in the official
 # `models/ola_utils.py`) zeroes, in every row, every entry equal to the row's maximum and every
 # entry above the row's mean plus three (sample) standard deviations, then renormalises
-# (`olacore.sinks.clean_sinks`). Its similarity scripts (`olas_retrieval.py`,
+# (`olacore.maps.clean_sinks`). Its similarity scripts (`olas_retrieval.py`,
 # `olas_visual_model.py`) take mean and standard deviation over the whole row, the zeros above
 # a causal map's diagonal included; so does this book wherever it compares maps. Here the
 # token-level maps of one causal model, raw and cleaned.

@@ -56,13 +56,13 @@ from olacore.plots import hits_heatmaps, show_figure
 from olacore.profiles import settings
 from olacore.report import published_value, retrieval_keys
 from olacore.results import OFFICIAL, ChapterResults
-from olacore.retrieval import PAIRS_TABLE, mean_hits, pairs_rows, retrieval_grid
+from olacore.similarity import PAIRS_TABLE, mean_hits, pairs_rows, retrieval_grid
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.texts import similarity_texts, text_counts
 from olacore.timing import Stopwatch
-from olacore.verdicts import better, verdict
+from olacore.report import better, verdict
 
 watch = Stopwatch("03_retrieval")
 cfg = settings("quantitative", profile, seeds=seeds)
@@ -192,7 +192,7 @@ assert hits == hits_at_k(matrix, (1, 5))
 # %% [markdown]
 # ## Every pair of models
 #
-# `olacore.retrieval.retrieval_grid` does the two steps above for every ordered (source, target)
+# `olacore.similarity.retrieval_grid` does the two steps above for every ordered (source, target)
 # pair of models of the same kind (causal models with causal models, encoders with encoders)
 # and every channel. Our by-hand pair must be one of its rows.
 
@@ -383,7 +383,7 @@ for channel in ("order1", "order2"):
 # ```
 
 # %%
-from olacore.sinks import sink_flags
+from olacore.maps import sink_flags
 
 for item in tokens[target][:3]:  # first three texts, token level, raw
     m = item.maps[item.channels.index("order1")]

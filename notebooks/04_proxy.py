@@ -56,15 +56,15 @@ from olacore.plots import show_figure, training_curve
 from olacore.profiles import settings
 from olacore.proxy import (OfficialQuirks, channel_set_label, leave_one_out, make_resnet18, official_proxy_experiment,
                            proxy_experiment, proxy_summary)
-from olacore.proxy.loop import channel_stats, shuffled_batches
-from olacore.proxy.train import split_sources
+from olacore.proxy import channel_stats, shuffled_batches
+from olacore.proxy import split_sources
 from olacore.report import proxy_keys
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers, fixed_threads, resolve_device
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
-from olacore.verdicts import CANNOT_JUDGE, better, learned_training_maps, protocol_verdict, verdict
+from olacore.report import CANNOT_JUDGE, better, learned_training_maps, protocol_verdict, verdict
 
 watch = Stopwatch("04_proxy")
 cfg = settings("quantitative", profile, seeds=seeds)
@@ -153,7 +153,7 @@ print(f"mean training loss over the first {p.eval_every} steps: {np.mean(losses)
 
 # %% [markdown]
 # The library (`olacore.proxy.proxy_experiment`, which calls `olacore.proxy.train_proxy`) runs
-# this loop (`olacore.proxy.loop.fit`, the official protocol's too) for every split, order and
+# this loop (`olacore.proxy.fit`, the official protocol's too) for every split, order and
 # seed, evaluates on the held-out source maps every `eval_every` steps, keeps the best checkpoint
 # and scores the target once. Its first evaluation must report the loss we just computed.
 

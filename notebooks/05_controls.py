@@ -57,10 +57,10 @@ from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
-from olacore.verdicts import STRONG_NOISE, vanishes, verdict
+from olacore.report import STRONG_NOISE, vanishes, verdict
 
 watch = Stopwatch("05_controls")
 cfg = settings("controls", profile, seeds=seeds)
@@ -376,7 +376,7 @@ print(again.assign(**{"Hits@1 %": 100 * again["hits@1"], "OLAS vanishes?": [
 #
 # ```{exercise} Where does OLAS fade under noise?
 # :label: ex-05-noise
-# The verdict "vanishes" is judged only from noise of `olacore.verdicts.STRONG_NOISE` times
+# The verdict "vanishes" is judged only from noise of `olacore.report.STRONG_NOISE` times
 # each tensor's standard deviation upwards. Add a few noise scales between the profile's for
 # the encoder pair and find the smallest scale at which first-order Hits@1 no longer holds
 # weakly ({ref}`claims-rate`).

@@ -56,15 +56,15 @@ from olacore.profiles import settings as chapter_settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import collate, encode_items, input_spec
 from olacore.toa.model import ToaModel
 from olacore.toa.syntax import (baseline_table, grid_table, parse_examples, record_syntax, syntax_datasets,
                                 syntax_paper_numbers, syntax_splits, syntax_verdicts, wide_table)
 from olacore.toa.train import adapter_loss, make_job, optimiser_for, train_adapters, train_epoch
-from olacore.ud import read_ewt_syntax
-from olacore.verdicts import GOAL
+from olacore.corpora import read_ewt_syntax
+from olacore.report import GOAL
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch("06_syntax")
@@ -304,7 +304,7 @@ show_table(paper_comparison("syntax", syntax_paper_numbers(table)), "tbl-syntax-
 # weakly (a random network's attention is close to uniform), while the twin is handed the offsets outright, so
 # random-init maps can score below distance only. *Goal met* says whether order 1 parses at least
 # {glue:text}`syntax-goal:g` UAS points above the twin: a goal this book set itself before the runs
-# (`olacore.verdicts.GOAL`). The verdicts pair two inputs of one model over the seeds both
+# (`olacore.report.GOAL`). The verdicts pair two inputs of one model over the seeds both
 # ran; how they are judged: {ref}`claims`.
 
 # %%

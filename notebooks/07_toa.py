@@ -61,14 +61,14 @@ from olacore.profiles import settings as chapter_settings
 from olacore.report import paper_comparison, value_span
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import METRICS, make_job, train_adapters, word_tags
 from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, gap_table, majority_bounds, random_init_rows,
                                   re_paper_numbers, record_transfer, surface_bounds, transfer_heatmaps,
                                   transfer_scores, verdict_table, zero_shot_rows)
-from olacore.verdicts import NOT_MEASURED_HERE, NOT_TESTED, learned
+from olacore.report import NOT_MEASURED_HERE, NOT_TESTED, learned
 
 torch.set_num_threads(1)
 settings = chapter_settings("transfer", profile, device=device)

@@ -42,13 +42,13 @@ from olacore.plots import show_figure
 from olacore.profiles import settings
 from olacore.proxy import (OFFICIAL_OPTIMISER, OfficialQuirks, batchnorm_freeze_step, family_splits, leave_one_out,
                            official_proxy_experiment, proxy_experiment)
-from olacore.proxy.official_report import learning_curves, protocol_table, selection_figure
+from olacore.official_report import learning_curves, protocol_table, selection_figure
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
-from olacore.verdicts import CANNOT_JUDGE, learned_training_maps
+from olacore.report import CANNOT_JUDGE, learned_training_maps
 
 watch = Stopwatch("a1_official_protocol")
 cfg = settings("quantitative", profile, seeds=seeds)
@@ -73,7 +73,7 @@ with watch("held-out proxy, order 1 (training or cache)"):
 # ## The visual proxy under the official protocol, quirk by quirk
 #
 # The official script (`olas_visual_model.py`) differs from the held-out protocol of chapter {doc}`04_proxy` in seven
-# ways, each a named switch of `olacore.proxy.official.OfficialQuirks` (the module's docstring
+# ways, each a named switch of `olacore.proxy.OfficialQuirks` (the module's docstring
 # names the official file each comes from):
 #
 # 1. `family_split`: `olas_visual_model.py`, run as the official README's command, trains on four
@@ -100,7 +100,7 @@ with watch("held-out proxy, order 1 (training or cache)"):
 # same seeds and training sizes (steps, batch, width) as the held-out runs; the quirks are scaled to
 # the run as a fraction of it: BatchNorm freezes after a thousandth of training, as in
 # `olas_visual_model.py` (step 100 of 100,000), rounded and at least one step
-# (`batchnorm_freeze_step` in `olacore.proxy.official`: the line printed below gives the step
+# (`batchnorm_freeze_step` in `olacore.proxy`: the line printed below gives the step
 # and its share of this run), whatever the evaluation interval. One consequence the scaling cannot remove: BatchNorm's running
 # statistics (momentum 0.1) are frozen after as many updates as steps before the freeze, so a
 # freeze after step 1 keeps statistics that are nine tenths their initial values (mean 0, variance
@@ -109,7 +109,7 @@ with watch("held-out proxy, order 1 (training or cache)"):
 # **Did it learn?** Every evaluation also scores the clean *source* maps the network trains on
 # (`olas_visual_model.py` scores its training set too). A network that cannot recognise its own
 # training maps has learned nothing its target could be tested on: then the protocol cannot be
-# judged at this size (`olacore.verdicts.protocol_verdict`: its source-map accuracy at the last
+# judged at this size (`olacore.report.protocol_verdict`: its source-map accuracy at the last
 # evaluation must hold by the rate rule, {ref}`claims-learned`), and its target number
 # is no evidence for or against OLAS. The learning curves of the first seed:
 

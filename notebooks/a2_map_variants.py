@@ -58,13 +58,13 @@ from olacore.profiles import settings
 from olacore.proxy import leave_one_out, proxy_experiment
 from olacore.report import published_value, retrieval_keys
 from olacore.results import ChapterResults
-from olacore.retrieval import retrieval_grid
+from olacore.similarity import retrieval_grid
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.texts import similarity_texts, text_counts
 from olacore.timing import Stopwatch
-from olacore.verdicts import verdict
+from olacore.report import verdict
 
 watch = Stopwatch("a2_map_variants")
 cfg = settings("quantitative", profile, seeds=seeds)

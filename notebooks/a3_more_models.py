@@ -40,13 +40,13 @@ from olacore.profiles import settings
 from olacore.proxy import leave_one_out, proxy_experiment
 from olacore.report import published_value, retrieval_keys
 from olacore.results import ChapterResults
-from olacore.retrieval import mean_hits, retrieval_grid, retrieval_table
+from olacore.similarity import mean_hits, retrieval_grid, retrieval_table
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
-from olacore.verdicts import verdict
+from olacore.report import verdict
 
 watch = Stopwatch("a3_more_models")
 cfg = settings("quantitative", profile, seeds=seeds)

@@ -34,7 +34,7 @@ from olacore.profiles import settings as chapter_settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import input_spec, syntax_data
 from olacore.toa.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, grid_plan,
@@ -42,7 +42,7 @@ from olacore.toa.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_
                                 record_syntax, summary, syntax_datasets, syntax_paper_numbers, syntax_splits,
                                 syntax_verdicts, wide_table)
 from olacore.toa.train import make_job, train_adapters
-from olacore.verdicts import MARGIN, claim_verdict
+from olacore.report import MARGIN, claim_verdict
 from olacore.zoo import ZOO
 
 settings = chapter_settings("syntax", profile, device=device)

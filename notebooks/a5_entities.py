@@ -37,7 +37,7 @@ from olacore.profiles import settings as chapter_settings
 from olacore.report import show_findings, value_span
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
-from olacore.tables import show_table
+from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.syntax import data_reports
@@ -46,7 +46,7 @@ from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, gap_table, learned
                                   random_init_rows, record_transfer, similarity_hits, similarity_vs_transfer,
                                   surface_bounds, surface_margins, transfer_heatmaps, transfer_scores, verdict_table,
                                   zero_shot_rows)
-from olacore.verdicts import LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED
+from olacore.report import LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED
 from olacore.zeroshot import prompt_forms
 
 torch.set_num_threads(1)

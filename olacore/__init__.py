@@ -2,35 +2,35 @@
 
 The data flows one way, one module per step:
 
-- texts: :mod:`olacore.texts` (similarity chunks), :mod:`olacore.ud` (UD English EWT),
+- texts: :mod:`olacore.texts` (similarity chunks), :mod:`olacore.corpora` (UD English EWT),
   :mod:`olacore.corpora` (UNER English-EWT, WNUT-17, SemEval-2010 Task 8);
 - models: :mod:`olacore.zoo` (the offline zoo as data), :mod:`olacore.zoo_build` (building its
-  folders), :mod:`olacore.loading` (any model, its fingerprint), :mod:`olacore.model_files`
-  (checks and fingerprint of a model folder), :mod:`olacore.twins` (random-init twins, saved
+  folders), :mod:`olacore.loading` (any model, its fingerprint), :mod:`olacore.loading`
+  (checks and fingerprint of a model folder), :mod:`olacore.loading` (random-init twins, saved
   once), :mod:`olacore.extraction` (head-averaged attention per layer, the bits of one text a
   pass, equal-length texts batched where a self-test allows);
 - :mod:`olacore.ola`: OLA and rollout, the mathematics, no models; :mod:`olacore.alti` (with
-  :mod:`olacore.alti_families`, :mod:`olacore.alti_math`): ALTI from the real layer outputs;
+  :mod:`olacore.extraction`, :mod:`olacore.alti`): ALTI from the real layer outputs;
 - :mod:`olacore.pipeline`: attention -> OLA / ALTI -> token maps of named channels, cached in
   :mod:`olacore.store`; :mod:`olacore.channels` is the one vocabulary of channel names;
 - :mod:`olacore.maps`: the typed :class:`Maps` every experiment consumes, built from token maps
-  by :mod:`olacore.sinks` (sink cleaning) and :mod:`olacore.alignment` (resize, words, first
+  by :mod:`olacore.maps` (sink cleaning) and :mod:`olacore.texts` (resize, words, first
   sub-token);
-- experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.retrieval`,
+- experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.similarity`,
   :mod:`olacore.proxy` (the visual proxy, held-out and official protocols),
   :mod:`olacore.controls`, :mod:`olacore.toa` (the Transferable OLA Adapter: ``data``, ``model``,
   ``train``, and the ``syntax`` and ``transfer`` chapters' own readings), :mod:`olacore.zeroshot`
-  (the prompting baseline), :mod:`olacore.metrics`; :mod:`olacore.augment` holds the official
+  (the prompting baseline), :mod:`olacore.toa.train`; :mod:`olacore.augment` holds the official
   augmentations once; trained networks are cached by :mod:`olacore.training`; work is spread
   over worker processes that live for a chapter by :mod:`olacore.workers` (joblib's loky, or
   Dask);
-- reading results: :mod:`olacore.verdicts` (every fixed rule, margin and goal),
+- reading results: :mod:`olacore.report` (every fixed rule, margin and goal),
   :mod:`olacore.paper` (the published numbers), :mod:`olacore.results` (each chapter's numbers),
   :mod:`olacore.report` (the paper's numbers beside ours: a chapter's ``paper_comparison`` and
   the report page, claim by claim), :mod:`olacore.plots`, :mod:`olacore.interactive`,
-  :mod:`olacore.tables`;
+  :mod:`olacore.plots`;
   :mod:`olacore.profiles` sizes every chapter (``settings(chapter, profile, device=...)``, the
-  syntax and transfer chapters included), its classes checked by :mod:`olacore.checked`
+  syntax and transfer chapters included), its classes checked by :mod:`olacore.settings`
   (pydantic); :mod:`olacore.settings` says where data, caches and devices are.
 
 The names below are the small surface a notebook or a reader needs first.

@@ -7,15 +7,15 @@
   ``[sink_min, sink_max]``) drawn uniformly; in every row each gets ``m1 + (u - 0.5)(m1 - m2)`` added (``m1``,
   ``m2``: the row's two largest entries; ``u ~ U(0, 1)`` once per column and channel); rows renormalised.
 - map noise (:func:`map_noise`): with probability ``noise_p``, Gaussian noise of std ``noise_std_ratio`` x the
-  row's population std over its covered non-sink entries (:func:`olacore.sinks.sink_flags` on the current maps);
+  row's population std over its covered non-sink entries (:func:`olacore.maps.sink_flags` on the current maps);
   negatives clipped to zero, rows renormalised.
 
-Both change only the entries the sink statistics cover (:func:`olacore.sinks.stats_mask`: with
+Both change only the entries the sink statistics cover (:func:`olacore.maps.stats_mask`: with
 ``stats="causal"`` a causal map keeps its zeros above the diagonal). Settings: :data:`TOA` (the defaults of
 ``utils/arguments.py``: p 0.3 and 0.3, noise 0.2 x the row std; ``stats="causal"``, as ``models/ola_model.py``
 passes the causal flag), on raw maps before the adapter's sink cleaning; :data:`VISUAL_PROXY` (those of
 ``olas_visual_model.py``: p 0.3 and 0.15, noise 0.13; ``stats="row"``: its dataset is built without the causal
-flag), :mod:`olacore.proxy.official`. ``column_draw`` ``"permutation"`` (TOA runs) and ``"multinomial"``
+flag), :mod:`olacore.proxy`. ``column_draw`` ``"permutation"`` (TOA runs) and ``"multinomial"``
 (official-proxy runs) draw the same distribution from different random streams, kept so that seeded runs
 reproduce. The coins are drawn once per text (the official TOA code: once per batch of 2), not at all where a
 probability is 0.
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import torch
 
-from olacore.checked import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, settings_class
-from olacore.sinks import sink_flags, stats_mask
+from olacore.settings import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, settings_class
+from olacore.maps import sink_flags, stats_mask
 
 __all__ = ["Augmentation", "TOA", "VISUAL_PROXY", "COLUMN_DRAWS", "fake_sinks", "map_noise", "augment",
            "BatchAugmentation", "augment_batch"]
@@ -50,7 +50,7 @@ class Augmentation:
         noise_std_ratio: noise std as a share of the row std.
 
     Raises:
-        olacore.checked.SettingsError: (a ValueError, one line naming the field) a probability outside ``[0, 1]``,
+        olacore.settings.SettingsError: (a ValueError, one line naming the field) a probability outside ``[0, 1]``,
             not ``1 <= sink_min <= sink_max``, a negative noise ratio.
     """
 
@@ -85,7 +85,7 @@ def fake_sinks(maps: torch.Tensor, causal: bool, columns: int, generator: torch.
     """Add ``columns`` (at most ``T``) fake sink columns to one text's maps (module docstring).
 
     ``maps``: ``(C, T, T)`` non-negative float maps on the CPU (rows: queries), returned row-renormalised (as they
-    are when ``T < 2``); ``stats`` picks the entries changed (:func:`olacore.sinks.stats_mask`).
+    are when ``T < 2``); ``stats`` picks the entries changed (:func:`olacore.maps.stats_mask`).
     """
     channels, size = maps.shape[0], maps.shape[-1]
     if size < 2:
@@ -150,7 +150,7 @@ class BatchAugmentation:
             range; ``None``: off.
 
     Raises:
-        olacore.checked.SettingsError: a probability outside ``[0, 1]``, a negative ratio, ``sink_columns < 1``, a
+        olacore.settings.SettingsError: a probability outside ``[0, 1]``, a negative ratio, ``sink_columns < 1``, a
             temperature range that is not two positive numbers, low first.
     """
 

@@ -239,8 +239,8 @@ def measure_phase(phase: str, unit: str, function, repeats: int = 2) -> PhaseCos
 
 
 def bench_texts(count: int) -> list[str]:
-    """``count`` UD EWT dev sentences spread evenly over the split (:func:`olacore.ud.evenly_spread`)."""
-    from olacore.ud import evenly_spread, read_ewt_syntax
+    """``count`` UD EWT dev sentences spread evenly over the split (:func:`olacore.corpora.evenly_spread`)."""
+    from olacore.corpora import evenly_spread, read_ewt_syntax
 
     return [s.text for s in evenly_spread(read_ewt_syntax("dev").sentences, count)]
 
@@ -274,7 +274,7 @@ def adapter_unit(sentences: int, seed: int = 0) -> tuple[str, str, object]:
     from olacore.toa.data import InputSpec
     from olacore.toa.model import ToaModel
     from olacore.toa.train import optimiser_for, train_epoch
-    from olacore.ud import read_ewt_syntax
+    from olacore.corpora import read_ewt_syntax
 
     config = settings("syntax", "default")
     spec, training = InputSpec(), config.training
@@ -303,7 +303,7 @@ def proxy_unit(steps: int, seed: int = 0) -> tuple[str, str, object]:
     from dataclasses import replace
 
     from olacore.profiles import settings
-    from olacore.proxy.train import train_proxy
+    from olacore.proxy import train_proxy
 
     config = settings("quantitative", "default")
     proxy = replace(config.proxy, iterations=steps, eval_every=steps)
@@ -318,7 +318,7 @@ def zero_shot_unit(model_name: str, prompts: int, batch_size: int = 16) -> tuple
     """Greedy answers to ``prompts`` SemEval dev RE prompts (spread evenly) with ``model_name``, as the zero-shot
     chapter decodes them (:func:`olacore.zeroshot.generate_greedy`, shared prefix once, batches of ``batch_size``)."""
     from olacore.corpora import read_semeval
-    from olacore.ud import evenly_spread
+    from olacore.corpora import evenly_spread
     from olacore.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form
 
     lm = load_generator(model_name, device="cpu")

@@ -38,7 +38,7 @@ def _check_options(args: argparse.Namespace) -> None:
     """
     from pathlib import Path
 
-    from olacore.alignment import word_spans
+    from olacore.texts import word_spans
     from olacore.extraction import check_texts
 
     if not args.model.strip():
@@ -63,7 +63,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _ola_command(args: argparse.Namespace) -> int:
     _check_options(args)
-    from olacore.alignment import pool_to_words, word_spans
+    from olacore.texts import pool_to_words, word_spans
     from olacore.pipeline import cached_ola
 
     from olacore.plots import token_labels

@@ -6,7 +6,7 @@ attention cache never mixes it with the trained model); the trained model passed
 
 - :func:`random_init`: fresh random weights from the same config (the official ``load_method="random_all"``:
   ``model_class(config)`` in ``OLAModel`` of ``models/ola_model.py``), initialised once per (model, seed) and kept in
-  the cache (:mod:`olacore.twins`; loadable by name, :func:`olacore.twins.twin_name`).
+  the cache (:mod:`olacore.loading`; loadable by name, :func:`olacore.loading.twin_name`).
 - :func:`shuffle_layers`: the trained transformer layers in a random order (the official
   ``load_method="layer_disorder"``, same file); embeddings and final norm stay in place.
 - :func:`perturb_weights`: Gaussian noise on every parameter tensor, std ``scale`` x the tensor's own std (the
@@ -25,7 +25,7 @@ import torch.nn as nn
 
 from olacore.loading import LoadedModel
 from olacore.maps import Maps
-from olacore.twins import random_init, twin_name, variant as _variant
+from olacore.loading import random_init, twin_name, variant as _variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.pipeline import TokenMaps
@@ -133,7 +133,7 @@ def controls_retrieval(
     """
     from olacore.maps import make_maps
     from olacore.pipeline import token_maps
-    from olacore.retrieval import retrieval_table
+    from olacore.similarity import retrieval_table
 
     strings = [t if isinstance(t, str) else t.text for t in texts]
     words = None if source.align == "resize" else list(texts)
@@ -207,7 +207,7 @@ def control_pair(
     """
     from olacore.loading import load_model
     from olacore.maps import make_maps, model_maps
-    from olacore.retrieval import retrieval_table
+    from olacore.similarity import retrieval_table
 
     source_maps = model_maps(source_name, texts, channels, align="resize", sinks="clean", size=size, device=device,
                              workers=workers, progress=progress)

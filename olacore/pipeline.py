@@ -82,10 +82,10 @@ class Product:
 
 
 # Attention is also stored by ALTI's forward pass (olacore.alti.cached_alti), which runs extraction's code with the
-# hooks of olacore.alti_families in the model: those are in the attention and OLA keys too.
-ATTENTION = Product("attention", {"settings": EXTRACTION_SETTINGS}, ("olacore.pipeline", "olacore.alti_families"))
+# hooks of olacore.extraction in the model: those are in the attention and OLA keys too.
+ATTENTION = Product("attention", {"settings": EXTRACTION_SETTINGS}, ("olacore.pipeline", "olacore.extraction"))
 OLA = Product("ola", {"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS},
-              ("olacore.pipeline", "olacore.alti_families"))
+              ("olacore.pipeline", "olacore.extraction"))
 
 
 def device_type(model: str | LoadedModel, device: str | torch.device | None = None) -> str:

@@ -5,7 +5,7 @@
 - ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
 
 Each chapter (the syntax and transfer chapters' TOA adapters included) has one settings class, a frozen
-pydantic dataclass (:func:`olacore.checked.settings_class`) checked when it is made, whose refusals are one line
+pydantic dataclass (:func:`olacore.settings.settings_class`) checked when it is made, whose refusals are one line
 naming the field path; the profile tables below hold each chapter's fields by profile, and :func:`settings`
 returns the instance of a chapter and profile, with a notebook's own parameters applied on top.
 """
@@ -20,7 +20,7 @@ from dataclasses import field
 from typing import Any, Literal
 
 from olacore.augment import Augmentation, BatchAugmentation
-from olacore.checked import (Bool, Items, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, SettingsError,
+from olacore.settings import (Bool, Items, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, SettingsError,
                              Str, settings_class)
 from olacore.proxy import OfficialQuirks, ProxyConfig
 from olacore.toa.data import GRIDS, SYNTAX_GRID
@@ -104,7 +104,7 @@ class QualitativeSettings:
 class QuantitativeSettings:
     """Chapter "Quantitative OLAS": retrieval over ``num_texts`` texts at ``size``; the visual
     proxy on the first ``proxy_num_texts`` texts (classes), maps resized to ``proxy_size``; the
-    official proxy protocol (:mod:`olacore.proxy.official`: first order, causal targets, the same
+    official proxy protocol (:mod:`olacore.proxy`: first order, causal targets, the same
     ``proxy`` sizes and ``seeds``) evaluates the target every ``official_eval_every`` steps
     (the official ``olas_visual_model.py``: every 100 of 100k steps) and trains one variant per
     quirk of ``official_quirk_rows`` switched off (``None``: every quirk).
@@ -218,12 +218,12 @@ class SyntaxSettings:
     Default sizes: measured on the book's design page (``book/design.md``).
 
     Attributes:
-        num_train, num_dev, num_test: EWT sentences (:func:`olacore.ud.ewt_splits`; ``None``: the whole split).
+        num_train, num_dev, num_test: EWT sentences (:func:`olacore.corpora.ewt_splits`; ``None``: the whole split).
         max_tokens: the length cut (official 64).
         grid: ``"words"`` (each word's first sub-token: the maps the parser scores) or ``"tokens"``
             (official: every token, special ones included); see :mod:`olacore.toa.data`.
         long_sentences: also score the test sentences of more than 30 words (``test_long`` of
-            :func:`olacore.ud.ewt_splits`).
+            :func:`olacore.corpora.ewt_splits`).
         seeds: seeds of the repeated cells (``seed_inputs`` x ``full_grid``).
         models: every model of the chapter; ``basic_inputs`` run on each.
         full_grid: models that also run every other input of :data:`SYNTAX_GRID`.
@@ -328,7 +328,7 @@ class TaskSizes:
 
     ``re`` / ``wnut``: ``train`` and ``dev`` are the first examples of their split (SemEval dev:
     every 10th TRAIN example, :func:`olacore.corpora.read_semeval`); ``test`` is spread evenly
-    over the test split (:func:`olacore.ud.evenly_spread`): the fixed subset the zero-shot
+    over the test split (:func:`olacore.corpora.evenly_spread`): the fixed subset the zero-shot
     baseline answers. ``ner``: ``train`` and ``dev`` both come from UNER dev (dev spread evenly,
     train the first of the rest), ``test`` from UNER test (:func:`olacore.toa.transfer.task_splits`).
 
@@ -624,7 +624,7 @@ def settings(chapter: str, profile: str, *, device: str | None = None, **overrid
 
     Raises:
         ValueError: unknown chapter or profile (the message lists the known ones), a ``device`` for a
-            chapter that trains no adapter; :class:`olacore.checked.SettingsError` (a ValueError) for an
+            chapter that trains no adapter; :class:`olacore.settings.SettingsError` (a ValueError) for an
             unknown field or a value that fails validation, on one line naming the field path, e.g.
             ``SyntaxSettings.training.lr``.
     """

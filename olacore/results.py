@@ -45,7 +45,7 @@ class Record:
         unit: ``"%"``, ``"SSIM"``, ``"s"``, ...
         paper: the paper's number for the same quantity, if it has one.
         protocol: :data:`OFFICIAL` (as the official code runs), :data:`HELD_OUT` (nothing chosen on test data), or ``""``.
-        verdict: a computed verdict (:mod:`olacore.verdicts`), if any.
+        verdict: a computed verdict (:mod:`olacore.report`), if any.
         chance: the chance level of the same quantity, if any.
         note: the departures that matter for reading it.
         anchor: the label of the table in the chapter that shows it.

@@ -3,7 +3,7 @@
 :func:`layer_decomposition` splits every layer's block output into the vectors ``T_i(x_j)`` through the same forward
 pass as :func:`olacore.alti.alti` (``olacore.alti._run``); ``transformed.sum(1) + bias`` must equal the block output.
 :func:`contributions_from_vectors` is the ALTI paper's measure on those vectors, which the fused
-:func:`olacore.alti_math.layer_contributions` must equal.
+:func:`olacore.alti.layer_contributions` must equal.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import torch
 
 from olacore.alti import _run
-from olacore.alti_families import FAMILIES, LayerWeights, family_of
-from olacore.alti_math import _normalise, layer_factors
+from olacore.extraction import FAMILIES, LayerWeights, family_of
+from olacore.alti import _normalise, layer_factors
 from olacore.extraction import tokenize
 from olacore.loading import LoadedModel
 

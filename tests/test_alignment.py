@@ -1,4 +1,4 @@
-"""Aligning token maps (olacore.alignment): resize, word pooling, first sub-tokens, word spans."""
+"""Aligning token maps (olacore.texts): resize, word pooling, first sub-tokens, word spans."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 from PIL import Image
 
 from conftest import random_attention
-from olacore.alignment import (
+from olacore.texts import (
     WordText,
     first_subtoken_maps,
     first_token_indices,

@@ -10,11 +10,11 @@ import pytest
 import torch
 
 import olacore.alti as alti_module
-from olacore import alti_math
+from olacore import alti as alti_math
 from alti_reference import contributions_from_vectors, layer_decomposition, supported_model_types
 from olacore.alti import alti, cached_alti
-from olacore.alti_families import FAMILIES, family_of
-from olacore.alti_math import alti_rollout, layer_contributions
+from olacore.extraction import FAMILIES, family_of
+from olacore.alti import alti_rollout, layer_contributions
 from olacore.store import TensorStore
 from olacore.loading import LoadedModel
 

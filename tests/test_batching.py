@@ -33,7 +33,7 @@ def models() -> dict[str, LoadedModel]:
 
 @pytest.fixture(scope="module")
 def pool() -> list[str]:
-    from olacore.ud import read_ewt_syntax
+    from olacore.corpora import read_ewt_syntax
 
     return [s.text for s in read_ewt_syntax("dev").sentences[:250]]
 

@@ -29,13 +29,13 @@ import olacore
 from olacore.alti import ALTI
 from olacore.pipeline import ATTENTION, OLA
 from olacore.proxy import ProxyConfig, ProxyJob
-from olacore.proxy.official import OfficialProxyJob, OfficialQuirks
+from olacore.proxy import OfficialProxyJob, OfficialQuirks
 from olacore.augment import VISUAL_PROXY
 from olacore.store import TensorStore
 from olacore.toa.data import InputSpec
 from olacore.toa.model import AdapterConfig
 from olacore.toa.train import AdapterJob, TrainConfig
-from olacore.zeroshot.experiment import answer_keys
+from olacore.zeroshot import answer_keys
 
 device = sys.argv[1]
 maps = np.arange(2 * 3 * 4 * 4, dtype=np.float32).reshape(2, 3, 4, 4)
@@ -94,29 +94,29 @@ ADDED_FUNCTION = (None, "\n\ndef _added_by_the_test(x):\n    return x + 1\n")
 EDITS = {
     # sink cleaning runs in the adapters' inputs, the official protocol's cleaning and the fake-sink augmentation of
     # both proxies; never in attention, OLA, ALTI or the zero-shot answers
-    "sinks.py: code": ("sinks.py", [("def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0",
+    "maps.py (sinks): code": ("maps.py", [("def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0",
                                      "def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 2.5")],
                        {"proxy", "official proxy", "adapter"}),
-    "sinks.py: docstrings": ("sinks.py", [("Attention sinks: removed as", "Attention sinks, removed as"),
+    "maps.py (sinks): docstrings": ("maps.py", [("Attention sinks: removed as", "Attention sinks, removed as"),
                                           ("The entries the official rule flags", "The entries flagged"),
                                           ("SINK_STATS = (\"row\", \"causal\")\n",
                                            "SINK_STATS = (\"row\", \"causal\")\n\"\"\"Where the statistics run.\"\"\"\n")],
                              set()),
-    "sinks.py: comments": ("sinks.py", [("\n    valid = stats_mask(maps.shape[-1], causal, stats, maps.device)\n    count",
+    "maps.py (sinks): comments": ("maps.py", [("\n    valid = stats_mask(maps.shape[-1], causal, stats, maps.device)\n    count",
                                          "\n    # an added comment\n    valid = stats_mask(maps.shape[-1], causal, stats,"
                                          "   maps.device)  # and one more\n    count")],
                            set()),
     # the OLA recurrence: OLA, and attention and ALTI, which share or import pipeline.py (it imports ola.py)
     "ola.py: code": ("ola.py", [ADDED_FUNCTION], {"attention", "ola", "alti"}),
     # the ALTI decomposition: ALTI only
-    "alti_math.py: code": ("alti_math.py", [ADDED_FUNCTION], {"alti"}),
+    "alti.py: code": ("alti.py", [ADDED_FUNCTION], {"alti"}),
     # the prompts: the zero-shot answers only
-    "zeroshot/prompts.py: code": ("zeroshot/prompts.py", [("Task: relation classification.", "Task: relation labels.")],
+    "zeroshot.py: code": ("zeroshot.py", [("Task: relation classification.", "Task: relation labels.")],
                                   {"answer"}),
     # the adapter network: the adapters only
     "toa/model.py: code": ("toa/model.py", [ADDED_FUNCTION], {"adapter"}),
     # the proxy's network: both proxies only
-    "proxy/network.py: code": ("proxy/network.py", [ADDED_FUNCTION], {"proxy", "official proxy"}),
+    "proxy.py: code": ("proxy.py", [ADDED_FUNCTION], {"proxy", "official proxy"}),
 }
 
 

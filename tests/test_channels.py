@@ -9,13 +9,13 @@ import pytest
 import torch
 
 from olacore import channels, pipeline
-from olacore.alignment import WordText
+from olacore.texts import WordText
 from olacore.channels import Channel, channel, label, order_channels
 from olacore.maps import make_maps
 from olacore.pipeline import token_maps
 from olacore.augment import BatchAugmentation
 from olacore.proxy import ProxyConfig, leave_one_out, proxy_experiment
-from olacore.retrieval import retrieval_table
+from olacore.similarity import retrieval_table
 from olacore.store import TensorStore
 
 

@@ -1,4 +1,4 @@
-"""Checked settings (olacore.checked): one-line refusals naming the field path; settings key cached runs."""
+"""Checked settings (olacore.settings): one-line refusals naming the field path; settings key cached runs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from olacore.augment import Augmentation
-from olacore.checked import Items, PositiveInt, SettingsError, Str, settings_class
+from olacore.settings import Items, PositiveInt, SettingsError, Str, settings_class
 from olacore.profiles import settings
 from olacore.toa.data import InputSpec
 from olacore.toa.model import AdapterConfig

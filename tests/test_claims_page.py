@@ -1,5 +1,5 @@
 """The page "How claims are judged" (book/claims.md) states the rules' constants as numbers: they must be the
-module's, and the rate rule it describes must be the one :func:`olacore.verdicts.verdict` applies."""
+module's, and the rate rule it describes must be the one :func:`olacore.report.verdict` applies."""
 
 import inspect
 import re
@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from olacore import verdicts
-from olacore.metrics import paired_bootstrap_se
+from olacore import report as verdicts
+from olacore.toa.train import paired_bootstrap_se
 
 PAGE = Path(__file__).resolve().parent.parent / "book" / "claims.md"
 

@@ -23,7 +23,7 @@ from olacore.loading import LoadedModel  # noqa: E402
 def twins_in_tmp(tmp_path, monkeypatch):
     """Random-init twins are saved in the store: keep a test's in its ``tmp_path``."""
     from conftest import store_in
-    from olacore import twins
+    from olacore import loading as twins
 
     monkeypatch.setattr(twins, "TensorStore", store_in(tmp_path / "twins"))
 

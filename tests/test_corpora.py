@@ -91,7 +91,7 @@ def _iob2_sentence(sent_id: str, tokens: list[tuple[str, str]]) -> str:
 
 @pytest.fixture
 def uner_folder(tmp_path, monkeypatch):
-    from olacore.ud import read_ewt, read_ewt_syntax
+    from olacore.corpora import read_ewt, read_ewt_syntax
 
     for name in ("ud_english_ewt", "uner_english_ewt"):
         (tmp_path / name).mkdir()
@@ -137,7 +137,7 @@ def test_uner_missing_file_names_it_and_the_setting(uner_folder):
 
 @pytest.mark.slow
 def test_uner_real_files_agree_with_ewt_v216_except_three_sentences_per_split():
-    from olacore.ud import read_ewt_syntax
+    from olacore.corpora import read_ewt_syntax
 
     for split, kept in (("dev", 1998), ("test", 2074)):
         corpus = corpora.read_uner(split)

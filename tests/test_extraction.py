@@ -136,7 +136,7 @@ def test_attention_memory_budget_refuses_huge_texts(monkeypatch):
 def _texts(count: int) -> list[str]:
     """EWT chunks of 50 words, and short UD sentences (where even equal-length batches differed)."""
     from olacore.texts import similarity_texts
-    from olacore.ud import read_ewt_syntax
+    from olacore.corpora import read_ewt_syntax
 
     short = [s.text for s in read_ewt_syntax("dev").sentences[:60] if len(s.words) <= 8]
     return [t.text for t in similarity_texts(count)] + short[:count]

@@ -8,10 +8,10 @@ import torch
 
 from conftest import random_attention, store_in
 from olacore import pipeline
-from olacore.alignment import WordText, first_subtoken_maps, pool_to_words, resize_maps
+from olacore.texts import WordText, first_subtoken_maps, pool_to_words, resize_maps
 from olacore.maps import ALIGNMENTS, SINKS, Maps, make_maps, model_maps
 from olacore.pipeline import TokenMaps
-from olacore.sinks import clean_sinks
+from olacore.maps import clean_sinks
 
 CHANNELS = ("order1", "order2", "rollout")
 SIZE = 16

@@ -1,4 +1,4 @@
-"""olacore.metrics on hand-computed cases."""
+"""olacore.toa.train on hand-computed cases."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import numpy as np
 
-from olacore.metrics import (attachment_scores, entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se,
+from olacore.toa.train import (attachment_scores, entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se,
                              semeval_relation_type, semeval_scores, token_accuracy)
 
 

@@ -1,4 +1,4 @@
-"""Damaged, partial and mismatched model folders (olacore.model_files; issue #13 items 1-3).
+"""Damaged, partial and mismatched model folders (olacore.loading; issue #13 items 1-3).
 
 Every folder here is a copy of MiniLM's installed files in ``tmp_path`` (the weights linked,
 or cut short where the test damages them); every store lives in ``tmp_path``.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from olacore.model_files import ModelLoadError, check_model_folder, folder_fingerprint
+from olacore.loading import ModelLoadError, check_model_folder, folder_fingerprint
 from olacore.zoo_build import zoo_folder
 
 TEXT = "A cat sat on the mat."

@@ -1,4 +1,4 @@
-"""The official proxy protocol (olacore.proxy.official): every quirk's switch, on hand-made maps.
+"""The official proxy protocol (olacore.proxy): every quirk's switch, on hand-made maps.
 
 What each switch must do is read from the official ``olas_visual_model.py``,
 ``models/ola_augmentations.py`` and ``models/ola_utils.py`` (see the module's docstring).
@@ -23,12 +23,12 @@ from olacore.proxy import (
     official_view,
     train_official,
 )
-from olacore.proxy import loop as loop_module
-from olacore.proxy import official as official_module
-from olacore.proxy.network import make_resnet18
-from olacore.proxy.official import batchnorm_freeze_step, reported_accuracy
-from olacore.alignment import resize_maps
-from olacore.sinks import clean_sinks
+from olacore import proxy as loop_module
+from olacore import proxy as official_module
+from olacore.proxy import make_resnet18
+from olacore.proxy import batchnorm_freeze_step, reported_accuracy
+from olacore.texts import resize_maps
+from olacore.maps import clean_sinks
 from olacore.store import TensorStore
 
 OFF = dataclasses.replace(VISUAL_PROXY, sink_p=0.0, noise_p=0.0)
@@ -229,7 +229,7 @@ def test_protocol_table_and_selection_figure_on_hand_made_runs():
     import matplotlib
 
     matplotlib.use("Agg")
-    from olacore.proxy.official_report import protocol_table, selection_figure
+    from olacore.official_report import protocol_table, selection_figure
 
     official = pd.DataFrame([
         {"variant": v, "target": t, "seed": s, "reported": r}

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from olacore.plots import draw_arcs  # noqa: E402
-from olacore.ud import UDSentence  # noqa: E402
+from olacore.corpora import UDSentence  # noqa: E402
 
 
 def test_draw_arcs_marks_gold_and_predicted_heads():

@@ -20,7 +20,7 @@ from olacore.proxy import (
     split_sources,
     train_proxy,
 )
-from olacore.proxy.loop import shuffled_batches
+from olacore.proxy import shuffled_batches
 from olacore.store import TensorStore
 from olacore.training import run_cached
 

@@ -23,7 +23,7 @@ import torch
 
 from olacore.extraction import _check_memory, check_texts, tokenize
 from olacore.loading import load_model, model_fingerprint
-from olacore.model_files import ModelLoadError
+from olacore.loading import ModelLoadError
 from olacore.pipeline import cached_attention, cached_ola
 from olacore.store import CacheCorruptionWarning, TensorStore
 from olacore.zoo_build import zoo_folder

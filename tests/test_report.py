@@ -26,7 +26,7 @@ from olacore.report import (
     retrieval_keys,
 )
 from olacore.results import ChapterResults, load_results
-from olacore.verdicts import BELOW, CANNOT_JUDGE, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
+from olacore.report import BELOW, CANNOT_JUDGE, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import notebook_manifest  # noqa: E402

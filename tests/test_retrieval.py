@@ -1,4 +1,4 @@
-"""SSIM retrieval (olacore.retrieval) on hand-made maps whose right answer depends on which model
+"""SSIM retrieval (olacore.similarity) on hand-made maps whose right answer depends on which model
 is the gallery and which channel is compared, so a swapped pair or a mixed-up channel fails."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from olacore.alignment import WordText
+from olacore.texts import WordText
 from olacore.maps import Maps
 from olacore.pipeline import TokenMaps
-from olacore.retrieval import PAIRS_COLUMNS, hits_matrix, mean_hits, pairs_rows, retrieval_grid, retrieval_table, same_text_gap
+from olacore.similarity import PAIRS_COLUMNS, hits_matrix, mean_hits, pairs_rows, retrieval_grid, retrieval_table, same_text_gap
 
 SIZE = 16
 CHANNELS = ("order1", "order2", "rollout")

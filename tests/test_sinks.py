@@ -1,4 +1,4 @@
-"""Attention sinks (olacore.sinks): the official rule (row maximum and mean + 3 std), and causal mirroring.
+"""Attention sinks (olacore.maps): the official rule (row maximum and mean + 3 std), and causal mirroring.
 
 The rule (official ``models/ola_utils.py``, ``get_outliers_mask``), per row over the entries its
 statistics cover (the whole row with ``stats="row"``; ``j <= i`` of a causal map with
@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from conftest import random_attention
-from olacore.sinks import clean_sinks, mirror_causal, sink_flags
+from olacore.maps import clean_sinks, mirror_causal, sink_flags
 
 
 def _reference(maps: np.ndarray, causal: bool, num_std: float = 3.0, stats: str = "row") -> np.ndarray:

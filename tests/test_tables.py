@@ -1,4 +1,4 @@
-"""olacore.tables: a DataFrame with a caption and a label, as HTML for Jupyter and a MyST table for the book."""
+"""olacore.plots: a DataFrame with a caption and a label, as HTML for Jupyter and a MyST table for the book."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from docutils import nodes
 from docutils.core import publish_doctree
 from myst_parser.parsers.docutils_ import Parser
 
-from olacore.tables import LabelledTable, show_table
+from olacore.plots import LabelledTable, show_table
 
 
 def _frame():

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from olacore.corpora import NERSentence, RelationExample, join_words
-from olacore.sinks import sink_flags
+from olacore.maps import sink_flags
 from olacore.store import TensorStore
 from olacore.augment import Augmentation, augment, fake_sinks, map_noise
 from olacore.toa.data import (DISTANCE_CHANNELS, IGNORE, SPECIAL, InputSpec, LabelVocab, TaskItem,
@@ -18,7 +18,7 @@ from olacore.toa.data import (DISTANCE_CHANNELS, IGNORE, SPECIAL, InputSpec, Lab
                               stack_channels)
 from olacore.toa.model import AdapterConfig, ToaModel
 from olacore.toa.train import TrainConfig, TrainedAdapter, counts_score, make_job, sentence_counts, train_adapters
-from olacore.ud import UDSentence
+from olacore.corpora import UDSentence
 
 
 @dataclass
@@ -447,7 +447,7 @@ def test_gap_and_order_tables_from_a_hand_made_grid():
     import pandas as pd
 
     from olacore.toa.syntax import baseline_table, summary, syntax_verdicts
-    from olacore.verdicts import HOLDS, WEAK
+    from olacore.report import HOLDS, WEAK
 
     rows = []
     for seed, (o1, o3, roll) in enumerate([(60, 50, 40), (62, 55, 45), (58, 59, 41)]):

@@ -23,8 +23,8 @@ from olacore.toa.syntax import (baseline_table, best_layer, data_reports, direct
                                 layer_cells, layer_screen, learning_curve, main_data_sets, paired_margin, record_rows,
                                 record_syntax, syntax_keys, syntax_paper_numbers, syntax_verdicts, wide_table)
 from olacore.toa.train import score
-from olacore.ud import UDSentence
-from olacore.verdicts import FAILS, GOAL, HOLDS, WEAK
+from olacore.corpora import UDSentence
+from olacore.report import FAILS, GOAL, HOLDS, WEAK
 
 # ---------------------------------------------------------------------------------------------
 # Settings
@@ -363,7 +363,7 @@ def test_syntax_data_with_alti_runs_one_forward_pass_per_sentence(tmp_path, monk
     from olacore import pipeline
     from olacore.store import TensorStore
     from olacore.toa.data import syntax_data
-    from olacore.ud import ewt_splits
+    from olacore.corpora import ewt_splits
 
     def no_second_pass(*args, **kwargs):
         raise AssertionError("extract_attention ran although ALTI's pass gave the attention")

@@ -118,7 +118,7 @@ def _chapter_03(folder, pairs, *, profile="smoke", label="official texts, whole 
     """Save chapter 03's results as the chapter does: pair records keyed with ``label`` and the kept pairs table
     (``pairs``: ``(source, target, Hits@1 %)``)."""
     from olacore.results import OFFICIAL, ChapterResults
-    from olacore.retrieval import PAIRS_TABLE, pairs_rows
+    from olacore.similarity import PAIRS_TABLE, pairs_rows
 
     grid = pd.DataFrame([{"group": kind, "variant": "resize, clean", "source": s, "target": g, "channel": "order1",
                           "sinks": "clean", "hits@1": h / 100, "hits@5": 1.0} for s, g, h in pairs])
@@ -133,7 +133,7 @@ def _chapter_03(folder, pairs, *, profile="smoke", label="official texts, whole 
 def test_similarity_read_from_chapter_03s_table_whatever_its_labels(tmp_path):
     """What chapter 03 keeps as typed rows is read; its record keys and labels play no part."""
     from olacore.results import HELD_OUT, load_results
-    from olacore.retrieval import PAIRS_TABLE
+    from olacore.similarity import PAIRS_TABLE
 
     chapter = TransferSettings(causal=CAUSAL[:2], encoders=("minilm-l6",), control_models=(), zero_shot_models=())
     pairs = [(CAUSAL[0], CAUSAL[1], 80.0), (CAUSAL[1], CAUSAL[0], 70.0), (CAUSAL[0], CAUSAL[2], 1.0)]
@@ -168,7 +168,7 @@ def test_similarity_a_malformed_chapter_03_file_is_one_line(tmp_path, text, matc
 @pytest.mark.slow
 def test_similarity_computed_unless_chapter_03_saved_every_pair_at_this_profile(tmp_path, one_thread):
     """No file, a file of another profile, labels alone (no table) or a missing pair: computed, the same numbers."""
-    from olacore.twins import twin_name
+    from olacore.loading import twin_name
 
     encoders = ("minilm-l6", twin_name("minilm-l6"))
     chapter = TransferSettings(causal=("smollm2-135m",), encoders=encoders, control_models=(), zero_shot_models=(),
@@ -435,7 +435,7 @@ def test_heatmap_text_colour_follows_cell_brightness():
 
 
 def test_verdicts_not_tested_when_source_did_not_learn():
-    from olacore.verdicts import NOT_TESTED
+    from olacore.report import NOT_TESTED
     rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
                          for s, t, v in [("a", "a", 19.0), ("a", "b", 25.0), ("b", "a", 30.0), ("b", "b", 60.0)]])
     bounds = pd.DataFrame([{"task": "re", "bound": "majority class (x)", "score": 19.0}])
@@ -460,7 +460,7 @@ def test_surface_margins_score_the_rule_on_the_adapters_own_words():
     """On the smoke UNER test split, every third sentence cut to half its words: an adapter that
     predicts the rule's own tags is the rule (margin 0, no spread); one that predicts the gold tags
     scores F1 100; the rule's F1 is entity_f1 on the kept words."""
-    from olacore.metrics import entity_f1
+    from olacore.toa.train import entity_f1
     from olacore.toa.data import LabelVocab, TaskItem
     from olacore.toa.transfer import surface_margins, task_splits
 
@@ -501,7 +501,7 @@ def test_surface_margins_score_the_rule_on_the_adapters_own_words():
 
 def test_capitalisation_bound_tags_capitalised_runs_off_the_sentence_start():
     from olacore.corpora import NERSentence, join_words
-    from olacore.metrics import entity_f1
+    from olacore.toa.train import entity_f1
 
     words = ["Yesterday", "I", "met", "Anna", "Lee", "in", "Paris", "and", "berlin", "."]
     assert capitalisation_tags(words, "LOC") == ["O", "B-LOC", "O", "B-LOC", "I-LOC", "O", "B-LOC", "O", "O", "O"]

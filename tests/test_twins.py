@@ -1,4 +1,4 @@
-"""Random-init twins (olacore.twins): initialised once per (model, seed), saved, read back bit for bit, loadable by
+"""Random-init twins (olacore.loading): initialised once per (model, seed), saved, read back bit for bit, loadable by
 name (in worker processes too), and not built at all when their maps are cached."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from conftest import store_in  # noqa: E402
-from olacore import twins  # noqa: E402
+from olacore import loading as twins  # noqa: E402
 from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind  # noqa: E402
 from olacore.store import TensorStore  # noqa: E402
-from olacore.twins import parse_twin_name, random_init, twin_fingerprint, twin_key, twin_name  # noqa: E402
+from olacore.loading import parse_twin_name, random_init, twin_fingerprint, twin_key, twin_name  # noqa: E402
 
 
 def _tiny() -> LoadedModel:

@@ -1,11 +1,11 @@
-"""The UD reader (olacore.ud): multi-word tokens, empty nodes, alignment to the text, EWT splits."""
+"""The UD reader (olacore.corpora): multi-word tokens, empty nodes, alignment to the text, EWT splits."""
 
 from __future__ import annotations
 
 import conllu
 import pytest
 
-from olacore.ud import (
+from olacore.corpora import (
     UD_RELATIONS,
     UPOS_TAGS,
     AlignmentError,
@@ -156,7 +156,7 @@ def test_evenly_spread():
 
 @pytest.fixture
 def ewt_folder(tmp_path, monkeypatch):
-    from olacore.ud import read_ewt
+    from olacore.corpora import read_ewt
 
     (tmp_path / "ud_english_ewt").mkdir()
     monkeypatch.setenv("OLACORE_DATA", str(tmp_path))

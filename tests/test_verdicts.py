@@ -1,10 +1,10 @@
-"""Verdict rules (olacore.verdicts) on their boundaries; an undefined measurement is refused."""
+"""Verdict rules (olacore.report) on their boundaries; an undefined measurement is refused."""
 
 from __future__ import annotations
 
 import pytest
 
-from olacore.verdicts import (
+from olacore.report import (
     CANNOT_JUDGE,
     FAILS,
     HOLDS,

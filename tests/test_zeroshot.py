@@ -25,8 +25,8 @@ from olacore.zeroshot import (
     semeval_macro_f1,
     zero_shot_scores,
 )
-from olacore.zeroshot.generate import answer_identity, tokenize_prompts
-from olacore.zeroshot.prompts import WNUT17_TYPES_IN_PROMPT
+from olacore.zeroshot import answer_identity, tokenize_prompts
+from olacore.zeroshot import WNUT17_TYPES_IN_PROMPT
 
 
 def relation(words: str, e1: tuple[int, int], e2: tuple[int, int], label: str, sent_id: str = "1") -> RelationExample:

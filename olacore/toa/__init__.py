@@ -10,6 +10,6 @@ Five modules, data flowing down the list (the chapters import from each directly
 - :mod:`olacore.toa.syntax`: the syntax chapter's data sets and the readings of its grid.
 - :mod:`olacore.toa.transfer`: the transfer chapter's data, bounds and readings (the paper's table among them).
 
-Sizes are in :mod:`olacore.profiles`, verdict rules in :mod:`olacore.verdicts`, the official augmentation in
+Sizes are in :mod:`olacore.profiles`, verdict rules in :mod:`olacore.report`, the official augmentation in
 :mod:`olacore.augment`.
 """

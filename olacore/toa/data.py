@@ -12,12 +12,12 @@
 3. **Row normalisation**: every row divided by ``row sum + 1e-10`` (an all-zero row stays zero).
 4. **Mirror** (causal LMs only), after the normalisation: ``M[i, j] = M[j, i]`` for ``j > i``.
 
-The flags are :func:`olacore.sinks.sink_flags` with ``stats="causal"``: the official TOA path (``OLAModel.forward``
+The flags are :func:`olacore.maps.sink_flags` with ``stats="causal"``: the official TOA path (``OLAModel.forward``
 in ``models/ola_model.py``) passes the causal flag to ``cal_maskes`` (the similarity chapters take the statistics
 over the whole row, as the official similarity scripts do).
 
 **Task data.** A sentence's OLA record and its word-level labels brought to the model's tokens by character offsets
-(:func:`olacore.alignment.word_assignment`); official code ``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``:
+(:func:`olacore.texts.word_assignment`); official code ``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``:
 
 - **POS** (``pos``: EWT XPOS, the Penn Treebank tags of the paper's CoNLL-2000 task): every sub-token takes its
   word's tag, special tokens (BOS/[CLS]/[SEP]) the extra class :data:`SPECIAL`. Scored per word (first sub-token)
@@ -32,7 +32,7 @@ over the whole row, as the official similarity scripts do).
   the root word's head is its own first sub-token (official convention).
 
 **Grid.** ``grid="tokens"`` (official): every token, special tokens included, is a row and a candidate head.
-``grid="words"``: only each word's first sub-token (:func:`olacore.alignment.first_subtoken_maps`), a ``W x W``
+``grid="words"``: only each word's first sub-token (:func:`olacore.texts.first_subtoken_maps`), a ``W x W``
 image indexed by word, cheaper and without the special-token sinks; the words of one multi-word token (EWT
 "don't") share their first sub-token, so their rows are equal.
 
@@ -54,10 +54,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
-from olacore.alignment import first_tokens, word_assignment
+from olacore.texts import first_tokens, word_assignment
 from olacore.channels import channel as lookup_channel
-from olacore.sinks import mirror_causal, sink_flags
-from olacore.ud import evenly_spread
+from olacore.maps import mirror_causal, sink_flags
+from olacore.corpora import evenly_spread
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.store import TensorStore
@@ -506,7 +506,7 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
     Args:
         task: a key of :data:`TASKS`.
         model: zoo name, Hugging Face id / folder, or a :class:`olacore.loading.LoadedModel`.
-        sources: word-level examples with ``sent_id``, ``text``, ``words`` and ``spans``: :class:`olacore.ud.UDSentence`
+        sources: word-level examples with ``sent_id``, ``text``, ``words`` and ``spans``: :class:`olacore.corpora.UDSentence`
             (``pos``, ``dp``), :class:`olacore.corpora.NERSentence` (``ner``, ``wnut``),
             :class:`olacore.corpora.RelationExample` (``re``).
         split: a label for the report.
@@ -696,7 +696,7 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Any, 
     Args:
         model: zoo name, id / folder, or :class:`olacore.loading.LoadedModel` (a control).
         splits: ``{"train": [...], "dev": [...], "test": [...], ...}`` of word-level sources
-            (:func:`olacore.ud.ewt_splits` for EWT).
+            (:func:`olacore.corpora.ewt_splits` for EWT).
         settings: the length cut (``max_tokens``) and the ``grid``, read from it (an
             :class:`olacore.profiles.SyntaxSettings`, which this module does not import: the profiles import it).
         task: ``"dp"`` or ``"pos"``.

@@ -43,7 +43,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from olacore.checked import Bool, Fraction, PositiveInt, settings_class
+from olacore.settings import Bool, Fraction, PositiveInt, settings_class
 
 __all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "make_backbone", "BACKBONES",
            "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel"]
@@ -88,7 +88,7 @@ class AdapterConfig:
         backbone: ``"masked"`` (:class:`AxialBackbone`) or ``"package"`` (the official network, no padding mask).
 
     Raises:
-        olacore.checked.SettingsError: (a ValueError, one line naming the field) a bad size, ``heads`` not dividing
+        olacore.settings.SettingsError: (a ValueError, one line naming the field) a bad size, ``heads`` not dividing
             ``dim``, a dropout outside ``[0, 1)``, an unknown option.
     """
 

@@ -2,7 +2,7 @@
 
 The chapter trains one adapter per (data set, input, seed) (:func:`olacore.toa.train.train_adapters`) on the data of
 :func:`syntax_datasets`; the functions here turn its table into seed summaries, the raw-layer baseline, the
-causal-map analysis, the claims' verdicts (:func:`olacore.verdicts.claim_verdict`) and the report's numbers.
+causal-map analysis, the claims' verdicts (:func:`olacore.report.claim_verdict`) and the report's numbers.
 
 **The paper's table** (:func:`olacore.paper.syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per OLA order and
 rollout) has none of our models: each of our encoder numbers stands beside every paper encoder's number of the
@@ -18,15 +18,15 @@ import numpy as np
 import pandas as pd
 
 from olacore import paper
-from olacore.metrics import paired_bootstrap_se
+from olacore.toa.train import paired_bootstrap_se
 from olacore.profiles import SyntaxSettings
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers
-from olacore.sinks import sink_flags
+from olacore.maps import sink_flags
 from olacore.store import TensorStore
 from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
 from olacore.toa.train import attachment_words
-from olacore.verdicts import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
+from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
 __all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "grid_table", "summary",
            "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
@@ -38,9 +38,9 @@ SCORE_COLUMNS = ("uas", "las", "uas_nopunct", "las_nopunct")
 
 
 def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
-    """The EWT sentences of the chapter (:func:`olacore.ud.ewt_splits`): ``train``, ``dev``, ``test`` and, with
+    """The EWT sentences of the chapter (:func:`olacore.corpora.ewt_splits`): ``train``, ``dev``, ``test`` and, with
     ``settings.long_sentences``, ``test_long`` (> 30 words; at most ``settings.num_test`` of them, spread evenly)."""
-    from olacore.ud import evenly_spread, ewt_splits
+    from olacore.corpora import evenly_spread, ewt_splits
 
     splits = ewt_splits(settings.num_train, settings.num_dev, settings.num_test)
     if not settings.long_sentences:
@@ -56,14 +56,14 @@ def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]
     """Every data set of ``settings.datasets()``: ``{name: {split: TaskData}}`` (maps cached).
 
     A data set's splits are :func:`subset_splits` of ``splits`` (:func:`syntax_splits`) at its sizes; a random-init
-    data set's model is the zoo model's twin, by name (:func:`olacore.twins.twin_name`, seed 0: initialised once and
+    data set's model is the zoo model's twin, by name (:func:`olacore.loading.twin_name`, seed 0: initialised once and
     kept, loaded only where maps are missing, by each worker). Texts shared between data sets are extracted once.
 
     Args:
         workers: extraction processes (default one per core on a CPU).
         device, progress, store: as for :func:`syntax_data`.
     """
-    from olacore.twins import twin_name
+    from olacore.loading import twin_name
 
     workers = workers or cpu_workers(device)
     out = {}
@@ -114,7 +114,7 @@ def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -
 
     Each list holds one DP adapter per seed; a sentence's right words are averaged over its list's seeds (words scored
     as by :func:`olacore.toa.train.score`, punctuation included). ``se``: a paired bootstrap over sentences
-    (:func:`olacore.metrics.paired_bootstrap_se`), the spread of a new draw of test sentences, not the seed spread.
+    (:func:`olacore.toa.train.paired_bootstrap_se`), the spread of a new draw of test sentences, not the seed spread.
 
     Args:
         data: test data of their task and kind.
@@ -156,7 +156,7 @@ def paired_margin(first: Sequence[Any], second: Sequence[Any], data: TaskData) -
 def layer_screen(data: TaskData) -> pd.DataFrame:
     """Score every raw attention layer as a parser on its own, with no training (to choose one on dev).
 
-    Per layer: head-averaged attention, sink entries removed (:func:`olacore.sinks.sink_flags`, ``stats="causal"``),
+    Per layer: head-averaged attention, sink entries removed (:func:`olacore.maps.sink_flags`, ``stats="causal"``),
     made symmetric (``A + A^T``), the diagonal left out; a word's predicted head is the word it shares most attention
     with. Score: the share of words (root words and heads beyond the cut left out) whose predicted head is gold, the
     undirected "attention attaches to the head" reading of Clark et al. (2019). Meant for dev (see :func:`layer_cells`).
@@ -294,9 +294,9 @@ def syntax_verdicts(table: pd.DataFrame) -> pd.DataFrame:
     """Every claim's verdict, per model (data set) and compared input, from the grid's table.
 
     Each row pairs the reference with one other input: the paired test-UAS differences over the seeds both ran,
-    judged by :func:`olacore.verdicts.claim_verdict` (:data:`~olacore.verdicts.MARGIN`); ``overall`` is the claim's
+    judged by :func:`olacore.report.claim_verdict` (:data:`~olacore.report.MARGIN`); ``overall`` is the claim's
     worst verdict for the model. ``goal_met`` (distance claim only): order 1 is at least
-    :data:`~olacore.verdicts.GOAL` points above the distance-only baseline.
+    :data:`~olacore.report.GOAL` points above the distance-only baseline.
 
     Returns:
         columns ``claim``, ``model``, ``other``, ``seeds``, ``mean_diff``, ``min_diff``, ``verdict``, ``overall``,
@@ -403,7 +403,7 @@ def parse_examples(adapter: Any, data: Any, sentences: Sequence[Any], count: int
 
     Args:
         adapter, data: a DP adapter and word-grid task data of the same kind.
-        sentences: the word-level sources of ``data`` (:class:`olacore.ud.UDSentence`, matched by ``sent_id``).
+        sentences: the word-level sources of ``data`` (:class:`olacore.corpora.UDSentence`, matched by ``sent_id``).
         count: sentences to return (the first ones of ``min_words``..``max_words`` words, none cut).
         channel: the map to draw (raw, on the word grid).
 

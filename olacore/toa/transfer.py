@@ -4,7 +4,7 @@ Rows of a matrix are source models (the adapter's training model), columns targe
 encoder to encoder, as the official code); the diagonal is the target-trained adapter. DP and POS data, adapter and
 training are the syntax chapter's (input "order 1+2"), so its adapters are store hits here. Checkpoints are chosen on
 *dev* (the official configs select on test). Bounds: the random-init twin, the majority class, a capitalisation
-rule, zero-shot prompting (the paper's only baseline); verdict rules: :mod:`olacore.verdicts`. Sizes:
+rule, zero-shot prompting (the paper's only baseline); verdict rules: :mod:`olacore.report`. Sizes:
 :class:`olacore.profiles.TransferSettings`.
 
 Throughout, ``store`` is the tensor store (default ``$OLACORE_CACHE/tensors``) and ``workers`` the extraction
@@ -24,7 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.metrics import entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se
+from olacore.toa.train import entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se
 from olacore.profiles import TransferSettings
 from olacore.results import HELD_OUT
 from olacore.settings import cpu_workers
@@ -32,8 +32,8 @@ from olacore.store import TensorStore
 from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
 from olacore.toa.syntax import syntax_splits
 from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter, counts_score, sentence_counts, word_tags
-from olacore.verdicts import NOT_MEASURED_HERE, beats_bound, learned
-from olacore.zeroshot.prompts import TASKS as ZERO_SHOT_TASKS
+from olacore.report import NOT_MEASURED_HERE, beats_bound, learned
+from olacore.zeroshot import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
            "matrix", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
@@ -52,7 +52,7 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     ``dp`` / ``pos``: the syntax chapter's EWT splits (``test_long`` dropped); ``re``: SemEval-2010 Task 8; ``wnut``:
     WNUT-17 (train, dev: the first sentences of their files; test spread evenly). ``ner``: UNER English-EWT, which has
     no train file here: ``dev`` spread evenly over UNER dev, ``train`` the first other UNER dev sentences, ``test`` the
-    syntax chapter's EWT test sentences (:func:`olacore.ud.ewt_splits`, maps shared when ``settings.ner.test`` equals
+    syntax chapter's EWT test sentences (:func:`olacore.corpora.ewt_splits`, maps shared when ``settings.ner.test`` equals
     its ``num_test``) less those UNER leaves out. Sizes: :class:`TaskSizes`.
 
     Raises:
@@ -64,7 +64,7 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     if task == "ner":
         return _uner_splits(settings.ner)
     from olacore.corpora import read_semeval, read_wnut17
-    from olacore.ud import evenly_spread
+    from olacore.corpora import evenly_spread
 
     read, sizes = {"re": (read_semeval, settings.re), "wnut": (read_wnut17, settings.wnut)}[task]
     return {"train": list(read("train").items[:sizes.train]), "dev": list(read("dev").items[:sizes.dev]),
@@ -73,7 +73,7 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
 
 def _uner_splits(sizes) -> dict[str, list[Any]]:
     from olacore.corpora import read_uner
-    from olacore.ud import evenly_spread, read_ewt_syntax
+    from olacore.corpora import evenly_spread, read_ewt_syntax
 
     pool = read_uner("dev").items
     if sizes.train + sizes.dev > len(pool):
@@ -160,7 +160,7 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
     """The control: every adapter scored on the test OLA of each target's random-init twin (paper section 4.4).
 
     The twin is :func:`olacore.controls.random_init` of the target (seed 0, the official control; by name,
-    :func:`olacore.twins.twin_name`, so loaded only where its maps are missing). ``dp`` / ``pos`` / ``ner``: on
+    :func:`olacore.loading.twin_name`, so loaded only where its maps are missing). ``dp`` / ``pos`` / ``ner``: on
     ``settings.control_test`` EWT test sentences spread over the chapter's test; ``re`` / ``wnut``: their whole test.
 
     Args:
@@ -175,7 +175,7 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
     Raises:
         ValueError: a control model whose backbone cannot be re-initialised.
     """
-    from olacore.twins import twin_name
+    from olacore.loading import twin_name
 
     rows = []
     for target in settings.control_models:
@@ -219,7 +219,7 @@ def matrix(rows: pd.DataFrame, task: str, kind: str) -> pd.DataFrame:
     return chosen.pivot_table(index="source", columns="target", values="score", aggfunc="mean", sort=False)
 
 
-#: The zero-shot task (:mod:`olacore.zeroshot.prompts`) each prompted task is asked as (:func:`zero_shot_rows`).
+#: The zero-shot task (:mod:`olacore.zeroshot`) each prompted task is asked as (:func:`zero_shot_rows`).
 ZERO_SHOT_TASK = {"re": "re", "wnut": "ner"}
 #: The transfer tasks :func:`zero_shot_rows` prompts; why: there.
 PROMPTED = tuple(t for t in TRANSFER_TASKS if ZERO_SHOT_TASK.get(t) in ZERO_SHOT_TASKS)
@@ -336,7 +336,7 @@ def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
     scored on (those before the length cut), with a standard error over test sentences.
 
     ``se``: the standard deviation of the F1 difference over 2,000 paired bootstrap resamples of the test
-    sentences (seed 0, :func:`olacore.metrics.paired_bootstrap_se`).
+    sentences (seed 0, :func:`olacore.toa.train.paired_bootstrap_se`).
 
     Returns:
         ``task, kind, model, seed, f1, capitalisation, margin, se`` (percent; points) and ``sentences, entities``;
@@ -441,7 +441,7 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     Adds ``random init`` and ``transfer, same sentences`` (the adapter on the twin and on the real target, same
     sentences; NaN where no twin ran), ``SE vs random init`` (mean over seeds), ``majority``, ``zero-shot`` (the
     causal target prompted) and ``beats zero-shot`` / ``beats random init`` / ``beats majority``
-    (:func:`olacore.verdicts.beats_bound`; not tested where the source's diagonal does not beat the majority).
+    (:func:`olacore.report.beats_bound`; not tested where the source's diagonal does not beat the majority).
     ``recovered`` and ``recovered above majority`` ((transfer - majority) / (target-trained - majority), %) are kept
     only where the target-trained score beats the majority.
 
@@ -480,7 +480,7 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
 
 def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
     """Did the target-trained adapter (the matrix diagonal) beat the majority bound by more than
-    :data:`olacore.verdicts.LEARNED_TOL` points (:func:`olacore.verdicts.learned`)? A transfer verdict tests OLAS
+    :data:`olacore.report.LEARNED_TOL` points (:func:`olacore.report.learned`)? A transfer verdict tests OLAS
     only where it did.
 
     Args:
@@ -627,9 +627,9 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
                     workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
     """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind (paper section 4.1).
 
-    Per kind, read from chapter 03's kept table (:data:`olacore.retrieval.PAIRS_TABLE`, official protocol) in
+    Per kind, read from chapter 03's kept table (:data:`olacore.similarity.PAIRS_TABLE`, official protocol) in
     ``results`` (default :func:`olacore.results.results_dir`) when saved at ``profile`` and holding every pair of
-    the kind; else computed with :func:`olacore.retrieval.retrieval_table` on the first ``settings.similarity_texts``
+    the kind; else computed with :func:`olacore.similarity.retrieval_table` on the first ``settings.similarity_texts``
     official-recipe texts (chapter 03's official protocol: maps resized to 50 x 50, sinks cleaned with whole-row
     statistics). Source = gallery, target = queries.
 
@@ -658,7 +658,7 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
     if missing:
         from olacore.maps import make_maps
         from olacore.pipeline import token_maps
-        from olacore.retrieval import retrieval_table
+        from olacore.similarity import retrieval_table
         from olacore.texts import similarity_texts
 
         texts = [t.text for t in similarity_texts(settings.similarity_texts)]
@@ -676,7 +676,7 @@ def _saved_hits(folder: str | Path | None, profile: str) -> tuple[pd.DataFrame, 
     """Chapter 03's order-1 Hits@1 (%) of the official protocol when saved at ``profile`` (``kind, source, target,
     hits@1``; empty when it was not), and a note when the file was saved at another profile."""
     from olacore.results import OFFICIAL, load_results
-    from olacore.retrieval import PAIRS_COLUMNS, PAIRS_TABLE
+    from olacore.similarity import PAIRS_COLUMNS, PAIRS_TABLE
 
     columns = ["kind", "source", "target", "hits@1"]
     none = pd.DataFrame(columns=columns)

@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from olacore.proxy.experiment import mean_std_text
+from olacore.proxy import mean_std_text
 
 __all__ = ["protocol_table", "learning_curves", "selection_figure"]
 
@@ -21,7 +21,7 @@ def protocol_table(official: pd.DataFrame, held_out: pd.DataFrame, order: Sequen
     ``"points vs <first variant>"`` are numbers.
 
     Args:
-        official: :func:`olacore.proxy.official.official_proxy_experiment` rows (``variant, target, seed, reported``).
+        official: :func:`olacore.proxy.official_proxy_experiment` rows (``variant, target, seed, reported``).
         held_out: :func:`olacore.proxy.proxy_experiment` rows, same targets, channel and seeds (``target, seed,
             test_acc``); its row comes last.
         order: the variants, in row order; the first is the reference of the points column.
@@ -42,7 +42,7 @@ def learning_curves(histories: Mapping[tuple, list[dict]], variants: Sequence[st
     (top) and the accuracy on the clean source maps and on the target maps (bottom), per evaluation.
 
     Args:
-        histories: ``(variant, target, seed) -> history`` of :func:`olacore.proxy.official.official_proxy_experiment`.
+        histories: ``(variant, target, seed) -> history`` of :func:`olacore.proxy.official_proxy_experiment`.
         variants: the variants drawn (solid: the first, dashed: the next ones).
         chance: chance accuracy (fraction): a dotted line, and ``ln(1 / chance)`` on the loss panels.
     """
@@ -80,7 +80,7 @@ def selection_figure(official: pd.DataFrame, histories: Mapping[tuple, list[dict
     official script evaluates; red diamonds each seed's reported maximum; blue circles its held-out protocol's test-once accuracy.
 
     Args:
-        official, histories: the two results of :func:`olacore.proxy.official.official_proxy_experiment`.
+        official, histories: the two results of :func:`olacore.proxy.official_proxy_experiment`.
         held_out: :func:`olacore.proxy.proxy_experiment` rows of the same targets and seeds.
     """
     rows = official[official["variant"] == variant]

@@ -1,0 +1,778 @@
+"""The visual proxy of OLAS: a classifier of OLA images trained on some models, tested on another.
+
+Paper section 4.1: each similarity text is one class; a CIFAR-style ResNet-18 (3x3 stride-1 stem, no max-pool,
+not pretrained, one input channel per order used) learns the texts from the OLA maps of the *source* models and
+is tested on the maps of a *target* model it never saw.
+
+Departures from the official ``olas_visual_model.py``:
+
+- The official script evaluates the target every 100 steps and reports the best target accuracy seen (its
+  "restore the best weights" line is a no-op: ``model.state_dict()`` keeps references, not a copy). Here the
+  checkpoint is chosen on **held-out source maps** and the target is evaluated **once**, for every seed. The
+  official protocol, each quirk a named switch, is :mod:`olacore.proxy`.
+- Validation (:func:`split_sources`): with ``S >= 2`` source models, the map of text ``i`` from source
+  ``i mod S`` is held out, so training sees ``(S - 1) / S`` of the source maps (the official script: all). With
+  one source, validation is a fixed augmented view of its maps, which only detects divergence.
+- ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18; the CPU profile is narrower).
+
+Both protocols train through one loop, :func:`olacore.proxy.fit`. Runs are kept on disk (:class:`ProxyJob`, one
+per run); :func:`proxy_experiment` trains the missing ones in worker processes.
+
+The visual proxy's network: a CIFAR-style ResNet-18 for OLA images (paper section 4.1).
+
+The visual proxy's training loop, written once: both protocols (held-out and official) call :func:`fit`.
+
+Training the visual proxy on source models' maps and testing it once on a target model's maps.
+
+Proxy runs kept in the store and spread over worker processes: the chapters' experiments.
+
+The visual proxy as the official script runs it (``olas_visual_model.py``), each quirk a named switch.
+
+Read from the official code (github.com/jinglin-liang/OLAS; file names are its own):
+
+- ``family_split``: the README trains on four source models of two families and tests on the held-out family's
+  two (``--train_model_names`` / ``--test_model_names``); in this zoo each causal model is its own family, so
+  the split is leave-one-out there.
+- ``augment_before_cleaning``: ``ClassifyDataset.__getitem__`` augments the raw token-level OLA
+  (``models/ola_augmentations.py``: fake sinks p 0.3, 1 to 3 columns; noise p 0.15, 0.13 x the row std), then
+  removes sinks (``preprocess_ola``, ``models/ola_model.py``, whole-row statistics: no causal flag), then resizes
+  to 50 x 50; so fake sinks that reach the row maximum or mean + 3 std are cleaned away again.
+- ``raw_inputs``: the cleaned maps enter the network unstandardised.
+- ``official_optimiser``: SGD, learning rate 0.007, momentum 0.9, weight decay 5e-4, constant
+  (:data:`OFFICIAL_OPTIMISER`); off: the profile's (:class:`olacore.proxy.ProxyConfig`), as the held-out protocol.
+- ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls ``model.train()`` again,
+  so BatchNorm is frozen from the first evaluation (step 100 of 100k); here after the same fraction of the run
+  (:func:`batchnorm_freeze_step`).
+- ``reaugment_targets``: the test set is a ``ClassifyDataset`` with ``use_augment=True``: every evaluation sees
+  freshly augmented target maps.
+- ``max_over_evaluations``: the printed ``best_acc`` is the maximum over every evaluation; the "restore"
+  ``model.load_state_dict(best_w)`` is a no-op (``best_w = model.state_dict()`` keeps the live tensors).
+
+Departures: training accuracy is scored on the clean source maps (the official ``_compute_accuracy``: augmented;
+the reported number is unaffected). The fake-sink value is the stored ``models/ola_augmentations.py``'s, which
+lacks the ``ref_rank1`` / ``ref_rank2`` arguments ``olas_visual_model.py`` passes to ``RandomHightlightColumns``.
+Training sizes are the profile's, as in the held-out protocol, so that the two protocols differ only by the quirks.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Mapping, Sequence, TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+from torchvision.models.resnet import BasicBlock, ResNet
+
+from olacore import channels as vocabulary
+from olacore.augment import Augmentation, BatchAugmentation, VISUAL_PROXY, augment, augment_batch
+from olacore.settings import Bool, NonNegativeFloat, PositiveFloat, PositiveInt, settings_class
+from olacore.maps import Maps, clean_sinks
+from olacore.settings import resolve_device
+from olacore.store import TensorStore, code_digest, tensor_digest
+from olacore.texts import resize_maps
+from olacore.timing import progress as progress_bar
+from olacore.training import by_value, run_cached
+
+if TYPE_CHECKING:
+    from olacore.pipeline import TokenMaps
+
+__all__ = ["make_resnet18", "fit", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy", "ProxyJob",
+           "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary", "OfficialQuirks", "OfficialRun",
+           "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step", "official_view", "family_splits",
+           "train_official", "OfficialProxyJob", "official_proxy_experiment", "shuffled_batches", "channel_stats",
+           "standardise", "reported_accuracy"]
+
+
+class _NarrowResNet18(ResNet):
+    """torchvision's ResNet-18 with every stage's channels scaled by ``width / 64``."""
+
+    def __init__(self, width: int, num_classes: int) -> None:
+        object.__setattr__(self, "_width", width)
+        super().__init__(BasicBlock, [2, 2, 2, 2], num_classes=num_classes)
+        self.fc = nn.Linear(8 * width, num_classes)
+
+    def _make_layer(self, block, planes, blocks, stride=1, dilate=False):  # noqa: D401 - torchvision hook
+        if planes == 64:  # first stage: the stem gives `width` channels, not 64
+            self.inplanes = self._width
+        return super()._make_layer(block, planes * self._width // 64, blocks, stride, dilate)
+
+
+def make_resnet18(in_channels: int, num_classes: int, width: int = 64) -> nn.Module:
+    """CIFAR-style ResNet-18 for OLA images (paper section 4.1), randomly initialised.
+
+    torchvision's ``resnet18(weights=None)`` with a 3x3 stride-1 stem over ``in_channels`` maps (one per order) and
+    no max-pool: ``(B, in_channels, S, S)`` float32 -> ``(B, num_classes)`` logits (one class per text). ``width``,
+    a positive multiple of 4, scales the four stages' channels (``width, 2w, 4w, 8w``; 64 is exactly ResNet-18).
+    """
+    if width == 64:
+        net = torchvision.models.resnet18(weights=None, num_classes=num_classes)
+    else:
+        net = _NarrowResNet18(width, num_classes)
+    net.conv1 = nn.Conv2d(in_channels, width, kernel_size=3, stride=1, padding=1, bias=False)
+    net.bn1 = nn.BatchNorm2d(width)
+    net.maxpool = nn.Identity()
+    return net
+
+
+def shuffled_batches(n: int, batch_size: int, generator: torch.Generator, drop_last: bool) -> Iterator[torch.Tensor]:
+    """Endless ``(B,)`` index batches over ``n`` items, reshuffled by ``generator`` each epoch; an epoch's last,
+    smaller batch is skipped with ``drop_last`` (the held-out protocol) and kept without (a ``DataLoader``'s)."""
+    order, cursor = torch.randperm(n, generator=generator), 0
+    while True:
+        if (cursor + batch_size > n) if drop_last else (cursor >= n):
+            order, cursor = torch.randperm(n, generator=generator), 0
+        yield order[cursor : cursor + batch_size]
+        cursor += batch_size
+
+
+def fit(batches: Iterator[tuple[torch.Tensor, torch.Tensor]], evaluate: Callable[[int, nn.Module, float], dict], *,
+        in_channels: int, num_classes: int, width: int, sgd: Mapping[str, float], iterations: int, eval_every: int,
+        seed: int, device: torch.device, evaluate_last: bool = False, freeze_batchnorm_after: int | None = None,
+        progress: bool = True, desc: str = "proxy") -> tuple[nn.Module, list[dict]]:
+    """Train a fresh :func:`make_resnet18` (initialised from ``seed``) by SGD on cross-entropy: ``(model, history)``.
+
+    Args:
+        batches: ``((B, C, S, S) inputs, (B,) labels)`` on ``device``, one per step.
+        evaluate: ``(step, model, train_acc) -> dict`` every ``eval_every`` steps (and at the last with
+            ``evaluate_last``); ``train_acc``: the fraction of training samples classified right since the last
+            evaluation. Each history entry is ``{"step", "train_loss", **dict}``.
+        sgd: ``lr, momentum, weight_decay, cosine`` (the rate decays to zero over ``iterations`` with ``cosine``).
+        freeze_batchnorm_after: the step after which the network stays in eval mode (BatchNorm frozen).
+    """
+    torch.manual_seed(seed)
+    model = make_resnet18(in_channels, num_classes, width).to(device)
+    optimiser = torch.optim.SGD(model.parameters(), lr=sgd["lr"], momentum=sgd["momentum"],
+                                weight_decay=sgd["weight_decay"])
+    scheduler = (torch.optim.lr_scheduler.LambdaLR(
+        optimiser, lambda step: 0.5 * (1 + math.cos(math.pi * step / iterations))) if sgd["cosine"] else None)
+    history: list[dict] = []
+    losses, seen, hits = [], 0, 0
+    bar = progress_bar(range(1, iterations + 1), enabled=progress, desc=desc, leave=False)
+    model.train()
+    for step, (inputs, labels) in zip(bar, batches):
+        logits = model(inputs)
+        loss = F.cross_entropy(logits, labels)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(loss.item())
+        seen += labels.numel()
+        hits += int((logits.argmax(1) == labels).sum())
+        if step == freeze_batchnorm_after:  # olas_visual_model.py leaves the network in eval mode for good
+            model.eval()
+        if step % eval_every == 0 or (evaluate_last and step == iterations):
+            history.append({"step": step, "train_loss": sum(losses) / len(losses), **evaluate(step, model, hits / seen)})
+            bar.set_postfix({k: f"{v:.3f}" for k, v in history[-1].items() if k != "step"})
+            losses, seen, hits = [], 0, 0
+    return model, history
+
+
+@torch.no_grad()
+def accuracy(model: nn.Module, maps: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
+    """Top-1 accuracy (fraction) of ``model`` on ``(N, C, S, S)`` maps with ``(N,)`` labels, in eval mode (the
+    mode restored after)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    correct = 0
+    for start in range(0, maps.shape[0], batch_size):
+        logits = model(maps[start : start + batch_size].to(device))
+        correct += int((logits.argmax(1).cpu() == labels[start : start + batch_size].cpu()).sum())
+    model.train(was_training)
+    return correct / max(maps.shape[0], 1)
+
+
+def channel_stats(maps: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(1, C, 1, 1)`` mean and standard deviation (at least 1e-12) of ``(N, C, S, S)`` training maps."""
+    return maps.mean(dim=(0, 2, 3), keepdim=True), maps.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-12)
+
+
+def standardise(maps: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> torch.Tensor:
+    """``(maps - mean) / std``."""
+    return (maps - mean) / std
+
+
+#: The fixed augmented view that validates a run with one source model: noise on every map, fake sinks on half.
+_VALIDATION_VIEW = BatchAugmentation(noise_p=1.0, noise_std_ratio=0.3, sink_p=0.5, sink_columns=3)
+
+
+def split_sources(source_maps: Sequence[torch.Tensor],
+                  seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]:
+    """Split source models' maps into training and validation sets, never the target (:mod:`olacore.proxy`).
+
+    Args:
+        source_maps: one ``(N, C, S, S)`` tensor per source model, text ``i`` at index ``i``.
+        seed: seeds the fixed augmented validation view with one source.
+
+    Returns:
+        ``(train_x, train_y, val_x, val_y, how)``; ``how`` describes the split in words.
+    """
+    n = source_maps[0].shape[0]
+    labels = torch.arange(n)
+    if len(source_maps) == 1:
+        maps = source_maps[0]
+        gen = torch.Generator(device=maps.device).manual_seed(10_000 + seed)
+        val = augment_batch(maps, _VALIDATION_VIEW, gen)
+        return maps, labels, val, labels.clone(), "one source model: validation is a fixed augmented view of its maps"
+    num_sources = len(source_maps)
+    held = labels % num_sources  # text i validated on source i mod S
+    train_x, train_y, val_x, val_y = [], [], [], []
+    for s, maps in enumerate(source_maps):
+        keep = held != s
+        train_x.append(maps[keep])
+        train_y.append(labels[keep])
+        val_x.append(maps[~keep])
+        val_y.append(labels[~keep])
+    how = f"{num_sources} source models: the map of text i from source (i mod {num_sources}) is held out for validation"
+    return torch.cat(train_x), torch.cat(train_y), torch.cat(val_x), torch.cat(val_y), how
+
+
+@settings_class
+class ProxyConfig:
+    """Training settings of the visual proxy (paper: SGD 0.007, momentum 0.9, wd 5e-4, batch 20, 100k steps).
+
+    ``width`` 64 is ResNet-18; the checkpoint is chosen on the validation checks every ``eval_every`` steps;
+    ``cosine`` decays the learning rate to zero over ``iterations`` (the paper: constant).
+
+    Raises:
+        olacore.settings.SettingsError: (a ValueError, one line naming the field) non-positive counts, width or rate;
+            a width not a multiple of 4; negative momentum or decay.
+    """
+
+    iterations: PositiveInt = 100_000
+    batch_size: PositiveInt = 20
+    lr: PositiveFloat = 0.007
+    momentum: NonNegativeFloat = 0.9
+    weight_decay: NonNegativeFloat = 5e-4
+    width: PositiveInt = 64
+    eval_every: PositiveInt = 100
+    augment: BatchAugmentation = field(default_factory=BatchAugmentation)
+    cosine: Bool = False
+
+    def __post_init__(self) -> None:
+        if self.width % 4:
+            raise ValueError(f"ProxyConfig.width must be a multiple of 4; got {self.width}")
+
+    def sgd(self) -> dict:
+        """The optimiser settings :func:`olacore.proxy.fit` takes."""
+        return {"lr": self.lr, "momentum": self.momentum, "weight_decay": self.weight_decay, "cosine": self.cosine}
+
+
+@dataclass
+class ProxyRun:
+    """Outcome of one proxy training run (accuracies as fractions).
+
+    Attributes:
+        history: one dict per evaluation: ``step``, ``train_loss`` and ``train_acc`` (since the last evaluation),
+            ``val_acc``.
+        best_step: the step whose weights were kept (best validation accuracy).
+        test_acc: target accuracy with those weights, evaluated once (``None`` without a target).
+        model: the chosen network (eval mode, on the training device).
+        mean, std: ``(1, C, 1, 1)`` input standardisation from the training maps.
+    """
+
+    seed: int
+    history: list[dict]
+    best_step: int
+    val_acc: float
+    test_acc: float | None
+    validation: str
+    model: nn.Module
+    mean: torch.Tensor
+    std: torch.Tensor
+
+    def evaluate(self, maps: torch.Tensor) -> float:
+        """Accuracy (fraction) on another model's ``(N, C, S, S)`` maps (text ``i`` = class ``i``)."""
+        return accuracy(self.model, standardise(maps, self.mean, self.std), torch.arange(maps.shape[0]))
+
+
+def train_proxy(
+    source_maps: Sequence[torch.Tensor],
+    target_maps: torch.Tensor | None,
+    config: ProxyConfig,
+    *,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+) -> ProxyRun:
+    """Train the visual proxy on source models' maps; test once on a target model's maps.
+
+    Args:
+        source_maps: one ``(N, C, S, S)`` float tensor per source model (text ``i`` is class ``i``), e.g.
+            :meth:`olacore.maps.Maps.stack` of resized maps.
+        target_maps: ``(N, C, S, S)`` maps of the held-out target model, or ``None``.
+        seed: seeds the network initialisation, batch order and augmentation.
+        device: default CUDA if available, else CPU.
+
+    Raises:
+        ValueError: the target maps' shape differs from the sources'.
+    """
+    device = resolve_device(device)
+    train_x, train_y, val_x, val_y, how = split_sources(source_maps, seed=seed)
+    if target_maps is not None and tuple(target_maps.shape[1:]) != tuple(train_x.shape[1:]):
+        raise ValueError(f"target maps {tuple(target_maps.shape)} do not match source maps {tuple(train_x.shape)}")
+    mean, std = channel_stats(train_x)  # maps hold ~1/S values
+    gen = torch.Generator().manual_seed(seed)
+    train_x_dev, train_y_dev, mean_dev, std_dev = (t.to(device) for t in (train_x, train_y, mean, std))
+
+    def batches():
+        for index in shuffled_batches(train_x.shape[0], config.batch_size, gen, drop_last=True):
+            index = index.to(device)
+            batch = augment_batch(train_x_dev[index], config.augment, _device_generator(gen, device))
+            yield standardise(batch, mean_dev, std_dev), train_y_dev[index]
+
+    best = _BestOnValidation(standardise(val_x, mean, std), val_y)
+    model, history = fit(batches(), best, in_channels=train_x.shape[1], num_classes=source_maps[0].shape[0],
+                         width=config.width, sgd=config.sgd(), iterations=config.iterations, eval_every=config.eval_every,
+                         seed=seed, device=device, evaluate_last=True, progress=progress, desc="proxy")
+    model.load_state_dict(best.state)
+    model.eval()
+    test_acc = None
+    if target_maps is not None:
+        test_acc = accuracy(model, standardise(target_maps, mean, std), torch.arange(target_maps.shape[0]))
+    return ProxyRun(seed=seed, history=history, best_step=best.step, val_acc=best.val_acc, test_acc=test_acc,
+                    validation=how, model=model, mean=mean, std=std)
+
+
+class _BestOnValidation:
+    """The evaluation of the held-out protocol: accuracy on the validation maps, keeping the best weights."""
+
+    def __init__(self, maps: torch.Tensor, labels: torch.Tensor) -> None:
+        self.maps, self.labels = maps, labels
+        self.val_acc, self.step, self.state = -1.0, 0, None
+
+    def __call__(self, step: int, model: nn.Module, train_acc: float) -> dict:
+        val_acc = accuracy(model, self.maps, self.labels)
+        if val_acc > self.val_acc:
+            self.val_acc, self.step, self.state = val_acc, step, copy.deepcopy(model.state_dict())
+        return {"train_acc": train_acc, "val_acc": val_acc}
+
+
+def _device_generator(cpu_gen: torch.Generator, device: torch.device) -> torch.Generator:
+    """A generator on ``device`` seeded from ``cpu_gen`` (CUDA ops need a CUDA generator)."""
+    if device.type == "cpu":
+        return cpu_gen
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=cpu_gen))
+    return torch.Generator(device=device).manual_seed(seed)
+
+
+@dataclass
+class ProxyJob:
+    """One proxy run (a :class:`olacore.training.TrainingJob`): ``(N, C, S, S)`` maps travel as numpy arrays."""
+
+    sources: list[np.ndarray]
+    target: np.ndarray | None
+    config: ProxyConfig
+    seed: int
+    device: str
+
+    @classmethod
+    def of(cls, sources: Sequence[torch.Tensor], target: torch.Tensor | None, config: ProxyConfig, seed: int,
+           device: str | torch.device | None = None) -> "ProxyJob":
+        """A job from tensors (copied to numpy, by value)."""
+        return cls(by_value(sources), None if target is None else by_value([target])[0], config, seed,
+                   resolve_device(device).type)
+
+    def key(self) -> str:
+        """The store key: the maps' digests, config, seed, device type and the code digest of this module and what
+        it imports (network, training loop, augmentation)."""
+        return TensorStore.key(
+            kind="proxy-run", code=code_digest(__name__), sources=[tensor_digest(m) for m in self.sources],
+            target=None if self.target is None else tensor_digest(self.target),
+            config=dataclasses.asdict(self.config), seed=self.seed, device=self.device,
+        )
+
+    def train(self):
+        run = train_proxy([torch.as_tensor(m) for m in self.sources],
+                          None if self.target is None else torch.as_tensor(self.target),
+                          self.config, seed=self.seed, device=self.device, progress=False)
+        weights = {f"model.{name}": t for name, t in run.model.state_dict().items()}
+        record = {"seed": run.seed, "history": run.history, "best_step": run.best_step, "val_acc": run.val_acc,
+                  "test_acc": run.test_acc, "validation": run.validation}
+        return {**weights, "mean": run.mean, "std": run.std}, record
+
+    def rebuild(self, tensors: dict[str, torch.Tensor], record: dict[str, Any]) -> "ProxyRun":
+        """The :class:`ProxyRun` of a stored result (network in eval mode on the job's device)."""
+        channels, classes = self.sources[0].shape[1], self.sources[0].shape[0]
+        model = make_resnet18(channels, classes, self.config.width)
+        model.load_state_dict({name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")})
+        return ProxyRun(model=model.to(self.device).eval(), mean=tensors["mean"], std=tensors["std"], **record)
+
+
+def leave_one_out(names: Sequence[str]) -> list[tuple[list[str], str]]:
+    """``(sources, target)`` splits: each model in turn is the target, the others the sources."""
+    return [([n for n in names if n != target], target) for target in names]
+
+
+def channel_set_label(names: Sequence[str]) -> str:
+    """Row label of a set of channels: ``("order1", "order2") -> "order 1 + order 2"``."""
+    return " + ".join(vocabulary.label(n) for n in names)
+
+
+def proxy_experiment(
+    maps: Mapping[str, Maps],
+    splits: Sequence[tuple[Sequence[str], str]],
+    channel_sets: Sequence[Sequence[str]],
+    config: ProxyConfig,
+    seeds: Sequence[int],
+    *,
+    device: str | torch.device | None = None,
+    workers: int = 1,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> tuple[pd.DataFrame, dict]:
+    """Every split, channel set and seed of the visual proxy (paper section 4.1, Table 1), cached.
+
+    Missing runs train in ``workers`` processes (each run is seeded: its result does not depend on the worker).
+
+    Args:
+        maps: model name -> resized :class:`olacore.maps.Maps` holding every channel any set uses.
+        splits: ``(source names, target name)`` pairs, e.g. from :func:`leave_one_out`.
+        channel_sets: channel names per run, e.g. ``[("order1",), ("order1", "order2")]``.
+
+    Returns:
+        ``(runs, histories)``: one row per run (``channels`` (label), ``sources, target, seed, best_step, val_acc,
+        test_acc, validation``) and ``(channels label, target, seed) -> history``.
+
+    Raises:
+        ValueError: ``workers < 1``, a channel the maps lack, or as :func:`train_proxy`.
+    """
+    used = {name for sources, target in splits for name in (*sources, target)}
+    stacked = {(name, tuple(chans)): maps[name].select(*chans).stack() for name in used for chans in channel_sets}
+    labels = [(tuple(chans), sources, target, seed) for sources, target in splits for chans in channel_sets
+              for seed in seeds]
+    jobs = [ProxyJob.of([stacked[(s, chans)] for s in sources], stacked[(target, chans)], config, seed, device)
+            for chans, sources, target, seed in labels]
+    results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="proxy runs")
+    rows, histories = [], {}
+    for (chans, sources, target, seed), (_, record) in zip(labels, results):
+        label = channel_set_label(chans)
+        rows.append({"channels": label, "sources": " + ".join(sources), "target": target, "seed": seed,
+                     "best_step": record["best_step"], "val_acc": record["val_acc"], "test_acc": record["test_acc"],
+                     "validation": record["validation"]})
+        histories[(label, target, seed)] = record["history"]
+    return pd.DataFrame(rows), histories
+
+
+def mean_std_text(runs: pd.DataFrame, rows: str, value: str, *, sort: bool = True) -> pd.DataFrame:
+    """``"mean ± std"`` text of ``value`` over seeds, one row per ``rows`` value and one column per target (the mean
+    alone for one seed); ``sort=False`` keeps the targets in the order they appear."""
+    stats = runs.groupby([rows, "target"], sort=sort)[value].agg(["mean", "std"])
+    text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}",
+                       axis=1)
+    return text.unstack("target")
+
+
+def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order: Sequence[str] | None = None) -> pd.DataFrame:
+    """Target accuracy (%) per channel set: mean ± std over seeds per target, and the mean per group.
+
+    Per-target columns are ``"mean ± std"`` text (the mean alone for one seed); group means are numbers.
+
+    Args:
+        runs: the first result of :func:`proxy_experiment`.
+        groups: group label -> target names; one ``"mean over <group> targets"`` column each.
+        order: row order (channel-set labels); default as they appear in ``runs``.
+    """
+    order = list(order) if order is not None else list(dict.fromkeys(runs["channels"]))
+    acc = runs.assign(test_acc=100 * runs["test_acc"])
+    table = mean_std_text(acc, "channels", "test_acc").reindex(order)
+    for group, targets in groups.items():
+        chosen = acc[acc["target"].isin(targets)]
+        table[f"mean over {group} targets"] = chosen.groupby("channels")["test_acc"].mean().reindex(order).round(1)
+    return table
+
+
+#: The optimiser of the official ``olas_visual_model.py``: SGD, constant learning rate (no scheduler).
+OFFICIAL_OPTIMISER = {"lr": 0.007, "momentum": 0.9, "weight_decay": 5e-4, "cosine": False}
+
+#: The fraction of training after which the official ``olas_visual_model.py`` freezes BatchNorm (step 100 of 100k).
+BATCHNORM_FREEZE_FRACTION = 100 / 100_000
+
+
+def batchnorm_freeze_step(iterations: int) -> int:
+    """The step after which BatchNorm freezes in a run of ``iterations`` steps: the official fraction
+    (:data:`BATCHNORM_FREEZE_FRACTION`) of it, at least 1."""
+    return max(1, round(BATCHNORM_FREEZE_FRACTION * iterations))
+
+
+@dataclass(frozen=True)
+class OfficialQuirks:
+    """Which choices of the official ``olas_visual_model.py`` a run makes (module docstring); all on = official."""
+
+    family_split: bool = True
+    augment_before_cleaning: bool = True
+    raw_inputs: bool = True
+    official_optimiser: bool = True
+    frozen_batchnorm: bool = True
+    reaugment_targets: bool = True
+    max_over_evaluations: bool = True
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The quirks' names, in the order of the module docstring."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def without(self, *names: str) -> "OfficialQuirks":
+        """The same quirks with ``names`` switched off.
+
+        Raises:
+            ValueError: a name that is no quirk.
+        """
+        unknown = [n for n in names if n not in self.names()]
+        if unknown:
+            raise ValueError(f"no official quirk named {', '.join(map(repr, unknown))}; "
+                             f"the quirks are: {', '.join(self.names())}")
+        return dataclasses.replace(self, **{n: False for n in names})
+
+    def for_training(self) -> "OfficialQuirks":
+        """The quirks that change training, the read-out ones (``reaugment_targets``,
+        ``max_over_evaluations``) reset to on: runs that differ only in how they are read share one training."""
+        return dataclasses.replace(self, reaugment_targets=True, max_over_evaluations=True)
+
+
+def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.Generator | None,
+                  settings: Augmentation | None, before_cleaning: bool = True) -> torch.Tensor:
+    """One sample as the official ``ClassifyDataset.__getitem__`` makes it: augment, clean sinks, resize.
+
+    Args:
+        maps: ``(C, T, T)`` raw token-level maps of one text.
+        size: side of the ``(C, size, size)`` float32 result (official: 50).
+        settings: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`), or ``None`` for none.
+        before_cleaning: augment the raw maps before cleaning (official), or the cleaned, resized ones after.
+    """
+    maps = maps.float()
+    if settings is not None and before_cleaning:
+        maps = augment(maps, causal, settings, generator, stats="row", column_draw="multinomial")
+    maps = resize_maps(clean_sinks(maps, causal, stats="row"), size)  # whole-row statistics, as the official
+    if settings is not None and not before_cleaning:
+        maps = augment(maps, False, settings, generator, stats="row", column_draw="multinomial")
+    return maps
+
+
+def family_splits(names: Sequence[str]) -> list[tuple[list[str], list[str]]]:
+    """``[(sources, targets), ...]`` splits of the official proxy, one per model, in the order of ``names``.
+
+    The official README holds out a whole family; in this zoo every model is its own family, so each model in turn
+    is the target and every other model a source (leave-one-out).
+
+    Raises:
+        ValueError: fewer than two models to split.
+    """
+    if len(set(names)) < 2:
+        raise ValueError(f"need two models (each its own family) to split; got {list(names)}")
+    return [(sources, [target]) for sources, target in leave_one_out(names)]
+
+
+@dataclass
+class OfficialRun:
+    """Outcome of one run under (a variant of) the official protocol.
+
+    Attributes:
+        history: one dict per evaluation: ``step``, ``train_loss`` (mean since the last one), ``test_acc`` (fraction,
+            target maps augmented afresh), ``test_acc_clean`` (unaugmented), ``train_acc`` (clean source maps).
+        reported: the number the protocol reports (:func:`reported_accuracy`), from step ``best_step``.
+    """
+
+    seed: int
+    history: list[dict]
+    reported: float
+    best_step: int
+    quirks: OfficialQuirks
+
+
+def reported_accuracy(history: Sequence[Mapping[str, float]], quirks: OfficialQuirks) -> tuple[float, int]:
+    """The number a run reports and its step: from the re-augmented target evaluations (``test_acc``) with
+    ``reaugment_targets``, else the clean ones (``test_acc_clean``); their maximum (the official ``best_acc``) with
+    ``max_over_evaluations``, else the last one."""
+    values = _target_accuracies(history, quirks)
+    index = max(range(len(values)), key=values.__getitem__) if quirks.max_over_evaluations else len(values) - 1
+    return values[index], int(history[index]["step"])
+
+
+def _target_accuracies(history: Sequence[Mapping[str, float]], quirks: OfficialQuirks) -> list[float]:
+    return [h["test_acc" if quirks.reaugment_targets else "test_acc_clean"] for h in history]
+
+
+def _views(texts: Sequence[torch.Tensor], causal: bool, size: int, generator: torch.Generator | None,
+           settings: Augmentation | None, before: bool) -> torch.Tensor:
+    return torch.stack([official_view(t, causal, size, generator, settings, before) for t in texts])
+
+
+def train_official(
+    sources: Sequence[Sequence[torch.Tensor]],
+    targets: Sequence[Sequence[torch.Tensor]],
+    causal: bool,
+    config: ProxyConfig,
+    quirks: OfficialQuirks = OfficialQuirks(),
+    *,
+    size: int = 50,
+    augment: Augmentation = VISUAL_PROXY,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+) -> OfficialRun:
+    """Train the visual proxy as the official ``olas_visual_model.py`` does, each of ``quirks`` on or off.
+
+    Text ``i`` of every model is class ``i``. Batches are drawn from all source samples, reshuffled every epoch (the
+    last one may be smaller, as a ``DataLoader`` without ``drop_last``). Every ``config.eval_every`` steps all target
+    samples (pooled) are scored augmented afresh and clean, and the clean source maps too (the evaluations draw from
+    a generator of their own: they never change training). ``augment`` is applied per sample (``config.augment`` is
+    not used); ``config``'s SGD settings count only without ``official_optimiser``.
+
+    Args:
+        sources: per source model, the raw token-level ``(C, T_i, T_i)`` maps of its texts.
+        targets: per target model, the same for the same texts.
+        seed: seeds the network, the batches and every augmentation.
+        device: default CUDA if available, else CPU.
+    """
+    num_classes = len(sources[0])
+    device = resolve_device(device)
+    gen = torch.Generator().manual_seed(seed)
+    train_maps = [m for model in sources for m in model]
+    train_y = torch.arange(num_classes).repeat(len(sources))
+    test_maps = [m for model in targets for m in model]
+    test_y = torch.arange(num_classes).repeat(len(targets))
+    before = quirks.augment_before_cleaning
+    clean_train = _views(train_maps, causal, size, None, None, True)
+    if quirks.raw_inputs:
+        mean, std = torch.zeros(1, clean_train.shape[1], 1, 1), torch.ones(1, clean_train.shape[1], 1, 1)
+    else:  # standardised with the training maps' statistics, as the held-out protocol does
+        mean, std = channel_stats(clean_train)
+    clean_test = standardise(_views(test_maps, causal, size, None, None, True), mean, std)
+    eval_gen = torch.Generator().manual_seed(1_000_003 + seed)
+    clean_train = standardise(clean_train, mean, std)
+
+    def batches():
+        for index in shuffled_batches(len(train_maps), config.batch_size, gen, drop_last=False):
+            batch = _views([train_maps[i] for i in index], causal, size, gen, augment, before)
+            yield standardise(batch, mean, std).to(device), train_y[index].to(device)
+
+    def evaluate(step: int, model: torch.nn.Module, _: float) -> dict:
+        augmented = standardise(_views(test_maps, causal, size, eval_gen, augment, before), mean, std)
+        return {"test_acc": accuracy(model, augmented, test_y), "test_acc_clean": accuracy(model, clean_test, test_y),
+                "train_acc": accuracy(model, clean_train, train_y)}  # each in eval mode, the mode restored after
+
+    _, history = fit(batches(), evaluate, in_channels=clean_train.shape[1], num_classes=num_classes,
+                     width=config.width, sgd=OFFICIAL_OPTIMISER if quirks.official_optimiser else config.sgd(),
+                     iterations=config.iterations, eval_every=config.eval_every, seed=seed, device=device,
+                     freeze_batchnorm_after=batchnorm_freeze_step(config.iterations) if quirks.frozen_batchnorm else None,
+                     progress=progress, desc="official proxy")
+    reported, best_step = reported_accuracy(history, quirks)
+    return OfficialRun(seed=seed, history=history, reported=reported, best_step=best_step, quirks=quirks)
+
+
+# ------------------------------------------------------------------ cached runs (chapters 04 and a1)
+
+@dataclass
+class OfficialProxyJob:
+    """One official-protocol run (a :class:`olacore.training.TrainingJob`); maps travel as numpy arrays.
+
+    Attributes:
+        sources, targets: per model, one raw token-level ``(C, T_i, T_i)`` array per text.
+        quirks: in the key only those of :meth:`OfficialQuirks.for_training`, less ``family_split`` (which acts
+            through the sources and targets the key holds).
+    """
+
+    sources: list[list[np.ndarray]]
+    targets: list[list[np.ndarray]]
+    causal: bool
+    config: ProxyConfig
+    quirks: OfficialQuirks
+    size: int
+    augment: Augmentation
+    seed: int
+    device: str
+
+    def key(self) -> str:
+        digests = lambda models: [[tensor_digest(m) for m in model] for model in models]  # noqa: E731
+        return TensorStore.key(
+            kind="official-proxy-run", code=code_digest(__name__), sources=digests(self.sources),
+            targets=digests(self.targets), causal=self.causal, config=dataclasses.asdict(self.config),
+            quirks=dataclasses.asdict(dataclasses.replace(self.quirks.for_training(), family_split=True)),
+            size=self.size, augment=dataclasses.asdict(self.augment),
+            seed=self.seed, device=self.device,
+        )
+
+    def train(self):
+        tensors = lambda models: [[torch.as_tensor(m) for m in model] for model in models]  # noqa: E731
+        run = train_official(tensors(self.sources), tensors(self.targets), self.causal, self.config,
+                             self.quirks.for_training(), size=self.size, augment=self.augment, seed=self.seed,
+                             device=self.device, progress=False)
+        record = {"seed": run.seed, "history": run.history}
+        return {"test_acc": torch.tensor([h["test_acc"] for h in run.history])}, record
+
+
+def _arrays(items: Sequence["TokenMaps"], channels: Sequence[str]) -> list[np.ndarray]:
+    picks = [items[0].channels.index(c) for c in channels]
+    return by_value([item.maps[picks].float() for item in items])
+
+
+def official_proxy_experiment(
+    token_maps: Mapping[str, Sequence["TokenMaps"]],
+    channels: Sequence[str],
+    config: ProxyConfig,
+    seeds: Sequence[int],
+    variants: Mapping[str, OfficialQuirks],
+    *,
+    size: int = 50,
+    augment: Augmentation = VISUAL_PROXY,
+    device: str | torch.device | None = None,
+    workers: int = 1,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> tuple[pd.DataFrame, dict]:
+    """Every variant, split and seed of the official proxy protocol, cached (chapter 03).
+
+    Args:
+        token_maps: model name -> its token-level maps (:func:`olacore.pipeline.token_maps`) of the same texts (text
+            ``i`` is class ``i``), all causal or all bidirectional.
+        config: :class:`olacore.proxy.ProxyConfig` (its ``augment`` is not used).
+        variants: label -> :class:`OfficialQuirks` (e.g. ``{"official": OfficialQuirks(), ...}``).
+
+    Returns:
+        ``(runs, histories)``: one row per run (``variant, channels, sources, target, seed, reported, best_step,
+        last_acc, mean_acc, train_acc, evaluations``; fractions, from the evaluations the variant's quirks pick) and
+        ``(variant, target, seed) -> history`` (``target``: the target models joined by " + "). Variants that differ
+        only in read-out quirks share their training runs.
+
+    Raises:
+        ValueError: models of both kinds, a channel the maps lack, or as :func:`train_official`.
+    """
+    names = list(token_maps)
+    kinds = {items[0].causal for items in token_maps.values()}
+    if len(kinds) != 1:
+        raise ValueError("the official protocol never mixes causal models and encoders; give one kind")
+    missing = [c for c in channels if c not in token_maps[names[0]][0].channels]
+    if missing:
+        raise ValueError(f"the token maps lack channels {missing}; they hold {token_maps[names[0]][0].channels}")
+    causal = kinds.pop()
+    arrays = {name: _arrays(items, channels) for name, items in token_maps.items()}
+    device_type = resolve_device(device).type
+    labels, jobs = [], []
+    for variant, quirks in variants.items():
+        for sources, targets in family_splits(names):
+            for seed in seeds:
+                labels.append((variant, sources, targets, seed))
+                jobs.append(OfficialProxyJob([arrays[s] for s in sources], [arrays[t] for t in targets], causal,
+                                             config, quirks, size, augment, seed, device_type))
+    results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="official proxy runs")
+    rows, histories = [], {}
+    for job, (variant, sources, targets, seed), (_, record) in zip(jobs, labels, results):
+        reported, best_step = reported_accuracy(record["history"], job.quirks)
+        accs = _target_accuracies(record["history"], job.quirks)
+        target = " + ".join(targets)
+        rows.append({"variant": variant, "channels": channel_set_label(channels), "sources": " + ".join(sources),
+                     "target": target, "seed": seed, "reported": reported, "best_step": best_step,
+                     "last_acc": accs[-1], "mean_acc": float(np.mean(accs)),
+                     "train_acc": record["history"][-1]["train_acc"], "evaluations": len(accs)})
+        histories[(variant, target, seed)] = record["history"]
+    return pd.DataFrame(rows), histories
