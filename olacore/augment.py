@@ -1,7 +1,7 @@
 """OLA augmentations for training: the official fake sinks and map noise, and the held-out proxy's batch variant.
 
-**Official** (``models/ola_augmentations.py``: ``RandomHightlightColumns`` then ``AddGuassianNoise``), one text's
-``(C, T, T)`` maps at a time:
+**Official** (``RandomHightlightColumns`` then ``AddGuassianNoise`` in ``models/ola_augmentations.py``), on one
+text's ``(C, T, T)`` maps at a time (:func:`augment`):
 
 - fake sinks (:func:`fake_sinks`): with probability ``sink_p``, ``k`` columns (``k`` uniform in
   ``[sink_min, sink_max]``) drawn uniformly; in every row each gets ``m1 + (u - 0.5)(m1 - m2)`` added (``m1``,
@@ -10,28 +10,25 @@
   row's population std over its covered non-sink entries (:func:`olacore.maps.sink_flags` on the current maps);
   negatives clipped to zero, rows renormalised.
 
-Both change only the entries the sink statistics cover (:func:`olacore.maps.stats_mask`: with
-``stats="causal"`` a causal map keeps its zeros above the diagonal). Settings: :data:`TOA` (the defaults of
-``utils/arguments.py``: p 0.3 and 0.3, noise 0.2 x the row std; ``stats="causal"``, as ``models/ola_model.py``
-passes the causal flag), on raw maps before the adapter's sink cleaning; :data:`VISUAL_PROXY` (those of
-``olas_visual_model.py``: p 0.3 and 0.15, noise 0.13; ``stats="row"``: its dataset is built without the causal
-flag), :mod:`olacore.proxy`. ``column_draw`` ``"permutation"`` (TOA runs) and ``"multinomial"``
-(official-proxy runs) draw the same distribution from different random streams, kept so that seeded runs
-reproduce. The coins are drawn once per text (the official TOA code: once per batch of 2), not at all where a
-probability is 0.
+Both change only the entries the sink statistics cover (:func:`olacore.maps.stats_mask`). Two settings:
+:data:`TOA` (``utils/arguments.py``: p 0.3 and 0.3, noise 0.2; ``stats="causal"``, as ``models/ola_model.py`` passes
+the causal flag), on raw maps before the adapter's sink cleaning; :data:`VISUAL_PROXY` (``olas_visual_model.py``:
+p 0.3 and 0.15, noise 0.13; ``stats="row"``, its dataset being built without the causal flag). ``column_draw``
+``"permutation"`` (TOA) and ``"multinomial"`` (official proxy) draw the same distribution from different random
+streams, kept so that seeded runs reproduce. The coins are drawn once per text (the official TOA code: once per
+batch of 2), not at all where a probability is 0.
 
-**Held-out proxy** (:class:`BatchAugmentation`, :func:`augment_batch`): the same kinds and the strengths of
-``olas_visual_model.py``, plus an optional temperature, on batches of cleaned, resized maps on the training
-device, with simpler rules: a fake sink column is raised to the row maximum, the noise scale is the whole row's
-std, rows keep their mass.
+**Held-out proxy** (:class:`BatchAugmentation`, :func:`augment_batch`): the same kinds and strengths, plus an optional
+temperature, on ``(B, C, S, S)`` batches of cleaned, resized maps on the training device, with simpler rules: a fake
+sink column is raised to the row maximum, the noise scale is the whole row's std, rows keep their mass.
 """
 
 from __future__ import annotations
 
 import torch
 
-from olacore.settings import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, settings_class
 from olacore.maps import sink_flags, stats_mask
+from olacore.settings import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, settings_class
 
 __all__ = ["Augmentation", "TOA", "VISUAL_PROXY", "COLUMN_DRAWS", "fake_sinks", "map_noise", "augment",
            "BatchAugmentation", "augment_batch"]

@@ -1,24 +1,20 @@
-"""Universal Dependencies: UD English EWT read in place, aligned to its text, with its label sets.
+"""The corpora, read in place from the data folder (:func:`olacore.settings.data_file`, never written) into word-level
+records with the text the models read and each word's character span (aligned to tokens in :mod:`olacore.toa.data`).
 
-Paper section 4.3; the release and its licence are listed on the book's page "Models and data". Every syntactic
-word is aligned to the sentence's own ``# text`` (what the models read); a sentence that cannot be aligned is
-counted, never dropped silently.
+Releases and licences: the book's page "Models and data". A record that cannot be read is named and counted
+(:meth:`UDTreebank.report`, :meth:`Corpus.report`), never dropped silently.
 
-Readers for the TOA task corpora: UNER English-EWT and WNUT-17 (named entities), SemEval-2010 Task 8 (relations).
-
-Each is read from the data folder (:func:`olacore.settings.data_file`, read only) into word-level records with the
-text the models read and each word's character span (aligned to tokens in :mod:`olacore.toa.data`); malformed
-lines or examples are named and counted in ``skipped`` (:meth:`Corpus.report`).
-
+- UD English EWT (paper section 4.3): gold dependency trees; every syntactic word aligned to the sentence's own
+  ``# text``. Also the source of the similarity texts (:mod:`olacore.texts`).
 - WNUT-17 (CC BY 4.0; the out-of-domain NER row, the paper's OntoNotes NER being licensed): ``word<TAB>tag`` lines,
-  BIO over 6 types (13 tags); the words joined by single spaces, as the official TOA data code joins its CoNLL
-  words (``data_utils/ola_dataset.py``).
+  BIO over 6 types; the words joined by single spaces, as the official TOA data code joins its CoNLL words
+  (``data_utils/ola_dataset.py``).
 - UNER English-EWT v1 (CC BY-SA 4.0, Mayhew et al., NAACL 2024): PER / LOC / ORG in BIO over EWT (dev and test
-  only), each sentence matched by ``sent_id`` and read on EWT's text, words and spans, as the syntax chapter's.
-- SemEval-2010 Task 8 (CC BY 3.0), as the official code (``data_utils/ola_dataset.py``, ``OLADataset_SemEvalRe``):
-  spaces put around the four markers, the sentence split on spaces, the markers removed, the words joined by single
-  spaces; an entity is the run of words between its markers. Dev: every 10th example of TRAIN, never the test
-  file (TRAIN is not shuffled: its last 800 would not do).
+  only), each sentence matched by ``sent_id`` and read on EWT's text, words and spans.
+- SemEval-2010 Task 8 (CC BY 3.0), as ``OLADataset_SemEvalRe`` in the official ``data_utils/ola_dataset.py``: spaces
+  put around the four markers, the sentence split on spaces, the markers removed, the words joined by single spaces;
+  an entity is the run of words between its markers. Dev: every 10th example of TRAIN (which is not shuffled, so its
+  last 800 would not do), never the test file.
 """
 
 from __future__ import annotations
@@ -87,8 +83,6 @@ def read_ewt(split: str) -> tuple[conllu.TokenList, ...]:
     if not sentences:
         raise ValueError(f"{path} holds no sentence; {_FIX}")
     return tuple(sentences)
-
-
 
 
 class AlignmentError(ValueError):
@@ -241,9 +235,8 @@ def read_ewt_syntax(split: str) -> UDTreebank:
 
 
 def evenly_spread(items: Sequence, n: int | None) -> list:
-    """``n`` items spread evenly over ``items`` (order kept; the first and, for ``n > 1``, the last
-    included); all if ``n`` is ``None`` or at least ``len(items)``. Deterministic and chosen without looking at labels;
-    every spread test subset of the book is drawn with it.
+    """``n`` items spread evenly over ``items``, order kept, the first and (``n > 1``) the last included; all if ``n``
+    is ``None`` or at least ``len(items)``; blind to labels. Every spread test subset of the book is drawn with it.
 
     Raises:
         ValueError: ``n`` below 1.
@@ -468,7 +461,7 @@ def _uner_file(split: str) -> tuple[list[tuple[str, list[str], list[str]]], list
 def read_uner(split: str) -> Corpus:
     """UNER English-EWT ``split`` ('dev' or 'test'), each sentence on EWT's own text (BIO, PER / LOC / ORG).
 
-    Matched to :func:`olacore.corpora.read_ewt_syntax` of the same split by ``# sent_id``. Skipped and named: a sentence
+    Matched to :func:`read_ewt_syntax` of the same split by ``# sent_id``. Skipped and named: a sentence
     whose tokens differ from EWT's words (EWT v2.16: 3 of 2,001 dev, 3 of 2,077 test), one EWT lacks or could not
     align, one with a malformed line.
 
@@ -476,7 +469,6 @@ def read_uner(split: str) -> Corpus:
         ValueError: unknown split (there is no UNER train file here); a file holds no sentence (or is not CoNLL-U).
         FileNotFoundError: the UNER or EWT file is missing (the message names ``OLACORE_DATA``).
     """
-
     _split_name(split, UNER_FILES)
     raw, skipped = _uner_file(split)
     treebank = read_ewt_syntax(split)

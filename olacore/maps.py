@@ -1,25 +1,22 @@
-"""Comparable maps: the one typed object every experiment consumes, and its one constructor.
+"""Comparable maps: one model's aligned maps of some texts, and the attention-sink rule they pass through.
 
-A :class:`Maps` holds one model's aligned maps of a list of texts and says what they are. Retrieval, the visual
-proxy, the controls and the qualitative panels build them with :func:`make_maps` or :func:`model_maps`; the TOA
-adapters follow the official TOA order instead (:mod:`olacore.toa.data`: sinks flagged per epoch, after the
-augmentations), which a :class:`Maps` built once cannot serve. Per text:
+Every experiment but the TOA adapters consumes a :class:`Maps`, built by :func:`make_maps` (or :func:`model_maps`)
+from token-level ``(C, T, T)`` maps (rows: queries) in two steps per text:
 
-1. sinks: ``"clean"`` (:func:`olacore.maps.clean_sinks`; ``sink_stats="row"`` as the official similarity scripts
-   ``olas_retrieval.py`` and ``olas_visual_model.py`` do for causal models too, ``"causal"`` as the official TOA
-   path, ``OLAModel.forward`` in ``models/ola_model.py``), ``"raw"`` or ``"raw+clean"`` (raw channels first);
-2. alignment: ``"resize"`` (the paper: bilinear, antialiased, ``size x size``), ``"words"`` (ours: pooled onto the
-   words, rows stay stochastic) or ``"first"`` (each word's first sub-token, where the official parser scores words).
+1. sinks: ``"clean"`` (:func:`clean_sinks`), ``"raw"`` or ``"raw+clean"`` (raw channels first);
+2. alignment (:mod:`olacore.texts`): ``"resize"`` (the paper: bilinear, antialiased, ``size x size``), ``"words"``
+   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (each word's first sub-token, where the
+   official parser scores words).
 
-Attention sinks: removed as the official preprocessing does (``models/ola_utils.py``); causal maps mirrored.
-
-Causal models park attention on the first token (Xiao et al., 2024). The official rule (``get_outliers_mask``,
-``cal_maskes`` in ``models/ola_utils.py``, applied by ``preprocess_ola`` in ``models/ola_model.py``) flags in each
-row every entry equal to the row maximum or above ``mean + 3 std`` (sample std, ``n - 1``), zeroes them and
-renormalises the row. Mean and std are taken (:data:`SINK_STATS`) over the whole row, a causal map's zeros included
-(``"row"``: the official ``olas_retrieval.py`` and ``olas_visual_model.py`` build ``ClassifyDataset`` with
-``is_casual=False``), or over the causal part ``j <= i`` (``"causal"``: the official TOA path, ``OLAModel.forward``
-in ``models/ola_model.py``, passes the causal flag). For a bidirectional map both are the whole row.
+Attention sinks: removed as the official preprocessing does. Causal models park attention on the first token
+(Xiao et al., 2024). The official rule (``get_outliers_mask``, ``cal_maskes`` in ``models/ola_utils.py``, applied
+by ``preprocess_ola`` in ``models/ola_model.py``) flags in each row every entry equal to the row maximum or above
+``mean + 3 std`` (sample std, ``n - 1``), zeroes them and renormalises the row. The statistics (:data:`SINK_STATS`)
+run over the whole row, a causal map's zeros included (``"row"``: the official ``olas_retrieval.py`` and
+``olas_visual_model.py`` build ``ClassifyDataset`` with ``is_casual=False``), or over the causal part ``j <= i``
+(``"causal"``: the official TOA path, ``OLAModel.forward``, passes the causal flag); for a bidirectional map both
+are the whole row. The TOA adapters flag sinks per epoch, after their augmentations (:mod:`olacore.toa.data`), so
+they call :func:`clean_sinks` and :func:`mirror_causal` themselves.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ from typing import Any, Sequence, TYPE_CHECKING
 
 import torch
 
-from olacore import channels as vocabulary
+from olacore.channels import label
 from olacore.texts import first_subtoken_maps, pool_to_words, resize_maps
 
 if TYPE_CHECKING:
@@ -75,8 +72,8 @@ class Maps:
     def labels(self) -> list[str]:
         """Display labels of the channel axis: ``"order 1"``, or ``"order 1 (clean)"`` with both sinks."""
         if self.sinks == "raw+clean":
-            return [f"{vocabulary.label(c)} ({s})" for c, s in self.layout()]
-        return [vocabulary.label(c) for c in self.channels]
+            return [f"{label(c)} ({s})" for c, s in self.layout()]
+        return [label(c) for c in self.channels]
 
     def panels(self, index: int) -> dict[str, torch.Tensor]:
         """The maps of text ``index`` by display label (``{"order 1": (S, S), ...}``), for figures."""
@@ -127,7 +124,7 @@ def make_maps(
     words: Sequence[Any] | None = None,
     sink_stats: str = "row",
 ) -> Maps:
-    """Build comparable :class:`Maps` from one model's token-level maps (module docstring).
+    """Build comparable :class:`Maps` from one model's token-level maps.
 
     Args:
         token_maps: one :class:`olacore.pipeline.TokenMaps` per text, same model and channels.
@@ -203,8 +200,8 @@ SINK_STATS = ("row", "causal")
 
 
 def stats_mask(size: int, causal: bool, stats: str = "row", device: torch.device | str | None = None) -> torch.Tensor:
-    """The entries a row's statistics cover: ``(T, T)`` bool, ``j <= i`` for a causal map with
-    ``stats="causal"``, every entry otherwise (also where the official augmentations of :mod:`olacore.augment` act).
+    """The entries a row's statistics cover (and the official augmentations change): ``(T, T)`` bool, ``j <= i``
+    for a causal map with ``stats="causal"``, every entry otherwise.
 
     Raises:
         ValueError: an unknown ``stats``.
@@ -238,10 +235,8 @@ def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: st
 def clean_sinks(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: str = "row") -> torch.Tensor:
     """Remove attention sinks by the official rule (``models/ola_utils.py``).
 
-    Zeroes every entry :func:`sink_flags` flags and every entry outside the statistics' support (above the diagonal
-    with ``stats="causal"``: the official TOA path; ``"row"``: the official ``olas_retrieval.py`` and
-    ``olas_visual_model.py``), then renormalises each row: ``(..., T, T)``, same dtype and device; a row whose whole
-    mass was flagged becomes all zeros.
+    Zeroes every entry :func:`sink_flags` flags and every entry outside :func:`stats_mask`, then renormalises each
+    row: ``(..., T, T)``, same dtype and device; a row whose whole mass was flagged becomes all zeros.
 
     Raises:
         ValueError: maps are not square, or ``stats`` is unknown.

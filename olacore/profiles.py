@@ -4,10 +4,10 @@
 - ``default``: the published book on a 2-core CPU (cost: ``book/compute.md``; sizes: ``book/design.md``).
 - ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
 
-Each chapter (the syntax and transfer chapters' TOA adapters included) has one settings class, a frozen
-pydantic dataclass (:func:`olacore.settings.settings_class`) checked when it is made, whose refusals are one line
-naming the field path; the profile tables below hold each chapter's fields by profile, and :func:`settings`
-returns the instance of a chapter and profile, with a notebook's own parameters applied on top.
+Each chapter has one settings class (:data:`CLASSES`; the syntax and transfer chapters' hold their TOA adapters'),
+checked when it is made (:func:`olacore.settings.settings_class`: a refusal is one line naming the field path).
+:data:`TABLES` holds each chapter's fields by profile as data; :func:`settings` returns the settings of a chapter and
+profile with :data:`SETTINGS_OVERRIDES_ENV` and a notebook's own parameters applied on top.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from dataclasses import field
 from typing import Any, Literal
 
 from olacore.augment import Augmentation, BatchAugmentation
-from olacore.settings import (Bool, Items, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, SettingsError,
-                             Str, settings_class)
 from olacore.proxy import OfficialQuirks, ProxyConfig
+from olacore.settings import (Bool, Items, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, SettingsError,
+                              Str, settings_class)
 from olacore.toa.data import GRIDS, SYNTAX_GRID
 from olacore.toa.model import AdapterConfig
 from olacore.toa.train import TRANSFER_TASKS, TrainConfig
@@ -104,22 +104,16 @@ class QualitativeSettings:
 class QuantitativeSettings:
     """Chapter "Quantitative OLAS": retrieval over ``num_texts`` texts at ``size``; the visual
     proxy on the first ``proxy_num_texts`` texts (classes), maps resized to ``proxy_size``; the
-    official proxy protocol (:mod:`olacore.proxy`: first order, causal targets, the same
-    ``proxy`` sizes and ``seeds``) evaluates the target every ``official_eval_every`` steps
-    (the official ``olas_visual_model.py``: every 100 of 100k steps) and trains one variant per
-    quirk of ``official_quirk_rows`` switched off (``None``: every quirk).
+    official proxy protocol (first order, causal targets, the same ``proxy`` sizes and ``seeds``)
+    evaluates the target every ``official_eval_every`` steps (the official ``olas_visual_model.py``:
+    every 100 of 100k) and trains one variant per quirk of ``official_quirk_rows`` switched off
+    (``None``: every quirk).
 
-    Two sections read zoo models outside ``CAUSAL_ZOO`` / ``ENCODER_ZOO`` (``in_book=False``), only
-    through these fields; empty, a section does not run:
+    Two sections read zoo models outside the book's grid (``in_book=False``); empty, a section does not run:
 
-    - ``size_models``: ``(smaller, larger)``, two causal models of one family ("Does model size change
-      OLAS?"): the smaller one of ``causal``, the larger one not; the larger one gets first-order OLA
-      (extracted in one process: 6 GB), retrieval against ``causal`` and the held-out proxy trained on
-      ``causal`` less the smaller one.
-    - ``extra_encoders``: encoders added to ``encoders`` ("A third encoder family"): retrieval and the
-      held-out first-order proxy over every ordered pair.
-
-    Default sizes: measured on the book's design page (``book/design.md``).
+    - ``size_models``: ``(smaller, larger)``, two causal models of one family, the smaller one of
+      ``causal``, the larger one not ("Does model size change OLAS?").
+    - ``extra_encoders``: encoders added to ``encoders`` ("A third encoder family").
     """
 
     causal: Models
@@ -215,8 +209,6 @@ class DataSet:
 class SyntaxSettings:
     """Chapter "Syntax in OLA": the EWT data, the TOA adapter and its training, the grid of inputs.
 
-    Default sizes: measured on the book's design page (``book/design.md``).
-
     Attributes:
         num_train, num_dev, num_test: EWT sentences (:func:`olacore.corpora.ewt_splits`; ``None``: the whole split).
         max_tokens: the length cut (official 64).
@@ -229,9 +221,7 @@ class SyntaxSettings:
         full_grid: models that also run every other input of :data:`SYNTAX_GRID`.
         seed_inputs: inputs run with every seed on ``full_grid`` (everything else: ``seeds[0]``).
         alti_models, alti_subset: models whose ALTI runs beside order 1 on ``(train, dev, test)``
-            sentences (``None``: the chapter's splits, ALTI then a cell of the grid). The profile table
-            sets it (``default``: ``(150, 60, 100)``); the class default ``(250, 100, 150)`` is only a
-            bare ``SyntaxSettings()``'s.
+            sentences (``None``: the chapter's splits, ALTI then a cell of the grid).
         layer_models: models of the best-single-layer baseline (layer chosen on dev by
             :func:`olacore.toa.syntax.layer_screen`).
         random_init: models whose random-initialised twin runs order 1 (a control).
@@ -240,8 +230,7 @@ class SyntaxSettings:
             training sentences (a learning curve; dev and test unchanged).
         workers: training processes (``None``: one per core on a CPU).
         extra_models: zoo models outside ``models`` that run only order 1 and the distance-only twin,
-            in a section of their own (new record keys: every other table stays as it is), extracted
-            in one process; empty: the section says it did not run.
+            in a section of their own (empty: the section says it did not run).
 
     Raises:
         SettingsError: (a ValueError) a non-positive size, no seed, an unknown input name, a model of a
@@ -326,11 +315,10 @@ class TaskSizes:
     """Examples per split of one corpus task (``re``: SemEval-2010 Task 8; ``ner``: UNER
     English-EWT; ``wnut``: WNUT-17).
 
-    ``re`` / ``wnut``: ``train`` and ``dev`` are the first examples of their split (SemEval dev:
-    every 10th TRAIN example, :func:`olacore.corpora.read_semeval`); ``test`` is spread evenly
-    over the test split (:func:`olacore.corpora.evenly_spread`): the fixed subset the zero-shot
+    ``re`` / ``wnut``: ``train`` and ``dev`` are the first examples of their split; ``test`` is spread
+    evenly over the test split (:func:`olacore.corpora.evenly_spread`), the subset the zero-shot
     baseline answers. ``ner``: ``train`` and ``dev`` both come from UNER dev (dev spread evenly,
-    train the first of the rest), ``test`` from UNER test (:func:`olacore.toa.transfer.task_splits`).
+    train the first of the rest), ``test`` from UNER test.
 
     ``epochs`` and ``o_weight`` (entity tasks: the loss weight of the ``O`` tag) replace the syntax
     chapter's training where set (``None``: its ``epochs``; ``TrainConfig.ner_o_weight``, the
@@ -357,8 +345,6 @@ class TaskSizes:
 @settings_class
 class TransferSettings:
     """Chapter "TOA: adapters that move between models" (paper section 4.4): tasks, corpora, models, bounds.
-
-    Default sizes: measured on the book's design page (``book/design.md``).
 
     Attributes:
         syntax: the syntax chapter's settings (:class:`SyntaxSettings` of the same profile): its EWT

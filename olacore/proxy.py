@@ -1,45 +1,32 @@
-"""The visual proxy of OLAS: a classifier of OLA images trained on some models, tested on another.
+"""The visual proxy of OLAS: a classifier of OLA images trained on some models' maps, tested on another model's.
 
-Paper section 4.1: each similarity text is one class; a CIFAR-style ResNet-18 (3x3 stride-1 stem, no max-pool,
-not pretrained, one input channel per order used) learns the texts from the OLA maps of the *source* models and
-is tested on the maps of a *target* model it never saw.
+Paper section 4.1: each similarity text is one class; a CIFAR-style ResNet-18 (:func:`make_resnet18`: 3x3 stride-1
+stem, no max-pool, not pretrained, one input channel per order) learns the texts from the OLA maps of the *source*
+models and is tested on the maps of a *target* model it never saw. Maps are ``(N, C, S, S)`` per model, text ``i``
+of each model class ``i``. Both protocols below train through one loop, :func:`fit`; runs are kept in the store
+(:class:`ProxyJob`, :class:`OfficialProxyJob`) and the missing ones trained in worker processes
+(:func:`proxy_experiment`, :func:`official_proxy_experiment`).
 
-Departures from the official ``olas_visual_model.py``:
+**Held-out protocol** (:func:`train_proxy`, ours). The official ``olas_visual_model.py`` evaluates the target every
+100 steps and reports the best target accuracy seen; here the checkpoint is chosen on **held-out source maps** and
+the target is evaluated **once**, for every seed. With ``S >= 2`` source models the map of text ``i`` from source
+``i mod S`` is held out (:func:`split_sources`), so training sees ``(S - 1) / S`` of the source maps (the official
+script: all); with one source, validation is a fixed augmented view of its maps, which only detects divergence.
+``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18; the CPU profiles are narrower).
 
-- The official script evaluates the target every 100 steps and reports the best target accuracy seen (its
-  "restore the best weights" line is a no-op: ``model.state_dict()`` keeps references, not a copy). Here the
-  checkpoint is chosen on **held-out source maps** and the target is evaluated **once**, for every seed. The
-  official protocol, each quirk a named switch, is :mod:`olacore.proxy`.
-- Validation (:func:`split_sources`): with ``S >= 2`` source models, the map of text ``i`` from source
-  ``i mod S`` is held out, so training sees ``(S - 1) / S`` of the source maps (the official script: all). With
-  one source, validation is a fixed augmented view of its maps, which only detects divergence.
-- ``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18; the CPU profile is narrower).
-
-Both protocols train through one loop, :func:`olacore.proxy.fit`. Runs are kept on disk (:class:`ProxyJob`, one
-per run); :func:`proxy_experiment` trains the missing ones in worker processes.
-
-The visual proxy's network: a CIFAR-style ResNet-18 for OLA images (paper section 4.1).
-
-The visual proxy's training loop, written once: both protocols (held-out and official) call :func:`fit`.
-
-Training the visual proxy on source models' maps and testing it once on a target model's maps.
-
-Proxy runs kept in the store and spread over worker processes: the chapters' experiments.
-
-The visual proxy as the official script runs it (``olas_visual_model.py``), each quirk a named switch.
-
-Read from the official code (github.com/jinglin-liang/OLAS; file names are its own):
+**Official protocol** (:func:`train_official`), as the official ``olas_visual_model.py`` runs it
+(github.com/jinglin-liang/OLAS; file names are its own), each quirk a switch of :class:`OfficialQuirks`:
 
 - ``family_split``: the README trains on four source models of two families and tests on the held-out family's
   two (``--train_model_names`` / ``--test_model_names``); in this zoo each causal model is its own family, so
-  the split is leave-one-out there.
+  the split is leave-one-out.
 - ``augment_before_cleaning``: ``ClassifyDataset.__getitem__`` augments the raw token-level OLA
   (``models/ola_augmentations.py``: fake sinks p 0.3, 1 to 3 columns; noise p 0.15, 0.13 x the row std), then
   removes sinks (``preprocess_ola``, ``models/ola_model.py``, whole-row statistics: no causal flag), then resizes
   to 50 x 50; so fake sinks that reach the row maximum or mean + 3 std are cleaned away again.
 - ``raw_inputs``: the cleaned maps enter the network unstandardised.
 - ``official_optimiser``: SGD, learning rate 0.007, momentum 0.9, weight decay 5e-4, constant
-  (:data:`OFFICIAL_OPTIMISER`); off: the profile's (:class:`olacore.proxy.ProxyConfig`), as the held-out protocol.
+  (:data:`OFFICIAL_OPTIMISER`); off: the profile's :class:`ProxyConfig`, as the held-out protocol.
 - ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls ``model.train()`` again,
   so BatchNorm is frozen from the first evaluation (step 100 of 100k); here after the same fraction of the run
   (:func:`batchnorm_freeze_step`).
@@ -48,10 +35,11 @@ Read from the official code (github.com/jinglin-liang/OLAS; file names are its o
 - ``max_over_evaluations``: the printed ``best_acc`` is the maximum over every evaluation; the "restore"
   ``model.load_state_dict(best_w)`` is a no-op (``best_w = model.state_dict()`` keeps the live tensors).
 
-Departures: training accuracy is scored on the clean source maps (the official ``_compute_accuracy``: augmented;
-the reported number is unaffected). The fake-sink value is the stored ``models/ola_augmentations.py``'s, which
-lacks the ``ref_rank1`` / ``ref_rank2`` arguments ``olas_visual_model.py`` passes to ``RandomHightlightColumns``.
-Training sizes are the profile's, as in the held-out protocol, so that the two protocols differ only by the quirks.
+Departures from it: training accuracy is scored on the clean source maps (the official ``_compute_accuracy``:
+augmented; the reported number is unaffected). The fake-sink value is the stored ``models/ola_augmentations.py``'s,
+which lacks the ``ref_rank1`` / ``ref_rank2`` arguments ``olas_visual_model.py`` passes to
+``RandomHightlightColumns``. Training sizes are the profile's, as in the held-out protocol, so that the two protocols
+differ only by the quirks.
 """
 
 from __future__ import annotations
@@ -70,11 +58,10 @@ import torch.nn.functional as F
 import torchvision
 from torchvision.models.resnet import BasicBlock, ResNet
 
-from olacore import channels as vocabulary
-from olacore.augment import Augmentation, BatchAugmentation, VISUAL_PROXY, augment, augment_batch
-from olacore.settings import Bool, NonNegativeFloat, PositiveFloat, PositiveInt, settings_class
+from olacore.augment import VISUAL_PROXY, Augmentation, BatchAugmentation, augment, augment_batch
+from olacore.channels import label
 from olacore.maps import Maps, clean_sinks
-from olacore.settings import resolve_device
+from olacore.settings import Bool, NonNegativeFloat, PositiveFloat, PositiveInt, resolve_device, settings_class
 from olacore.store import TensorStore, code_digest, tensor_digest
 from olacore.texts import resize_maps
 from olacore.timing import progress as progress_bar
@@ -89,6 +76,8 @@ __all__ = ["make_resnet18", "fit", "ProxyConfig", "ProxyRun", "split_sources", "
            "train_official", "OfficialProxyJob", "official_proxy_experiment", "shuffled_batches", "channel_stats",
            "standardise", "reported_accuracy"]
 
+
+# ------------------------------------------------------------------ the network and its training loop
 
 class _NarrowResNet18(ResNet):
     """torchvision's ResNet-18 with every stage's channels scaled by ``width / 64``."""
@@ -201,13 +190,15 @@ def standardise(maps: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> to
     return (maps - mean) / std
 
 
+# ------------------------------------------------------------------ the held-out protocol (chapter 04)
+
 #: The fixed augmented view that validates a run with one source model: noise on every map, fake sinks on half.
 _VALIDATION_VIEW = BatchAugmentation(noise_p=1.0, noise_std_ratio=0.3, sink_p=0.5, sink_columns=3)
 
 
 def split_sources(source_maps: Sequence[torch.Tensor],
                   seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]:
-    """Split source models' maps into training and validation sets, never the target (:mod:`olacore.proxy`).
+    """Split source models' maps into training and validation sets, never the target (module docstring).
 
     Args:
         source_maps: one ``(N, C, S, S)`` tensor per source model, text ``i`` at index ``i``.
@@ -240,8 +231,8 @@ def split_sources(source_maps: Sequence[torch.Tensor],
 class ProxyConfig:
     """Training settings of the visual proxy (paper: SGD 0.007, momentum 0.9, wd 5e-4, batch 20, 100k steps).
 
-    ``width`` 64 is ResNet-18; the checkpoint is chosen on the validation checks every ``eval_every`` steps;
-    ``cosine`` decays the learning rate to zero over ``iterations`` (the paper: constant).
+    ``width`` 64 is ResNet-18; validation every ``eval_every`` steps; ``cosine`` decays the learning rate to zero over
+    ``iterations`` (the paper: constant).
 
     Raises:
         olacore.settings.SettingsError: (a ValueError, one line naming the field) non-positive counts, width or rate;
@@ -263,7 +254,7 @@ class ProxyConfig:
             raise ValueError(f"ProxyConfig.width must be a multiple of 4; got {self.width}")
 
     def sgd(self) -> dict:
-        """The optimiser settings :func:`olacore.proxy.fit` takes."""
+        """The optimiser settings :func:`fit` takes."""
         return {"lr": self.lr, "momentum": self.momentum, "weight_decay": self.weight_decay, "cosine": self.cosine}
 
 
@@ -383,8 +374,8 @@ class ProxyJob:
                    resolve_device(device).type)
 
     def key(self) -> str:
-        """The store key: the maps' digests, config, seed, device type and the code digest of this module and what
-        it imports (network, training loop, augmentation)."""
+        """The store key: the maps' digests, config, seed, device type and the code digest of this module and the
+        package modules it imports."""
         return TensorStore.key(
             kind="proxy-run", code=code_digest(__name__), sources=[tensor_digest(m) for m in self.sources],
             target=None if self.target is None else tensor_digest(self.target),
@@ -415,7 +406,7 @@ def leave_one_out(names: Sequence[str]) -> list[tuple[list[str], str]]:
 
 def channel_set_label(names: Sequence[str]) -> str:
     """Row label of a set of channels: ``("order1", "order2") -> "order 1 + order 2"``."""
-    return " + ".join(vocabulary.label(n) for n in names)
+    return " + ".join(label(n) for n in names)
 
 
 def proxy_experiment(
@@ -490,6 +481,8 @@ def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order
         table[f"mean over {group} targets"] = chosen.groupby("channels")["test_acc"].mean().reindex(order).round(1)
     return table
 
+
+# ------------------------------------------------------------------ the official protocol (chapters 04 and a1)
 
 #: The optimiser of the official ``olas_visual_model.py``: SGD, constant learning rate (no scheduler).
 OFFICIAL_OPTIMISER = {"lr": 0.007, "momentum": 0.9, "weight_decay": 5e-4, "cosine": False}
@@ -670,8 +663,6 @@ def train_official(
     return OfficialRun(seed=seed, history=history, reported=reported, best_step=best_step, quirks=quirks)
 
 
-# ------------------------------------------------------------------ cached runs (chapters 04 and a1)
-
 @dataclass
 class OfficialProxyJob:
     """One official-protocol run (a :class:`olacore.training.TrainingJob`); maps travel as numpy arrays.
@@ -730,12 +721,12 @@ def official_proxy_experiment(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> tuple[pd.DataFrame, dict]:
-    """Every variant, split and seed of the official proxy protocol, cached (chapter 03).
+    """Every variant, split and seed of the official proxy protocol, cached.
 
     Args:
         token_maps: model name -> its token-level maps (:func:`olacore.pipeline.token_maps`) of the same texts (text
             ``i`` is class ``i``), all causal or all bidirectional.
-        config: :class:`olacore.proxy.ProxyConfig` (its ``augment`` is not used).
+        config: :class:`ProxyConfig` (its ``augment`` is not used).
         variants: label -> :class:`OfficialQuirks` (e.g. ``{"official": OfficialQuirks(), ...}``).
 
     Returns:

@@ -1,7 +1,7 @@
-"""Where the project reads its data, keeps its caches, and runs (device, worker processes).
+"""Where the project reads its data, keeps its caches and computes, and the checked settings classes.
 
-Two environment variables, so that notebooks, tests, the command line and CI agree (each checked where it is read,
-by :func:`env_folder` and its kin: a bad value is a one-line ``ValueError`` naming the variable):
+Two environment variables, so that notebooks, tests, the command line and CI agree (each checked where it is read;
+a bad value is a one-line ``ValueError`` naming the variable):
 
 ``OLACORE_DATA``
     Folder of the public data releases (listed on the book's page "Models and data"). Default:
@@ -10,12 +10,13 @@ by :func:`env_folder` and its kin: a bad value is a one-line ``ValueError`` nami
     Folder for dequantised model weights, extracted attention and other derived files.
     Default: ``~/.cache/olacore``.
 
-Settings classes checked by pydantic: frozen dataclasses that refuse a bad value in one line naming its field.
+Computation: :func:`resolve_device` (CUDA when available), :func:`cpu_workers`, and :func:`fixed_threads`, which keeps
+cached numbers bit-identical on any machine of the same kind.
 
-:func:`settings_class` turns a class into a frozen pydantic dataclass: an unknown field is refused, a list given
-for a tuple becomes a tuple, a nested settings object may be given as a dict of its fields, the field types below
-are strict (no ``"0.1"`` for a number, no ``True`` for an int). A refusal is a :class:`SettingsError` of one line
-that names the field path, e.g. ``SyntaxSettings.training.lr: Input should be greater than 0; got -1``. It stays a
+Settings: :func:`settings_class` makes a class a frozen pydantic dataclass: an unknown field is refused, a list given
+for a tuple becomes a tuple, a nested settings object may be given as a dict of its fields, and the field types
+below are strict (no ``"0.1"`` for a number, no ``True`` for an int). A refusal is a :class:`SettingsError` of one
+line naming the field path, e.g. ``SyntaxSettings.training.lr: Input should be greater than 0; got -1``. It stays a
 dataclass: positional arguments, ``dataclasses.replace`` (which checks again), ``fields`` and ``asdict`` work.
 """
 
@@ -36,8 +37,11 @@ import torch
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic_core import ArgsKwargs
 
-__all__ = ["SettingsError", "settings_class", "explain", "Str", "Bool", "PositiveInt", "NonNegativeInt",
-           "PositiveFloat", "NonNegativeFloat", "Fraction", "Probability", "Items"]
+__all__ = ["DATA_ENV", "CACHE_ENV", "env_text", "env_folder", "env_positive_number", "data_dir", "data_file",
+           "CacheWriteError", "cache_write_error", "cache_root", "cache_dir", "resolve_device", "check_compute_options",
+           "cpu_workers", "COMPUTE_THREADS", "fixed_threads", "SettingsError", "settings_class", "explain", "Str",
+           "Bool", "PositiveInt", "NonNegativeInt", "PositiveFloat", "NonNegativeFloat", "Fraction", "Probability",
+           "Items"]
 
 
 DATA_ENV = "OLACORE_DATA"
@@ -64,7 +68,7 @@ def env_text(name: str) -> str | None:
 
 def env_folder(name: str, default: Path | None) -> Path | None:
     """The folder named by the environment variable ``name``, or ``default`` when unset or empty (it may not exist
-    yet: the caller says what a missing folder means).
+    yet).
 
     Raises:
         ValueError: the value is blank or has spaces around it, or names a file, not a folder; one line naming
@@ -100,21 +104,16 @@ def env_positive_number(name: str, default: float) -> float:
 
 
 def data_dir() -> Path:
-    """Return the data folder: ``$OLACORE_DATA`` or ``<repo>/../shared/data``.
+    """The data folder: ``$OLACORE_DATA`` or ``<repo>/../shared/data`` (a missing one is reported by :func:`data_file`).
 
     Raises:
-        ValueError: ``$OLACORE_DATA`` is blank or names a file (:func:`env_folder`); a missing folder is reported
-            by :func:`data_file`, naming the file.
+        ValueError: ``$OLACORE_DATA`` is blank or names a file.
     """
     return env_folder(DATA_ENV, _REPO_ROOT.parent / "shared" / "data")
 
 
 def data_file(*parts: str) -> Path:
-    """Return the path of a file inside the data folder, checking that it exists.
-
-    Args:
-        *parts: path components below the data folder, e.g.
-            ``("ud_english_ewt", "en_ewt-ud-train.conllu")``.
+    """The path of a file inside the data folder, e.g. ``data_file("ud_english_ewt", "en_ewt-ud-train.conllu")``.
 
     Raises:
         FileNotFoundError: the file is missing (the message names it and ``OLACORE_DATA``).
@@ -146,13 +145,13 @@ def cache_root() -> Path:
     """The cache folder, ``$OLACORE_CACHE`` or ``~/.cache/olacore`` (not created).
 
     Raises:
-        ValueError: ``$OLACORE_CACHE`` is blank or names a file (:func:`env_folder`).
+        ValueError: ``$OLACORE_CACHE`` is blank or names a file.
     """
     return env_folder(CACHE_ENV, Path.home() / ".cache" / "olacore")
 
 
 def cache_dir(*parts: str, create: bool = True) -> Path:
-    """Return a folder inside the cache (:func:`cache_root`), created unless ``create=False``.
+    """A folder inside the cache (:func:`cache_root`), created unless ``create=False``.
 
     Raises:
         CacheWriteError: the folder cannot be created (read-only or full file system, a file in the way).
@@ -214,12 +213,9 @@ def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int
     return max(1, min(os.cpu_count() or 1, limit))
 
 
+#: Torch threads for everything that is cached: on a CPU the last bits of small matrix products depend on the
+#: thread count, so a fixed count keeps cached numbers bit-identical on any machine of the same kind.
 COMPUTE_THREADS = 1
-"""Torch threads for everything that is cached (attention, ALTI, OLA, trained networks).
-
-On a CPU the last bits of small matrix products depend on the thread count; a fixed count keeps
-cached numbers bit-identical on any machine of the same kind.
-"""
 
 
 @contextlib.contextmanager

@@ -1,17 +1,11 @@
-"""Image similarity of maps: batched SSIM and Hits@k (paper section 4.1).
+"""OLAS measured by retrieval: each target model's map of a text queries a source model's maps of the same texts by
+SSIM, and is a hit when the map of its own text ranks first (Hits@1) or among the first five (Hits@5).
 
-Maps are compared by SSIM (Wang et al. 2004), as the official retrieval script does (torchmetrics'
-``StructuralSimilarityIndexMeasure`` in the official ``olas_retrieval.py``). :func:`pairwise_ssim` (CPU or CUDA)
-equals :func:`skimage.metrics.structural_similarity` with Gaussian weights; the retrieval experiment built on it
-is :mod:`olacore.similarity`.
-
-OLAS measured by retrieval: every target map queries the source maps of the same texts (paper 4.1).
-
-Per channel, each map of a *target* model queries the gallery of a *source* model's maps of the same texts; it
-is a hit when the map of the same text ranks first (Hits@1) or among the first five (Hits@5) by SSIM
-(:func:`olacore.similarity.pairwise_ssim`). Causal models are only compared with causal models, encoders with
-encoders, as the official code does (its README runs ``olas_retrieval.py`` on pairs of one kind; ``OLAModel`` in
-the official ``models/ola_model.py`` asserts that its models are all of one kind).
+Paper section 4.1. SSIM (Wang et al. 2004) as the official ``olas_retrieval.py`` computes it (torchmetrics'
+``StructuralSimilarityIndexMeasure``): :func:`pairwise_ssim` takes ``(Q, H, W)`` queries and a ``(G, H, W)`` gallery
+to a ``(Q, G)`` matrix, equal to :func:`skimage.metrics.structural_similarity` with Gaussian weights, on CPU or CUDA.
+Causal models are compared only with causal models, encoders with encoders, as the official code does (its README
+runs ``olas_retrieval.py`` on pairs of one kind; ``OLAModel`` in ``models/ola_model.py`` asserts one kind).
 """
 
 from __future__ import annotations
@@ -101,13 +95,11 @@ def pairwise_ssim(
 ) -> torch.Tensor:
     """Mean SSIM of every query map against every gallery map (paper section 4.1).
 
-    Equal to ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
-    use_sample_covariance=False, data_range=data_range)`` for each pair: 11-tap Gaussian window (``truncate = 3.5``),
-    population covariances, constants ``(K1 R)^2`` and ``(K2 R)^2``, the mean over the pixels at least 5 from the
-    border. The moments are centred (each map's mean taken out in float64), so the result depends neither on an
-    offset nor on the scale: float64 maps agree with the exact SSIM to about 1e-10, float32 maps to about 1e-7 (about
-    1e-5 for near-binary maps). Values are clipped to ``[-1, 1]``. Pairs go in chunks of about
-    ``max_pairs_per_chunk`` (whole query rows; memory about ``6 * max_pairs_per_chunk * H * W`` numbers).
+    Per pair, ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
+    use_sample_covariance=False, data_range=data_range)``: 11-tap Gaussian window, population covariances, the mean
+    over the pixels at least 5 from the border, clipped to ``[-1, 1]``. Moments are centred in float64, so float32
+    maps agree with the exact value to about 1e-7 (float64: 1e-10). Pairs go in chunks of about
+    ``max_pairs_per_chunk`` (memory about ``6 * max_pairs_per_chunk * H * W`` numbers).
 
     Args:
         queries: ``(Q, H, W)`` float tensor (target maps), CPU or CUDA.
@@ -200,14 +192,11 @@ def pairwise_ssim(
 
 
 def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int, float]:
-    """Fraction of queries whose correct gallery item ranks within the top ``k``, ``{k: fraction}``.
+    """Fraction of queries whose correct gallery item (query ``i``: item ``i``) ranks within the top ``k``,
+    ``{k: fraction}``.
 
-    Query ``i``'s correct item is gallery item ``i`` (both come from the same text).
-
-    Ties count against the query: the correct item's rank is one plus the number of *other* gallery items scoring at
-    least as high (a constant similarity scores 0, not chance). The official ``olas_retrieval.py`` breaks ties in the
-    query's favour: it ranks the correct score at the first position of an equal value in the sorted list. A NaN
-    score of the correct item is a miss; NaN scores of other items never outrank it.
+    Ties count against the query (a constant similarity scores 0, not chance); the official ``olas_retrieval.py``
+    breaks them in its favour. A NaN score of the correct item is a miss; NaN scores of other items never outrank it.
 
     Args:
         similarity: ``(Q, G)``, higher = more similar.
@@ -275,7 +264,7 @@ def retrieval_table(
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> pd.DataFrame:
-    """Hits@k of SSIM retrieval for every (source, target) pair and channel (module docstring).
+    """Hits@k of SSIM retrieval for every (source, target) pair and channel.
 
     Args:
         maps: :class:`olacore.maps.Maps` per model (a dict by name, or a list keyed by each one's ``model``), all of
@@ -331,7 +320,7 @@ def retrieval_grid(
     Args:
         token_maps: model name -> its :class:`olacore.pipeline.TokenMaps` of the texts.
         groups: group label -> model names compared with each other (e.g. ``{"causal": [...], "encoder": [...]}``;
-            never mixing kinds: module docstring).
+            one kind per group, as the official code).
         variants: variant label -> keyword arguments of :func:`olacore.maps.make_maps` (e.g.
             ``{"resize, clean": {"align": "resize", "sinks": "clean", "size": 50}}``).
         words: the texts with word spans, for word-level alignments.

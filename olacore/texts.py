@@ -1,27 +1,25 @@
-"""The similarity texts: 50-word chunks of UD English EWT, with their word spans (paper 4.1).
+"""The similarity texts (50-word chunks of UD English EWT, with their word spans) and the alignment of token maps onto them.
 
-Two recipes (:data:`TEXT_RECIPES`), read in place from :func:`olacore.settings.data_dir` (never written):
+Texts (paper section 4.1), by one of :data:`TEXT_RECIPES`, read in place from :func:`olacore.settings.data_dir`:
 
-- ``"official"`` (the default): the official code's recipe for OntoNotes, on EWT's documents (``# newdoc id``
-  blocks). The official ``data_utils/data_manager.py`` (``DataManager``, ``do_classify_data_generate``) appends each
-  sentence's words to a buffer and, once it holds at least 50, keeps its first 50 as a chunk and empties it: chunks
-  start at a sentence start within one document; a sentence's overflow and a document's short tail are dropped.
-  ``ClassifyDataset`` in the official ``data_utils/ola_dataset.py`` joins the words with single spaces. EWT's
-  *syntactic* words are tokenised as OntoNotes' Penn-Treebank tokens ("do n't"), so they are the words here.
+- ``"official"`` (the default): the official recipe for OntoNotes (``DataManager.do_classify_data_generate`` in
+  ``data_utils/data_manager.py``), on EWT's documents (``# newdoc id`` blocks): each sentence's words go into a
+  buffer; once it holds at least 50, its first 50 are a chunk and it is emptied. Chunks start at a sentence start
+  within one document; a sentence's overflow and a document's short tail are dropped. The words are joined by single
+  spaces (``ClassifyDataset``, ``data_utils/ola_dataset.py``); EWT's *syntactic* words are tokenised as OntoNotes'
+  Penn-Treebank tokens ("do n't"), so they are the words here.
 - ``"stream"``: consecutive 50-word chunks of the split's *surface* tokens in file order, crossing sentence and
   document ends, detokenised with the treebank's ``SpaceAfter`` marks.
 
-Aligning token maps of different tokenizers: resize, pool onto words, or pick first sub-tokens.
+Token maps of different tokenizers are compared after one of three alignments, ``(..., T, T)`` token maps in:
 
-Paper section 4.1 and the official similarity scripts:
-
-- :func:`resize_maps`, the paper's way: each map resized to ``S x S`` as torchvision's ``Resize(antialias=True)`` in
+- :func:`resize_maps`, the paper's: each map resized to ``(S, S)`` as torchvision's ``Resize(antialias=True)`` in
   ``ClassifyDataset`` of the official ``olas_retrieval.py`` and ``olas_visual_model.py``; maps paired by text only.
-- :func:`pool_to_words`, our addition: rows and columns pooled onto the words by character offsets (``W x W`` per
-  ``W``-word text, no resampling, rows stochastic).
-- :func:`first_subtoken_maps`: each word's first sub-token's rows and columns. The official parser scores words
-  there (``begin_mask`` of ``map_ola_data`` in ``data_utils/dp_utils.py``) but its adapter reads the whole token map
-  (``AxialTransformerDPAdapter`` in ``models/adapters.py``); this keeps only the scored rows and columns.
+- :func:`pool_to_words`, ours: rows and columns pooled onto the words by character offsets, ``(W, W)`` for a
+  ``W``-word text, no resampling, rows stochastic.
+- :func:`first_subtoken_maps`: each word's first sub-token's rows and columns, ``(W, W)``. The official parser scores
+  words there (``begin_mask`` of ``map_ola_data`` in ``data_utils/dp_utils.py``) but its adapter reads the whole
+  token map (``AxialTransformerDPAdapter`` in ``models/adapters.py``).
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ class ChunkCounts:
 def official_chunks(
     documents: Iterable[Sequence[Sequence[str]]], words_per_text: int = 50, limit: int | None = None
 ) -> tuple[list[tuple[str, ...]], ChunkCounts]:
-    """Cut documents into chunks by the official recipe (module docstring; official ``data_utils/data_manager.py``).
+    """Cut documents into chunks by the official recipe (``data_utils/data_manager.py``).
 
     ``documents``: sequences of sentences of words; ``limit``: stop after this many chunks (``None``: read all).
     Returns ``(chunks, counts)``: tuples of ``words_per_text`` words (paper: 50) in document order, and
@@ -159,10 +157,8 @@ def _check(num_texts: int, recipe: str) -> None:
 
 
 def similarity_texts(num_texts: int, recipe: str = "official") -> list[WordText]:
-    """The similarity texts (paper section 4.1) on UD English EWT, by one of :data:`TEXT_RECIPES`.
-
-    The paper used the first 1000 chunks of OntoNotes as 1000 classes; here the first ``num_texts`` chunks of 50 words
-    of EWT train, as :class:`olacore.texts.WordText`.
+    """The first ``num_texts`` 50-word chunks of EWT train by ``recipe`` (paper section 4.1: the first 1000 of
+    OntoNotes, one class each).
 
     Raises:
         ValueError: an unknown recipe, ``num_texts`` not positive, or too few chunks in EWT train.
@@ -210,7 +206,6 @@ class WordText:
         """A free text segmented by :func:`word_spans` (runs of word characters, each punctuation mark)."""
         spans = tuple(word_spans(text))
         return cls(text=text, words=tuple(text[a:b] for a, b in spans), spans=spans)
-
 
 
 _WORD_CHAR = re.compile(r"\w")
@@ -277,11 +272,10 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 
 
 def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
-    """Resize square maps to ``size x size`` as the official similarity scripts do (bilinear, antialiased).
+    """Resize square maps to ``size x size``, bilinear and antialiased, as ``transforms.Resize(antialias=True)``
+    after sink cleaning in the official ``olas_retrieval.py`` and ``olas_visual_model.py``.
 
-    ``transforms.Resize(antialias=True)``, after sink cleaning, in the official ``olas_retrieval.py`` and
-    ``olas_visual_model.py``. ``(..., T, T)`` float -> ``(..., S, S)``, same dtype and device, rows not renormalised
-    (paper: ``S = 50``).
+    ``(..., T, T)`` float -> ``(..., S, S)``, same dtype and device, rows not renormalised (paper: ``S = 50``).
     """
     lead = maps.shape[:-2]
     flat = maps.reshape(-1, 1, *maps.shape[-2:])
@@ -327,7 +321,7 @@ def pool_to_words(
     token_offsets: Sequence[tuple[int, int]],
     word_spans: Sequence[tuple[int, int]],
 ) -> torch.Tensor:
-    """Pool token x token maps onto words (our addition to the paper; module docstring).
+    """Pool token x token maps onto words (our addition to the paper).
 
     ``(..., T, T)`` (rows: queries) -> ``(..., W, W)``, same dtype and device; spans as :func:`word_assignment`. Key
     tokens of a word are summed (a shared token split by character overlap), query tokens averaged; attention to
@@ -369,9 +363,8 @@ def first_subtoken_maps(
     """Word maps at each word's first sub-token: the rows and columns the official parser scores.
 
     ``out[..., i, j] = maps[..., t_i, t_j]``, ``t_i`` word ``i``'s first token: ``(..., W, W)``, same dtype and device,
-    nothing renormalised (spans as :func:`word_assignment`). Departure: the official adapter
-    (``AxialTransformerDPAdapter``, ``models/adapters.py``) attends over the whole token map, every token a candidate
-    head, and reads only the dependents at first sub-tokens (``data_utils/dp_utils.py``); ours reads this cheaper grid.
+    nothing renormalised (spans as :func:`word_assignment`). The official adapter attends over the whole token map
+    and reads only the dependents at first sub-tokens; this grid is the cheaper one.
 
     Raises:
         ValueError: a word has no token.
