@@ -347,22 +347,18 @@ class TransferSettings:
     """Chapter "TOA: adapters that move between models" (paper section 4.4): tasks, corpora, models, bounds.
 
     Attributes:
-        syntax: the syntax chapter's settings (:class:`SyntaxSettings` of the same profile): its EWT
-            splits serve ``dp`` and ``pos``, its adapter, training, length cut and grid every task here,
-            so DP adapters are shared.
+        syntax: the syntax chapter's :class:`SyntaxSettings` of the same profile: its EWT splits serve
+            ``dp`` and ``pos``, its adapter, training, length cut and grid every task (DP adapters are shared).
         tasks: tasks to run (subset of :data:`olacore.toa.train.TRANSFER_TASKS`).
         re, ner, wnut: corpus sizes and epochs (:class:`TaskSizes`); ``default`` weights the ``O`` tag
             of ``ner`` / ``wnut`` 0.1 (ours; the official 0.5 stays at the paper profile).
         causal, encoders: the models of each kind; each is a target, and each trains the
             adapter of its own diagonal cell, so each is also a source.
-        extra_encoders: encoders outside the book's grid (zoo models) that join the ``dp`` and ``pos``
-            tasks only, as source and target, so the EWT tasks' encoder matrices hold a third family.
-            A model of no task of ``tasks`` is left out.
+        extra_encoders: zoo encoders outside the book's grid that join the ``dp`` and ``pos`` tasks only,
+            as source and target (a third encoder family).
         seeds: training seeds (mean and std where more than one).
-        augment: the augmentation of this chapter's own adapters (``re``, ``ner``, ``wnut``): the official
-            fake sinks and noise (:class:`olacore.augment.Augmentation`, made for transfer);
-            ``None``: the syntax chapter's (none at ``default``). ``dp`` / ``pos`` always train
-            as the syntax chapter, whose adapters they share.
+        augment: the official augmentation of this chapter's own adapters (``re``, ``ner``, ``wnut``;
+            ``None``: the syntax chapter's, none at ``default``); ``dp`` / ``pos`` train as the syntax chapter.
         control_test: EWT test sentences (spread over the chapter's test) that the random-init
             twins are scored on for ``dp`` / ``pos`` / ``ner`` (``re`` / ``wnut``: their whole test).
         control_models: targets whose random-init twin (seed 0) is scored.
