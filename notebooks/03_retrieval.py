@@ -49,12 +49,11 @@ from IPython.display import Markdown
 from myst_nb import glue
 from skimage.metrics import structural_similarity
 
-from olacore import paper
 from olacore.maps import make_maps
 from olacore.pipeline import token_maps
 from olacore.plots import hits_heatmaps, show_figure
 from olacore.profiles import settings
-from olacore.report import published_value, retrieval_keys
+from olacore.report import paper_retrieval, published_value, retrieval_keys
 from olacore.results import OFFICIAL, ChapterResults
 from olacore.similarity import PAIRS_TABLE, mean_hits, pairs_rows, retrieval_grid
 from olacore.settings import cpu_workers
@@ -226,7 +225,7 @@ show_figure(fig, "fig-retrieval-heatmaps", f"Hits@1 (%) of SSIM retrieval under 
 # Llama-3.2. The paper reports nothing for encoders.
 
 # %% tags=["remove-input"]
-published = paper.retrieval()
+published = paper_retrieval()
 causal_pairs = faithful[faithful["group"].eq("causal") & faithful["channel"].eq("order1")]
 
 

@@ -48,7 +48,6 @@ import torch.nn.functional as F
 from IPython.display import Markdown
 from myst_nb import glue
 
-from olacore import paper
 from olacore.augment import augment_batch
 from olacore.maps import make_maps
 from olacore.pipeline import token_maps
@@ -58,7 +57,7 @@ from olacore.proxy import (OfficialQuirks, channel_set_label, leave_one_out, mak
                            proxy_experiment, proxy_summary)
 from olacore.proxy import channel_stats, shuffled_batches
 from olacore.proxy import split_sources
-from olacore.report import proxy_keys
+from olacore.report import paper_proxy, proxy_keys
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers, fixed_threads, resolve_device
 from olacore.plots import show_table
@@ -196,7 +195,7 @@ glue("curve-target", Markdown(target), display=False)
 # %% tags=["remove-input"]
 proxy_chance = 100 / n
 table = proxy_summary(runs, groups, order=[channel_set_label(c) for c in channel_sets])
-published_proxy = paper.proxy()["mean"]
+published_proxy = paper_proxy()["mean"]
 table["paper, mean over causal targets %"] = [published_proxy.get(c[0]) for c in channel_sets]
 table["chance %"] = proxy_chance
 show_table(table, "tbl-proxy", f"Visual proxy, held-out protocol: accuracy (%) on each target model's maps, mean ± std "
@@ -221,7 +220,7 @@ with watch("official proxy protocol, order 1 (training or cache)"):
                                             device=device, workers=workers)
 official_learned = learned_training_maps(official["train_acc"].mean(), 1 / n)
 held_out = runs[runs["channels"].eq("order 1") & runs["target"].isin(cfg.causal)]
-paper_q = paper.proxy().loc["order1"]
+paper_q = paper_proxy().loc["order1"]
 both = pd.DataFrame({"held-out protocol %": 100 * held_out.groupby("target", sort=False)["test_acc"].mean(),
                      "official protocol %": 100 * official.groupby("target", sort=False)["reported"].mean(),
                      "official: own training maps %": 100 * official.groupby("target", sort=False)["train_acc"].mean(),

@@ -49,11 +49,10 @@ import torch.nn.functional as F
 from IPython.display import Markdown
 from myst_nb import glue
 
-from olacore import paper
 from olacore.loading import model_kind
 from olacore.plots import draw_arcs, show_figure
 from olacore.profiles import settings as chapter_settings
-from olacore.report import paper_comparison
+from olacore.report import paper_comparison, paper_syntax
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
@@ -385,7 +384,7 @@ glue("syntax-best-encoder", encoder_means.idxmax() if len(encoder_means) else "n
 glue("syntax-best-encoder-uas", float(encoder_means.max()) if len(encoder_means) else float("nan"), display=False)
 glue("syntax-best-causal", causal_means.idxmax() if len(causal_means) else "none", display=False)
 glue("syntax-best-causal-uas", float(causal_means.max()) if len(causal_means) else float("nan"), display=False)
-published = paper.syntax().set_index(["model", "channel"])
+published = paper_syntax().set_index(["model", "channel"])
 glue("syntax-paper-bert-uas", float(published.loc[("BERT-base", "order1"), "uas"]), display=False)
 ewt_train = read_ewt_syntax("train")
 glue("syntax-train-share", 100 * len(splits["train"]) / (len(ewt_train.sentences) + len(ewt_train.unaligned)),

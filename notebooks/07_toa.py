@@ -54,11 +54,10 @@ import pandas as pd
 import torch
 from myst_nb import glue
 
-from olacore import paper
 from olacore.corpora import read_semeval
 from olacore.plots import show_figure
 from olacore.profiles import settings as chapter_settings
-from olacore.report import paper_comparison, value_span
+from olacore.report import paper_comparison, paper_toa_relation_extraction, value_span
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
@@ -79,7 +78,7 @@ workers = cpu_workers(device)  # one single-threaded process per core: extractio
 pd.set_option("display.precision", 1)
 MAIN_TASKS = [task for task in settings.tasks if task in ("dp", "pos", "re")]
 ENTITY_TASKS = [task for task in settings.tasks if task in ("ner", "wnut")]
-published = paper.toa_relation_extraction()  # the paper's table: sources x targets, and zero-shot prompting
+published = paper_toa_relation_extraction()  # the paper's table: sources x targets, and zero-shot prompting
 paper_transfer = pd.Series([published.loc[s, t] for s in published.index[:-1] for t in published.columns if s != t])
 glue("toa-paper-transfer", value_span(paper_transfer), display=False)
 glue("toa-paper-zero", value_span(published.loc["zero-shot prompting"]), display=False)

@@ -22,7 +22,7 @@
 # :::
 #
 # One row per number {cite}`liang2025olas` publishes, with ours beside it. Nothing on this page
-# is typed by hand: the published numbers come from `olacore.paper`, ours from the results each
+# is typed by hand: the published numbers come from `olacore.report`, ours from the results each
 # chapter and appendix saved when it ran (`olacore.results`), and the verdicts from rules fixed
 # before the runs ({ref}`claims-reproduction`). The page runs after every other one; a missing
 # results file stops it, naming the file.

@@ -32,13 +32,12 @@ import pandas as pd
 from IPython.display import Markdown, display
 from myst_nb import glue
 
-from olacore import paper
 from olacore.maps import make_maps
 from olacore.pipeline import token_maps
 from olacore.plots import hits_heatmaps, show_figure
 from olacore.profiles import settings
 from olacore.proxy import leave_one_out, proxy_experiment
-from olacore.report import published_value, retrieval_keys
+from olacore.report import paper_proxy, published_value, retrieval_keys
 from olacore.results import ChapterResults
 from olacore.similarity import mean_hits, retrieval_grid, retrieval_table
 from olacore.settings import cpu_workers
@@ -219,7 +218,7 @@ if cfg.size_models:
                                         cfg.proxy, cfg.seeds, device=device, workers=workers)
     grid_small = runs[runs["channels"].eq("order 1") & runs["target"].eq(small)]
     assert size_runs[size_runs["target"].eq(small)]["test_acc"].tolist() == grid_small["test_acc"].tolist()
-    paper_q = paper.proxy().loc["order1"]
+    paper_q = paper_proxy().loc["order1"]
     size_proxy = pd.DataFrame([
         {"target": target, "sources": " + ".join(partners), "seeds": len(r), "mean %": 100 * r["test_acc"].mean(),
          "std (points)": 100 * r["test_acc"].std(), "s.e. (points)": 100 * r["test_acc"].sem(),

@@ -30,11 +30,10 @@ import pandas as pd
 import torch
 from IPython.display import Markdown, display
 
-from olacore import paper
 from olacore.corpora import SEMEVAL_LABELS, read_uner
 from olacore.plots import show_figure
 from olacore.profiles import settings as chapter_settings
-from olacore.report import show_findings, value_span
+from olacore.report import paper_toa_relation_extraction, show_findings, value_span
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
@@ -423,7 +422,7 @@ for task, group in surface_gap.groupby("task", sort=False):
 for task, group in verdicts.dropna(subset=["recovered"]).groupby("task", sort=False):
     findings.append(f"- {task}: transfer keeps {group['recovered'].mean():.0f} % of the target-trained score on average.")
 if len(re_cells):
-    published = paper.toa_relation_extraction().drop(index="zero-shot prompting")
+    published = paper_toa_relation_extraction().drop(index="zero-shot prompting")
     paper_transfer = pd.Series([published.loc[s, t] for s in published.index for t in published.columns if s != t])
     findings.append(f"- Relation extraction, the paper's table: our transfer "
                     f"{value_span(re_cells['transfer'])} % on {settings.re.test} test sentences (majority "

@@ -1,16 +1,10 @@
-"""Figures shared by the command line and the notebooks: grids of OLA heatmaps, dependency arcs.
+"""What a page shows: figures (OLA heatmap grids, dependency arcs, training curves) and tables, each numbered with
+a caption and a stable label.
 
-:func:`show_figure` shows a chapter's figure numbered, with a caption and a stable label (a
-MyST ``{glue:figure}`` in the book; the figure and its caption in Jupyter).
-
-Tables a page can cite: a DataFrame shown with a caption and a stable label.
-
-In a notebook, :func:`show_table` displays the frame under its caption (HTML); in the book the same
-output carries a MyST ``{table}`` directive (``text/markdown``, which ``_config.yml`` prefers to HTML),
-so the table is numbered and its label is a target (``{ref}`label```, ``{numref}`label```, ``page.html#label``).
-
-A missing value (NaN, None) is shown as a dash, with a note under the table saying what it stands for
-(``missing=``). A plain 0..n-1 index is not shown.
+:func:`show_figure` shows a figure as a MyST ``{glue:figure}`` in the book (the figure and its caption in Jupyter);
+:func:`show_table` shows a DataFrame as a MyST ``{table}`` directive (``text/markdown``, which ``_config.yml``
+prefers to HTML), so its label is a target (``{ref}``, ``{numref}``, ``page.html#label``). A missing cell (NaN,
+None) shows as a dash, with a note under the table saying what it stands for; a plain 0..n-1 index is not shown.
 """
 
 from __future__ import annotations
@@ -21,7 +15,7 @@ import math
 import re
 import textwrap
 from numbers import Number
-from typing import Mapping, Sequence, TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,7 +26,7 @@ if TYPE_CHECKING:
     from olacore.corpora import UDSentence
 
 __all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve", "readable_token", "token_labels",
-           "LabelledFigure", "show_figure"]
+           "LabelledFigure", "show_figure", "labelled_caption", "LabelledTable", "show_table"]
 
 
 #: Keyword arguments for every matplotlib text that shows the user's words: never parsed as mathtext.
@@ -363,6 +357,8 @@ def labelled_caption(kind: str, label: str, caption: str, example: str, needs: s
     if not caption:
         raise ValueError(f"{kind} {label!r} needs a caption: {needs}")
     return caption
+
+
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>$|{}#~])")
 
 

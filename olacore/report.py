@@ -1,19 +1,16 @@
-"""The reproduction report ("The paper, claim by claim"): every published number beside ours, generated.
+"""The paper, claim by claim: its published numbers, ours beside them, and the verdict rules.
 
-Published numbers come from :mod:`olacore.paper` plus the paper's qualitative claims about the controls;
-ours from the chapters' saved results (:mod:`olacore.results`). A record goes in the row of each published
-number its ``paper_keys`` name, in the column its ``protocol`` names: ``"official"`` (as the official code
-runs it; also a record without a protocol) or ``"held-out"`` (nothing selected on test data). The
-verdict (:func:`olacore.report.reproduction`) reads the official-protocol number where there is one
-(the paper's numbers come from that protocol), else the held-out one.
+Liang et al., NeurIPS 2025 (arXiv 2511.05064). The published numbers are typed in once from the paper's tables
+(retrieval and visual proxy: section 4.1; syntax: 4.3; TOA transfer: 4.4; :func:`paper_retrieval`,
+:func:`paper_proxy`, :func:`paper_syntax`, :func:`paper_toa_relation_extraction`), with the paper's model names
+(Q = Qwen2, G = Gemma-2, L = Llama-3.x; BERT, RoBERTa, ELECTRA). Ours come from the chapters' saved records
+(:mod:`olacore.results`): a record stands in the row of each published number its ``paper_keys`` name, in the
+column of its ``protocol`` (``"official"``, as the official code runs it, or ``"held-out"``: nothing selected on
+test data); the verdict (:func:`reproduction`) reads the official number where there is one.
 
-Our models stand in for the paper's by family (:data:`ZOO_FAMILIES`): Qwen2.5-Coder-0.5B for Qwen2 (Q),
-Gemma-3-270M for Gemma-2 (G), SmolLM2-135M (a Llama-architecture model) for Llama-3.x (L); so one of our
-numbers can sit in the rows of two of the paper's models of one family (e.g. Q-1b5 and Q-7b).
-
-Verdict rules, all in one place: fixed before the runs, so a chapter's conclusions are computed, never typed.
-
-Each rule names the sentence it prints (the constants below) and the margin or goal it reads.
+Our causal models stand in for the paper's by family (:data:`ZOO_FAMILIES`), so one number of ours can sit in the
+rows of two of the paper's models. The verdict rules (the constants and functions at the end) are fixed before the
+runs: a chapter's conclusions are computed, never typed.
 """
 
 from __future__ import annotations
@@ -21,19 +18,19 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from olacore import channels as vocabulary, paper
-from olacore.results import ChapterResults, HELD_OUT, OFFICIAL
+from olacore import channels as vocabulary
+from olacore.results import HELD_OUT, OFFICIAL, ChapterResults
 from olacore.store import atomic_write_text
 
-__all__ = ["Published", "published", "ZOO_FAMILIES", "PROXY_TARGET_NAMES", "paper_family", "retrieval_keys",
+__all__ = ["paper_retrieval", "paper_proxy", "paper_syntax", "paper_toa_relation_extraction", "CAUSAL_PROXY_TARGETS",
+           "Published", "published", "ZOO_FAMILIES", "PROXY_TARGET_NAMES", "paper_family", "retrieval_keys",
            "proxy_keys", "published_value", "report_chapters", "report_table", "report_summary", "paper_comparison",
            "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims", "value_span",
            "HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE", "MARGIN", "GOAL", "claim_verdict",
@@ -41,11 +38,69 @@ __all__ = ["Published", "published", "ZOO_FAMILIES", "PROXY_TARGET_NAMES", "pape
            "learned_training_maps", "protocol_verdict", "REPRODUCED", "BELOW", "WEAKLY", "NOT_REPRODUCED",
            "NOT_MEASURED", "TOLERANCE", "reproduction"]
 
+# SSIM retrieval, first-order OLA, Hits@1 / Hits@5 % (1000 texts).
+_RETRIEVAL = [
+    ("Qwen2-1.5B", "gemma-2-2b", 83.6, 89.4),
+    ("Qwen2-1.5B", "Llama-3.2-3B", 95.9, 97.0),
+    ("Llama-3.2-3B", "Qwen2-1.5B", 92.9, 96.1),
+    ("Llama-3.2-3B", "gemma-2-2b", 94.1, 96.5),
+]
+
+#: Targets of the paper's causal visual-proxy table, in its column order.
+CAUSAL_PROXY_TARGETS = ("Q-1b5", "Q-7b", "G-2b", "G-9b", "L-3b", "L-8b")
+# Visual proxy, causal models, target accuracy % (1000 classes, 100k steps), per channel.
+_PROXY = {
+    "rollout": (27.9, 7.7, 52.6, 26.0, 66.1, 59.7),
+    "order1": (52.6, 49.2, 93.1, 92.4, 94.6, 94.1),
+    "order2": (67.1, 49.9, 89.3, 86.2, 90.7, 91.9),
+    "alti": (22.6, 15.5, 69.3, 71.8, 85.6, 79.8),
+}
+
+# Dependency parsing from OLA alone (UD EWT), UAS / LAS % per channel.
+_SYNTAX = {
+    "BERT-base": {"order1": (81.29, 72.16), "order2": (72.86, 61.05), "order3": (66.44, 53.17), "rollout": (46.20, 30.69)},
+    "RoBERTa-base": {"order1": (80.00, 70.44), "order2": (72.68, 60.10), "order3": (36.99, 18.67), "rollout": (35.77, 17.94)},
+    "ELECTRA-base": {"order1": (81.23, 72.63), "order2": (77.47, 66.78), "order3": (50.72, 33.90), "rollout": (50.35, 34.02)},
+}
+
+# TOA relation extraction (SemEval-2010 Task 8), accuracy %: source -> targets, and zero-shot.
+_TOA_RE_TARGETS = ("Qwen2-1.5B", "Gemma-2-2B", "Llama-3.2-3B")
+_TOA_RE = {
+    "Llama-3.2-3B": (30.49, 33.49, 35.57),
+    "Qwen2-1.5B": (34.90, 30.95, 31.08),
+    "zero-shot prompting": (7.69, 5.01, 14.65),
+}
+
+
+def paper_retrieval() -> pd.DataFrame:
+    """The paper's SSIM retrieval, first order (section 4.1): ``source, target, hits@1, hits@5`` (percent)."""
+    return pd.DataFrame(_RETRIEVAL, columns=["source", "target", "hits@1", "hits@5"])
+
+
+def paper_proxy() -> pd.DataFrame:
+    """The paper's visual proxy, causal targets (section 4.1): rows = channel (``order1``, ``order2``, ``rollout``,
+    ``alti``), columns = :data:`CAUSAL_PROXY_TARGETS` and ``mean``, accuracy %."""
+    table = pd.DataFrame(_PROXY, index=list(CAUSAL_PROXY_TARGETS)).T
+    table["mean"] = table.mean(axis=1)
+    return table
+
+
+def paper_syntax() -> pd.DataFrame:
+    """The paper's dependency parsing from OLA (section 4.3): ``model, channel, uas, las`` (percent)."""
+    rows = [(m, c, uas, las) for m, by in _SYNTAX.items() for c, (uas, las) in by.items()]
+    return pd.DataFrame(rows, columns=["model", "channel", "uas", "las"])
+
+
+def paper_toa_relation_extraction() -> pd.DataFrame:
+    """The paper's TOA transfer for relation extraction (section 4.4): rows = source (or ``"zero-shot prompting"``),
+    columns = targets, accuracy %."""
+    return pd.DataFrame(_TOA_RE, index=list(_TOA_RE_TARGETS)).T
+
 
 #: This book's causal models and the paper's model family each stands in for.
 ZOO_FAMILIES = {"qwen2.5-0.5b": "Q", "gemma-3-270m": "G", "smollm2-135m": "L"}
 _PAPER_FAMILIES = {"qwen": "Q", "gemma": "G", "llama": "L"}
-#: The paper's abbreviations of its causal proxy targets (:data:`olacore.paper.CAUSAL_PROXY_TARGETS`), spelled out.
+#: The paper's abbreviations of its causal proxy targets (:data:`CAUSAL_PROXY_TARGETS`), spelled out.
 PROXY_TARGET_NAMES = {"Q-1b5": "Qwen2-1.5B-Instruct", "Q-7b": "Qwen2-7B-Instruct", "G-2b": "Gemma-2-2B-it",
                       "G-9b": "Gemma-2-9B-it", "L-3b": "Llama-3.2-3B-Instruct", "L-8b": "Llama-3.1-8B-Instruct"}
 #: Display spellings of the paper's model names where its tables differ (one spelling across the book).
@@ -108,17 +163,17 @@ def paper_family(name: str) -> str:
 
 
 def published() -> list[Published]:
-    """Every published number of :mod:`olacore.paper`, and the controls' qualitative claims, in book order."""
+    """Every published number of the paper, and the controls' qualitative claims, in book order."""
     rows: list[Published] = []
-    for _, r in paper.retrieval().iterrows():
+    for _, r in paper_retrieval().iterrows():
         for metric in ("hits@1", "hits@5"):
             rows.append(Published(f"retrieval/{r['source']}->{r['target']}/{metric}", "SSIM retrieval",
                                   f"{metric.replace('hits', 'Hits')}, {_DISPLAY_NAMES.get(r['source'], r['source'])} -> "
                                   f"{_DISPLAY_NAMES.get(r['target'], r['target'])}, 1st-order OLA",
                                   float(r[metric]), "03_retrieval"))
-    proxy = paper.proxy()
+    proxy = paper_proxy()
     for channel in proxy.index:
-        for target in paper.CAUSAL_PROXY_TARGETS:
+        for target in CAUSAL_PROXY_TARGETS:
             rows.append(Published(f"proxy/{channel}/{target}", "visual proxy",
                                   f"accuracy on target {target}, {vocabulary.label(channel)}",
                                   float(proxy.loc[channel, target]), "04_proxy",
@@ -127,13 +182,13 @@ def published() -> list[Published]:
                            ("shuffled layers", "OLAS vanishes with the layers in a random order"),
                            ("noise", "OLAS vanishes under strong parameter noise")):
         rows.append(Published(f"controls/{control}", "controls", claim, None, "05_controls"))
-    for _, r in paper.syntax().iterrows():
+    for _, r in paper_syntax().iterrows():
         for metric in ("uas", "las"):
             rows.append(Published(f"syntax/{r['model']}/{r['channel']}/{metric}", "syntax",
                                   f"{metric.upper()}, {r['model']}, {vocabulary.label(r['channel'])}",
                                   float(r[metric]), "06_syntax",
                                   reference=f"syntax/{r['model']}/order1/{metric}" if r["channel"] != "order1" else ""))
-    toa = paper.toa_relation_extraction()
+    toa = paper_toa_relation_extraction()
     for source in toa.index:
         for target in toa.columns:
             rows.append(Published(f"toa-re/{source}/{target}", "TOA relation extraction",
@@ -146,15 +201,15 @@ def published() -> list[Published]:
 def retrieval_keys(source: str, target: str, metric: str = "hits@1") -> list[str]:
     """Keys of the published retrieval numbers whose (source, target) families are those of ours."""
     pair = (paper_family(source), paper_family(target))
-    return [f"retrieval/{r['source']}->{r['target']}/{metric}" for _, r in paper.retrieval().iterrows()
+    return [f"retrieval/{r['source']}->{r['target']}/{metric}" for _, r in paper_retrieval().iterrows()
             if (paper_family(r["source"]), paper_family(r["target"])) == pair]
 
 
 def proxy_keys(target: str, channel: str) -> list[str]:
     """Keys of the published proxy numbers of ``channel`` on targets of the family of our ``target``."""
-    if channel not in paper.proxy().index:
+    if channel not in paper_proxy().index:
         return []
-    return [f"proxy/{channel}/{t}" for t in paper.CAUSAL_PROXY_TARGETS if paper_family(t) == paper_family(target)]
+    return [f"proxy/{channel}/{t}" for t in CAUSAL_PROXY_TARGETS if paper_family(t) == paper_family(target)]
 
 
 def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:

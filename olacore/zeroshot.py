@@ -1,77 +1,45 @@
-"""Zero-shot prompting of the causal LMs: the paper's only baseline for TOA transfer (paper section 4.4).
+"""Zero-shot prompting of a causal LM: the paper's only baseline for TOA transfer (paper section 4.4).
 
-The paper compares an adapter trained on one model's OLA, applied unchanged to another, with zero-shot prompting
-of the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B / Llama-3.2-3B reach 7.69 / 5.01 / 14.65 % accuracy,
-:func:`olacore.paper.toa_relation_extraction`). One module per step:
+The paper sets an adapter trained on one model's OLA, applied unchanged to another, beside zero-shot prompting of
+the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B / Llama-3.2-3B reach 7.69 / 5.01 / 14.65 % accuracy,
+:func:`olacore.report.paper_toa_relation_extraction`; official ``rel_zeroshot.py``, ``ner_zeroshot.py``). Four steps:
 
-- :mod:`olacore.zeroshot`: the fixed RE and NER prompts, in chat or plain form;
-- :mod:`olacore.zeroshot`: a causal LM with its LM head, and batched greedy decoding;
-- :mod:`olacore.zeroshot`: answer -> relation label, or entity spans and BIO tags, with a status;
-- :mod:`olacore.zeroshot`: cached answers per example, one row each, and scores.
+**Prompts** (:data:`PROMPTS`, :func:`build_prompt`): fixed RE (SemEval-2010 Task 8) and NER (WNUT-17) instructions,
+written for this book, chosen on the dev splits, never on test. Form ``"chat"``: the instructions as the user turn
+of the tokenizer's own chat template (every tokenizer that has one; in our zoo ``smollm2-135m``, ``qwen2.5-0.5b``);
+``"plain"``: the same text ending in an answer cue (``Label:`` / ``Entities:``) that a base model completes
+(``gemma-3-270m``), as the official scripts feed their instruct models.
 
-The fixed zero-shot prompts (RE and NER), and which form each model gets: chat template or plain text.
+**Decoding** (:func:`load_generator`, :func:`generate_greedy`, :func:`decode_batch`): greedy, at most
+``max_new_tokens`` (RE 20, NER 40), ending at the model's end-of-turn tokens and at the task's stop strings.
+Written out rather than ``model.generate`` for CPU speed: the token prefix all prompts share runs once per batch,
+its KV cache repeated over the batch; the answers equal ``model.generate``'s greedy ones up to float rounding.
 
-The paper's only baseline for TOA transfer is zero-shot prompting of the target LM (paper section 4.4, its RE
-table). Our prompts are written for this book (not taken from the official code), chosen on the dev splits,
-never on test, and fixed (a change of wording changes the code digest in every answer's key:
-:func:`olacore.zeroshot.answer_keys`).
-
-- ``"chat"``: the instructions are the user turn of the tokenizer's own chat template (its default system turn
-  kept); for every tokenizer that has one (in our zoo ``smollm2-135m`` and ``qwen2.5-0.5b``).
-- ``"plain"``: the same instructions as plain text, ending in an answer cue (``Label:`` / ``Entities:``) that a
-  base model completes (in our zoo ``gemma-3-270m``). The official ``rel_zeroshot.py`` and ``ner_zeroshot.py``
-  feed their instruct models plain text too, with no chat template; ``form="plain"`` reproduces that.
-
-Decoding: greedy, at most ``max_new_tokens`` (RE 20, NER 40), ending at the model's end-of-turn tokens and at the
-task's stop strings (an RE answer is one line; a plain NER answer ends at a blank line or a new ``Sentence:``).
-
-Parsers of zero-shot answers: generated text -> one SemEval relation label, or NER entity spans.
-
-Tolerant of surface form, never guessing. Every answer gets a *status*; an answer whose status is not ``"ok"``
-(RE) or that yields no usable line (NER) scores as wrong and is counted.
-
-Relation extraction (:func:`parse_relation`) reads the answer's first line with content (blank lines and a lone
-lead-in such as ``Answer:`` skipped). Statuses:
+**Parsing**, tolerant of surface form, never guessing; an answer whose status is not ``"ok"`` (RE) or that yields
+no usable line (NER) scores as wrong and is counted. :func:`parse_relation` reads the answer's first line with
+content (blank lines and a lone lead-in such as ``Answer:`` skipped):
 
 - ``ok``: exactly one of the 19 labels is named (twice is still one). A directed label is a relation name (case,
-  spaces, ``-`` or ``_`` between its words free: ``Cause Effect``, ``CauseEffect``) and a direction:
-  ``(e1,e2)``, ``[e1,e2]``, ``e1->e2``, ``e1 => e2``, ``e1→e2``, ``e1 to e2``, spaces free. ``Other`` is named
-  when the whole answer is that word (any case; lead-ins, quotes, markup, a final full stop removed) or the
-  capitalised word ``Other`` stands alone in it; a lower-case "other" in a sentence is the English word.
+  spaces, ``-`` or ``_`` between its words free) and a direction: ``(e1,e2)``, ``[e1,e2]``, ``e1->e2``,
+  ``e1 => e2``, ``e1→e2``, ``e1 to e2``. ``Other`` is named when the whole answer is that word (any case; lead-ins,
+  quotes, markup, a final full stop removed) or the capitalised word ``Other`` stands alone in it.
 - ``ambiguous``: two or more different labels, or one label and another relation's bare name.
 - ``no_direction``: one relation named without a direction (``Cause-Effect``).
 - ``outside``: label-shaped but outside the set (``Effect-Cause(e1,e2)``, ``(e1,e1)``, ``Word-Word(e1,e2)``).
-- ``no_label``: no label named (an explanation, an option number, a copy of the sentence).
-- ``empty``: nothing but white space.
+- ``no_label``: no label named; ``empty``: nothing but white space.
 
-Named entities (:func:`parse_entities`), line by line; bullets, markdown and lead-in lines (``Entities:``) are
-dropped. A line names an entity as ``type: text``, ``text: type``, ``type - text``, ``type | text``,
-``text (type)`` or ``(text, type)``, ``type`` one of WNUT-17's six (case, ``_``/space for ``-`` and a plural
-``s`` tolerated); ``none`` (or "no entities") says there is none. The text is matched, case-insensitively, to a
-run of the sentence's words (outer quotes and final punctuation dropped); every occurrence not overlapping an
-entity placed before is tagged (BIO); ``type: A, B`` whose parts, not whole, are in the sentence gives one
-entity per part. Problems counted per line: ``bad_line`` (no readable entity), ``outside_type`` (such as
-``organization``), ``not_in_sentence`` (hallucinated, or re-tokenised), ``overlap`` (every occurrence overlaps
-a placed entity). Statuses: ``ok`` (every content line read), ``none`` (no entity, says the answer),
-``partial`` (some lines read), ``unparseable`` (none read), ``empty``.
+:func:`parse_entities` reads line by line (bullets, markdown and lead-in lines dropped): ``type: text``,
+``text: type``, ``type - text``, ``type | text``, ``text (type)`` or ``(text, type)``, ``type`` one of WNUT-17's
+six (case, ``_``/space for ``-`` and a plural ``s`` tolerated); ``none`` says there is none. The text is matched,
+case-insensitively, to a run of the sentence's words, and every occurrence not overlapping an entity placed before
+is tagged (BIO); ``type: A, B`` whose parts are in the sentence gives one entity per part. Problems counted per
+line: ``bad_line``, ``outside_type``, ``not_in_sentence``, ``overlap``. Statuses: ``ok``, ``none``, ``partial``
+(some lines read), ``unparseable`` (none read), ``empty``.
 
-A causal LM with its LM head, and batched greedy generation that reuses the KV cache of the shared prompt prefix.
-
-:func:`olacore.loading.load_model` keeps only the base transformer; zero-shot prompting needs the LM head, so
-:func:`load_generator` loads ``AutoModelForCausalLM`` itself. :func:`generate_greedy` is plain greedy decoding
-(argmax, no sampling, no penalties) in fixed batches (:func:`decode_batch`, on
-:data:`olacore.settings.COMPUTE_THREADS` threads), written out rather than ``model.generate`` for CPU speed: the
-instructions every prompt starts with (the longest common token prefix) run once per batch, their KV cache repeated
-over the batch, the example parts left-padded behind it; :func:`decode_job` runs a batch in a worker process. The answers equal ``model.generate``'s greedy ones up to float rounding
-(``tests/test_zeroshot.py``).
-
-The zero-shot experiment: cached answers per example, parsed rows, and the scores beside the paper's.
-
-Every raw answer is kept in a :class:`olacore.store.TensorStore` entry under :func:`answer_keys` (the full
-rendered prompt, the device type and the code digest of the prompts and the decoder included), so a changed
-prompt, decoder or model is never served an old answer, and a GPU run never a CPU one. :func:`zero_shot_scores`:
-RE 19-way accuracy and the official SemEval-2010 Task 8 macro-F1, NER entity-level F1 (seqeval); unparseable
-answers score as wrong and are counted.
+**Experiment** (:func:`zero_shot`, :func:`zero_shot_scores`): every raw answer is cached under :func:`answer_keys`
+(model fingerprint, full prompt, its batch, device type, and the code digest of this module and its imports), so
+a changed prompt, decoder or model is never served an old answer; RE 19-way accuracy and the official SemEval-2010
+Task 8 macro-F1, NER entity-level F1 (seqeval).
 """
 
 from __future__ import annotations
@@ -83,7 +51,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Sequence, TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 import torch
@@ -95,8 +63,6 @@ from olacore.store import TensorStore, code_digest
 from olacore.timing import progress as progress_bar
 from olacore.zoo_build import zoo_folder
 
-if TYPE_CHECKING:
-    from transformers import PreTrainedTokenizerBase
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
@@ -245,7 +211,6 @@ def prompt_forms(models, tokenizers=None) -> pd.DataFrame:
     Args:
         tokenizers: optional ``{name: tokenizer}``; missing ones are loaded (tokenizer only).
     """
-
     rows = []
     for name in models:
         tokenizer = (tokenizers or {}).get(name) or load_tokenizer(name)
@@ -584,8 +549,6 @@ def answer_identity(model: "str | GenerativeLM") -> tuple[str, "PreTrainedTokeni
         name = os.fspath(model)
         tokenizer, fingerprint = load_tokenizer(name), None
     if fingerprint is None:
-        from olacore.loading import model_fingerprint
-
         fingerprint = model_fingerprint(name)
     return name, tokenizer, fingerprint
 
@@ -676,9 +639,9 @@ def decode_batch(lm: GenerativeLM, rows: Sequence[Sequence[int]], shared: int, *
                  stop: Sequence[str] = ()) -> list[Generation]:
     """Greedy answers to one batch of tokenized prompts whose first ``shared`` tokens are equal, in order.
 
-    The shared prefix runs once (batch of one), its KV cache repeated over the batch; the rest of each prompt is
-    left-padded behind it. Runs on :data:`olacore.settings.COMPUTE_THREADS` torch threads, so an answer depends only
-    on its batch and ``shared``, never on the process or machine load.
+    The shared prefix runs once, its KV cache repeated over the batch; the rest of each prompt is left-padded behind
+    it. Runs on :data:`olacore.settings.COMPUTE_THREADS` threads, so an answer depends only on its batch and
+    ``shared``.
     """
     tokenizer, model, device = lm.tokenizer, lm.model, lm.device
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else next(iter(sorted(lm.end_ids)), 0)
@@ -789,10 +752,9 @@ def _batches(count: int, batch_size: int) -> list[range]:
 
 def answer_keys(store: TensorStore, fingerprint: str, task: str, form: str, prompts: Sequence[str],
                 texts: Sequence[str], *, device: str, batch_size: int = 16, shared: int = 0) -> list[str]:
-    """The store key of each answer: model fingerprint, task, form, decoding, prompt, text, ``device`` (the type:
-    ``"cpu"``, ``"cuda"``), the :func:`olacore.store.code_digest` of this module and what it imports (prompts,
-    decoder), and what else the answer's bits depend on: the prompts of its fixed batch (``prompts`` are distinct and
-    in order, cut into batches of ``batch_size``) and ``shared``, the token prefix run once per batch."""
+    """The store key of each answer: model fingerprint, task, form, decoding, prompt, text, ``device`` type, the
+    :func:`olacore.store.code_digest` of this module and its imports, the prompts of its fixed batch (``prompts``
+    distinct and in order, cut into batches of ``batch_size``) and ``shared``, the token prefix run once per batch."""
     decoding, code = _decoding(task, form), code_digest(__name__)
     keys = []
     for batch in _batches(len(prompts), batch_size):
@@ -828,14 +790,10 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
         task: ``"re"`` (SemEval-2010 Task 8 :class:`RelationExample` records) or ``"ner"`` (WNUT-17
             :class:`NERSentence` records).
         form: ``"auto"`` (chat template where the tokenizer has one, else plain), ``"chat"`` or ``"plain"``.
-        batch_size: prompts decoded together (16 measured fastest on the 2-core CPU; book/design.md). The distinct
-            prompts, in their given order, are cut into fixed batches of ``batch_size``, each starting with the token
-            prefix all of them share; a batch with any answer missing from ``store`` is decoded whole, so an answer
-            never depends on what was cached (its key names its batch, :func:`answer_keys`).
-        workers: processes decoding the missing batches on a CPU, each loading the model once (default one per core,
-            :func:`olacore.settings.cpu_workers`); a :class:`GenerativeLM`, a GPU or a single missing batch runs here.
-            Every batch runs on :data:`olacore.settings.COMPUTE_THREADS` threads: the answers are the same for any
-            ``workers``.
+        batch_size: prompts decoded together: the distinct prompts, in order, cut into fixed batches; a batch with
+            any answer missing from ``store`` is decoded whole, so an answer never depends on what was cached.
+        workers: processes decoding the missing batches on a CPU (default one per core); the answers are the same
+            for any ``workers``.
         store: default ``TensorStore()``.
 
     Returns:
@@ -888,9 +846,8 @@ def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form:
 
 def _decode(model: str | GenerativeLM, name: str, batches: list[list[list[int]]], shared: int, max_new_tokens: int,
             stop: list[str], *, device, workers: int | None, progress: bool) -> list[list]:
-    """:func:`olacore.zeroshot.decode_batch` of each batch of token ids, in order: spread over worker
-    processes (:func:`olacore.workers.run_in_processes`, one job per batch) when ``model`` is a name on a CPU and
-    more than one batch and worker are at hand, else here."""
+    """:func:`decode_batch` of each batch of token ids, in order: in worker processes (one job per batch) when
+    ``model`` is a name on a CPU and more than one batch and worker are at hand, else here."""
     workers = cpu_workers(device) if workers is None else workers
     spread = not isinstance(model, GenerativeLM) and resolve_device(device).type == "cpu" and workers > 1 \
         and len(batches) > 1

@@ -12,12 +12,13 @@ import pytest
 
 from conftest import ROOT, load_runner
 
-from olacore import paper
 from olacore.profiles import PAPER_CAUSAL
 from olacore.report import (
+    CAUSAL_PROXY_TARGETS,
     PROXY_TARGET_NAMES,
     paper_comparison,
     paper_family,
+    paper_proxy,
     proxy_keys,
     published,
     report_chapters,
@@ -41,7 +42,7 @@ def test_every_published_number_has_one_key():
                         "TOA relation extraction": 9}
     by_key = {p.key: p for p in items}
     assert by_key["retrieval/Qwen2-1.5B->gemma-2-2b/hits@1"].paper == 83.6
-    assert by_key["proxy/order1/G-2b"].paper == paper.proxy().loc["order1", "G-2b"] == 93.1
+    assert by_key["proxy/order1/G-2b"].paper == paper_proxy().loc["order1", "G-2b"] == 93.1
     assert by_key["controls/random init"].paper is None
 
 
@@ -56,7 +57,7 @@ def test_our_models_stand_in_for_the_paper_family_by_family():
     assert proxy_keys("qwen2.5-0.5b", "order1") == ["proxy/order1/Q-1b5", "proxy/order1/Q-7b"]
     assert proxy_keys("gemma-3-270m", "order3") == []  # no published order-3 proxy number
     # every abbreviated proxy target is spelled out, as a model of the abbreviation's family
-    assert tuple(PROXY_TARGET_NAMES) == paper.CAUSAL_PROXY_TARGETS
+    assert tuple(PROXY_TARGET_NAMES) == CAUSAL_PROXY_TARGETS
     assert all(paper_family(name) == paper_family(short) for short, name in PROXY_TARGET_NAMES.items())
     with pytest.raises(ValueError, match="no family"):
         paper_family("minilm-l6")

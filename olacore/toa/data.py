@@ -54,10 +54,10 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 import torch
 
-from olacore.texts import first_tokens, word_assignment
 from olacore.channels import channel as lookup_channel
-from olacore.maps import mirror_causal, sink_flags
 from olacore.corpora import evenly_spread
+from olacore.maps import mirror_causal, sink_flags
+from olacore.texts import first_tokens, word_assignment
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.store import TensorStore

@@ -9,9 +9,9 @@ take part in every attention.
 
 :class:`AxialBackbone` is this network, attention written as plain matrix products, with a **padding mask** (a departure: a
 sentence's output does not depend on its batch). Per block: row attention, column attention, one feed-forward
-(``ffn_kernel=3``: two 3x3 convolutions as the official ones; ``1``: position-wise), optionally after a depthwise
-3x3 convolution (``local_mix``); a final LayerNorm. It returns the diagonal (token features) and the whole grid
-(read by the DP head when ``pair_scores`` is on). No positional embedding by default, as officially.
+of two 3x3 convolutions as the official ones, optionally after a depthwise 3x3 convolution (``local_mix``); a final
+LayerNorm. It returns the diagonal (token features) and the whole grid
+(read by the DP head when ``pair_scores`` is on). No positional embedding, as officially.
 :class:`PackageBackbone` wraps the official package (no mask) for the padding-leakage comparison.
 
 **Heads** read ``(B, T, D)`` token features and a ``(B, T)`` mask of real tokens (``models/adapters.py``,
@@ -78,7 +78,7 @@ class AdapterConfig:
         depth: axial blocks (official 5).
         heads: attention heads; must divide ``dim`` (official 8).
         ffn_mult: width of the feed-forward as a multiple of ``dim`` (official 4).
-        ffn_kernel: 1: a position-wise feed-forward; 3: ``3 x 3`` convolutions (official), about 9x the cost.
+        ffn_kernel: the feed-forward's ``3 x 3`` convolutions (official; the only size).
         local_mix: a depthwise 3x3 convolution in each feed-forward.
         dropout: dropout on attention and feed-forward outputs.
         arc_dim, rel_dim: widths of the DP head's arc and relation MLPs (official 512, 128).
@@ -96,7 +96,7 @@ class AdapterConfig:
     depth: PositiveInt = 2
     heads: PositiveInt = 4
     ffn_mult: PositiveInt = 2
-    ffn_kernel: PositiveInt = 3
+    ffn_kernel: Literal[3] = 3
     local_mix: Bool = True
     dropout: Fraction = 0.0
     arc_dim: PositiveInt = 64
@@ -107,8 +107,6 @@ class AdapterConfig:
     backbone: Literal[BACKBONES] = "masked"
 
     def __post_init__(self) -> None:
-        if self.ffn_kernel not in (1, 3):
-            raise ValueError(f"AdapterConfig.ffn_kernel must be 1 or 3; got {self.ffn_kernel!r}")
         if self.dim % self.heads:
             raise ValueError(f"AdapterConfig.heads ({self.heads}) must divide dim ({self.dim})")
 
@@ -148,13 +146,8 @@ class AxialBlock(nn.Module):
         self.col_norm, self.col_qkv, self.col_out = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.ff_norm = nn.LayerNorm(dim)
         self.mix = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if config.local_mix else None
-        width, k = config.ffn_mult * dim, config.ffn_kernel
-        if k == 1:
-            self.ff = nn.Sequential(nn.Linear(dim, width), nn.GELU(), nn.Linear(width, dim))
-            self.conv_ff = None
-        else:
-            self.ff = None
-            self.conv_ff = nn.ModuleList([nn.Conv2d(dim, width, k, padding=k // 2), nn.Conv2d(width, dim, k, padding=k // 2)])
+        width = config.ffn_mult * dim
+        self.conv_ff = nn.ModuleList([nn.Conv2d(dim, width, 3, padding=1), nn.Conv2d(width, dim, 3, padding=1)])
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
@@ -166,8 +159,6 @@ class AxialBlock(nn.Module):
         h = self.ff_norm(x)
         if self.mix is not None:
             h = h + self.mix((h * cells).permute(0, 3, 1, 2)).permute(0, 2, 3, 1)
-        if self.ff is not None:
-            return (x + self.drop(self.ff(h))) * cells
         mask = cells.permute(0, 3, 1, 2)
         y = F.gelu(self.conv_ff[0]((h * cells).permute(0, 3, 1, 2))) * mask
         y = self.conv_ff[1](y).permute(0, 2, 3, 1)

@@ -1,5 +1,5 @@
-"""Training and scoring TOA adapters: the loss, one epoch, a cached seeded job per adapter (the checkpoint chosen on
-dev), greedy prediction and the task metrics.
+"""Training and scoring TOA adapters (paper section 4.4): the loss, one epoch, a cached seeded job per adapter (the
+checkpoint chosen on dev), greedy prediction and the task metrics.
 
 Official training (``configs/train_*_{conll2000pos,conll2012en_entity,semevalre,udewt_dp}.json``): AdamW (the
 Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2, 15 epochs (5 for CLMs), sentences cut
@@ -9,26 +9,21 @@ checkpoint kept (:data:`SELECTION`), test scored once afterwards by the caller, 
 augmentations optional.
 
 An :class:`AdapterJob`'s key holds the sha256 of every training and dev map and target, the label vocabulary, the
-task (so the head), the input spec, both configs (so the backbone), the seed, the device type and the
-:func:`olacore.store.code_digest` of this module and what it imports (data, model, sink cleaning, augmentation,
-metrics): a stored adapter is reused only for exactly the same training by the same code.
-:meth:`TrainedAdapter.evaluate` scores an adapter on any model's task data of its kind (what transfer calls).
+task, the input spec, both configs, the seed, the device type and the :func:`olacore.store.code_digest` of this
+module and what it imports: a stored adapter is reused only for exactly the same training by the same code.
 
 Decoding is greedy, as officially: the arg-max class per token / example; for DP the arg-max head of each word (no
-tree constraint), then the arg-max relation on that arc. Scores (:mod:`olacore.toa.train`), in percent:
+tree constraint), then the arg-max relation on that arc. Scores, in percent:
 
 - ``pos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy`` (every sub-token, the
   official unit; special tokens left out).
-- ``ner``, ``wnut``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words.
+- ``ner``, ``wnut``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words (CoNLL-style
+  chunking of BIO tags).
 - ``re``: ``accuracy`` (19-way) and ``macro_f1`` (the official SemEval-2010 Task 8 score).
 - ``dp``: ``uas``, ``las`` with punctuation (as the paper) and ``uas_nopunct``, ``las_nopunct``; words whose head
   lies beyond the length cut are not scored (official).
 
-Task metrics of the TOA chapter: POS accuracy, NER entity F1, SemEval RE scores, UAS/LAS.
-
-Labels are plain Python sequences (strings or ints); scores are percentages in ``[0, 100]``. ``seqeval``
-computes entity-level F1 (CoNLL-style chunking of BIO tags), scikit-learn's ``confusion_matrix`` the SemEval-2010
-Task 8 counts. Gold labels a model could never predict are compared as given and count as errors.
+Gold labels a model could never predict are compared as given and count as errors.
 """
 
 from __future__ import annotations
