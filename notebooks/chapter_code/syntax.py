@@ -1,4 +1,4 @@
-"""The syntax chapter (paper section 4.3): its EWT data sets, and the readings of its grid of DP adapters.
+"""The syntax chapter (06, appendix a4; paper section 4.3): its EWT data sets and the readings of its grid of adapters.
 
 The chapter trains one adapter per (data set, input, seed) (:func:`olacore.toa.train.train_adapters`) on the data of
 :func:`syntax_datasets`; the functions here turn its table into seed summaries, the raw-layer baseline, the
@@ -18,14 +18,13 @@ import numpy as np
 import pandas as pd
 
 from olacore import paper
-from olacore.toa.train import paired_bootstrap_se
 from olacore.profiles import SyntaxSettings
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers
 from olacore.maps import sink_flags
 from olacore.store import TensorStore
 from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
-from olacore.toa.train import attachment_words
+from olacore.toa.train import attachment_words, paired_bootstrap_se
 from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
 __all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "grid_table", "summary",
