@@ -165,7 +165,7 @@ for group in positive.index:
 # first figures) of every model, in one figure that works in the page without a kernel.
 # Pick a model in the menu and an order with the buttons; hover a cell to read its query
 # word, key word and weight.
-from olacore.interactive import order_explorer
+from chapter_code.explorer import order_explorer
 
 explorer = order_explorer({name: words[name].panels(0) for name in words}, {name: text_a.words for name in words},
                           title=f"\u201c{text_a.text}\u201d")
@@ -294,7 +294,7 @@ for sinks in ("clean", "raw"):
 #     --text "My neighbour, who plays the violin, moved to Lisbon last spring."
 # ```
 #
-# With `olacore`, cleaned and pooled onto words (`order_explorer` of `olacore.interactive`
+# With `olacore`, cleaned and pooled onto words (`order_explorer` of `chapter_code.explorer`
 # draws them as this page's explorer does):
 
 # %%

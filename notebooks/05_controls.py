@@ -17,7 +17,7 @@
 # :class: tip
 # - how to take the learned knowledge out of a model in three ways: fresh random weights,
 #   the trained layers in a random order, and Gaussian noise on every weight;
-# - how to make each control yourself in a few lines, and check it against `olacore.controls`;
+# - how to make each control yourself in a few lines, and check it against `chapter_code.controls`;
 # - how a control is read: the controlled model's maps query a trained model's gallery, and the
 #   similarity that remains is judged against chance;
 # - whether the similarity of Order-Level Attention across models (OLAS) survives each control
@@ -48,8 +48,6 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue
 
-from olacore.controls import (control_hits_summary, control_pair, controls_proxy, controls_retrieval, layer_stack,
-                              perturb_weights, shuffle_layers)
 from olacore.loading import load_model
 from olacore.maps import make_maps, model_maps
 from olacore.plots import draw_maps, show_figure, token_labels
@@ -61,6 +59,9 @@ from olacore.plots import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 from olacore.report import STRONG_NOISE, vanishes, verdict
+
+from chapter_code.controls import (control_hits_summary, control_pair, controls_proxy, controls_retrieval, layer_stack,
+                                   perturb_weights, shuffle_layers)
 
 watch = Stopwatch("05_controls")
 cfg = settings("controls", profile, seeds=seeds)
@@ -104,7 +105,7 @@ show_table(pd.DataFrame([
 # **Noise.** Every weight tensor $W$ gets Gaussian noise whose standard deviation is `scale`
 # times that tensor's own standard deviation, so a small matrix and a large one are disturbed
 # alike. Here it is for the encoder target, drawn from one seeded generator, beside
-# `olacore.controls.perturb_weights`:
+# `chapter_code.controls.perturb_weights`:
 
 # %%
 target = load_model(cfg.encoder_target, device="cpu")
@@ -133,7 +134,7 @@ print(f"permutation {order}; the library's {permutation}; every layer's weights 
 # model's own initialiser, `type(model)(config)`: nothing the model learned is left. The
 # official code tests this control and the previous one (`load_method` `"random_all"` and
 # `"layer_disorder"` in its `models/ola_model.py`); the paper also speaks of parameter
-# perturbation, the noise above. `olacore.controls.random_init` makes it; each control gets
+# perturbation, the noise above. `chapter_code.controls.random_init` makes it; each control gets
 # its own cache fingerprint, so its maps never mix with the trained model's.
 
 # %% tags=["remove-input"]

@@ -59,11 +59,12 @@ from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import collate, encode_items, input_spec
 from olacore.toa.model import ToaModel
-from olacore.toa.syntax import (baseline_table, grid_table, parse_examples, record_syntax, syntax_datasets,
-                                syntax_paper_numbers, syntax_splits, syntax_verdicts, wide_table)
 from olacore.toa.train import adapter_loss, make_job, optimiser_for, train_adapters, train_epoch
 from olacore.corpora import read_ewt_syntax
 from olacore.report import GOAL
+
+from chapter_code.syntax import (baseline_table, grid_table, parse_examples, record_syntax, syntax_datasets,
+                                 syntax_paper_numbers, syntax_splits, syntax_verdicts, wide_table)
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch("06_syntax")

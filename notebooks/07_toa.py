@@ -64,10 +64,11 @@ from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import METRICS, make_job, train_adapters, word_tags
-from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, gap_table, majority_bounds, random_init_rows,
-                                  re_paper_numbers, record_transfer, surface_bounds, transfer_heatmaps,
-                                  transfer_scores, verdict_table, zero_shot_rows)
 from olacore.report import NOT_MEASURED_HERE, NOT_TESTED, learned
+
+from chapter_code.transfer import (ROW_COLUMNS, all_task_data, gap_table, majority_bounds, random_init_rows,
+                                   re_paper_numbers, record_transfer, surface_bounds, transfer_heatmaps,
+                                   transfer_scores, verdict_table, zero_shot_rows)
 
 torch.set_num_threads(1)
 settings = chapter_settings("transfer", profile, device=device)
@@ -384,7 +385,7 @@ print(watch.report())
 
 # %%
 from olacore.toa.data import syntax_data
-from olacore.toa.syntax import syntax_splits
+from chapter_code.syntax import syntax_splits
 
 splits = syntax_splits(syntax)
 first, second, causal = settings.encoders[0], settings.encoders[1], settings.causal[0]

@@ -42,13 +42,14 @@ from olacore.plots import show_figure
 from olacore.profiles import settings
 from olacore.proxy import (OFFICIAL_OPTIMISER, OfficialQuirks, batchnorm_freeze_step, family_splits, leave_one_out,
                            official_proxy_experiment, proxy_experiment)
-from olacore.official_report import learning_curves, protocol_table, selection_figure
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
 from olacore.texts import similarity_texts
 from olacore.timing import Stopwatch
 from olacore.report import CANNOT_JUDGE, learned_training_maps
+
+from chapter_code.official_protocol import learning_curves, protocol_table, selection_figure
 
 watch = Stopwatch("a1_official_protocol")
 cfg = settings("quantitative", profile, seeds=seeds)

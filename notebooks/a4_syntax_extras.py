@@ -37,13 +37,14 @@ from olacore.settings import cpu_workers
 from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import input_spec, syntax_data
-from olacore.toa.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, grid_plan,
-                                grid_table, layer_cells, layer_screen, learning_curve, paired_margin, record_rows,
-                                record_syntax, summary, syntax_datasets, syntax_paper_numbers, syntax_splits,
-                                syntax_verdicts, wide_table)
 from olacore.toa.train import make_job, train_adapters
 from olacore.report import MARGIN, claim_verdict
 from olacore.zoo import ZOO
+
+from chapter_code.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, grid_plan,
+                                 grid_table, layer_cells, layer_screen, learning_curve, paired_margin, record_rows,
+                                 record_syntax, summary, syntax_datasets, syntax_paper_numbers, syntax_splits,
+                                 syntax_verdicts, wide_table)
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch("a4_syntax_extras")
@@ -104,7 +105,7 @@ show_table(reports[reports["data set"].isin(settings.models)], "tbl-syntax-data"
 #
 # Since `OLA_1 = (1/N) sum_i A^(i)`, the plain average of the layers *is* first-order OLA; the raw-attention
 # question is whether one layer alone does as well. Training an adapter per layer is beyond this budget, so each
-# layer is first scored as a parser with no training (`olacore.toa.syntax.layer_screen`): on the *dev* sentences,
+# layer is first scored as a parser with no training (`chapter_code.syntax.layer_screen`): on the *dev* sentences,
 # a word's guessed head is the word it shares most attention with either way (sink entries removed), and the
 # score is the share of right guesses (in the spirit of {cite}`clark2019bert`, who scored BERT's attention heads
 # by whether a word attends most to its syntactic head). The best layer on dev then gets an adapter like every
@@ -247,7 +248,7 @@ show_table(both, "tbl-syntax-order12", "Test UAS (%): order 1 against orders 1+2
 # the 1.5B model costs about ten times the 300M one per sentence, more than this section is worth in a default
 # build, so `default` runs `embeddinggemma-300m` only; `extra_models=["qwen2.5-1.5b"]` adds it, at that cost.
 #
-# The margin's standard error (`olacore.toa.syntax.paired_margin`) is over test sentences (what another draw of
+# The margin's standard error (`chapter_code.syntax.paired_margin`) is over test sentences (what another draw of
 # test sentences would move); the verdict is the chapter's rule over the seeds ({ref}`claims`).
 
 # %%

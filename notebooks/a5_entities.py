@@ -39,14 +39,15 @@ from olacore.settings import cpu_workers
 from olacore.plots import show_table
 from olacore.timing import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
-from olacore.toa.syntax import data_reports
 from olacore.toa.train import METRICS, make_job, train_adapters
-from olacore.toa.transfer import (ROW_COLUMNS, all_task_data, gap_table, learned_table, majority_bounds,
-                                  random_init_rows, record_transfer, similarity_hits, similarity_vs_transfer,
-                                  surface_bounds, surface_margins, transfer_heatmaps, transfer_scores, verdict_table,
-                                  zero_shot_rows)
 from olacore.report import LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED
 from olacore.zeroshot import prompt_forms
+
+from chapter_code.syntax import data_reports
+from chapter_code.transfer import (ROW_COLUMNS, all_task_data, gap_table, learned_table, majority_bounds,
+                                   random_init_rows, record_transfer, similarity_hits, similarity_vs_transfer,
+                                   surface_bounds, surface_margins, transfer_heatmaps, transfer_scores, verdict_table,
+                                   zero_shot_rows)
 
 torch.set_num_threads(1)
 settings = chapter_settings("transfer", profile, device=device)

@@ -18,8 +18,7 @@ The data flows one way, one module per step:
   sub-token);
 - experiments: :mod:`olacore.similarity` (SSIM, Hits@k), :mod:`olacore.similarity`,
   :mod:`olacore.proxy` (the visual proxy, held-out and official protocols),
-  :mod:`olacore.controls`, :mod:`olacore.toa` (the Transferable OLA Adapter: ``data``, ``model``,
-  ``train``, and the ``syntax`` and ``transfer`` chapters' own readings), :mod:`olacore.zeroshot`
+  :mod:`olacore.toa` (the Transferable OLA Adapter: ``data``, ``model``, ``train``), :mod:`olacore.zeroshot`
   (the prompting baseline), :mod:`olacore.toa.train`; :mod:`olacore.augment` holds the official
   augmentations once; trained networks are cached by :mod:`olacore.training`; work is spread
   over worker processes that live for a chapter by :mod:`olacore.workers` (joblib's loky, or
@@ -27,11 +26,13 @@ The data flows one way, one module per step:
 - reading results: :mod:`olacore.report` (every fixed rule, margin and goal),
   :mod:`olacore.paper` (the published numbers), :mod:`olacore.results` (each chapter's numbers),
   :mod:`olacore.report` (the paper's numbers beside ours: a chapter's ``paper_comparison`` and
-  the report page, claim by claim), :mod:`olacore.plots`, :mod:`olacore.interactive`,
-  :mod:`olacore.plots`;
+  the report page, claim by claim), :mod:`olacore.plots`;
   :mod:`olacore.profiles` sizes every chapter (``settings(chapter, profile, device=...)``, the
   syntax and transfer chapters included), its classes checked by :mod:`olacore.settings`
   (pydantic); :mod:`olacore.settings` says where data, caches and devices are.
+
+Code that only one chapter uses (its controls, order explorer, syntax and transfer readings, official-protocol
+tables) is not here: it lives beside the chapters, in ``notebooks/chapter_code/``.
 
 The names below are the small surface a notebook or a reader needs first.
 """

@@ -320,7 +320,7 @@ class LabelledFigure:
 def show_figure(fig, label: str, caption: str) -> None:
     """Show ``fig`` numbered, under ``caption`` and the stable ``label`` (see :class:`LabelledFigure`).
 
-    ``fig``: a matplotlib ``Figure`` (closed once glued) or an :class:`olacore.interactive.InteractiveFigure`.
+    ``fig``: a matplotlib ``Figure`` (closed once glued) or an :class:`chapter_code.explorer.InteractiveFigure`.
     Returns ``None``, so a cell that ends with it shows the figure once.
 
     Raises:

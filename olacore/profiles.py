@@ -187,7 +187,7 @@ class DataSet:
     """One data set of the syntax grid: a model's EWT splits at some size, from some map sources.
 
     Attributes:
-        name: its key in :func:`olacore.toa.syntax.syntax_datasets` and the ``model`` column of the
+        name: its key in :func:`chapter_code.syntax.syntax_datasets` and the ``model`` column of the
             grid's table (``"minilm-l6"``, ``"minilm-l6 [ALTI subset]"``, ``"minilm-l6 [random init]"``).
         model: the zoo model (name, id or folder).
         num_train, num_dev, num_test: sentences of each split (``None``: the chapter's split; a
@@ -223,7 +223,7 @@ class SyntaxSettings:
         alti_models, alti_subset: models whose ALTI runs beside order 1 on ``(train, dev, test)``
             sentences (``None``: the chapter's splits, ALTI then a cell of the grid).
         layer_models: models of the best-single-layer baseline (layer chosen on dev by
-            :func:`olacore.toa.syntax.layer_screen`).
+            :func:`chapter_code.syntax.layer_screen`).
         random_init: models whose random-initialised twin runs order 1 (a control).
         pos_models: models of the POS-from-OLA check (order 1+2, XPOS).
         curve_models, curve_sizes: models that also train order 1 on the first ``curve_sizes``
@@ -292,7 +292,7 @@ class SyntaxSettings:
 
     def cells(self) -> list[tuple[str, str, int]]:
         """Every ``(data set, input name, seed)`` of the syntax grid, in a stable order; best-layer
-        cells are added once the layer is chosen (:func:`olacore.toa.syntax.layer_cells`)."""
+        cells are added once the layer is chosen (:func:`chapter_code.syntax.layer_cells`)."""
         first = self.seeds[0]
         out = []
         for model in self.models:

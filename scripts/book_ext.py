@@ -16,7 +16,7 @@
 - **plotly.js, offline.** Pages whose body draws a plotly figure (``Plotly.newPlot``) load
   ``_static/plotly.min.js``, copied from the installed ``plotly`` package; other pages do
   not. Interactive figures are written without an embedded copy of the library (see
-  ``olacore.interactive``), so the library is served once, from the book itself.
+  ``notebooks/chapter_code/explorer.py``), so the library is served once, from the book itself.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ With no notebook named, every chapter ``notebooks/NN_*.py`` runs in order, then 
 ``.ipynb`` with jupytext, executed by papermill with ``-p profile PROFILE`` (and any
 ``-p NAME VALUE`` given), and written to the output folder, where the book picks it up. The
 kernel is ipykernel on this script's own interpreter, whatever ``python3`` kernelspec comes
-first on the Jupyter path.
+first on the Jupyter path. It runs in the repository root with ``notebooks/`` on its ``PYTHONPATH``,
+so that a chapter imports its own code (``from chapter_code.controls import ...``) as it does
+when Jupyter opens it beside ``notebooks/chapter_code/``.
 
 - Every ``-p`` value is checked against the type its notebook declares in the cell tagged
   ``parameters`` before any cell runs (``scripts/notebook_parameters.py``): coerced where
@@ -62,6 +64,7 @@ from olacore.store import atomic_write_text  # noqa: E402
 from olacore.timing import cpu_seconds, machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+CHAPTER_CODE_PATH = ROOT / "notebooks"  # holds chapter_code/, the chapters' own modules
 KERNEL_SETUP = Path(__file__).resolve().parent / "kernel_setup.py"
 PARAMETERS_TAG, INJECTED_TAG = "parameters", "injected-parameters"
 SUMMARY_TAG, DOWNLOAD_TAG = "olacore-parameters", "olacore-download"
@@ -254,6 +257,12 @@ def prepare_for_reading(path: Path, stem: str, values: dict, declared_here: dict
     return memory
 
 
+def kernel_pythonpath(current: str | None) -> str:
+    """``current`` (a ``PYTHONPATH`` value or ``None``) with :data:`CHAPTER_CODE_PATH` added at its end, once."""
+    entries = [entry for entry in (current or "").split(os.pathsep) if entry]
+    return os.pathsep.join(entries if str(CHAPTER_CODE_PATH) in entries else entries + [str(CHAPTER_CODE_PATH)])
+
+
 def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None = None) -> tuple[Path, dict]:
     """Execute ``source`` with (already checked) ``parameters``.
 
@@ -279,6 +288,7 @@ def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None
     os.environ.setdefault("PYTHONWARNINGS", "ignore:IProgress not found")
     os.environ["OLACORE_RESULTS"] = str(out_dir / "results")  # olacore.results: each chapter's numbers
     os.environ["OLACORE_PHASES"] = str(out_dir / "phases")  # olacore.timing: each chapter's phases, wall and CPU
+    os.environ["PYTHONPATH"] = kernel_pythonpath(os.environ.get("PYTHONPATH"))  # the kernel and its workers
     notebook = read_source(source)
     index = _tagged(notebook, PARAMETERS_TAG)
     declared_here = declared_parameters(notebook.cells[index].source) if index is not None else {}

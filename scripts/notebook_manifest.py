@@ -1,13 +1,14 @@
 """What an executed chapter depended on, kept in a manifest so that an unchanged chapter is not re-run.
 
 A chapter's *fingerprint* is the hash of everything that can change its executed notebook:
-its jupytext source, the parameters it ran with (the profile included), the package code
-(every ``olacore/**/*.py``), the runner (``scripts/*.py`` it imports), the data files (path,
-size and modification time of every file under ``$OLACORE_DATA``) and the versions of the
-Python packages the project declares. The manifest (``book/generated.manifest.json``, beside
-the output folder) records, per chapter, that fingerprint and the SHA-256 of the files the run
-wrote; a chapter is skipped when both still match. The manifest is written atomically
-(temporary file, then rename) and re-read before every update.
+its jupytext source, the parameters it ran with (the profile included), the code it imports
+(every ``olacore/**/*.py`` and ``notebooks/chapter_code/**/*.py``: :data:`CODE_FOLDERS`), the
+runner (``scripts/*.py`` it imports), the data files (path, size and modification time of every
+file under ``$OLACORE_DATA``) and the versions of the Python packages the project declares.
+The manifest (``book/generated.manifest.json``, beside the output folder) records, per chapter,
+that fingerprint and the SHA-256 of the files the run wrote; a chapter is skipped when both
+still match. The manifest is written atomically (temporary file, then rename) and re-read
+before every update.
 
 A chapter whose source holds the line :data:`READS_RESULTS` (the report page) reads the other
 chapters' saved numbers (``results/*.json`` in the output folder): its fingerprint also covers
@@ -30,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 READS_RESULTS = "# olacore: reads the results of the other chapters"
 RUNNER_FILES = ("execute_notebooks.py", "notebook_parameters.py", "notebook_manifest.py", "kernel_setup.py")
+#: The code a chapter imports, relative to the repository root: the package and the chapters' own modules.
+CODE_FOLDERS = ("olacore", "notebooks/chapter_code")
 VERSION = 1
 
 
@@ -48,6 +51,14 @@ def tree_hash(folder: Path, pattern: str = "**/*.py") -> str:
     for path in sorted(folder.glob(pattern)):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + sha256_file(path).encode())
+    return digest.hexdigest()
+
+
+def code_fingerprint(root: Path = ROOT) -> str:
+    """SHA-256 over the :func:`tree_hash` of each of :data:`CODE_FOLDERS` under ``root``, with its name."""
+    digest = hashlib.sha256()
+    for folder in CODE_FOLDERS:
+        digest.update(folder.encode() + b"\0" + tree_hash(root / folder).encode())
     return digest.hexdigest()
 
 
@@ -94,14 +105,14 @@ OVERRIDE_VARIABLES = ("OLACORE_MODEL_FOLDERS", "OLACORE_SETTINGS_OVERRIDES")
 
 
 def shared_fingerprint(root: Path = ROOT) -> dict[str, str]:
-    """The parts of a fingerprint that every chapter shares: package, runner, data, environment,
+    """The parts of a fingerprint that every chapter shares: code (``package``), runner, data, environment,
     and (only where one is set) the :data:`OVERRIDE_VARIABLES`."""
     runner = hashlib.sha256()
     for name in RUNNER_FILES:
         path = Path(__file__).resolve().parent / name
         runner.update(name.encode() + b"\0" + (sha256_file(path).encode() if path.exists() else b"missing"))
     out = {
-        "package": tree_hash(root / "olacore"),
+        "package": code_fingerprint(root),
         "runner": runner.hexdigest(),
         "data": data_fingerprint(data_dir(root)),
         "environment": environment_fingerprint(root),

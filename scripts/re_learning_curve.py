@@ -20,14 +20,17 @@ import dataclasses
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 from olacore.profiles import TaskSizes, settings
 from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import make_job, train_adapters
-from olacore.toa.transfer import task_data, task_splits
 from olacore.zoo import ZOO
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))  # chapter 07's own code
+from chapter_code.transfer import task_data, task_splits  # noqa: E402
 
 DEFAULT_POINTS = ((1000, 20), (2000, 10), (2000, 20), (4000, 10))
 SEMEVAL_TRAIN = 7200  # SemEval's 8,000 training sentences less the 800 of the dev split

@@ -17,6 +17,7 @@ torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.append(str(ROOT / "notebooks"))  # chapter_code: the chapters' own modules, as the runner's kernel finds them
 from notebook_manifest import chapter_sources  # noqa: E402
 
 NOTEBOOKS = chapter_sources(ROOT / "notebooks")  # main chapters, appendices, the report page last

@@ -1,6 +1,6 @@
 """The parts of a drawn ``order_explorer`` figure and what is wrong with their layout.
 
-Shared by ``test_interactive.py`` (the figure alone, in a column of a phone's and a desktop's
+Shared by ``test_explorer.py`` (the figure alone, in a column of a phone's and a desktop's
 width) and ``test_browser.py`` (the figure in the built book at 390 and 1280 px).
 """
 

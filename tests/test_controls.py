@@ -1,4 +1,4 @@
-"""Controls really change the weights (olacore.controls); the control experiments' tables."""
+"""Controls really change the weights (chapter_code.controls, chapter 05); the control experiments' tables."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 
-from olacore.controls import (  # noqa: E402
+from chapter_code.controls import (  # noqa: E402
     perturb_weights,
     control_pair,
     control_variants,
@@ -164,7 +164,7 @@ def test_control_pair_on_real_encoders(tmp_path, monkeypatch):
 def test_control_hits_table_is_percent_by_control_and_channel():
     import pandas as pd
 
-    from olacore.controls import control_hits_table
+    from chapter_code.controls import control_hits_table
 
     table = pd.DataFrame([
         {"control": "trained", "scale": 0.0, "channel": "order1", "hits@1": 0.61},
@@ -179,7 +179,7 @@ def test_control_hits_table_is_percent_by_control_and_channel():
 def test_control_hits_summary_gives_the_table_and_its_line():
     import pandas as pd
 
-    from olacore.controls import control_hits_summary, control_hits_table
+    from chapter_code.controls import control_hits_summary, control_hits_table
 
     cells = [("trained", float("nan"), "order1", 0.9), ("noise", 0.5, "order1", 0.25)]
     table = pd.DataFrame([{"control": c, "scale": s, "channel": ch, "hits@1": h} for c, s, ch, h in cells])
@@ -190,7 +190,7 @@ def test_control_hits_summary_gives_the_table_and_its_line():
 
 def test_controls_notebook_is_thin_and_its_names_exist():
     """Chapter 05 parses, defines no function or class where the reader sees it (a hidden cell may hold a
-    formatting helper), and every name it imports from olacore exists."""
+    formatting helper), and every name it imports from olacore or chapter_code exists."""
     import ast
     import importlib
     from pathlib import Path
@@ -204,8 +204,8 @@ def test_controls_notebook_is_thin_and_its_names_exist():
                if cell.cell_type == "code" and not hidden & set(cell.metadata.get("tags", []))]
     assert not [n.name for tree in visible for n in ast.walk(tree)
                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
-    imported = [(n.module, a.name) for n in nodes if isinstance(n, ast.ImportFrom) and n.module.startswith("olacore")
+    imported = [(n.module, a.name) for n in nodes if isinstance(n, ast.ImportFrom) and n.module.startswith(("olacore", "chapter_code"))
                 for a in n.names]
-    assert ("olacore.controls", "control_hits_summary") in imported
+    assert ("chapter_code.controls", "control_hits_summary") in imported
     missing = [f"{m}.{name}" for m, name in imported if not hasattr(importlib.import_module(m), name)]
     assert not missing

@@ -229,7 +229,7 @@ def test_protocol_table_and_selection_figure_on_hand_made_runs():
     import matplotlib
 
     matplotlib.use("Agg")
-    from olacore.official_report import protocol_table, selection_figure
+    from chapter_code.official_protocol import protocol_table, selection_figure
 
     official = pd.DataFrame([
         {"variant": v, "target": t, "seed": s, "reported": r}

@@ -310,6 +310,26 @@ def test_running_time_line_appears_when_a_record_exists(tmp_path):
         assert words in lines[0] and "profile `default`" in lines[0] and peak in lines[0]
 
 
+def test_code_fingerprint_follows_the_package_and_the_chapters_own_code(tmp_path, monkeypatch):
+    """An edit to olacore/ or to notebooks/chapter_code/ re-executes the chapters (the fingerprint's ``package``);
+    a chapter's source counts as that chapter's own ``source``, and byte code never counts."""
+    for name in ("olacore/ola.py", "olacore/toa/data.py", "notebooks/chapter_code/controls.py", "notebooks/05_x.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    seen = {notebook_manifest.code_fingerprint(tmp_path)}
+    for name in ("olacore/toa/data.py", "notebooks/chapter_code/controls.py", "notebooks/chapter_code/new.py"):
+        (tmp_path / name).write_text("x = 2\n")
+        seen.add(notebook_manifest.code_fingerprint(tmp_path))
+    assert len(seen) == 4
+    (tmp_path / "notebooks/05_x.py").write_text("x = 2\n")
+    (tmp_path / "notebooks/chapter_code/__pycache__").mkdir()
+    (tmp_path / "notebooks/chapter_code/__pycache__/controls.py").write_text("stale")
+    assert notebook_manifest.code_fingerprint(tmp_path) in seen
+    for name in ("data_dir", "data_fingerprint", "environment_fingerprint"):  # slow, and tested elsewhere
+        monkeypatch.setattr(notebook_manifest, name, lambda *_: "x")
+    assert notebook_manifest.shared_fingerprint(tmp_path)["package"] == notebook_manifest.code_fingerprint(tmp_path)
+
+
 def test_data_fingerprint_follows_size_and_mtime(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "x.txt").write_text("one")

@@ -446,7 +446,7 @@ def test_settings_are_validated_and_list_the_grid():
 def test_gap_and_order_tables_from_a_hand_made_grid():
     import pandas as pd
 
-    from olacore.toa.syntax import baseline_table, summary, syntax_verdicts
+    from chapter_code.syntax import baseline_table, summary, syntax_verdicts
     from olacore.report import HOLDS, WEAK
 
     rows = []

@@ -14,9 +14,10 @@ import pytest
 from olacore.profiles import TaskSizes, TransferSettings, settings
 from olacore.augment import Augmentation
 from olacore.report import paper_comparison
-from olacore.toa.transfer import (_adjacent_uas, capitalisation_bound, capitalisation_tags, gap_table, re_paper_numbers,
-                                  record_transfer, similarity_hits, similarity_vs_transfer, verdict_table,
-                                  zero_shot_rows)
+
+from chapter_code.transfer import (_adjacent_uas, capitalisation_bound, capitalisation_tags, gap_table,
+                                   re_paper_numbers, record_transfer, similarity_hits, similarity_vs_transfer,
+                                   verdict_table, zero_shot_rows)
 
 
 def _rows(cells):
@@ -256,7 +257,7 @@ def _adapters(data, chapter):
 
 @pytest.fixture(scope="module")
 def smoke():
-    from olacore.toa.transfer import all_task_data
+    from chapter_code.transfer import all_task_data
 
     chapter = settings("transfer", "smoke", tasks=("re",), causal=("smollm2-135m",), encoders=("minilm-l6",),
                        control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",))
@@ -266,7 +267,7 @@ def smoke():
 
 @pytest.mark.slow
 def test_adapter_of_the_other_kind_is_refused(smoke, one_thread):
-    from olacore.toa.transfer import transfer_scores
+    from chapter_code.transfer import transfer_scores
 
     _, data, adapters = smoke
     causal = adapters[("re", "smollm2-135m", 0)]
@@ -280,8 +281,8 @@ def test_adapter_of_the_other_kind_is_refused(smoke, one_thread):
 @pytest.mark.slow
 def test_unaligned_sentence_is_counted(smoke, one_thread):
     from olacore.corpora import NERSentence, join_words
-    from olacore.toa.syntax import data_reports
-    from olacore.toa.transfer import task_data
+    from chapter_code.syntax import data_reports
+    from chapter_code.transfer import task_data
 
     chapter = smoke[0]
     words = ("Hello", "\u200b", "world")  # a zero-width space: BERT's tokenizer drops it, no token covers that word
@@ -296,7 +297,7 @@ def test_unaligned_sentence_is_counted(smoke, one_thread):
 
 @pytest.mark.slow
 def test_random_init_control_reads_the_twin(smoke, one_thread):
-    from olacore.toa.transfer import random_init_rows
+    from chapter_code.transfer import random_init_rows
 
     chapter, data, adapters = smoke
     control = random_init_rows(adapters, data, chapter)
@@ -307,7 +308,7 @@ def test_random_init_control_reads_the_twin(smoke, one_thread):
     assert (control.loc[control["score"] != control["transfer"], "se"] > 0).all()  # the two differ: a spread
     re_cells = control[control["task"] == "re"]  # RE's twin reads the whole test subset: the matrix's sentences
     for _, row in re_cells.iterrows():
-        from olacore.toa.transfer import transfer_scores
+        from chapter_code.transfer import transfer_scores
         real = transfer_scores(adapters["re", row["source"], row["seed"]], data["re"][row["target"]]["test"])
         assert row["transfer"] == pytest.approx(real["score"])
 
@@ -315,7 +316,7 @@ def test_random_init_control_reads_the_twin(smoke, one_thread):
 @pytest.mark.slow
 def test_sentence_counts_sum_to_every_tasks_headline_score(smoke, one_thread):
     from olacore.toa.train import counts_score, sentence_counts
-    from olacore.toa.transfer import transfer_scores
+    from chapter_code.transfer import transfer_scores
 
     _, data, adapters = smoke
     for (task, source, _), adapter in adapters.items():
@@ -346,7 +347,7 @@ def test_heatmaps_one_panel_per_task_and_kind():
     import matplotlib
 
     matplotlib.use("Agg")
-    from olacore.toa.transfer import transfer_heatmaps
+    from chapter_code.transfer import transfer_heatmaps
 
     rows = _rows([("re", "causal", s, g, 10.0 * i) for i, (s, g) in enumerate([("a", "a"), ("a", "b"), ("b", "a"),
                                                                                ("b", "b")])]
@@ -364,7 +365,7 @@ def test_heatmaps_one_panel_per_task_and_kind():
 def test_learned_table_counts_diagonals_above_the_majority_bound():
     import pandas as pd
 
-    from olacore.toa.transfer import learned_table
+    from chapter_code.transfer import learned_table
 
     rows = pd.DataFrame([
         {"task": "re", "kind": "causal", "source": "a", "target": "a", "diagonal": True, "score": 19.0},
@@ -426,7 +427,7 @@ def test_settings_accept_non_zoo_model_in_either_kind():
 def test_heatmap_text_colour_follows_cell_brightness():
     import matplotlib
     matplotlib.use("Agg")
-    from olacore.toa.transfer import transfer_heatmaps
+    from chapter_code.transfer import transfer_heatmaps
     rows = pd.DataFrame([dict(task="re", kind="causal", source=s, target=t, seed=0, score=v)
                          for s, t, v in [("a", "a", 90), ("a", "b", 10), ("b", "a", 85), ("b", "b", 80)]])
     fig = transfer_heatmaps(rows, ["re"], ["causal"])
@@ -462,7 +463,7 @@ def test_surface_margins_score_the_rule_on_the_adapters_own_words():
     scores F1 100; the rule's F1 is entity_f1 on the kept words."""
     from olacore.toa.train import entity_f1
     from olacore.toa.data import LabelVocab, TaskItem
-    from olacore.toa.transfer import surface_margins, task_splits
+    from chapter_code.transfer import surface_margins, task_splits
 
     chapter = settings("transfer", "smoke", tasks=("ner",), causal=("smollm2-135m",), encoders=(), control_models=(),
                        zero_shot_models=())
@@ -524,14 +525,14 @@ def test_capitalisation_bound_tags_capitalised_runs_off_the_sentence_start():
 
 
 def test_no_tasks_give_an_empty_majority_frame():
-    from olacore.toa.transfer import majority_bounds
+    from chapter_code.transfer import majority_bounds
 
     empty = majority_bounds(_smoke_re(), [])
     assert empty.empty and list(empty.columns) == ["task", "bound", "score"]
 
 
 def test_zero_shot_rows_skip_the_unprompted_tasks_of_the_settings():
-    from olacore.toa.transfer import PROMPTED, ZERO_SHOT_COLUMNS
+    from chapter_code.transfer import PROMPTED, ZERO_SHOT_COLUMNS
 
     assert PROMPTED == ("re", "wnut")
     syntax_only = settings("transfer", "smoke", tasks=("dp", "pos"))
@@ -540,7 +541,7 @@ def test_zero_shot_rows_skip_the_unprompted_tasks_of_the_settings():
 
 
 def test_no_rows_give_empty_frames_with_their_columns():
-    from olacore.toa.transfer import ROW_COLUMNS, matrix, random_init_rows
+    from chapter_code.transfer import ROW_COLUMNS, matrix, random_init_rows
 
     rows = pd.DataFrame(columns=list(ROW_COLUMNS))
     with pytest.raises(ValueError, match="causal"):

@@ -9,6 +9,8 @@ tree; applied unchanged to another model's maps, it measures how much the two mo
 - :mod:`olacore.toa.model`: the axial-attention backbone (padding-masked) and the token, relation and DP heads.
 - :mod:`olacore.toa.train`: the loss, a cached seeded job per adapter (checkpoint chosen on dev), prediction, metrics.
 
+The syntax and transfer chapters' own readings are in ``notebooks/chapter_code/`` (``syntax``, ``transfer``).
+
 Sizes are set by :mod:`olacore.profiles`, verdicts by :mod:`olacore.report`, the official augmentation by
 :mod:`olacore.augment`.
 """

@@ -1,4 +1,4 @@
-"""olacore.interactive.order_explorer: one heatmap, a model menu, order buttons, hover text."""
+"""chapter_code.explorer.order_explorer (chapter 02): one heatmap, a model menu, order buttons, hover text."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from olacore.interactive import InteractiveFigure, order_explorer
+from chapter_code.explorer import InteractiveFigure, order_explorer
 
 
 def _maps(sizes=None, orders=("order 1", "order 2", "rollout")):

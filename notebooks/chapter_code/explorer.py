@@ -1,4 +1,4 @@
-"""Interactive OLA heatmaps for static pages (plotly): pick a model and an order, hover a cell to read it.
+"""Chapter 02's order explorer: interactive OLA heatmaps for static pages (plotly); pick a model, an order, hover.
 
 The figure needs no kernel: the maps travel in the page as JSON and plotly.js redraws them. The
 output never embeds plotly.js (the book loads it once from ``_static``, ``scripts/book_ext.py``).

@@ -1,4 +1,5 @@
-"""TOA transfer (paper section 4.4): an adapter trained on one model's OLA, scored unchanged on every model of its kind.
+"""TOA transfer (chapter 07, appendix a5; paper section 4.4): an adapter trained on one model's OLA, scored unchanged
+on every model of its kind.
 
 Rows of a matrix are source models (the adapter's training model), columns targets of the same kind (CLM to CLM,
 encoder to encoder, as the official code); the diagonal is the target-trained adapter. DP and POS data, adapter and
@@ -24,16 +25,17 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.toa.train import entity_counts, entity_f1, f1_of_counts, paired_bootstrap_se
 from olacore.profiles import TransferSettings
 from olacore.results import HELD_OUT
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
 from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
-from olacore.toa.syntax import syntax_splits
-from olacore.toa.train import METRICS, TRANSFER_TASKS, TrainedAdapter, counts_score, sentence_counts, word_tags
+from olacore.toa.train import (METRICS, TRANSFER_TASKS, TrainedAdapter, counts_score, entity_counts, entity_f1,
+                               f1_of_counts, paired_bootstrap_se, sentence_counts, word_tags)
 from olacore.report import NOT_MEASURED_HERE, beats_bound, learned
 from olacore.zeroshot import TASKS as ZERO_SHOT_TASKS
+
+from chapter_code.syntax import syntax_splits
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
            "matrix", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
@@ -159,7 +161,7 @@ def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
                      store: TensorStore | None = None) -> pd.DataFrame:
     """The control: every adapter scored on the test OLA of each target's random-init twin (paper section 4.4).
 
-    The twin is :func:`olacore.controls.random_init` of the target (seed 0, the official control; by name,
+    The twin is :func:`olacore.loading.random_init` of the target (seed 0, the official control; by name,
     :func:`olacore.loading.twin_name`, so loaded only where its maps are missing). ``dp`` / ``pos`` / ``ner``: on
     ``settings.control_test`` EWT test sentences spread over the chapter's test; ``re`` / ``wnut``: their whole test.
 
@@ -505,10 +507,10 @@ def learned_table(rows: pd.DataFrame, bounds: pd.DataFrame) -> pd.DataFrame:
 def re_keys(source: str, target: str) -> list[str]:
     """The report keys (:func:`olacore.report.published`) of our causal RE cell ``source -> target``:
     ``toa-re/<paper source>/<paper target>`` of the same families, where the paper ran that pair."""
-    from olacore import paper
+    from olacore.report import paper_toa_relation_extraction
 
     src, tgt = _paper_name(source), _paper_name(target)
-    published = paper.toa_relation_extraction()
+    published = paper_toa_relation_extraction()
     return [f"toa-re/{src}/{tgt}"] if src in published.index and tgt in published.columns else []
 
 

@@ -1,4 +1,4 @@
-"""Controls: models whose parameters carry no (or less) learned knowledge (paper section 4.1).
+"""Chapter 05's controls: models whose parameters carry no (or less) learned knowledge (paper section 4.1).
 
 If OLAS comes from pre-training, it must vanish when the knowledge is removed. Each control is a new
 :class:`olacore.loading.LoadedModel`, same tokenizer and architecture, with its **own fingerprint** (so the
@@ -23,9 +23,8 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from olacore.loading import LoadedModel
+from olacore.loading import LoadedModel, random_init, twin_name, variant as _variant
 from olacore.maps import Maps
-from olacore.loading import random_init, twin_name, variant as _variant
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.pipeline import TokenMaps

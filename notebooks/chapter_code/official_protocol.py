@@ -1,4 +1,4 @@
-"""Reading the official-protocol runs: the table "official vs held-out, and each quirk", curves, selection plot."""
+"""Appendix a1, the official protocol's runs read: the table "official vs held-out, and each quirk", curves, selection."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The syntax chapter (paper section 4.3): its EWT data sets, and the readings of its grid of DP adapters.
+"""The syntax chapter (06, appendix a4; paper section 4.3): its EWT data sets and the readings of its grid of adapters.
 
 The chapter trains one adapter per (data set, input, seed) (:func:`olacore.toa.train.train_adapters`) on the data of
 :func:`syntax_datasets`; the functions here turn its table into seed summaries, the raw-layer baseline, the
 causal-map analysis, the claims' verdicts (:func:`olacore.report.claim_verdict`) and the report's numbers.
 
-**The paper's table** (:func:`olacore.paper.syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per OLA order and
+**The paper's table** (:func:`olacore.report.paper_syntax`: BERT-, RoBERTa-, ELECTRA-base, UAS / LAS per OLA order and
 rollout) has none of our models: each of our encoder numbers stands beside every paper encoder's number of the
 same channel and metric (keys ``syntax/<paper model>/<channel>/<metric>``), under the held-out protocol (checkpoint
 chosen on dev; the official configs select on test). The causal LMs have no published syntax number.
@@ -17,15 +17,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore import paper
-from olacore.toa.train import paired_bootstrap_se
+from olacore.report import paper_syntax
 from olacore.profiles import SyntaxSettings
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers
 from olacore.maps import sink_flags
 from olacore.store import TensorStore
 from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
-from olacore.toa.train import attachment_words
+from olacore.toa.train import attachment_words, paired_bootstrap_se
 from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
 __all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "grid_table", "summary",
@@ -439,7 +438,7 @@ def syntax_keys(input_name: str, metric: str, kind: str) -> list[str]:
     ours, none for a causal LM or an input the paper did not run."""
     if kind != "encoder" or input_name not in PAPER_INPUTS or metric not in ("uas", "las"):
         return []
-    return [f"syntax/{model}/{PAPER_INPUTS[input_name]}/{metric}" for model in paper.syntax()["model"].unique()]
+    return [f"syntax/{model}/{PAPER_INPUTS[input_name]}/{metric}" for model in paper_syntax()["model"].unique()]
 
 
 def syntax_paper_numbers(table: pd.DataFrame) -> pd.DataFrame:

@@ -1,0 +1,19 @@
+"""Code that one chapter (and its appendix) reads and nothing else: the chapter's own tables, figures and readings.
+
+The package :mod:`olacore` holds what several chapters share (models, OLA, the cached pipeline, the
+experiments' training loops, the verdict rules). What only one chapter needs lives here, one module per idea,
+beside the chapters that import it, so that the package stays small and a chapter's reader finds its helpers
+next to it:
+
+- :mod:`chapter_code.explorer`: chapter 02's interactive order explorer (plotly, no kernel needed).
+- :mod:`chapter_code.controls`: chapter 05's control models (random init, shuffled layers, noise) and their tables.
+- :mod:`chapter_code.syntax`: chapter 06's EWT data sets and the readings of its grid (and appendix a4's).
+- :mod:`chapter_code.transfer`: chapter 07's transfer data, bounds and readings (and appendix a5's).
+- :mod:`chapter_code.official_protocol`: appendix a1's table, curves and selection plot of the official protocol.
+
+A chapter imports them as ``from chapter_code.controls import ...``: ``notebooks/`` must be on the path. It is
+when Jupyter opens a chapter (its folder is the working directory), under ``scripts/execute_notebooks.py`` (which
+puts ``notebooks/`` on the kernel's ``PYTHONPATH``) and in the tests (``tests/conftest.py``); elsewhere, run
+``PYTHONPATH=notebooks python ...`` from the repository root. These modules compute no cache key of their own:
+every cached result is made by :mod:`olacore`, and the runner re-executes the chapters when a file here changes.
+"""
