@@ -367,6 +367,11 @@ def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool =
             for text, (_, tokens, offsets), m in zip(texts, encoded, maps)]
 
 
+# ---------------------------------------------------------------------------------------------
+# ALTI's architecture table and the hooks that record its tensors in the forward pass
+# ---------------------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class ALTIFamily:
     """Where one architecture family keeps the parts of its attention block (module paths).
