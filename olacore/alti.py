@@ -1,9 +1,9 @@
-"""ALTI: token-to-token contributions of each layer, read from one forward pass (the ALTI row of
-the paper's visual-proxy table; Ferrando, Gallego and Costa-jussa, EMNLP 2022).
+"""ALTI: each token's share of each layer's attention-block output, read from one hooked forward pass, and its
+rollout across layers (the ALTI row of the paper's visual-proxy table; Ferrando, Gallego and Costa-jussa, EMNLP 2022).
 
-The attention block's output at query token ``i`` is a sum of one *transformed vector* per input token plus terms
-no token owns; token ``j``'s contribution is its L1 proximity, normalised per row, and layers are aggregated by
-rollout (no identity added: the residual is inside each ``C``):
+The block output at query token ``i`` is a sum of one *transformed vector* per input token plus terms no token owns;
+token ``j``'s contribution is its L1 proximity, normalised per row; layers are aggregated by rollout (no identity
+added: the residual is inside each ``C``):
 
     y_i = sum_j T_i(x_j) + bias_i,      T_i(x_j) = N_i( sum_h A^h_ij v^h_j W_O^h + [i = j] x_j ),
     c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1),     C_ij = c_ij / sum_k c_ik,     C^(N) ... C^(1)
@@ -11,7 +11,8 @@ rollout (no identity added: the residual is inside each ``C``):
 (``A^h`` head ``h``'s attention probabilities, ``v^h_j`` token ``j``'s value vector, ``W_O^h`` the head's slice of
 the output projection, ``x_j`` the residual, ``N_i`` the norm linearised at token ``i``: centred by each vector's
 own mean for LayerNorm, times the weight, over the statistic of token ``i``'s *real* norm input, so the
-decomposition is exact). Block forms per architecture: :mod:`olacore.extraction`.
+decomposition is exact). The architecture table and the hooks: :mod:`olacore.extraction`; the cache:
+:func:`olacore.pipeline.cached_alti`.
 
 As the ALTI reference (mt-upc/transformer-contributions ``src/contributions.py``, ``ModelWrapper.get_contributions``;
 the copy the OLAS authors ran: jinglin-liang/OLAS ``utils/contributions.py``, aggregated in ``models/ola_utils.py``
@@ -32,11 +33,7 @@ plain product (``compute_joint_attention`` there, last layer kept). Where we dif
   output, which the reference recomputes from the decomposition.
 - A row whose every ``c_ij`` is zero becomes the identity row, with a warning, instead of a division by zero.
 
-The mathematics of ALTI, no model: transformed vectors as two factors, contributions, rollout.
-
-Notation and the choices made against the ALTI reference are in :mod:`olacore.alti`. Every
-function takes one text's tensors of one layer (or the contributions of all layers) and
-returns tensors on the same device; :mod:`olacore.alti` feeds them from forward hooks.
+Tensors of one text: ``(T, T)`` per layer, ``(N, T, T)`` for all layers (layer 1 first), on the model's device.
 """
 
 from __future__ import annotations
@@ -48,34 +45,13 @@ from typing import Callable, Sequence
 
 import torch
 
-from olacore.extraction import ALTIFamily, LayerRecorder, LayerWeights, family_of, layer_weights
-from olacore.extraction import (Extraction, _attention_budget, _attention_bytes, _forward, _head_means, run_batched,
+from olacore.extraction import (ALTIFamily, Extraction, LayerRecorder, LayerWeights, _attention_budget,
+                                _attention_bytes, _forward, _head_means, family_of, layer_weights, run_batched,
                                 tokenize)
 from olacore.loading import LoadedModel
-from olacore.pipeline import Product, cached_per_text, store_attention
 from olacore.settings import fixed_threads
-from olacore.store import TensorStore
-from olacore.workers import per_text
 
-__all__ = ["ALTIResult", "alti", "cached_alti", "ALTI_SETTINGS", "ALTI", "alti_rollout", "layer_factors",
-           "layer_contributions"]
-
-
-# What the contributions depend on besides model and text (a cache-key part).
-ALTI_SETTINGS = {
-    "method": "ALTI (Ferrando et al. 2022)",
-    "distance": "L1",
-    "contribution": "max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised",
-    "residual": "included (diagonal)",
-    "norm": "linearised at the real statistics (sqrt(var + eps) / sqrt(mean sq + eps))",
-    "rollout": "C^(N) ... C^(1), float64",
-    "dtype": "float32",
-    "batches": "the bits of one text a forward pass; texts of equal length share a pass (no padding) where a "
-               "self-test on the machine shows it gives those bits",
-    "threads": "olacore.settings.COMPUTE_THREADS = 1",
-}
-#: The cached product: keyed by :data:`ALTI_SETTINGS` and the code of this module and what it imports.
-ALTI = Product("alti", {"settings": ALTI_SETTINGS}, ("olacore.alti",))
+__all__ = ["ALTIResult", "alti", "alti_rollout", "layer_factors", "layer_contributions"]
 
 
 @dataclass
@@ -214,48 +190,6 @@ def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> 
         RuntimeError: the model does not run eager attention (says how to load it).
     """
     return [result.alti() for result in _alti_pass(model, texts, progress=progress)]
-
-
-# --------------------------------------------------------------------------------------------
-# Cache
-# --------------------------------------------------------------------------------------------
-
-
-def cached_alti(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[ALTIResult]:
-    """:func:`alti`, cached per (model fingerprint, text, device type, :data:`ALTI_SETTINGS`, code) in a TensorStore.
-
-    One entry per text, read back identical; a corrupt entry is recomputed. Arguments as for
-    :func:`olacore.pipeline.cached_attention`. The forward pass that computes a text's ALTI also gives its
-    head-averaged attention, bit-identical to extraction's: where the store lacks that attention entry it is stored
-    too (:func:`olacore.pipeline.store_attention`), so a later :func:`~olacore.pipeline.cached_attention` or
-    :func:`~olacore.pipeline.cached_ola` of the text runs no forward pass.
-
-    Raises:
-        As :func:`alti`, and :func:`~olacore.loading.load_model` for a name.
-    """
-    store = store if store is not None else TensorStore()
-
-    def compute(missing: list[str]) -> list[ALTIResult]:
-        passes = per_text(_alti_pass, model, missing, device=device, workers=workers, progress=progress)
-        store_attention(model, [p.extraction() for p in passes if p.attentions is not None], device=device,
-                        store=store)
-        return [p.alti() for p in passes]
-
-    return cached_per_text(
-        model, texts, product=ALTI, device=device, compute=compute,
-        tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
-        rebuild=lambda text, tensors, meta: ALTIResult(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],
-                                                       bool(meta["is_causal"]), tensors["contributions"],
-                                                       tensors["rollout"]),
-        store=store)
 
 
 _CHUNK_ELEMENTS = 2**23  # T_i(x_j) - y_i values held at once (32 MB in float32)

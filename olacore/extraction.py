@@ -1,4 +1,5 @@
-"""Attention extraction: the head-averaged attention of every layer, per text (paper section 3.1).
+"""Attention extraction: the head-averaged attention of every layer, per text (paper section 3.1), and the hooks by
+which ALTI (:mod:`olacore.alti`) reads each architecture's attention block in the same forward pass.
 
 As in the official code (models loaded by ``OLAModel`` in ``models/ola_model.py``), tokens are kept exactly as each
 tokenizer adds them (BOS for Llama/Gemma, none for Qwen and for SmolLM2 from GGUF, ``[CLS]``/``[SEP]`` for BERT-like
@@ -7,13 +8,11 @@ it (a cached map does not depend on which texts were missing from the cache): te
 forward pass, without padding, only where a self-test on the running machine shows such batches give exactly those
 bits (:func:`run_batched`); elsewhere every text runs alone.
 
-Where ALTI reads each architecture's attention block: per-family data and the forward hooks.
-
-Per layer, ALTI (:mod:`olacore.alti`) needs five tensors of the model's own forward pass: the layer input (the
-residual), the value projection's output, the attention probabilities, the input of the norm it linearises, and the
-block output. Families differ only in module names and norm placement, so each is one :class:`ALTIFamily` record
-(as the per-model entries of the ALTI reference's ``src/config.yaml`` in mt-upc/transformer-contributions and of
-the OLAS ``utils/config.yaml``), and one :class:`LayerRecorder` hooks any of them. Placements (block output ``y``):
+ALTI needs five tensors per layer: the layer input (the residual), the value projection's output, the attention
+probabilities, the input of the norm it linearises, and the block output. Families differ only in module names and
+norm placement, so each is one :class:`ALTIFamily` record of :data:`FAMILIES` (as the per-model entries of the ALTI
+reference's ``src/config.yaml`` in mt-upc/transformer-contributions and of the OLAS ``utils/config.yaml``), and one
+:class:`LayerRecorder` hooks any of them. Placements (block output ``y``):
 
 - ``"sum"`` (post-norm encoders: BERT, RoBERTa, ELECTRA, MPNet): ``y = LN(x + Attn(x))``.
 - ``"attention"`` (Gemma 2/3 sandwich norm): ``y = x + RMSNorm(Attn(RMSNorm(x)))``.
@@ -366,6 +365,11 @@ def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool =
     # clone outside inference mode: callers get ordinary tensors they may edit in place
     return [Extraction(text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal, attentions=m.clone())
             for text, (_, tokens, offsets), m in zip(texts, encoded, maps)]
+
+
+# ---------------------------------------------------------------------------------------------
+# ALTI's architecture table and the hooks that record its tensors in the forward pass
+# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,21 @@
-"""Loading any model for attention extraction: a zoo name, a local folder or a Hugging Face id.
+"""Loading a model for attention extraction: a zoo name, a local folder, a Hugging Face id in the local cache, or
+a random-init twin's name (paper section 3.1; the offline zoo is listed on the book's page "Models and data").
 
-Paper section 3.1; the offline zoo is listed on the book's page "Models and data". Every model is loaded in
-float32, eval mode, ``attn_implementation="eager"`` (so ``output_attentions=True`` returns real probabilities),
-base transformer only (no LM head). :func:`model_fingerprint` names the exact weights and settings without loading
-them: it keys every cached tensor derived from a model.
-
-The files of a local model folder: are they all there and whole, and which of them key the cache.
+Every model is loaded in float32, eval mode, ``attn_implementation="eager"`` (so ``output_attentions=True`` returns
+real probabilities), base transformer only (no LM head). :func:`model_fingerprint` names the exact weights and
+settings without loading them: it keys every cached tensor derived from a model.
 
 A folder is loaded only after :func:`check_model_folder` found its config, tokenizer files and whole weight files,
 and its tokenizer is kept only after :func:`check_tokenizer` found it fit for the model (transformers otherwise
 builds an empty tokenizer for a folder without tokenizer files and lets a truncated weight file escape as a
-``SafetensorError``). Every failure is a :class:`ModelLoadError`, a one-line ``ValueError`` naming the folder, the
-file and what to do. :func:`folder_fingerprint` hashes every file that can change what is extracted.
+``SafetensorError``); every such failure is a :class:`ModelLoadError`, one line naming the folder, the file and what
+to do. :func:`folder_fingerprint` hashes every file that can change what is extracted.
 
-Random-init twins: a model's architecture with fresh weights, initialised once per (model, seed) and kept.
-
-A twin (:func:`random_init`) is re-initialised by Hugging Face's own initialiser under a fixed seed (the official
-``load_method="random_all"``), which takes minutes for a large model on a CPU; its weights are therefore saved in the
-tensor store (:class:`olacore.store.TensorStore`, one safetensors entry, written atomically) under a key of the
-trained model's fingerprint, the seed, the torch and transformers versions and the :func:`olacore.store.code_digest`
-of this module, and read back, bit for bit, afterwards. The twin's fingerprint, which keys its cached maps, names
-the same initialiser digest.
-
-A twin also has a **name**, :func:`twin_name` (``"minilm-l6 [random init seed=0]"``), that
-:func:`olacore.loading.load_model` and :func:`olacore.loading.model_fingerprint` accept like a zoo name: a worker
-process can load it, and its cached maps are found by its fingerprint without building it.
+A random-init twin (:func:`random_init`) is the model's architecture re-initialised by Hugging Face's own
+initialiser under a fixed seed (the official ``load_method="random_all"``). Its weights are saved once in the tensor
+store, under a key of the trained model's fingerprint, the seed, the torch and transformers versions and the code
+digest of this module, and read back bit for bit. Its name (:func:`twin_name`, ``"minilm-l6 [random init seed=0]"``)
+is accepted like a zoo name by :func:`load_model` and :func:`model_fingerprint`.
 """
 
 from __future__ import annotations
@@ -37,13 +28,11 @@ import json
 import os
 import re
 import shutil
-import socket
 import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, TYPE_CHECKING, TypeVar
-from urllib.parse import urlparse
 
 import torch
 import torch.nn as nn
@@ -139,8 +128,7 @@ def _local_folder(name: str) -> Path:
 
 
 def _twin(name: str) -> tuple[str, int] | None:
-    """``(model, seed)`` of a random-init twin's name (:func:`olacore.loading.twin_name`), else ``None``."""
-
+    """``(model, seed)`` of a random-init twin's name (:func:`twin_name`), else ``None``."""
     return parse_twin_name(name)
 
 
@@ -187,9 +175,9 @@ def model_fingerprint(name: str) -> str:
     """Fingerprint of a model without loading it: the cache key of its derived tensors.
 
     ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
-    ``"folder:<absolute path>:<hash>"`` (:func:`olacore.loading.folder_fingerprint`) or ``"hub:<id>@<commit>"``
+    ``"folder:<absolute path>:<hash>"`` (:func:`folder_fingerprint`) or ``"hub:<id>@<commit>"``
     (commit from the local Hugging Face cache, when there); a random-init twin's name
-    (:func:`olacore.loading.twin_name`) gives :func:`olacore.loading.twin_fingerprint` (its model's fingerprint, the seed
+    (:func:`twin_name`) gives :func:`twin_fingerprint` (its model's fingerprint, the seed
     and the initialiser's digest). Equals :attr:`LoadedModel.fingerprint` of the loaded model.
 
     Raises:
@@ -198,7 +186,6 @@ def model_fingerprint(name: str) -> str:
     kind = _classify(name)
     name = os.fspath(name)
     if kind == "twin":
-
         base, seed = _twin(name)
         return twin_fingerprint(model_fingerprint(base), seed)
     if kind == "zoo":
@@ -235,43 +222,16 @@ def _kind_from_config(config, where: str) -> str:
     return "encoder"
 
 
-def _hub_reachable() -> bool:
-    try:
-        from huggingface_hub import constants
-
-        if constants.HF_HUB_OFFLINE:
-            return False
-        host = urlparse(constants.ENDPOINT).hostname
-    except Exception:  # pragma: no cover
-        host = "huggingface.co"
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}:
-        return False
-    if os.environ.get("TRANSFORMERS_OFFLINE", "0").lower() in {"1", "true", "yes", "on"}:
-        return False
-    try:
-        socket.getaddrinfo(host, 443)
-    except OSError:
-        return False
-    return True
-
-
-@contextlib.contextmanager
-def _hub_errors(name: str) -> Iterator[None]:
-    try:
-        yield
-    except (OSError, ValueError, KeyError) as error:
-        raise unknown_model(name, f"loading it as a Hugging Face id failed ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})") from error
-
-
 def _hub_call(name: str, loader, **kwargs):
-    """Call ``loader(name, ...)`` from the local HF cache, else from the hub if reachable."""
+    """``loader(name, ...)`` from the local Hugging Face cache; nothing is downloaded.
+
+    Raises:
+        ValueError: the id is not in the local cache, or its files there do not load (the unknown-model line).
+    """
     try:
         return loader(name, local_files_only=True, **kwargs)
-    except (OSError, ValueError):
-        if not _hub_reachable():
-            raise unknown_model(name, "it is not in the local Hugging Face cache and the hub is not reachable") from None
-    with _hub_errors(name):
-        return loader(name, **kwargs)
+    except (OSError, ValueError, KeyError) as error:
+        raise unknown_model(name, f"it is not in the local Hugging Face cache ({type(error).__name__})") from None
 
 
 def model_kind(name: str) -> str:
@@ -399,8 +359,8 @@ def _zoo_from_folder(folder: Path, spec: ModelSpec):
 def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
     """Load a model's tokenizer and base transformer for attention extraction (paper section 3.1).
 
-    ``name``: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, a Hugging Face id
-    (local HF cache, or the hub where reachable), or a random-init twin's name (:func:`olacore.loading.twin_name`:
+    ``name``: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, a Hugging Face id in the
+    local Hugging Face cache, or a random-init twin's name (:func:`twin_name`:
     the model, then its twin's weights, saved once); ``device``: default CUDA when available. The first load of a GGUF
     zoo model dequantises it (15-60 s on a CPU) into the cache.
 
@@ -413,7 +373,6 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
     kind = _classify(name)
     name = os.fspath(name)
     if kind == "twin":
-
         return load_twin(name, device=device)
     device = resolve_device(device)
     spec = ZOO.get(name) if kind == "zoo" else None

@@ -1,17 +1,18 @@
-"""The cached pipeline: texts -> attention -> OLA -> token-level maps of any channel.
+"""The cached pipeline: texts -> attention -> OLA, and ALTI -> token-level maps of any channel.
 
-Each step is cached in a :class:`olacore.store.TensorStore`, one entry per (model fingerprint, text, settings, device
-type, code digest: :class:`Product`), so a larger text set reuses a smaller one's entries and a warm run never loads
-a model. :func:`cached_attention` gives the ``(N, T, T)`` head-averaged attention, :func:`cached_ola` OLA orders
-``0..K`` and the rollout (computed in float64, stored in float32), :func:`token_maps` the ``(C, T, T)`` maps of named channels (:mod:`olacore.channels`), each
-from its source's cached record (sources: ``"ola"``, ``"attention"``, ``"alti"``).
+Each per-text product is cached in a :class:`olacore.store.TensorStore`, one entry per (model fingerprint, text,
+settings, device type, code digest: :class:`Product`), so a larger text set reuses a smaller one's entries and a warm
+run never loads a model. :func:`cached_attention` gives the ``(N, T, T)`` head-averaged attention, :func:`cached_ola`
+OLA orders ``0..K`` and the rollout (computed in float64, stored in float32), :func:`cached_alti` ALTI's ``(N, T, T)``
+contributions and rollout (storing the attention of the same forward pass), and :func:`token_maps` the ``(C, T, T)``
+maps of named channels (:mod:`olacore.channels`), each from its source's cached record.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 import torch
 
@@ -22,6 +23,9 @@ from olacore.ola import attention_rollout, order_level_attention
 from olacore.settings import check_compute_options, fixed_threads, resolve_device
 from olacore.store import TensorStore, code_digest
 from olacore.workers import per_text
+
+if TYPE_CHECKING:
+    from olacore.alti import ALTIResult
 
 __all__ = [
     "Product",
@@ -36,6 +40,9 @@ __all__ = [
     "cached_attention",
     "cached_ola",
     "store_attention",
+    "ALTI_SETTINGS",
+    "ALTI",
+    "cached_alti",
 ]
 
 # How attention is extracted (olacore.extraction); part of every attention key.
@@ -81,11 +88,26 @@ class Product:
                 for text in texts]
 
 
-# Attention is also stored by ALTI's forward pass (olacore.alti.cached_alti), which runs extraction's code with the
-# hooks of olacore.extraction in the model: those are in the attention and OLA keys too.
+# Attention is also stored by ALTI's forward pass (cached_alti), which runs extraction's code with the hooks of
+# olacore.extraction in the model: those are in the attention and OLA keys too.
 ATTENTION = Product("attention", {"settings": EXTRACTION_SETTINGS}, ("olacore.pipeline", "olacore.extraction"))
 OLA = Product("ola", {"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS},
               ("olacore.pipeline", "olacore.extraction"))
+# What the contributions depend on besides model and text (a cache-key part).
+ALTI_SETTINGS = {
+    "method": "ALTI (Ferrando et al. 2022)",
+    "distance": "L1",
+    "contribution": "max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1), rows normalised",
+    "residual": "included (diagonal)",
+    "norm": "linearised at the real statistics (sqrt(var + eps) / sqrt(mean sq + eps))",
+    "rollout": "C^(N) ... C^(1), float64",
+    "dtype": "float32",
+    "batches": "the bits of one text a forward pass; texts of equal length share a pass (no padding) where a "
+               "self-test on the machine shows it gives those bits",
+    "threads": "olacore.settings.COMPUTE_THREADS = 1",
+}
+# ALTI's mathematics (olacore.alti) is in the ALTI key only: this module imports it inside functions.
+ALTI = Product("alti", {"settings": ALTI_SETTINGS}, ("olacore.pipeline", "olacore.alti"))
 
 
 def device_type(model: str | LoadedModel, device: str | torch.device | None = None) -> str:
@@ -200,6 +222,44 @@ def store_attention(model: str | LoadedModel, extractions: Sequence[Extraction],
     for key, extraction in zip(keys, extractions):
         if key not in store:
             _put(store, key, fingerprint, extraction, {"attentions": extraction.attentions})
+
+
+def cached_alti(
+    model: str | LoadedModel,
+    texts: Sequence[str],
+    *,
+    workers: int = 1,
+    device: str | torch.device | None = None,
+    progress: bool = True,
+    store: TensorStore | None = None,
+) -> list[ALTIResult]:
+    """:func:`olacore.alti.alti`, cached per (model fingerprint, text, device type, :data:`ALTI_SETTINGS`, code).
+
+    One entry per text, read back identical; a corrupt entry is recomputed. Arguments as for :func:`cached_attention`.
+    The forward pass that computes a text's ALTI also gives its head-averaged attention, bit-identical to
+    extraction's: where the store lacks that attention entry it is stored too (:func:`store_attention`), so a later
+    :func:`cached_attention` or :func:`cached_ola` of the text runs no forward pass.
+
+    Raises:
+        As :func:`olacore.alti.alti`, and :func:`~olacore.loading.load_model` for a name.
+    """
+    from olacore import alti as alti_math  # inside: ALTI's code is in the ALTI key, not the attention and OLA keys
+
+    store = store if store is not None else TensorStore()
+
+    def compute(missing: list[str]) -> list[ALTIResult]:
+        passes = per_text(alti_math._alti_pass, model, missing, device=device, workers=workers, progress=progress)
+        store_attention(model, [p.extraction() for p in passes if p.attentions is not None], device=device,
+                        store=store)
+        return [p.alti() for p in passes]
+
+    return cached_per_text(
+        model, texts, product=ALTI, device=device, compute=compute,
+        tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
+        rebuild=lambda text, tensors, meta: alti_math.ALTIResult(
+            text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]], bool(meta["is_causal"]),
+            tensors["contributions"], tensors["rollout"]),
+        store=store)
 
 
 @dataclass
@@ -317,9 +377,7 @@ def _attention_source(model, texts, wanted, **settings) -> list[Extraction]:
     return cached_attention(model, texts, **settings)
 
 
-def _alti_source(model, texts, wanted, **settings) -> list[Any]:
-    from olacore.alti import cached_alti  # hooks into the model's layers: imported only when asked for
-
+def _alti_source(model, texts, wanted, **settings) -> list[ALTIResult]:
     return cached_alti(model, texts, **settings)
 
 

@@ -3,12 +3,14 @@
 :class:`TensorStore` stores named tensors and knows nothing of models or experiments. A key is the sha256 of a
 canonical JSON of everything the tensors depend on, plus :data:`CACHE_VERSION` (the entry format); each kind of
 result puts a :func:`code_digest` of the package modules that compute it in its key, so an edit to that code, and
-only to that code, makes its old entries unreachable (a docstring or comment edit changes nothing). An entry is one safetensors file,
-written to a temporary file beside it and moved into place with ``os.replace`` (whole or absent, also when the writer
-is killed), with its key (what it was computed for), a JSON description and a sha256 of them and of every tensor's
-name, dtype, shape and bytes. A corrupt entry (or one written under another key) is deleted with a
+only to that code, makes its old entries unreachable (a docstring or comment edit changes nothing).
+
+The store's contract: an entry is one safetensors file, written to a temporary file beside it and moved into place
+with ``os.replace``, so it is whole or absent (a writer killed mid-write leaves at most its ``.tmp`` file, never read).
+It holds its key (what it was computed for), a JSON description and a sha256 of them and of every tensor's name,
+dtype, shape and bytes. A corrupt entry, or one written under another key, is deleted with a
 :class:`CacheCorruptionWarning` and recomputed, never used (in a read-only cache: ignored, with one
-:class:`CacheEntryNotRemovedWarning`); a failed write leaves no partial entry and raises :class:`CacheWriteError`
+:class:`CacheEntryNotRemovedWarning`). A failed write leaves no partial entry and raises :class:`CacheWriteError`
 (naming ``OLACORE_CACHE``); callers that computed a result still return it. :func:`atomic_write_text` writes the
 book's small text files (results, claims, phases) the same way.
 """
@@ -19,9 +21,7 @@ import ast
 import hashlib
 import json
 import os
-import socket
 import tempfile
-import time
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
@@ -30,8 +30,8 @@ import torch
 
 from olacore.settings import CACHE_ENV, CacheWriteError, cache_dir, cache_write_error
 
-__all__ = ["CACHE_VERSION", "code_digest", "code_modules", "CacheCorruptionWarning", "CacheEntryNotRemovedWarning", "CacheNotKeptWarning",
-           "TensorStore", "tensor_digest", "atomic_write_text"]
+__all__ = ["CACHE_VERSION", "code_digest", "code_modules", "CacheCorruptionWarning", "CacheEntryNotRemovedWarning",
+           "CacheNotKeptWarning", "TensorStore", "tensor_digest", "atomic_write_text"]
 
 # Bump when the entry format (what an entry file holds, how a key is made) changes: every old entry is then ignored.
 # How a result is computed is in its key through code_digest, with no number to bump.
@@ -177,37 +177,6 @@ def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
     return digest.hexdigest()
 
 
-_HOST = socket.gethostname().replace(".", "_") or "host"
-_STALE_SECONDS = 24 * 3600
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # e.g. another user's process
-        return True
-    return True
-
-
-def _sweep_stale_temporaries(folder: Path) -> None:
-    """Delete temporary files left in ``folder`` by writers killed mid-write.
-
-    ``.<key>.<host>.<pid>.<random>.tmp`` is stale when its writer ran on this host and is gone, or (another host) when
-    it is a day old; live writers' files are never touched.
-    """
-    for temporary in folder.glob(".*.tmp"):
-        parts = temporary.name.split(".")
-        try:
-            mine = len(parts) >= 6 and parts[2] == _HOST
-            stale = (mine and not _alive(int(parts[3]))) or time.time() - temporary.stat().st_mtime > _STALE_SECONDS
-            if stale:
-                temporary.unlink(missing_ok=True)
-        except (OSError, ValueError):  # gone meanwhile, or not ours
-            continue
-
-
 def tensor_digest(tensor: torch.Tensor) -> str:
     """sha256 hex digest of a tensor's dtype, shape and bytes (any device): a cache-key part for data.
 
@@ -294,10 +263,9 @@ class TensorStore:
         target = self.path(key)
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            _sweep_stale_temporaries(target.parent)
             # Serialised in memory and written by Python, so that a full disk is an OSError (ENOSPC)
             # (safetensors' own writer reports it as a SafetensorError).
-            _replace_atomically(target, save(cpu, metadata=metadata), f".{key[:16]}.{_HOST}.{os.getpid()}.")
+            _replace_atomically(target, save(cpu, metadata=metadata), f".{key[:16]}.")
         except OSError as error:
             raise cache_write_error(f"the cache entry {target}", error, self.root.parent) from error
         return target

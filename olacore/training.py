@@ -1,13 +1,11 @@
 """Cached training over worker processes: key, look up, train what is missing, store, read back.
 
-Every trained network of the book (the visual proxy, the TOA adapters) is a *job*: a picklable object that knows
-its store key (everything that changes its result) and how to train itself into named tensors and a JSON record.
-:func:`run_cached` trains only the jobs the store lacks, on the worker processes of :mod:`olacore.workers` (loky's,
-which live across calls, or a Dask cluster's), and reads every result back from the store. Every job trains on
-:data:`TRAINING_THREADS` torch thread(s), in a worker or in the calling process alike (the last bits of a CPU
-convolution's gradient depend on the thread count), so a result is the same wherever it was trained. Tensors in
-jobs should be numpy arrays (:func:`by_value`): torch shares each pickled tensor through a file descriptor of its
-own, which can break a pool.
+Every trained network of the book (the visual proxy, the TOA adapters) is a *job*: a picklable object that knows its
+store key (everything that changes its result) and how to train itself into named tensors and a JSON record.
+:func:`run_cached` trains only the jobs the store lacks, on the workers of :mod:`olacore.workers`, and reads every
+result back from the store. Every job trains on :data:`TRAINING_THREADS` torch thread(s), wherever it runs (the last
+bits of a CPU convolution's gradient depend on the thread count). Tensors in jobs should be numpy arrays
+(:func:`by_value`): torch shares each pickled tensor through a file descriptor of its own, which can break a pool.
 """
 
 from __future__ import annotations

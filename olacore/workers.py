@@ -1,16 +1,13 @@
 """Work spread over worker processes that live across calls: per-text computations (attention, ALTI), training jobs.
 
-Workers are joblib's. By default they are loky's reusable processes: they outlive a call (a chapter's kernel keeps
-them, and a script needs no ``if __name__ == "__main__":``), stop after :data:`IDLE_SECONDS` without work, and each
-keeps the last model it loaded (:func:`per_text`), so a chapter's many calls pay imports and model loading once.
-The same jobs run on a Dask cluster when the caller selects joblib's Dask backend
-(``with joblib.parallel_config(backend="dask"):``, around a ``dask.distributed.Client`` of the caller's) or sets
-``$OLACORE_DASK_SCHEDULER`` to a scheduler's address (``tcp://host:8786``). Every job computes on
-:data:`olacore.settings.COMPUTE_THREADS` torch thread(s) (``fixed_threads`` in the compute and training functions),
-so a result has the bits it would have in the calling process (on the same kind of CPU and BLAS: a Dask node of
-another kind may differ). The caller's ``OLACORE_*``, ``HF_*`` and ``TRANSFORMERS_*`` environment travels with every
-job and is set in the worker before it runs, so a worker started earlier never computes with older settings (a
-model folder remapped, another attention budget).
+Workers are joblib's: by default loky's reusable processes, which outlive a call (a chapter's kernel keeps them; a
+script needs no ``if __name__ == "__main__":``), stop after :data:`IDLE_SECONDS` without work, and each keep the last
+model they loaded (:func:`per_text`); or a Dask cluster's, under joblib's Dask backend
+(``with joblib.parallel_config(backend="dask"):``) or with ``$OLACORE_DASK_SCHEDULER`` set to a scheduler's address.
+Every job computes on :data:`olacore.settings.COMPUTE_THREADS` torch thread(s), so a result has the bits it would
+have in the calling process (on the same kind of CPU and BLAS). The caller's ``OLACORE_*``, ``HF_*`` and
+``TRANSFORMERS_*`` environment is set in the worker before each job, so a worker started earlier never computes
+with older settings.
 """
 
 from __future__ import annotations

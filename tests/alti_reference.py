@@ -12,10 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
-from olacore.alti import _run
-from olacore.extraction import FAMILIES, LayerWeights, family_of
-from olacore.alti import _normalise, layer_factors
-from olacore.extraction import tokenize
+from olacore.alti import _normalise, _run, layer_factors
+from olacore.extraction import FAMILIES, LayerWeights, family_of, tokenize
 from olacore.loading import LoadedModel
 
 

@@ -10,13 +10,12 @@ import pytest
 import torch
 
 import olacore.alti as alti_module
-from olacore import alti as alti_math
 from alti_reference import contributions_from_vectors, layer_decomposition, supported_model_types
-from olacore.alti import alti, cached_alti
+from olacore.alti import alti, alti_rollout, layer_contributions
 from olacore.extraction import FAMILIES, family_of
-from olacore.alti import alti_rollout, layer_contributions
-from olacore.store import TensorStore
 from olacore.loading import LoadedModel
+from olacore.pipeline import cached_alti
+from olacore.store import TensorStore
 
 SHORT_TEXTS = ["The cat sat on the mat.", "Rain fell all night, so the river rose over the old bridge."]
 
@@ -99,7 +98,7 @@ def test_rollout_is_the_ordered_product():
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("chunk", [10**9, 3 * 5 * 7])  # one block, and blocks of 3 keys
 def test_fused_blocks_equal_the_explicit_vectors(causal, chunk, monkeypatch):
-    monkeypatch.setattr(alti_math, "_CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(alti_module, "_CHUNK_ELEMENTS", chunk)
     g = torch.Generator().manual_seed(3)
     size, heads, dim = 20, 3, 7
     left = torch.rand(size, size, heads + 1, generator=g)

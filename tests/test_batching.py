@@ -13,10 +13,10 @@ import torch
 import olacore.alti as alti_module
 import olacore.extraction as extraction
 from olacore import pipeline
-from olacore.alti import _alti_pass, alti, cached_alti
+from olacore.alti import _alti_pass, alti
 from olacore.extraction import extract_attention, tokenize
 from olacore.loading import LoadedModel, load_model
-from olacore.pipeline import cached_attention, cached_ola, token_maps
+from olacore.pipeline import cached_alti, cached_attention, cached_ola, token_maps
 from olacore.store import TensorStore
 
 

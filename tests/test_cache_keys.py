@@ -26,10 +26,8 @@ KEYS = r'''
 import json, sys
 import numpy as np
 import olacore
-from olacore.alti import ALTI
-from olacore.pipeline import ATTENTION, OLA
-from olacore.proxy import ProxyConfig, ProxyJob
-from olacore.proxy import OfficialProxyJob, OfficialQuirks
+from olacore.pipeline import ALTI, ATTENTION, OLA
+from olacore.proxy import OfficialProxyJob, OfficialQuirks, ProxyConfig, ProxyJob
 from olacore.augment import VISUAL_PROXY
 from olacore.store import TensorStore
 from olacore.toa.data import InputSpec

@@ -4,12 +4,16 @@ value; scripts need no main guard."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 import torch
 
-from olacore.training import by_value
+from olacore.store import TensorStore
+from olacore.training import by_value, run_cached
 from olacore.workers import run_in_processes
 
 
@@ -27,12 +31,6 @@ def test_by_value_round_trips_exactly():
 
 
 # A toy job: fit a least-squares line by gradient descent (real training, tiny).
-from dataclasses import dataclass
-
-from olacore.store import TensorStore
-from olacore.training import run_cached
-
-
 @dataclass
 class LineFit:
     xs: np.ndarray
@@ -137,9 +135,6 @@ def test_a_job_trains_on_the_same_threads_wherever_it_runs(tmp_path):
 
 
 # ---- worker pools started from a user's script ----
-
-import subprocess  # noqa: E402
-import sys  # noqa: E402
 
 UNGUARDED = """
 import math

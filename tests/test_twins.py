@@ -10,9 +10,9 @@ transformers = pytest.importorskip("transformers")
 
 from conftest import store_in  # noqa: E402
 from olacore import loading as twins  # noqa: E402
-from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind  # noqa: E402
+from olacore.loading import (LoadedModel, load_model, model_fingerprint, model_kind, parse_twin_name,  # noqa: E402
+                             random_init, twin_fingerprint, twin_key, twin_name)
 from olacore.store import TensorStore  # noqa: E402
-from olacore.loading import parse_twin_name, random_init, twin_fingerprint, twin_key, twin_name  # noqa: E402
 
 
 def _tiny() -> LoadedModel:
