@@ -93,26 +93,19 @@ def _ola_command(args: argparse.Namespace) -> int:
 
 
 def _models_command(args: argparse.Namespace) -> int:
-    from olacore.zoo import ZOO
-    from olacore.zoo_build import is_built, zoo_folder
+    from olacore.zoo import ZOO, is_built
 
-    unknown = [name for name in args.build or () if name not in ZOO]
-    if unknown:  # the zoo's own error would also offer folders and Hugging Face ids, which --build cannot take
-        raise ValueError(f"--build takes zoo names, not {unknown[0]!r}; choose one of {', '.join(sorted(ZOO))} "
-                         "(listed by `python -m olacore models`)")
-    for name in args.build or ():
-        print(f"{name}: {zoo_folder(name)}", file=sys.stderr)
     print(f"{'name':20s} {'kind':8s} {'layers x heads (kv)':20s} {'licence':19s} {'built':6s} source")
     for spec in ZOO.values():
         shape = f"{spec.num_layers} x {spec.num_heads} ({spec.num_kv_heads})"
         if spec.delivery == "download":
-            size = f", {spec.size / 1e9:.1f} GB" if spec.size else ""
-            how = f"{len(spec.packages)} wheels downloaded on first use{size}"
+            how = f"{len(spec.packages)} wheels downloaded when built"
         else:
             how = "requirements-models.txt"
         where = "" if spec.in_book else "; outside the grids: read only where a chapter's settings name it"
         print(f"{spec.name:20s} {spec.kind:8s} {shape:20s} {spec.licence:19s} {'yes' if is_built(spec.name) else 'no':6s} "
               f"{spec.checkpoint} ({how}{where})")
+    print("Build a model once with: python scripts/build_zoo.py NAME (`make models`: every model the book reads)")
     return 0
 
 
@@ -132,8 +125,6 @@ def build_parser() -> argparse.ArgumentParser:
     ola.add_argument("--device", default=None, help="cpu, cuda, ... (default: cuda if available)")
     ola.set_defaults(run=_ola_command)
     models = commands.add_parser("models", help="list the offline model zoo (kind, shape, licence, source, built or not)")
-    models.add_argument("--build", action="append", metavar="NAME",
-                        help="build this zoo model in the model cache first (download, check, join, dequantise); repeatable")
     models.set_defaults(run=_models_command)
     return parser
 

@@ -161,14 +161,10 @@ def test_inputs_that_failed_deep_inside_name_the_option(argv, named):
     assert done.returncode == 2 and named in err and len(err.splitlines()) == 1, err
 
 
-def test_build_of_a_non_zoo_name_lists_the_zoo_and_builds_nothing(monkeypatch, capsys):
-    import olacore.zoo_build
+def test_a_zoo_model_not_built_gets_one_line_naming_the_build_command(tmp_path, monkeypatch, capsys):
     from olacore.cli import main
 
-    def forbidden(name):
-        raise AssertionError("a model was built before the --build names were checked")
-
-    monkeypatch.setattr(olacore.zoo_build, "zoo_folder", forbidden)
-    assert main(["models", "--build", "minilm-l6", "--build", "nosuch"]) == 2
+    monkeypatch.setenv("OLACORE_CACHE", str(tmp_path / "cache"))  # an empty model cache
+    assert main(["ola", "--model", "smollm2-135m", "--text", TEXT, "--device", "cpu"]) == 2
     err = capsys.readouterr().err
-    assert "--build" in err and "nosuch" in err and "minilm-l6" in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("error:") and "scripts/build_zoo.py smollm2-135m" in err and len(err.strip().splitlines()) == 1

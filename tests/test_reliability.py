@@ -26,7 +26,7 @@ from olacore.loading import load_model, model_fingerprint
 from olacore.loading import ModelLoadError
 from olacore.pipeline import cached_attention, cached_ola
 from olacore.store import CacheCorruptionWarning, TensorStore
-from olacore.zoo_build import zoo_folder
+from olacore.zoo import zoo_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "The cat sat on the mat."
