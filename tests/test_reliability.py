@@ -223,8 +223,12 @@ def test_cli_figure_labels_show_characters_not_bytes(tmp_path, monkeypatch):
 
     from olacore import cli
 
+    from olacore.settings import cache_dir
+
     drawn = []
     monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: drawn.append(self))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "models").symlink_to(cache_dir("models"), target_is_directory=True)  # the built models
     monkeypatch.setenv("OLACORE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "maps.png"
     assert cli.main(["ola", "--model", "smollm2-135m", "--text", "“café”", "--max-order", "1", "--out", str(out),
