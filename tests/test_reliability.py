@@ -221,7 +221,7 @@ def test_cli_figure_labels_show_characters_not_bytes(tmp_path, monkeypatch):
     """The --out figure of smollm2-135m labelled 'café' 'cafÃ©' and '“' 'âĢľ'."""
     from matplotlib.figure import Figure
 
-    from olacore import cli
+    from olacore import __main__ as cli
 
     from olacore.settings import cache_dir
 

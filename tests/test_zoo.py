@@ -58,7 +58,7 @@ def test_models_outside_the_book_are_in_no_chapter_and_the_chapters_keep_their_f
 
 
 def test_olacore_models_lists_every_model_with_its_shape_licence_and_source(capsys):
-    from olacore.cli import main
+    from olacore.__main__ import main
 
     assert main(["models"]) == 0
     lines = capsys.readouterr().out.splitlines()
