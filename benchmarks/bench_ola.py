@@ -11,7 +11,7 @@ import argparse
 
 import torch
 
-from olacore.benchmark import time_ola
+from measure import time_ola  # benchmarks/measure.py, beside this script
 
 
 def main() -> None:

@@ -5,11 +5,11 @@ Usage::
     python benchmarks/bench_phases.py [--quick] [--out book/generated] [--models minilm-l6 smollm2-135m]
                                       [--repeats 2] [--note "The machine was shared with ..."]
 
-Measures this machine's attainable fp32 rate on one thread (:func:`olacore.benchmark.attainable_rate`: ``torch.mm``
+Measures this machine's attainable fp32 rate on one thread (:func:`measure.attainable_rate`: ``torch.mm``
 of 1024 x 1024 matrices, best CPU seconds of five), then for each phase of the book (extraction, ALTI, adapters, proxy,
 zero-shot) one representative unit of real work: its FLOPs as torch's own counter finds them, its CPU seconds on
 one thread (best of ``--repeats``), the achieved rate and its share of the attainable rate, and the rate its products
-reach alone at their own shapes (:func:`olacore.benchmark.measure_phase`). Extraction is measured twice, one text per call and all texts in one
+reach alone at their own shapes (:func:`measure.measure_phase`). Extraction is measured twice, one text per call and all texts in one
 call of :func:`olacore.extraction.extract_attention`, so whatever batching it does shows as the difference.
 
 Writes ``<out>/bench.json`` (the record) and ``<out>/bench.md`` (the table ``book/compute.md`` shows under
@@ -35,12 +35,13 @@ from pathlib import Path
 
 import torch
 
-from olacore.benchmark import (adapter_unit, attainable_rate, bench_table, bench_texts, extraction_units,
-                               machine_description, measure_phase, proxy_unit, zero_shot_unit)
-from olacore.store import atomic_write_text
-from olacore.zoo import ZOO
-
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))  # measure.py, also when this file is loaded by the tests
+
+from measure import (adapter_unit, attainable_rate, bench_table, bench_texts, extraction_units,  # noqa: E402
+                     machine_description, measure_phase, proxy_unit, zero_shot_unit)
+from olacore.store import atomic_write_text  # noqa: E402
+from olacore.zoo import ZOO  # noqa: E402
 JSON_NAME, TABLE_NAME = "bench.json", "bench.md"
 
 #: (models, texts, adapter sentences, proxy steps, zero-shot prompts, repeats) per size.
@@ -52,16 +53,16 @@ SIZES = {
 
 def built_models(names) -> list[str]:
     """The models of ``names`` whose offline copy is built (the others are left out, and said so)."""
-    from olacore.zoo_build import is_built
+    from olacore.zoo import is_built
 
     kept = [name for name in names if is_built(name)]
     for name in sorted(set(names) - set(kept)):
-        print(f"{name}: not built, left out (python -m olacore models --build {name})", file=sys.stderr)
+        print(f"{name}: not built, left out (python scripts/build_zoo.py {name})", file=sys.stderr)
     return kept
 
 
 def run(quick: bool = False, repeats: int | None = None, note: str = "", models: list[str] | None = None) -> dict:
-    """Measure every phase; return the JSON-able record (:func:`olacore.benchmark.bench_table` reads it).
+    """Measure every phase; return the JSON-able record (:func:`measure.bench_table` reads it).
     ``models``: those whose extraction and ALTI are measured (default: the size's)."""
     default_models, num_texts, sentences, steps, prompts, default_repeats = SIZES["quick" if quick else "default"]
     models, repeats = models or default_models, repeats or default_repeats

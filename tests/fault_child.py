@@ -76,16 +76,17 @@ def put(root: str, seed: str) -> None:
 
 def register_zip_model(parts_dir: str) -> str:
     """The split-zip zoo entry of tests/test_zoo_build.py, built from MiniLM's files in ``parts_dir``."""
-    from olacore import zoo_build
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import build_zoo
     from olacore.zoo import ZOO
 
     parts = sorted(Path(parts_dir).glob("archive.zip.*"))
     spec = dataclasses.replace(ZOO["mpnet-base"], name="fault-zip", kind="encoder", inner="inner",
                                sha256=Path(parts_dir, "sha256").read_text().strip(), num_layers=6, num_heads=12)
     ZOO["fault-zip"] = spec
-    real_locate = zoo_build._locate
-    zoo_build._locate = lambda s: list(parts) if s.name == "fault-zip" else real_locate(s)
-    real_build = zoo_build._build_zip
+    real_locate = build_zoo.installed_files
+    build_zoo.installed_files = lambda s: list(parts) if s.name == "fault-zip" else real_locate(s)
+    real_build = build_zoo._build_zip
 
     def build_zip(spec, paths, build):
         start = time.time()
@@ -96,7 +97,7 @@ def register_zip_model(parts_dir: str) -> str:
                 log.write(f"{os.getpid()} {start} {time.time()}\n")
         return result
 
-    zoo_build._build_zip = build_zip
+    build_zoo._build_zip = build_zip
     if PAUSE:  # stop after the first extracted files of the model folder
         real_copy = shutil.copyfileobj
         copied = []
@@ -116,8 +117,11 @@ def build(parts_dir: str) -> None:
     """Build (or read) the zoo model, extract attention of TEXTS, write it to the cache."""
     from olacore.pipeline import cached_attention
 
-    name = register_zip_model(parts_dir)
+    name = register_zip_model(parts_dir)  # puts scripts/ on the path
+    import build_zoo
+
     entered = time.time()
+    build_zoo.build(name)  # as `make models` would, before the model is read
     results = cached_attention(name, TEXTS, device="cpu", progress=False)
     print(json.dumps({"digest": digest({str(i): r.attentions for i, r in enumerate(results)}), "entered": entered}))
 

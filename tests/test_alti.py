@@ -340,11 +340,11 @@ def zoo_models():
 @pytest.mark.parametrize("name", ZOO_MODELS)
 def test_zoo_vectors_sum_to_the_real_block_output(name, zoo_models):
     from olacore.zoo import ZOO
-    from olacore.zoo_build import is_built
+    from olacore.zoo import is_built
 
     if not ZOO[name].in_book and not is_built(name):
         pytest.skip(f"{name} (outside the book) is not built in the model cache; build it once with: "
-                    f"python -m olacore models --build {name}")
+                    f"python scripts/build_zoo.py {name}")
     model = zoo_models(name)
     for text in SHORT_TEXTS:
         assert max_relative_error(model, text) < 1e-4

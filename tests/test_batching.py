@@ -219,9 +219,9 @@ def test_tiny_models_alti_pass_gives_extractions_attention(model_type):
     pytest.param("mpnet-base", marks=pytest.mark.slow)])
 def test_zoo_alti_pass_gives_extractions_attention(name, models, pool):
     """One family each: BERT, Llama, Gemma-3, Qwen2, MPNet (skipped where the model is not built)."""
-    from olacore.zoo_build import is_built
+    from olacore.zoo import is_built
 
     if name not in models and not is_built(name):
-        pytest.skip(f"{name} is not built; build it with: python -m olacore models --build {name}")
+        pytest.skip(f"{name} is not built; build it with: python scripts/build_zoo.py {name}")
     model = models.get(name) or load_model(name, device="cpu")
     _attention_of_the_alti_pass_equals_extraction(model, mixed_texts(model, pool)[:8])

@@ -1,4 +1,4 @@
-"""The FLOP-accounted benchmark (olacore.benchmark, benchmarks/bench_phases.py): counts against hand formulas, the
+"""The FLOP-accounted benchmark (benchmarks/measure.py, benchmarks/bench_phases.py): counts against hand formulas, the
 table's contents, and the quick bench end to end. Rates are reported, never asserted."""
 
 from __future__ import annotations
@@ -7,13 +7,16 @@ import importlib.util
 import json
 import math
 import re
+import sys
 
 import pytest
 import torch
 
 from conftest import ROOT
-from olacore.benchmark import (PHASES, PhaseCost, attainable_rate, bench_table, count_flops, counted_products,
-                               measure_phase)
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from measure import (PHASES, PhaseCost, attainable_rate, bench_table, count_flops, counted_products,  # noqa: E402
+                     measure_phase)
 
 
 def load_bench():

@@ -16,7 +16,7 @@ import yaml
 from pybtex.database import parse_file
 
 from olacore.zoo import ZOO
-from olacore.zoo_build import is_built, zoo_folder
+from olacore.zoo import is_built, zoo_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]

@@ -92,7 +92,7 @@ def no_model(monkeypatch):
 
 @pytest.mark.parametrize("argv", [["--help"], ["ola", "--help"], ["models", "--help"]])
 def test_help_is_plain_text(argv, capsys):
-    from olacore.cli import main
+    from olacore.__main__ import main
 
     with pytest.raises(SystemExit) as done:
         main(argv)
@@ -104,7 +104,7 @@ def test_help_is_plain_text(argv, capsys):
 
 @pytest.mark.parametrize("name, found", [("ola.txt", "unsupported suffix '.txt'"), ("ola", "no suffix")])
 def test_unsupported_out_suffix_is_refused_before_any_model_loading(no_model, tmp_path, capsys, name, found):
-    from olacore.cli import main
+    from olacore.__main__ import main
 
     out = tmp_path / name
     assert main(["ola", "--model", "minilm-l6", "--text", TEXT, "--out", str(out), "--device", "cpu"]) == 2
@@ -119,7 +119,7 @@ def test_out_suffixes_are_formats_matplotlib_writes():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from olacore.cli import FIGURE_SUFFIXES, _check_options
+    from olacore.__main__ import FIGURE_SUFFIXES, _check_options
 
     figure = plt.figure()
     supported = figure.canvas.get_supported_filetypes()
@@ -132,7 +132,7 @@ def test_out_suffixes_are_formats_matplotlib_writes():
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t"])
 def test_empty_text_gets_one_line_saying_what_to_do(no_model, capsys, text):
-    from olacore.cli import main
+    from olacore.__main__ import main
 
     assert main(["ola", "--model", "minilm-l6", "--text", text, "--device", "cpu"]) == 2
     err = capsys.readouterr().err
@@ -161,14 +161,10 @@ def test_inputs_that_failed_deep_inside_name_the_option(argv, named):
     assert done.returncode == 2 and named in err and len(err.splitlines()) == 1, err
 
 
-def test_build_of_a_non_zoo_name_lists_the_zoo_and_builds_nothing(monkeypatch, capsys):
-    import olacore.zoo_build
-    from olacore.cli import main
+def test_a_zoo_model_not_built_gets_one_line_naming_the_build_command(tmp_path, monkeypatch, capsys):
+    from olacore.__main__ import main
 
-    def forbidden(name):
-        raise AssertionError("a model was built before the --build names were checked")
-
-    monkeypatch.setattr(olacore.zoo_build, "zoo_folder", forbidden)
-    assert main(["models", "--build", "minilm-l6", "--build", "nosuch"]) == 2
+    monkeypatch.setenv("OLACORE_CACHE", str(tmp_path / "cache"))  # an empty model cache
+    assert main(["ola", "--model", "smollm2-135m", "--text", TEXT, "--device", "cpu"]) == 2
     err = capsys.readouterr().err
-    assert "--build" in err and "nosuch" in err and "minilm-l6" in err and len(err.strip().splitlines()) == 1
+    assert err.startswith("error:") and "scripts/build_zoo.py smollm2-135m" in err and len(err.strip().splitlines()) == 1

@@ -147,7 +147,7 @@ def test_training_job_killed_while_storing_is_retrained_identically(tmp_path):
 @pytest.fixture(scope="module")
 def zip_parts(tmp_path_factory) -> Path:
     """MiniLM's files as a split zip archive (the mpnet-base build path), with its sha256."""
-    from olacore.zoo_build import zoo_folder
+    from olacore.zoo import zoo_folder
 
     source = zoo_folder("minilm-l6")
     folder = tmp_path_factory.mktemp("parts")
@@ -230,9 +230,9 @@ def test_zoo_build_on_a_full_disk_fails_clearly_and_leaves_nothing(zip_parts, tm
         wrap, how = ["prlimit", f"--fsize={4 * 2**20}"], "a 4 MB file-size limit (EFBIG)"
     script = (
         "import sys, os, signal; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); sys.path.insert(0, 'tests');"
-        "from fault_child import register_zip_model; from olacore.zoo_build import zoo_folder;"
-        f"name = register_zip_model({str(zip_parts)!r})\n"
-        "try:\n    zoo_folder(name)\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
+        "from fault_child import register_zip_model;"
+        f"name = register_zip_model({str(zip_parts)!r}); from build_zoo import build\n"
+        "try:\n    build(name)\nexcept Exception as e:\n    print(type(e).__name__, e)\n"
         f"print('LEFT', sorted(os.listdir({str(cache / 'models')!r})))"
     )
     done = subprocess.run([*wrap, sys.executable, "-c", script], capture_output=True, text=True, timeout=600,

@@ -158,12 +158,12 @@ def test_load_from_local_folder_causal(smollm, tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_every_zoo_model_loads_and_extracts(name):
-    from olacore.zoo_build import is_built
+    from olacore.zoo import is_built
 
     spec = ZOO[name]
     if not spec.in_book and not is_built(name):
         pytest.skip(f"{name} (outside the book) is not built in the model cache; build it once with: "
-                    f"python -m olacore models --build {name}")
+                    f"python scripts/build_zoo.py {name}")
     model = load_model(name)  # first run builds the cached folder (up to a few minutes)
     assert (model.num_layers, model.num_heads) == (spec.num_layers, spec.num_heads)
     assert model.is_causal == (spec.kind == "causal")
@@ -192,7 +192,7 @@ def test_every_zoo_model_loads_and_extracts(name):
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks a machine without CUDA")
 def test_asking_for_cuda_without_a_gpu_is_a_clear_error_and_leaves_the_model_cache_alone(monkeypatch):
     from olacore.settings import resolve_device
-    from olacore.zoo_build import zoo_folder
+    from olacore.zoo import zoo_folder
 
     with pytest.raises(RuntimeError, match="device='cpu'"):
         resolve_device("cuda")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from olacore.loading import ModelLoadError, check_model_folder, folder_fingerprint
-from olacore.zoo_build import zoo_folder
+from olacore.zoo import zoo_folder
 
 TEXT = "A cat sat on the mat."
 SMALL_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.txt")

