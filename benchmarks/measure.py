@@ -334,8 +334,8 @@ def zero_shot_unit(model_name: str, prompts: int, batch_size: int = 16) -> tuple
 
 
 def machine_description() -> str:
-    """CPU model and the cores this process may use, e.g. ``"AMD EPYC, 2 cores"`` (:func:`olacore.timing.machine`)."""
-    from olacore.timing import machine
+    """CPU model and the cores this process may use, e.g. ``"AMD EPYC, 2 cores"`` (:func:`olacore.results.machine`)."""
+    from olacore.results import machine
 
     m = machine()
     return f"{m['cpu']}, {m['cores']} cores"

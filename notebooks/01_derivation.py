@@ -102,7 +102,7 @@ from olacore.plots import draw_maps, show_figure, token_labels
 from olacore.profiles import settings
 from olacore.results import ChapterResults
 from olacore.plots import show_table
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 
 cfg = settings("derivation", profile)
 model = model or cfg.model

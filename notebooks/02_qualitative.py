@@ -53,7 +53,7 @@ from olacore.settings import cpu_workers
 from olacore.maps import clean_sinks
 from olacore.plots import show_table
 from olacore.texts import similarity_texts
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.zoo import ZOO
 
 cfg = settings("qualitative", profile)

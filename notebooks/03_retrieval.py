@@ -60,7 +60,7 @@ from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
 from olacore.plots import show_table
 from olacore.texts import similarity_texts, text_counts
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.report import better, verdict
 
 watch = Stopwatch("03_retrieval")

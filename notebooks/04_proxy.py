@@ -62,7 +62,7 @@ from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers, fixed_threads, resolve_device
 from olacore.plots import show_table
 from olacore.texts import similarity_texts
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.report import CANNOT_JUDGE, better, learned_training_maps, protocol_verdict, verdict
 
 watch = Stopwatch("04_proxy")

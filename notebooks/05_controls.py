@@ -57,7 +57,7 @@ from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
 from olacore.plots import show_table
 from olacore.texts import similarity_texts
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.report import STRONG_NOISE, vanishes, verdict
 
 from chapter_code.controls import (control_hits_summary, control_pair, controls_proxy, controls_retrieval, layer_stack,

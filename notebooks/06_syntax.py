@@ -56,7 +56,7 @@ from olacore.report import paper_comparison, paper_syntax
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.toa.data import collate, encode_items, input_spec
 from olacore.toa.model import ToaModel
 from olacore.toa.train import adapter_loss, make_job, optimiser_for, train_adapters, train_epoch

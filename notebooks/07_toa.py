@@ -61,7 +61,7 @@ from olacore.report import paper_comparison, paper_toa_relation_extraction, valu
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import METRICS, make_job, train_adapters, word_tags
 from olacore.report import NOT_MEASURED_HERE, NOT_TESTED, learned

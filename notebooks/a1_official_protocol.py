@@ -46,7 +46,7 @@ from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
 from olacore.texts import similarity_texts
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.report import CANNOT_JUDGE, learned_training_maps
 
 from chapter_code.official_protocol import learning_curves, protocol_table, selection_figure

@@ -63,7 +63,7 @@ from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
 from olacore.plots import show_table
 from olacore.texts import similarity_texts, text_counts
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.report import verdict
 
 watch = Stopwatch("a2_map_variants")

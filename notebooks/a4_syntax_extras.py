@@ -35,7 +35,7 @@ from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.toa.data import input_spec, syntax_data
 from olacore.toa.train import make_job, train_adapters
 from olacore.report import MARGIN, claim_verdict

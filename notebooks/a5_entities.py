@@ -37,7 +37,7 @@ from olacore.report import paper_toa_relation_extraction, show_findings, value_s
 from olacore.results import ChapterResults
 from olacore.settings import cpu_workers
 from olacore.plots import show_table
-from olacore.timing import Stopwatch
+from olacore.results import Stopwatch
 from olacore.toa.data import TOA_INPUT, input_spec
 from olacore.toa.train import METRICS, make_job, train_adapters
 from olacore.report import LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED

@@ -32,7 +32,7 @@ import torch
 
 from olacore.loading import LoadedModel
 from olacore.settings import env_positive_number, fixed_threads
-from olacore.timing import progress as progress_bar
+from olacore.results import progress as progress_bar
 
 __all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "run_batched", "ATTENTION_BUDGET_ENV",
            "BATCH_SIZE", "MIN_BATCH_TOKENS", "SELF_TEST_MIN_TEXTS", "ALTIFamily", "FAMILIES", "family_of",

@@ -64,7 +64,7 @@ from olacore.maps import Maps, clean_sinks
 from olacore.settings import Bool, NonNegativeFloat, PositiveFloat, PositiveInt, resolve_device, settings_class
 from olacore.store import TensorStore, code_digest, tensor_digest
 from olacore.texts import resize_maps
-from olacore.timing import progress as progress_bar
+from olacore.results import progress as progress_bar
 from olacore.training import by_value, run_cached
 
 if TYPE_CHECKING:

@@ -43,7 +43,7 @@ _PACKAGE = Path(__file__).resolve().parent  # the olacore folder this process im
 #: :data:`CACHE_VERSION` covers; progress bars and stopwatches; the worker pool, which runs each job as it would run
 #: here (every job on the same thread count; tested bit for bit); building the model zoo's folders, which
 #: :data:`olacore.zoo.MODEL_FORMAT_VERSION` and each model's fingerprint cover).
-NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.timing", "olacore.workers", "olacore.zoo_build"})
+NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.results", "olacore.workers"})
 
 
 def _module_file(name: str) -> Path | None:

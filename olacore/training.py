@@ -18,7 +18,7 @@ import torch
 
 from olacore.settings import COMPUTE_THREADS, CacheWriteError, fixed_threads
 from olacore.store import CacheNotKeptWarning, TensorStore
-from olacore.timing import progress as progress_bar
+from olacore.results import progress as progress_bar
 from olacore.workers import run_in_processes
 
 __all__ = ["TrainingJob", "Stored", "run_cached", "by_value", "TRAINING_THREADS"]

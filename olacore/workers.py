@@ -26,7 +26,7 @@ import torch
 
 from olacore.loading import LoadedModel
 from olacore.settings import COMPUTE_THREADS, env_text
-from olacore.timing import progress as progress_bar
+from olacore.results import progress as progress_bar
 
 __all__ = ["run_in_processes", "per_text", "kept", "shutdown", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
 

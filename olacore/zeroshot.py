@@ -60,7 +60,7 @@ from olacore.corpora import NERSentence, RelationExample, SEMEVAL_LABELS, WNUT17
 from olacore.loading import _classify, _hub_call, _local_folder, _quiet_transformers, model_fingerprint, model_kind
 from olacore.settings import check_compute_options, cpu_workers, fixed_threads, resolve_device
 from olacore.store import TensorStore, code_digest
-from olacore.timing import progress as progress_bar
+from olacore.results import progress as progress_bar
 from olacore.zoo import zoo_folder
 
 if TYPE_CHECKING:

@@ -61,7 +61,7 @@ import notebook_manifest as manifest  # noqa: E402
 from notebook_parameters import ParameterError, check_parameters, declared_parameters  # noqa: E402
 
 from olacore.store import atomic_write_text  # noqa: E402
-from olacore.timing import cpu_seconds, machine  # noqa: E402
+from olacore.results import cpu_seconds, machine  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTER_CODE_PATH = ROOT / "notebooks"  # holds chapter_code/, the chapters' own modules
@@ -287,7 +287,7 @@ def execute(source: Path, out_dir: Path, parameters: dict, previous: dict | None
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("PYTHONWARNINGS", "ignore:IProgress not found")
     os.environ["OLACORE_RESULTS"] = str(out_dir / "results")  # olacore.results: each chapter's numbers
-    os.environ["OLACORE_PHASES"] = str(out_dir / "phases")  # olacore.timing: each chapter's phases, wall and CPU
+    os.environ["OLACORE_PHASES"] = str(out_dir / "phases")  # olacore.results: each chapter's phases, wall and CPU
     os.environ["PYTHONPATH"] = kernel_pythonpath(os.environ.get("PYTHONPATH"))  # the kernel and its workers
     notebook = read_source(source)
     index = _tagged(notebook, PARAMETERS_TAG)
@@ -451,8 +451,8 @@ def timing_table(rows: list[dict]) -> str:
 
 
 def phase_tables(out_dir: Path, chapters: list[str]) -> str:
-    """Each chapter's phases (its own stopwatch, :class:`olacore.timing.Stopwatch`) as saved by its last run."""
-    from olacore.timing import phase_table
+    """Each chapter's phases (its own stopwatch, :class:`olacore.results.Stopwatch`) as saved by its last run."""
+    from olacore.results import phase_table
 
     parts = []
     for chapter in chapters:

@@ -253,7 +253,7 @@ def test_attention_budget_must_be_a_positive_number(monkeypatch, value):
 
 
 def _stopwatch_report():
-    from olacore.timing import Stopwatch
+    from olacore.results import Stopwatch
 
     return Stopwatch("reliability").report()
 

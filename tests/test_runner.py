@@ -355,7 +355,7 @@ def test_timing_table_lists_every_chapter():
 def test_stopwatch_counts_wall_and_cpu_per_phase_and_leaves_them_for_the_runner(tmp_path, monkeypatch):
     import json
 
-    from olacore.timing import Stopwatch
+    from olacore.results import Stopwatch
 
     monkeypatch.setenv("OLACORE_PHASES", str(tmp_path / "phases"))
     watch = Stopwatch("09_x")

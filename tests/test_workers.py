@@ -292,8 +292,8 @@ def _spin(seconds: float) -> int:
 
 
 def test_cpu_seconds_count_workers_while_they_live_and_after_they_stop():
-    """The stopwatch and the runner read CPU seconds of workers that outlive the call (olacore.timing.cpu_seconds)."""
-    from olacore.timing import cpu_seconds
+    """The stopwatch and the runner read CPU seconds of workers that outlive the call (olacore.results.cpu_seconds)."""
+    from olacore.results import cpu_seconds
     from olacore.workers import shutdown
 
     start = cpu_seconds()
