@@ -95,14 +95,10 @@ import pandas as pd
 import torch
 
 import olacore
-from olacore.ola import mass_profile
-from olacore.channels import label as channel_label
-from olacore.pipeline import cached_attention, token_maps
-from olacore.plots import draw_maps, show_figure, token_labels
+from olacore import cached_attention, cached_ola, channel_label, mass_profile, token_maps
+from olacore.plots import draw_maps, show_figure, show_table, token_labels
 from olacore.profiles import settings
-from olacore.results import ChapterResults
-from olacore.plots import show_table
-from olacore.results import Stopwatch
+from olacore.results import ChapterResults, Stopwatch
 
 cfg = settings("derivation", profile)
 model = model or cfg.model
@@ -478,8 +474,6 @@ print("wrong order, order 2:", f"{(ola[2] - (A1 @ A2 + A1 @ A3 + A2 @ A3) / 3).a
 # `python -m olacore ola --model smollm2-135m --max-order 3 --json --text "..."`):
 
 # %%
-from olacore.pipeline import cached_ola
-
 (mine,) = cached_ola("smollm2-135m", ["The preacher at the mosque said that the killing would cause trouble."], 3,
                      progress=False)
 orders = mine.orders                                       # (K + 1, T, T), orders 0..K

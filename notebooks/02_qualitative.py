@@ -41,20 +41,14 @@ profile = "default"  # smoke, default or paper: sets every size
 # %% tags=["hide-input"]
 import torch
 
-from olacore.texts import WordText
-from olacore.channels import label as channel_label
-from olacore.maps import model_maps
-from olacore.pipeline import token_maps
-from olacore.plots import draw_maps, show_figure, token_labels
+from olacore import ZOO, channel_label, token_maps
+from olacore.maps import clean_sinks, model_maps
+from olacore.plots import draw_maps, show_figure, show_table, token_labels
 from olacore.profiles import settings
-from olacore.results import ChapterResults
-from olacore.similarity import same_text_gap
+from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.maps import clean_sinks
-from olacore.plots import show_table
-from olacore.texts import similarity_texts
-from olacore.results import Stopwatch
-from olacore.zoo import ZOO
+from olacore.similarity import same_text_gap
+from olacore.texts import WordText, similarity_texts
 
 cfg = settings("qualitative", profile)
 watch = Stopwatch("02_qualitative")

@@ -49,19 +49,15 @@ from IPython.display import Markdown
 from myst_nb import glue
 from skimage.metrics import structural_similarity
 
+from olacore import token_maps
 from olacore.maps import make_maps
-from olacore.pipeline import token_maps
-from olacore.plots import hits_heatmaps, show_figure
+from olacore.plots import hits_heatmaps, show_figure, show_table
 from olacore.profiles import settings
-from olacore.report import paper_retrieval, published_value, retrieval_keys
-from olacore.results import OFFICIAL, ChapterResults
-from olacore.similarity import PAIRS_TABLE, mean_hits, pairs_rows, retrieval_grid
+from olacore.report import better, paper_retrieval, published_value, retrieval_keys, verdict
+from olacore.results import ChapterResults, OFFICIAL, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.similarity import chance_hits, hits_at_k, pairwise_ssim
-from olacore.plots import show_table
+from olacore.similarity import PAIRS_TABLE, chance_hits, hits_at_k, mean_hits, pairs_rows, pairwise_ssim, retrieval_grid
 from olacore.texts import similarity_texts, text_counts
-from olacore.results import Stopwatch
-from olacore.report import better, verdict
 
 watch = Stopwatch("03_retrieval")
 cfg = settings("quantitative", profile, seeds=seeds)

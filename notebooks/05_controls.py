@@ -48,20 +48,18 @@ import torch
 from IPython.display import Markdown
 from myst_nb import glue
 
-from olacore.loading import load_model
+from olacore import load_model
 from olacore.maps import make_maps, model_maps
-from olacore.plots import draw_maps, show_figure, token_labels
+from olacore.plots import draw_maps, show_figure, show_table, token_labels
 from olacore.profiles import settings
-from olacore.results import ChapterResults
+from olacore.report import STRONG_NOISE, vanishes, verdict
+from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits
-from olacore.plots import show_table
 from olacore.texts import similarity_texts
-from olacore.results import Stopwatch
-from olacore.report import STRONG_NOISE, vanishes, verdict
 
-from chapter_code.controls import (control_hits_summary, control_pair, controls_proxy, controls_retrieval, layer_stack,
-                                   perturb_weights, shuffle_layers)
+from chapter_code.controls import (control_hits_summary, control_pair, controls_proxy, controls_retrieval,
+                                   layer_stack, perturb_weights, shuffle_layers)
 
 watch = Stopwatch("05_controls")
 cfg = settings("controls", profile, seeds=seeds)

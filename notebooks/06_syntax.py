@@ -49,19 +49,15 @@ import torch.nn.functional as F
 from IPython.display import Markdown
 from myst_nb import glue
 
-from olacore.loading import model_kind
-from olacore.plots import draw_arcs, show_figure
-from olacore.profiles import settings as chapter_settings
-from olacore.report import paper_comparison, paper_syntax
-from olacore.results import ChapterResults
-from olacore.settings import cpu_workers
-from olacore.plots import show_table
-from olacore.results import Stopwatch
-from olacore.toa.data import collate, encode_items, input_spec
-from olacore.toa.model import ToaModel
-from olacore.toa.train import adapter_loss, make_job, optimiser_for, train_adapters, train_epoch
+from olacore import model_kind
 from olacore.corpora import read_ewt_syntax
-from olacore.report import GOAL
+from olacore.plots import draw_arcs, show_figure, show_table
+from olacore.profiles import settings as chapter_settings
+from olacore.report import GOAL, paper_comparison, paper_syntax
+from olacore.results import ChapterResults, Stopwatch
+from olacore.settings import cpu_workers
+from olacore.toa import (ToaModel, adapter_loss, collate, encode_items, input_spec, make_job, optimiser_for,
+                         train_adapters, train_epoch)
 
 from chapter_code.syntax import (baseline_table, grid_table, parse_examples, record_syntax, syntax_datasets,
                                  syntax_paper_numbers, syntax_splits, syntax_verdicts, wide_table)

@@ -55,16 +55,13 @@ import torch
 from myst_nb import glue
 
 from olacore.corpora import read_semeval
-from olacore.plots import show_figure
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings as chapter_settings
-from olacore.report import paper_comparison, paper_toa_relation_extraction, value_span
-from olacore.results import ChapterResults
+from olacore.report import (NOT_MEASURED_HERE, NOT_TESTED, learned, paper_comparison, paper_toa_relation_extraction,
+                            value_span)
+from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.plots import show_table
-from olacore.results import Stopwatch
-from olacore.toa.data import TOA_INPUT, input_spec
-from olacore.toa.train import METRICS, make_job, train_adapters, word_tags
-from olacore.report import NOT_MEASURED_HERE, NOT_TESTED, learned
+from olacore.toa import METRICS, TOA_INPUT, input_spec, make_job, syntax_data, train_adapters, word_tags
 
 from chapter_code.transfer import (ROW_COLUMNS, all_task_data, gap_table, majority_bounds, random_init_rows,
                                    re_paper_numbers, record_transfer, surface_bounds, transfer_heatmaps,
@@ -384,7 +381,6 @@ print(watch.report())
 # ```
 
 # %%
-from olacore.toa.data import syntax_data
 from chapter_code.syntax import syntax_splits
 
 splits = syntax_splits(syntax)

@@ -36,18 +36,16 @@ import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
+from olacore import token_maps
 from olacore.maps import make_maps
-from olacore.pipeline import token_maps
-from olacore.plots import show_figure
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings
 from olacore.proxy import (OFFICIAL_OPTIMISER, OfficialQuirks, batchnorm_freeze_step, family_splits, leave_one_out,
                            official_proxy_experiment, proxy_experiment)
-from olacore.results import ChapterResults
-from olacore.settings import cpu_workers
-from olacore.plots import show_table
-from olacore.texts import similarity_texts
-from olacore.results import Stopwatch
 from olacore.report import CANNOT_JUDGE, learned_training_maps
+from olacore.results import ChapterResults, Stopwatch
+from olacore.settings import cpu_workers
+from olacore.texts import similarity_texts
 
 from chapter_code.official_protocol import learning_curves, protocol_table, selection_figure
 

@@ -52,19 +52,16 @@ import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
+from olacore import token_maps
 from olacore.maps import make_maps
-from olacore.pipeline import token_maps
+from olacore.plots import show_table
 from olacore.profiles import settings
 from olacore.proxy import leave_one_out, proxy_experiment
-from olacore.report import published_value, retrieval_keys
-from olacore.results import ChapterResults
-from olacore.similarity import retrieval_grid
+from olacore.report import published_value, retrieval_keys, verdict
+from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.similarity import chance_hits
-from olacore.plots import show_table
+from olacore.similarity import chance_hits, retrieval_grid
 from olacore.texts import similarity_texts, text_counts
-from olacore.results import Stopwatch
-from olacore.report import verdict
 
 watch = Stopwatch("a2_map_variants")
 cfg = settings("quantitative", profile, seeds=seeds)

@@ -28,18 +28,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
-from olacore.loading import model_kind
-from olacore.plots import show_figure
+from olacore import ZOO, model_kind
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings as chapter_settings
-from olacore.report import paper_comparison
-from olacore.results import ChapterResults
+from olacore.report import MARGIN, claim_verdict, paper_comparison
+from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.plots import show_table
-from olacore.results import Stopwatch
-from olacore.toa.data import input_spec, syntax_data
-from olacore.toa.train import make_job, train_adapters
-from olacore.report import MARGIN, claim_verdict
-from olacore.zoo import ZOO
+from olacore.toa import input_spec, make_job, syntax_data, train_adapters
 
 from chapter_code.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, grid_plan,
                                  grid_table, layer_cells, layer_screen, learning_curve, paired_margin, record_rows,

@@ -31,16 +31,13 @@ import torch
 from IPython.display import Markdown, display
 
 from olacore.corpora import SEMEVAL_LABELS, read_uner
-from olacore.plots import show_figure
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings as chapter_settings
-from olacore.report import paper_toa_relation_extraction, show_findings, value_span
-from olacore.results import ChapterResults
+from olacore.report import (LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED, paper_toa_relation_extraction, show_findings,
+                            value_span)
+from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.plots import show_table
-from olacore.results import Stopwatch
-from olacore.toa.data import TOA_INPUT, input_spec
-from olacore.toa.train import METRICS, make_job, train_adapters
-from olacore.report import LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED
+from olacore.toa import METRICS, TOA_INPUT, input_spec, make_job, train_adapters
 from olacore.zeroshot import prompt_forms
 
 from chapter_code.syntax import data_reports

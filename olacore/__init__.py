@@ -37,10 +37,10 @@ tables) is not here: it lives beside the chapters, in ``notebooks/chapter_code/`
 The names below are the small surface a notebook or a reader needs first.
 """
 
-from olacore.channels import order_channels
+from olacore.channels import label as channel_label, order_channels
 from olacore.loading import LoadedModel, load_model, model_fingerprint, model_kind
 from olacore.maps import Maps, make_maps, model_maps
-from olacore.ola import attention_rollout, order_level_attention, order_level_attention_bruteforce, rollout_from_orders
+from olacore.ola import attention_rollout, mass_profile, order_level_attention, order_level_attention_bruteforce, rollout_from_orders
 from olacore.pipeline import OLAResult, TokenMaps, cached_attention, cached_ola, token_maps
 from olacore.similarity import hits_at_k, pairwise_ssim
 from olacore.store import TensorStore
@@ -54,6 +54,7 @@ __all__ = [
     "order_level_attention_bruteforce",
     "attention_rollout",
     "rollout_from_orders",
+    "mass_profile",
     # models
     "ZOO",
     "LoadedModel",
@@ -67,6 +68,7 @@ __all__ = [
     "token_maps",
     "TokenMaps",
     "order_channels",
+    "channel_label",
     "Maps",
     "make_maps",
     "model_maps",

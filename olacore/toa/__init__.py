@@ -11,6 +11,15 @@ tree; applied unchanged to another model's maps, it measures how much the two mo
 
 The syntax and transfer chapters' own readings are in ``notebooks/chapter_code/`` (``syntax``, ``transfer``).
 
+The names a chapter needs are re-exported here (``from olacore.toa import make_job, ToaModel``).
+
 Sizes are set by :mod:`olacore.profiles`, verdicts by :mod:`olacore.report`, the official augmentation by
 :mod:`olacore.augment`.
 """
+
+from olacore.toa.data import TOA_INPUT, collate, encode_items, input_spec, syntax_data
+from olacore.toa.model import ToaModel
+from olacore.toa.train import METRICS, adapter_loss, make_job, optimiser_for, train_adapters, train_epoch, word_tags
+
+__all__ = ["TOA_INPUT", "collate", "encode_items", "input_spec", "syntax_data", "ToaModel", "METRICS", "adapter_loss",
+           "make_job", "optimiser_for", "train_adapters", "train_epoch", "word_tags"]
