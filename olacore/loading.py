@@ -360,8 +360,8 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
 
     ``name``: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, a Hugging Face id in the
     local Hugging Face cache, or a random-init twin's name (:func:`twin_name`:
-    the model, then its twin's weights, saved once); ``device``: default CUDA when available. The first load of a GGUF
-    zoo model dequantises it (15-60 s on a CPU) into the cache.
+    the model, then its twin's weights, saved once); ``device``: default CUDA when available. A zoo model must be built
+    (``scripts/build_zoo.py``, run by ``make``).
 
     Raises:
         ValueError: unknown model (lists the zoo names), an encoder-decoder model, or a tokenizer without offsets.

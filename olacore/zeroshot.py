@@ -568,8 +568,8 @@ def _end_ids(model, tokenizer) -> frozenset[int]:
 def load_generator(name: str, device: str | torch.device | None = None) -> GenerativeLM:
     """Load a causal LM WITH its LM head for generation (zero-shot prompting): float32, eval mode.
 
-    ``name``: zoo name (its dequantised folder, :func:`olacore.zoo_build.zoo_folder`, built on first use), local
-    folder or Hugging Face id (local HF cache first, the hub where reachable).
+    ``name``: zoo name (its folder, :func:`olacore.zoo.zoo_folder`, built by ``scripts/build_zoo.py``), local
+    folder or Hugging Face id in the local Hugging Face cache.
 
     Raises:
         ValueError: unknown model, an encoder, or a checkpoint lacking weights (a random LM head would emit noise).

@@ -215,7 +215,7 @@ def unknown_model(name: str, reason: str) -> ValueError:
     return ValueError(
         f"Unknown model {name!r}: {reason}.{hint} Pass a zoo name ({_zoo_list()}), a local folder "
         f"holding a Hugging Face model (config.json, weights, tokenizer), or a Hugging Face id "
-        f"where the hub is reachable or the model is in the local Hugging Face cache."
+        f"already in the local Hugging Face cache."
     )
 
 
