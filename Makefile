@@ -69,6 +69,7 @@ test: $(STAMP) chromium
 # Each phase of the book against this machine's attainable one-core rate (a few minutes): a JSON record and
 # the table of book/compute.md, in book/generated. The other scripts of benchmarks/ compare methods.
 bench: $(STAMP)
+	$(PY) scripts/build_zoo.py minilm-l6 smollm2-135m
 	$(PY) benchmarks/bench_phases.py
 
 # On a machine with CUDA: CUDA tests, paper-scale benchmarks and chapter 03 on the GPU, one JSON

@@ -132,7 +132,7 @@ print(f"permutation {order}; the library's {permutation}; every layer's weights 
 # model's own initialiser, `type(model)(config)`: nothing the model learned is left. The
 # official code tests this control and the previous one (`load_method` `"random_all"` and
 # `"layer_disorder"` in its `models/ola_model.py`); the paper also speaks of parameter
-# perturbation, the noise above. `chapter_code.controls.random_init` makes it; each control gets
+# perturbation, the noise above. `olacore.loading.random_init` makes it; each control gets
 # its own cache fingerprint, so its maps never mix with the trained model's.
 
 # %% tags=["remove-input"]

@@ -104,7 +104,7 @@ with watch("adapters (train or read back)"):
 # Transfer is then nothing more than calling a trained adapter on another model's maps. Take
 # the POS adapter of one encoder, give it the test maps of the other encoder, and count the
 # words whose predicted tag is the gold one. The adapter never sees a word, only the target's
-# attention image; `transfer_scores` is the library's version of the same count.
+# attention image; `chapter_code.transfer.transfer_scores` is this chapter's version of the same count.
 
 # %%
 source, target = settings.encoders[0], settings.encoders[1]

@@ -21,7 +21,9 @@ The data flows one way, one module per idea:
 - reading results: :mod:`olacore.report` (the published numbers, every fixed rule, margin and goal, the paper
   beside ours), :mod:`olacore.results` (each chapter's numbers and phase times), :mod:`olacore.plots` (figures
   and tables); :mod:`olacore.profiles` sizes every chapter (``settings(chapter, profile, device=...)``);
-  :mod:`olacore.settings` says where data, caches and devices are, and checks settings classes (pydantic).
+  :mod:`olacore.settings` says where data, caches and devices are, and checks settings classes (pydantic);
+- the command line: ``python -m olacore`` (:mod:`olacore.__main__`: a text's orders drawn or printed, the zoo
+  listed).
 
 Code that only one chapter uses (its controls, order explorer, syntax and transfer readings, official-protocol
 tables) is not here: it lives beside the chapters, in ``notebooks/chapter_code/``.

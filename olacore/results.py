@@ -6,7 +6,8 @@ that recorded nothing is refused, so an empty or undefined table fails where it 
 chapter reads is kept as typed rows under a name both import (:meth:`ChapterResults.add_table`), never
 parsed out of record keys or labels.
 
-Where the time went: a tiny stopwatch that notebooks print at their end, per phase in wall and CPU seconds.
+It also keeps where a chapter's time went (:class:`Stopwatch`: wall and CPU seconds per phase, printed at the
+chapter's end and saved to ``$OLACORE_PHASES``) and the one progress bar every long loop shows (:func:`progress`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from typing import Any, Iterable, Iterator, Mapping
 from olacore.settings import env_folder
 from olacore.store import atomic_write_text
 
-__all__ = ["RESULTS_ENV", "OFFICIAL", "HELD_OUT", "Record", "ChapterResults", "results_dir", "load_results"]
+__all__ = ["RESULTS_ENV", "OFFICIAL", "HELD_OUT", "Record", "ChapterResults", "results_dir", "load_results",
+           "PHASES_ENV", "Stopwatch", "machine", "cpu_seconds", "phase_table", "progress"]
 
 
 RESULTS_ENV = "OLACORE_RESULTS"

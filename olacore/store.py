@@ -46,11 +46,19 @@ _PACKAGE = Path(__file__).resolve().parent  # the olacore folder this process im
 NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.results", "olacore.workers"})
 
 
+#: Where digested code lives: this package, and the chapters' own code (``notebooks/chapter_code``), whose results
+#: (chapter 05's perturbed models) are cached too.
+_ROOTS = {"olacore": _PACKAGE, "chapter_code": _PACKAGE.parent / "notebooks" / "chapter_code"}
+
+
 def _module_file(name: str) -> Path | None:
-    """The source file of the package module ``name`` (``olacore.x.y``), or ``None`` when there is none."""
-    parts = name.split(".")[1:]
-    for candidate in (_PACKAGE.joinpath(*parts).with_suffix(".py") if parts else None,
-                      _PACKAGE.joinpath(*parts, "__init__.py")):
+    """The source file of the module ``name`` (``olacore.x.y``, ``chapter_code.x``), or ``None`` when there is none."""
+    top, *parts = name.split(".")
+    root = _ROOTS.get(top)
+    if root is None:
+        return None
+    for candidate in (root.joinpath(*parts).with_suffix(".py") if parts else None,
+                      root.joinpath(*parts, "__init__.py")):
         if candidate is not None and candidate.is_file():
             return candidate
     return None
@@ -77,13 +85,13 @@ def _imports(name: str, tree: ast.Module) -> set[str]:
                            *[s for handler in getattr(node, "handlers", []) for s in handler.body]]
             continue
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "olacore")
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] in _ROOTS)
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            if base.split(".")[0] != "olacore":
+            if base.split(".")[0] not in _ROOTS:
                 continue
             for alias in node.names:  # ``from olacore import sinks``: the submodule itself
                 found.add(f"{base}.{alias.name}" if _module_file(f"{base}.{alias.name}") else base)
@@ -126,9 +134,9 @@ def code_modules(*modules: str) -> list[str]:
     Raises:
         ValueError: a name that is not a module of this package.
     """
-    unknown = [m for m in modules if m.split(".")[0] != "olacore" or _module_file(m) is None]
+    unknown = [m for m in modules if _module_file(m) is None]
     if unknown:
-        raise ValueError(f"{unknown} are not modules of the olacore package in {_PACKAGE}")
+        raise ValueError(f"{unknown} are not modules of the olacore package in {_PACKAGE} or of its chapter_code")
     seen: set[str] = set()
     todo = list(modules)
     while todo:

@@ -265,7 +265,7 @@ def per_text(
     workers: int | None = None,
     progress: bool = True,
 ) -> list[Any]:
-    """``compute(loaded_model, texts)`` (:func:`extract_attention`, :func:`olacore.alti.alti`), spread over processes.
+    """``compute(loaded_model, texts)`` (:func:`olacore.extraction.extract_attention`, :func:`olacore.alti.alti`), spread over processes.
 
     ``compute``: a top-level function ``(LoadedModel, texts, progress=...)`` giving one dataclass per text, whose bits
     do not depend on the other texts of the call; results come in the order of ``texts``. On a CPU the texts are split

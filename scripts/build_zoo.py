@@ -468,8 +468,11 @@ def main(argv: list[str] | None = None) -> int:
     ``error:`` on bad input or a failed build."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"zoo models: {', '.join(ZOO)}")
-    parser.add_argument("--profile", help="every zoo model this profile's chapters read (smoke, default, paper)")
+    parser.add_argument("--profile", choices=("smoke", "default", "paper"),
+                        help="every zoo model this profile's chapters read")
     args = parser.parse_args(argv)
+    if args.names and args.profile:
+        parser.error("give model NAMEs or --profile, not both")
     unknown = [name for name in args.names if name not in ZOO]
     if unknown:  # the zoo's own error would also offer folders and Hugging Face ids, which cannot be built here
         print(f"error: build_zoo.py takes zoo names, not {unknown[0]!r}; choose one of {', '.join(sorted(ZOO))}",

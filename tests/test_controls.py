@@ -105,6 +105,28 @@ def test_noise_rejects_negative_scale(tiny_model):
         perturb_weights(tiny_model, -0.1)
 
 
+def test_a_perturbed_models_fingerprint_holds_the_code_that_built_it(tiny_model, tmp_path, monkeypatch):
+    # chapter_code/controls.py builds the perturbed models whose maps are cached under their fingerprints: an edit
+    # of its code (or of the package code it imports) must change them; an edit of its docstrings must not
+    from olacore import store
+
+    original = store.code_digest("chapter_code.controls")
+    built = {perturb_weights(tiny_model, 0.1).fingerprint, shuffle_layers(tiny_model)[0].fingerprint}
+    assert all(fp.endswith(f"|code:{original[:16]}") for fp in built)
+    assert {"chapter_code.controls", "olacore.loading"} <= set(store.code_modules("chapter_code.controls"))
+    source = store._module_file("chapter_code.controls").read_text(encoding="utf-8")
+    for changes, edited in ((True, source.replace("std = parameter.float().std()", "std = 2 * parameter.float().std()")),
+                            (False, source.replace('"""Add Gaussian noise', '"""Add some Gaussian noise'))):
+        assert edited != source
+        folder = tmp_path / f"edit{int(changes)}"
+        folder.mkdir()
+        (folder / "controls.py").write_text(edited, encoding="utf-8")
+        monkeypatch.setitem(store._ROOTS, "chapter_code", folder)
+        monkeypatch.setattr(store, "_SOURCES", {})
+        monkeypatch.setattr(store, "_DIGESTS", {})
+        assert (store.code_digest("chapter_code.controls") != original) == changes
+
+
 def test_control_variants_come_one_at_a_time_in_order(tiny_model):
     seen = [(control, scale, model.fingerprint) for control, scale, model in
             control_variants(tiny_model, noise_scales=(0.0, 0.3, 1.0), seed=2)]

@@ -1,6 +1,6 @@
 """The zoo's two large models outside the book (qwen2.5-1.5b, embeddinggemma-300m), loaded by name.
 
-They are downloaded (1.1 GB each) and built only on first use, never by ``make test``: every
+They are downloaded (1.1 GB each) and built by ``python scripts/build_zoo.py NAME``, never by ``make test``: every
 test here is slow and skipped, saying how to build the model, where the model cache does not
 hold it yet. Their ALTI decomposition is checked with the other zoo models in tests/test_alti.py,
 their extraction in tests/test_loading.py (both skipped likewise).

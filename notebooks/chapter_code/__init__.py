@@ -12,8 +12,11 @@ next to it:
 - :mod:`chapter_code.official_protocol`: appendix a1's table, curves and selection plot of the official protocol.
 
 A chapter imports them as ``from chapter_code.controls import ...``: ``notebooks/`` must be on the path. It is
-when Jupyter opens a chapter (its folder is the working directory), under ``scripts/execute_notebooks.py`` (which
-puts ``notebooks/`` on the kernel's ``PYTHONPATH``) and in the tests (``tests/conftest.py``); elsewhere, run
-``PYTHONPATH=notebooks python ...`` from the repository root. These modules compute no cache key of their own:
-every cached result is made by :mod:`olacore`, and the runner re-executes the chapters when a file here changes.
+when Jupyter opens a chapter from ``notebooks/`` (its folder is the working directory), under
+``scripts/execute_notebooks.py`` (which puts ``notebooks/`` on the kernel's ``PYTHONPATH``) and in the tests
+(``tests/conftest.py``); elsewhere (a chapter opened from ``book/generated/``, a script), start from the repository
+root with ``PYTHONPATH="$PWD/notebooks"`` (an absolute path: a kernel resolves a relative one against its own
+folder). Their code is in the cache keys of what they make (:func:`olacore.store.code_digest` reads this folder
+too: chapter 05's perturbed models carry it in their fingerprints), and the runner re-executes the chapters when a
+file here changes.
 """

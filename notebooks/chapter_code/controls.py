@@ -16,6 +16,7 @@ attention cache never mixes it with the trained model); the trained model passed
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import pandas as pd
@@ -23,8 +24,9 @@ import pandas as pd
 import torch
 import torch.nn as nn
 
-from olacore.loading import LoadedModel, random_init, twin_name, variant as _variant
+from olacore.loading import LoadedModel, random_init, twin_name, variant
 from olacore.maps import Maps
+from olacore.store import code_digest
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.pipeline import TokenMaps
@@ -34,6 +36,13 @@ __all__ = [
     "random_init", "shuffle_layers", "perturb_weights", "layer_stack", "control_variants", "controls_retrieval",
     "controls_proxy", "control_pair", "control_hits_table", "control_hits_summary",
 ]
+
+
+def _variant(model: LoadedModel, backbone: nn.Module, tag: str) -> LoadedModel:
+    """:func:`olacore.loading.variant`, its fingerprint also holding the digest of this module's code (and of the
+    package code it imports), so an edit to how a control is built recomputes its cached maps."""
+    made = variant(model, backbone, tag)
+    return dataclasses.replace(made, fingerprint=f"{made.fingerprint}|code:{code_digest('chapter_code.controls')[:16]}")
 
 
 def layer_stack(backbone: nn.Module, num_layers: int) -> tuple[str, nn.ModuleList]:

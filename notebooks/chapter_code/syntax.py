@@ -17,15 +17,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from olacore.report import paper_syntax
+from olacore.maps import sink_flags
 from olacore.profiles import SyntaxSettings
+from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict, paper_syntax
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers
-from olacore.maps import sink_flags
 from olacore.store import TensorStore
 from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
 from olacore.toa.train import attachment_words, paired_bootstrap_se
-from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict
 
 __all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "grid_table", "summary",
            "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",

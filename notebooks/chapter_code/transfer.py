@@ -55,7 +55,7 @@ def task_splits(task: str, settings: TransferSettings) -> dict[str, list[Any]]:
     WNUT-17 (train, dev: the first sentences of their files; test spread evenly). ``ner``: UNER English-EWT, which has
     no train file here: ``dev`` spread evenly over UNER dev, ``train`` the first other UNER dev sentences, ``test`` the
     syntax chapter's EWT test sentences (:func:`olacore.corpora.ewt_splits`, maps shared when ``settings.ner.test`` equals
-    its ``num_test``) less those UNER leaves out. Sizes: :class:`TaskSizes`.
+    its ``num_test``) less those UNER leaves out. Sizes: :class:`olacore.profiles.TaskSizes`.
 
     Raises:
         ValueError: ``ner`` asking for more train + dev sentences than UNER dev holds.

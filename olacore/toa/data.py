@@ -703,7 +703,7 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Any, 
         sources: channel sources (:data:`SOURCES`): ``"ola"`` (always: orders ``0..max_order`` and the rollout),
             ``"alti"`` (for the ``"ALTI"`` input), ``"attention"`` (for ``"layer <n>"`` inputs).
         max_order: OLA orders to compute (3: the syntax grid needs order 3).
-        workers: extraction processes on a miss (a :class:`LoadedModel` runs in-process).
+        workers: extraction processes on a miss (a :class:`olacore.loading.LoadedModel` runs in-process).
         device, progress, store: passed to the cached extraction on a miss.
 
     Returns:
