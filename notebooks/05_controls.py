@@ -35,6 +35,11 @@
 # sweep of noise scales, and a causal pair with fewer texts and scales.
 #
 # What differs from the paper, and why: {ref}`departures`.
+#
+# This chapter's helpers (`perturb_weights`, `shuffle_layers`, `layer_stack`, `control_pair`,
+# `controls_retrieval`, `controls_proxy`) live beside it, in `notebooks/chapter_code/controls.py`:
+# open that file, or type `perturb_weights??` in the notebook. Opened from anywhere but
+# `notebooks/`, start Jupyter with `PYTHONPATH="$PWD/notebooks"` ({doc}`the introduction <../intro>`).
 
 # %% tags=["parameters"]
 profile = "default"  # smoke, default or paper: sets every size
@@ -111,7 +116,7 @@ scale, generator = 0.1, torch.Generator().manual_seed(cfg.seed)
 by_hand = [W + scale * W.std() * torch.randn(W.shape, generator=generator)
            for W in target.backbone.parameters() if W.numel() > 1]
 library = [W for W in perturb_weights(target, scale, cfg.seed).backbone.parameters() if W.numel() > 1]
-print("largest difference, by hand vs olacore:", max((a - b).abs().max().item() for a, b in zip(by_hand, library)))
+print("largest difference, by hand vs chapter_code.controls:", max((a - b).abs().max().item() for a, b in zip(by_hand, library)))
 
 # %% [markdown]
 # **Shuffled layers.** The trained transformer layers, each with all its weights, in a random
@@ -125,7 +130,7 @@ shuffled, permutation = shuffle_layers(target, cfg.seed)
 _, moved = layer_stack(shuffled.backbone, target.num_layers)
 same = all(torch.equal(p, q) for i, j in enumerate(order)
            for p, q in zip(moved[i].parameters(), layers[j].parameters()))
-print(f"permutation {order}; the library's {permutation}; every layer's weights where the permutation puts them: {same}")
+print(f"permutation {order}; chapter_code's {permutation}; every layer's weights where the permutation puts them: {same}")
 
 # %% [markdown]
 # **Random init.** The same architecture and configuration with fresh weights from the
@@ -237,7 +242,8 @@ show_table(proxy_shown, "tbl-controls-proxy",
 # Does OLAS vanish? The rule ({ref}`claims-controls`) reads the first-order Hits@1 that
 # remains under a control: OLAS *vanishes* when that Hits@1 does not even hold weakly against
 # chance ({ref}`claims-rate`). The trained model and noise milder than the rule's threshold
-# are not judged (a hyphen).
+# are not judged (a hyphen). The **both random init** row is judged by the same rule, though it
+# is not one of the paper's controls.
 
 # %% tags=["remove-input"]
 rows = []
@@ -386,6 +392,7 @@ print(again.assign(**{"Hits@1 %": 100 * again["hits@1"], "OLAS vanishes?": [
 # ```
 
 # %%
+chance = chance_hits(len(texts["encoder"]), 1)
 finer, _ = controls_retrieval(load_model(cfg.encoder_target, device=device), galleries["encoder"], texts["encoder"],
                               noise_scales=(0.2, 0.5), seed=cfg.seed, progress=False)
 sweep = pd.concat([tables["encoder"], finer])
