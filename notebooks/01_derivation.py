@@ -475,11 +475,11 @@ print("wrong order, order 2:", f"{(ola[2] - (A1 @ A2 + A1 @ A3 + A2 @ A3) / 3).a
 #     -p model minilm-l6 --out /tmp/my-run
 # ```
 #
-# A sentence of your own (the command line gives the same orders with
-# `python -m olacore ola --model smollm2-135m --max-order 3 --json --text "..."`):
+# A sentence of your own, on the chapter's model (the command line gives the same orders with
+# `python -m olacore ola --model <model> --max-order 3 --json --text "..."`):
 
 # %%
-(mine,) = cached_ola("smollm2-135m", ["The preacher at the mosque said that the killing would cause trouble."], 3,
+(mine,) = cached_ola(model, ["The preacher at the mosque said that the killing would cause trouble."], 3,
                      progress=False)
 orders = mine.orders                                       # (K + 1, T, T), orders 0..K
 print("largest entry above the diagonal:", orders.triu(1).abs().max().item())
