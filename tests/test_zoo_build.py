@@ -4,13 +4,14 @@ models whose wheels are downloaded (on tiny stand-in wheels: missing, damaged an
 from __future__ import annotations
 
 import dataclasses
+import shutil
 
 import pytest
 import torch
 
 import build_zoo  # scripts/ is on the path (conftest)
 from olacore.extraction import extract_attention
-from olacore.loading import LoadedModel, load_model
+from olacore.loading import LoadedModel, ModelLoadError, load_model
 from olacore.zoo import MANIFEST, ZOO, installed_files, is_built, zoo_folder, zoo_key
 
 TEXT = "The quick brown fox jumps over the lazy dog."
@@ -72,7 +73,7 @@ def minilm() -> LoadedModel:
 
 
 @pytest.mark.slow
-def test_split_zip_build_is_atomic_checked_and_self_healing(minilm, tmp_path, monkeypatch):
+def test_split_zip_build_is_atomic_checked_and_refuses_a_damaged_build(minilm, tmp_path, monkeypatch):
     """The build path of mpnet-base (split zip -> cache folder), on minilm's small files."""
     import hashlib
     import zipfile
@@ -113,11 +114,14 @@ def test_split_zip_build_is_atomic_checked_and_self_healing(minilm, tmp_path, mo
     (b,) = extract_attention(loaded, [TEXT], progress=False)
     torch.testing.assert_close(a.attentions, b.attentions, atol=1e-6, rtol=0)
 
-    # A damaged cached build is detected at load time, removed, and refused naming the build command; built again.
+    # A damaged cached build is refused at load time naming its folder and the build command, and never deleted
+    # (a long build is not lost to one failed read); removed by hand, it is built again.
     weights = built / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:1000])
-    with pytest.warns(UserWarning, match="removing"), pytest.raises(FileNotFoundError, match="build_zoo.py zip-test"):
+    with pytest.raises(ModelLoadError, match="build_zoo.py zip-test") as refusal:
         load_model("zip-test", device="cpu")
+    assert str(built.parent) in str(refusal.value) and weights.is_file()
+    shutil.rmtree(built.parent)
     build_zoo.build("zip-test")
     again = load_model("zip-test", device="cpu")
     (c,) = extract_attention(again, [TEXT], progress=False)
