@@ -8,32 +8,16 @@ added: the residual is inside each ``C``):
     y_i = sum_j T_i(x_j) + bias_i,      T_i(x_j) = N_i( sum_h A^h_ij v^h_j W_O^h + [i = j] x_j ),
     c_ij = max(0, ||y_i||_1 - ||y_i - T_i(x_j)||_1),     C_ij = c_ij / sum_k c_ik,     C^(N) ... C^(1)
 
-(``A^h`` head ``h``'s attention probabilities, ``v^h_j`` token ``j``'s value vector, ``W_O^h`` the head's slice of
-the output projection, ``x_j`` the residual, ``N_i`` the norm linearised at token ``i``: centred by each vector's
-own mean for LayerNorm, times the weight, over the statistic of token ``i``'s *real* norm input, so the
-decomposition is exact). The architecture table and the hooks: :mod:`olacore.extraction`; the cache:
-:func:`olacore.pipeline.cached_alti`.
+(``A^h`` head ``h``'s attention, ``v^h_j`` token ``j``'s value vector, ``W_O^h`` the head's slice of the output
+projection, ``x_j`` the residual, ``N_i`` the norm linearised at token ``i``'s real statistic, so the decomposition is
+exact).
 
-As the ALTI reference (mt-upc/transformer-contributions ``src/contributions.py``, ``ModelWrapper.get_contributions``;
-the copy the OLAS authors ran: jinglin-liang/OLAS ``utils/contributions.py``, aggregated in ``models/ola_utils.py``
-``get_alti_attention``): value bias inside each value vector, output-projection and norm biases owned by no token;
-the residual on the diagonal; LayerNorm linearised at the real pre-norm statistics; the L1 distance; ``min_sum``
-normalisation clipped at zero (OLAS ``utils/utils_contributions.py`` ``normalize_contributions``); the rollout as a
-plain product (``compute_joint_attention`` there, last layer kept). Where we differ:
+As the ALTI reference (mt-upc/transformer-contributions ``src/contributions.py``; the OLAS copy
+``utils/contributions.py``, aggregated by ``get_alti_attention`` in ``models/ola_utils.py``), except: the norm's own
+``sqrt(var + eps)`` statistic (not ``std`` of ``pre_ln_states + eps``); Gemma's post-attention RMSNorm linearised;
+grouped-query value heads repeated per query group; an all-zero row becomes the identity row, with a warning.
 
-- Norm statistic: the norm's own ``sqrt(var + eps)`` (RMSNorm: ``sqrt(mean(z^2) + eps)``), not the reference's
-  ``(pre_ln_states + eps).std(-1, unbiased=False)`` (checked there by a loose ``torch.dist(...) < 1e-3 * numel``),
-  so the vectors sum to the model's output within float32 rounding (``tests/test_alti.py``: 1e-4 relative error).
-- Gemma's post-attention RMSNorm, left out by OLAS ``utils/contributions.py`` (``utils/config.yaml`` lists gemma2 as
-  ``pre_layer_norm: 'True'``), is linearised (``1 + w`` weight).
-- Grouped-query attention: ``head_dim`` is read from ``W_O`` and each value head repeated for its query-head group
-  (as transformers' ``repeat_kv``); the reference's ``hidden / heads`` split fits neither GQA nor Gemma.
-- Hooks on named modules in one pass; one batched product per block of key tokens (causal: later keys skipped),
-  reduced to L1 distances at once, instead of ``(B, H, T, T, d)`` per layer; ``y_i`` is the model's own block
-  output, which the reference recomputes from the decomposition.
-- A row whose every ``c_ij`` is zero becomes the identity row, with a warning, instead of a division by zero.
-
-Tensors of one text: ``(T, T)`` per layer, ``(N, T, T)`` for all layers (layer 1 first), on the model's device.
+Tensors of one text: ``(T, T)`` per layer, ``(N, T, T)`` for all layers (layer 1 first).
 """
 
 from __future__ import annotations
@@ -59,11 +43,9 @@ class ALTIResult:
     """ALTI of one text.
 
     Attributes:
-        tokens, offsets: as :func:`olacore.extraction.tokenize` gives them (special tokens kept).
-        is_causal: decoder-only model (contributions are lower-triangular).
         contributions: ``(N, T, T)`` float32 CPU, layer 1 first; ``contributions[l, i, j]`` is token ``j``'s share of
             layer ``l + 1``'s block output at token ``i``; rows sum to 1.
-        rollout: ``(T, T)`` float32 CPU, ALTI's aggregation ``C^(N) ... C^(1)``; rows sum to 1.
+        rollout: ``(T, T)`` float32 CPU, ``C^(N) ... C^(1)``; rows sum to 1.
     """
 
     text: str
@@ -76,9 +58,7 @@ class ALTIResult:
 
 @dataclass
 class _ALTIPass(ALTIResult):
-    """An :class:`ALTIResult` and the head-averaged attention of the same forward pass: ``(N, T, T)`` float32 CPU,
-    bit-identical to :func:`~olacore.extraction.extract_attention`'s, or ``None`` for a text over the attention
-    budget (which extraction refuses)."""
+    """An :class:`ALTIResult` and the ``(N, T, T)`` attention of the same pass (``None`` over the attention budget)."""
 
     attentions: torch.Tensor | None = None
 
@@ -121,9 +101,7 @@ def _run(
 
 
 def _batch_forward(model: LoadedModel, family: ALTIFamily, weights: list[LayerWeights], attention: bool):
-    """``forward(batch)`` for :func:`~olacore.extraction.run_batched`: one hooked pass over equal-length texts, each
-    text's contributions computed from its row of the recorded tensors; per text ``(contributions, attention)``, the
-    attention (``output_attentions``, as extraction) when ``attention``, else ``None``."""
+    """``forward(batch)`` for :func:`~olacore.extraction.run_batched`: per text ``(contributions, attention or None)``."""
 
     def forward(batch: list[list[int]]) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
         layers: list[list[torch.Tensor | None]] = [[None] * model.num_layers for _ in batch]
@@ -176,14 +154,8 @@ def _alti_pass(model: LoadedModel, texts: Sequence[str], progress: bool = True) 
 
 
 def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> list[ALTIResult]:
-    """ALTI contributions of every layer and their rollout, for each text (module docstring).
-
-    One :class:`ALTIResult` per text, in order, with the bits of a forward pass of its own (whatever other texts are
-    in the call): texts of equal length share a pass where the self-test of
-    :func:`~olacore.extraction.run_batched` shows it gives those bits; contributions are computed from hooks inside
-    the pass, each text from its own rows. Under :func:`torch.inference_mode` on ``model.device``. ``model``: a
-    covered family (:data:`~olacore.extraction.FAMILIES`) with eager attention; texts within ``model.max_length``
-    tokens.
+    """ALTI contributions of every layer and their rollout: one :class:`ALTIResult` per text, in order, bit-identical
+    whatever other texts are in the call.
 
     Raises:
         ValueError: uncovered architecture (lists the covered families); empty text; text longer than the context.
@@ -286,10 +258,8 @@ def layer_factors(
 def layer_contributions(left: torch.Tensor, right: torch.Tensor, output: torch.Tensor, causal: bool) -> torch.Tensor:
     """One layer's ALTI contributions from the factors of :func:`layer_factors`: ``(T_i, T_j)`` float32.
 
-    ``left`` ``(T_j, T_i, K)``, ``right`` ``(T_j, K, d)``, ``output`` ``(T_i, d)``. Equals ALTI's measure on the
-    explicit vectors ``bmm(left, right).transpose(0, 1)`` (``tests/alti_reference.py``) without holding those
-    ``(T, T, d)`` vectors: one ``baddbmm`` per block of key tokens, reduced to L1 distances in place (causal: a block
-    skips the queries before its first key).
+    ``left`` ``(T_j, T_i, K)``, ``right`` ``(T_j, K, d)``, ``output`` ``(T_i, d)``; one ``baddbmm`` per block of key
+    tokens, never holding the ``(T, T, d)`` vectors.
     """
     size, dim = left.shape[0], right.shape[-1]
     output = output.float()

@@ -1,9 +1,6 @@
-"""The channel vocabulary: one name for each kind of token-to-token map, used everywhere.
-
-A *channel* is one ``(T, T)`` map per text: an OLA order (``"order<k>"``), the attention ``"rollout"``, one layer's
-head-averaged attention (``"layer<n>"``, layer 1 nearest the input) or ``"alti"`` (:mod:`olacore.alti`); display
-labels (``"order 1"``) derive from the names. Each channel names the *source* that computes it (``"ola"``,
-``"attention"`` or ``"alti"``, :mod:`olacore.pipeline`) and how to take its map from that source's per-text record.
+"""The channel vocabulary: one name for each kind of ``(T, T)`` token map: ``"order<k>"``, ``"rollout"``,
+``"layer<n>"`` (layer 1 nearest the input) or ``"alti"``; each names the source that computes it
+(:mod:`olacore.pipeline`) and how to take its map from that source's record.
 """
 
 from __future__ import annotations
@@ -22,14 +19,7 @@ _LAYER = re.compile(r"^layer([1-9]\d*)$")
 
 @dataclass(frozen=True)
 class Channel:
-    """One kind of map.
-
-    Attributes:
-        name, label: vocabulary name and display label (``"order1"``, ``"order 1"``).
-        source: the producer that computes it (``"ola"``, ``"attention"`` or ``"alti"``).
-        take: ``record -> (T, T) tensor``: one text's map from the source's record.
-        order: ``k`` of an ``order<k>`` channel, else ``None``.
-    """
+    """One kind of map: name and display label (``"order1"``, ``"order 1"``), source, ``take(record) -> (T, T)``."""
 
     name: str
     label: str
@@ -88,7 +78,7 @@ def channel(name: str) -> Channel:
 
 
 def channels(names: Iterable[str]) -> tuple[Channel, ...]:
-    """:func:`channel` of every name, checking for repeats.
+    """:func:`channel` of every name.
 
     Raises:
         ValueError: an unknown name, a repeated name, or no name at all.

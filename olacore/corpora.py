@@ -1,20 +1,11 @@
-"""The corpora, read in place from the data folder (:func:`olacore.settings.data_file`, never written) into word-level
-records with the text the models read and each word's character span (aligned to tokens in :mod:`olacore.toa.data`).
+"""The corpora, read in place from the data folder into word-level records: the text the models read and each word's
+character span. A record that cannot be read is named and counted (``report()``), never dropped silently.
 
-Releases and licences: the book's page "Models and data". A record that cannot be read is named and counted
-(:meth:`UDTreebank.report`, :meth:`Corpus.report`), never dropped silently.
-
-- UD English EWT (paper section 4.3): gold dependency trees; every syntactic word aligned to the sentence's own
-  ``# text``. Also the source of the similarity texts (:mod:`olacore.texts`).
-- WNUT-17 (CC BY 4.0; the out-of-domain NER row, the paper's OntoNotes NER being licensed): ``word<TAB>tag`` lines,
-  BIO over 6 types; the words joined by single spaces, as the official TOA data code joins its CoNLL words
-  (``data_utils/ola_dataset.py``).
-- UNER English-EWT v1 (CC BY-SA 4.0, Mayhew et al., NAACL 2024): PER / LOC / ORG in BIO over EWT (dev and test
-  only), each sentence matched by ``sent_id`` and read on EWT's text, words and spans.
-- SemEval-2010 Task 8 (CC BY 3.0), as ``OLADataset_SemEvalRe`` in the official ``data_utils/ola_dataset.py``: spaces
-  put around the four markers, the sentence split on spaces, the markers removed, the words joined by single spaces;
-  an entity is the run of words between its markers. Dev: every 10th example of TRAIN (which is not shuffled, so its
-  last 800 would not do), never the test file.
+- UD English EWT (paper section 4.3): gold dependency trees, words aligned to each sentence's ``# text``.
+- WNUT-17: BIO NER over 6 types, words joined by single spaces (official ``data_utils/ola_dataset.py``).
+- UNER English-EWT v1: PER / LOC / ORG in BIO over EWT's dev and test sentences.
+- SemEval-2010 Task 8, as ``OLADataset_SemEvalRe`` in the official ``data_utils/ola_dataset.py``; dev is every 10th
+  example of TRAIN.
 """
 
 from __future__ import annotations
@@ -91,17 +82,12 @@ class AlignmentError(ValueError):
 
 @dataclass(frozen=True)
 class UDSentence:
-    """One gold UD sentence, its syntactic words aligned to the sentence text.
-
-    Words are UD *syntactic* words: a multi-word token (id ``3-4``, "don't") is split into its words; empty nodes (id
-    ``5.1``) are skipped. All tuples have one entry per word.
+    """One gold UD sentence, its syntactic words (multi-word tokens split, empty nodes skipped) aligned to ``text``.
 
     Attributes:
-        sent_id, text: the ``# sent_id`` (or ``"#<index>"``) and ``# text`` comments; ``text`` is what the models read.
-        spans: ``(start, end)`` character span of each word in ``text``; the words of a multi-word token share its span.
+        spans: character span of each word in ``text``; the words of a multi-word token share its span.
         heads, deprels: 1-based head index (``0``: the root); basic relation, subtype included (``"nmod:poss"``).
-        xpos: language-specific tag (EWT: Penn Treebank, that of the paper's CoNLL-2000 POS task); empty when the
-            sentence was built without it.
+        xpos: EWT's Penn Treebank tag (the paper's CoNLL-2000 POS task).
     """
 
     sent_id: str
@@ -141,10 +127,7 @@ class UDTreebank:
 
 
 def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
-    """Align the syntactic words of one ``conllu`` sentence to its ``# text``.
-
-    Each surface token (a word, or a multi-word token as a whole) must occur in the text at the cursor, after optional
-    whitespace; its words get its span. ``index``: the sentence's position in its file, for the fallback id.
+    """Align the syntactic words of one ``conllu`` sentence to its ``# text``, surface token by surface token.
 
     Raises:
         AlignmentError: no ``# text``, a surface token not found where expected, a head out of range, or no word.
@@ -208,9 +191,7 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
 
 
 def ud_treebank(sentences: Iterable[conllu.TokenList] | str, name: str = "conllu") -> UDTreebank:
-    """Align every sentence of a CoNLL-U source (parsed sentences or the text itself); the failures go to
-    ``unaligned``; ``name`` labels :meth:`UDTreebank.report`.
-    """
+    """Align every sentence of a CoNLL-U source (parsed sentences or the text itself); failures go to ``unaligned``."""
     if isinstance(sentences, str):
         sentences = conllu.parse(sentences)
     aligned, failed = [], []
@@ -224,8 +205,7 @@ def ud_treebank(sentences: Iterable[conllu.TokenList] | str, name: str = "conllu
 
 @lru_cache(maxsize=3)
 def read_ewt_syntax(split: str) -> UDTreebank:
-    """UD English EWT ``split`` as aligned gold dependency trees (paper section 4.3): a :class:`UDTreebank`
-    named ``"ewt-<split>"`` (train / dev / test: 12,544 / 2,001 / 2,077 sentences in v2.16).
+    """UD English EWT ``split`` as aligned gold dependency trees (paper section 4.3).
 
     Raises:
         ValueError: unknown split; the file is not CoNLL-U or holds no sentence.
@@ -235,8 +215,7 @@ def read_ewt_syntax(split: str) -> UDTreebank:
 
 
 def evenly_spread(items: Sequence, n: int | None) -> list:
-    """``n`` items spread evenly over ``items``, order kept, the first and (``n > 1``) the last included; all if ``n``
-    is ``None`` or at least ``len(items)``; blind to labels. Every spread test subset of the book is drawn with it.
+    """``n`` items spread evenly over ``items``, order kept, first and last included; all if ``n`` is ``None``.
 
     Raises:
         ValueError: ``n`` below 1.
@@ -256,12 +235,8 @@ def long_sentences(sentences: Sequence[UDSentence], min_words: int = 30) -> list
 
 
 def ewt_splits(num_train: int | None, num_dev: int | None, num_test: int | None, long_min_words: int = 30) -> dict[str, list[UDSentence]]:
-    """The EWT sentences of the experiment: ``train``, ``dev``, ``test`` and ``test_long``.
-
-    ``train``, ``dev``: the first sentences of their splits; ``test``: ``num_test`` sentences spread evenly over the
-    test split (EWT is ordered by genre); ``test_long``: every test sentence with more than ``long_min_words`` words
-    (whatever ``num_test``). ``None``: the whole split.
-    """
+    """The EWT sentences of the experiment: the first ``train`` and ``dev`` sentences, ``test`` spread evenly over the
+    test split (ordered by genre), ``test_long`` every test sentence over ``long_min_words`` words; ``None``: all."""
     train = list(read_ewt_syntax("train").sentences)
     dev = list(read_ewt_syntax("dev").sentences)
     test = list(read_ewt_syntax("test").sentences)
@@ -288,15 +263,7 @@ SEMEVAL_LABELS: tuple[str, ...] = tuple(
 
 @dataclass(frozen=True)
 class NERSentence:
-    """One sentence of a named-entity corpus, word level.
-
-    Attributes:
-        sent_id: WNUT-17: ``"<split>-<index>"`` (position in the file, from 0); UNER: EWT's ``sent_id``.
-        text: what the models read (WNUT-17: the words joined by single spaces; UNER: EWT's ``# text``).
-        words, spans: the words and their character spans in ``text`` (UNER: EWT's syntactic words and spans; a
-            multi-word token's words share its span).
-        tags: the BIO tag of each word (``"B-person"``, ``"I-person"``, ``"O"``).
-    """
+    """One sentence of a named-entity corpus, word level, with the BIO tag of each word."""
 
     sent_id: str
     text: str
@@ -310,13 +277,7 @@ class NERSentence:
 
 @dataclass(frozen=True)
 class RelationExample:
-    """One SemEval-2010 Task 8 example, entity markers removed, entity spans kept.
-
-    Attributes:
-        sent_id: the example's number in the release (``"1"`` .. ``"10717"``).
-        text, spans: the words joined by single spaces (what the models read), each word's character span in it.
-        e1, e2: ``(first word, last word + 1)`` of each entity; label: one of :data:`SEMEVAL_LABELS`.
-    """
+    """One SemEval-2010 Task 8 example, markers removed; ``e1``, ``e2``: ``(first word, last word + 1)``."""
 
     sent_id: str
     text: str
@@ -332,9 +293,7 @@ class RelationExample:
 
 @dataclass(frozen=True)
 class Corpus:
-    """The records of one split (:class:`NERSentence` or :class:`RelationExample`, in file order) and
-    ``skipped``: ``(id, reason)`` of every record left out (malformed line, missing marker).
-    """
+    """The records of one split, in file order, and ``skipped``: ``(id, reason)`` of every record left out."""
 
     name: str
     items: tuple
@@ -373,9 +332,7 @@ def _split_name(split: str, known) -> None:
 
 @lru_cache(maxsize=3)
 def read_wnut17(split: str) -> Corpus:
-    """WNUT-17 ``split`` ('train', 'dev' or 'test': 3,394 / 1,009 / 1,287 sentences) as word-level BIO.
-
-    A sentence with a line that is not ``word<TAB>tag`` (tag ``O`` / ``B-<type>`` / ``I-<type>``) is skipped.
+    """WNUT-17 ``split`` ('train', 'dev' or 'test') as word-level BIO; a malformed sentence is skipped.
 
     Raises:
         ValueError: unknown split; the file holds no sentence (the message names it and ``OLACORE_DATA``).
@@ -459,11 +416,8 @@ def _uner_file(split: str) -> tuple[list[tuple[str, list[str], list[str]]], list
 
 @lru_cache(maxsize=2)
 def read_uner(split: str) -> Corpus:
-    """UNER English-EWT ``split`` ('dev' or 'test'), each sentence on EWT's own text (BIO, PER / LOC / ORG).
-
-    Matched to :func:`read_ewt_syntax` of the same split by ``# sent_id``. Skipped and named: a sentence
-    whose tokens differ from EWT's words (EWT v2.16: 3 of 2,001 dev, 3 of 2,077 test), one EWT lacks or could not
-    align, one with a malformed line.
+    """UNER English-EWT ``split`` ('dev' or 'test'), each sentence on EWT's own text, matched by ``# sent_id``; a
+    sentence whose tokens differ from EWT's words is skipped.
 
     Raises:
         ValueError: unknown split (there is no UNER train file here); a file holds no sentence (or is not CoNLL-U).
@@ -550,10 +504,8 @@ def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[s
 
 
 def read_semeval(split: str) -> Corpus:
-    """SemEval-2010 Task 8 ``split`` ('train', 'dev' or 'test') with entity spans, markers removed.
-
-    ``dev``: every 10th example of TRAIN_FILE.TXT by id (800); ``train``: the rest (7,200); ``test``:
-    TEST_FILE_FULL.TXT (2,717). An unreadable example is skipped and named (TRAIN's all in ``train``).
+    """SemEval-2010 Task 8 ``split``: ``dev`` every 10th example of TRAIN_FILE.TXT by id, ``train`` the rest,
+    ``test`` TEST_FILE_FULL.TXT.
 
     Raises:
         ValueError: unknown split; the file holds no sentence (the message names it and ``OLACORE_DATA``).

@@ -1,18 +1,12 @@
 """Attention extraction: the head-averaged attention of every layer, per text (paper section 3.1), and the hooks by
 which ALTI (:mod:`olacore.alti`) reads each architecture's attention block in the same forward pass.
 
-As in the official code (models loaded by ``OLAModel`` in ``models/ola_model.py``), tokens are kept exactly as each
-tokenizer adds them (BOS for Llama/Gemma, none for Qwen and for SmolLM2 from GGUF, ``[CLS]``/``[SEP]`` for BERT-like
-encoders). A text's attention has the bits of a forward pass of its own, whichever other texts were extracted with
-it (a cached map does not depend on which texts were missing from the cache): texts of equal token length share a
-forward pass, without padding, only where a self-test on the running machine shows such batches give exactly those
-bits (:func:`run_batched`); elsewhere every text runs alone.
+Special tokens are kept as each tokenizer adds them (official ``OLAModel``, ``models/ola_model.py``). A text's
+attention has the bits of a forward pass of its own (:func:`run_batched`).
 
-ALTI needs five tensors per layer: the layer input (the residual), the value projection's output, the attention
-probabilities, the input of the norm it linearises, and the block output. Families differ only in module names and
-norm placement, so each is one :class:`ALTIFamily` record of :data:`FAMILIES` (as the per-model entries of the ALTI
-reference's ``src/config.yaml`` in mt-upc/transformer-contributions and of the OLAS ``utils/config.yaml``), and one
-:class:`LayerRecorder` hooks any of them. Placements (block output ``y``):
+ALTI reads five tensors per layer (residual, values, probabilities, norm input, block output); each architecture
+family is one :class:`ALTIFamily` record of :data:`FAMILIES` (as mt-upc/transformer-contributions
+``src/config.yaml`` and OLAS ``utils/config.yaml``). Placements (block output ``y``):
 
 - ``"sum"`` (post-norm encoders: BERT, RoBERTa, ELECTRA, MPNet): ``y = LN(x + Attn(x))``.
 - ``"attention"`` (Gemma 2/3 sandwich norm): ``y = x + RMSNorm(Attn(RMSNorm(x)))``.
@@ -44,12 +38,9 @@ class Extraction:
     """Attention of one text (paper section 3.1).
 
     Attributes:
-        tokens: the ``T`` tokens as the tokenizer gives them, special tokens kept.
-        offsets: ``T`` character spans ``(start, end)`` into ``text``, trimmed of surrounding whitespace; ``(0, 0)``
-            for special tokens, ``(start, start)`` for a whitespace-only token.
-        is_causal: the model is a decoder-only LM (:attr:`LoadedModel.is_causal`).
-        attentions: ``(N, T, T)`` float32 CPU, head-averaged, layer 1 first; rows sum to 1; lower-triangular for
-            causal models.
+        tokens: the ``T`` tokens, special tokens kept.
+        offsets: ``T`` whitespace-trimmed character spans into ``text``; ``(0, 0)`` for special tokens.
+        attentions: ``(N, T, T)`` float32 CPU, head-averaged, layer 1 first; rows sum to 1.
     """
 
     text: str
@@ -77,8 +68,7 @@ def check_texts(texts: Sequence[str]) -> list[str]:
 
     Raises:
         TypeError: ``texts`` is a single string, or holds a non-string.
-        ValueError: a text is empty, whitespace only or invisible (only zero-width spaces, BOMs, Hangul fillers,
-            Braille blanks, ...), or not valid Unicode (names its index).
+        ValueError: a text is empty, whitespace only, invisible or not valid Unicode (names its index).
     """
     if isinstance(texts, str):
         raise TypeError("texts must be a sequence of strings, not a single string; wrap it in a list")
@@ -109,14 +99,12 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], list[str], list[tuple[int, int]]]]:
-    """Token ids, tokens and trimmed character offsets of each text, checked against the context.
-
-    One ``(ids, tokens, offsets)`` per text, offsets as in :class:`Extraction`; special tokens are added as the
-    tokenizer adds them, and a special token's spelling inside a text (``"Press [SEP] to continue."``) is read as text.
+    """``(ids, tokens, offsets)`` of each text (offsets as in :class:`Extraction`); a special token's spelling inside
+    a text is read as text.
 
     Raises:
-        TypeError / ValueError: as :func:`check_texts`; a text of which the tokenizer keeps nothing (no token but the
-            special ones); a text longer than the model's context (both lengths given).
+        TypeError / ValueError: as :func:`check_texts`; a text the tokenizer drops entirely; a text longer than the
+            model's context.
     """
     result = []
     for index, text in enumerate(check_texts(texts)):
@@ -174,9 +162,8 @@ def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> 
     """Refuse a text whose attention (``N * H * T^2 * 4`` bytes) exceeds ``$OLACORE_ATTENTION_GB`` GB (default 4).
 
     Raises:
-        MemoryError: the message names the text (``texts[index]``, when given), its length, what it would need and
-            how to proceed.
-        ValueError: ``$OLACORE_ATTENTION_GB`` is not a positive number (one line naming it).
+        MemoryError: names the text, its length and what it would need.
+        ValueError: ``$OLACORE_ATTENTION_GB`` is not a positive number.
     """
     budget = _attention_budget()
     needed = _attention_bytes(model, length)
@@ -193,15 +180,11 @@ def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> 
 # Batches of equal length, checked against one text a pass
 # ---------------------------------------------------------------------------------------------
 
-#: Most texts of one token length in a forward pass. Measured (smollm2-135m, 16 EWT sentences of 17 tokens, one
-#: thread, CPU time on the shared 2-core EPYC): 295, 162, 118, 103 and 109 ms a sentence in batches of 1, 2, 4, 8
-#: and 16; the gain stops at 8, and a smaller batch keeps less attention in memory.
+#: Most texts of one token length in a forward pass (measured on CPU: the gain stops at 8).
 BATCH_SIZE = 8
-#: Shorter texts always run alone: their single pass multiplies matrices of ``T < 4`` rows, which BLAS computes on
-#: another path (matrix-vector, small-M kernels) than the ``B * T`` rows of a batch, so the bits would differ.
+#: Shorter texts always run alone (BLAS takes another path for ``T < 4`` rows, so the bits would differ).
 MIN_BATCH_TOKENS = 4
-#: A length is self-tested only when a call holds at least this many texts of it: with fewer, the test (two single
-#: passes and one batched pass of two) costs more than batching the rest saves, so such texts run one a pass.
+#: A length is self-tested only when a call holds at least this many texts of it.
 SELF_TEST_MIN_TEXTS = 4
 
 
@@ -243,31 +226,15 @@ def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[
                 progress: bool = True) -> list:
     """``forward`` over the token ids of many texts, in batches of equal length, with the results of one text a pass.
 
-    ``forward(batch)`` runs one forward pass over ``batch`` (lists of ids, all of one length, no padding) and returns
-    one result per text (a tensor, or a tuple of tensors and ``None``); results come back in the order of ``ids``.
-    ``kind`` names what ``forward`` computes (``"attention"``, ``"alti"``); ``memory``: bytes one text's batch share
-    holds (default its attention, ``N * H * T^2 * 4``), so that a batch keeps within ``$OLACORE_ATTENTION_GB``.
-    ``covers``: a kind whose results are part of this one's (ALTI's pass gives extraction's attention), so the two
-    share self-tests: a pass of this kind makes the other's verdict, a failure of the other fails this one.
+    ``forward(batch)`` runs one pass over equal-length ``batch`` (no padding) and returns one result per text;
+    results come back in the order of ``ids``. ``kind`` names what it computes (``"attention"``, ``"alti"``);
+    ``memory``: bytes per text (default its attention); ``covers``: a kind whose results are part of this one's, so
+    the two share self-tests.
 
-    Texts of one length go through in batches of at most :data:`BATCH_SIZE`; texts under :data:`MIN_BATCH_TOKENS`
-    tokens run alone, and so do the texts of a length not yet tested of which the call holds fewer than
-    :data:`SELF_TEST_MIN_TEXTS`. A batch is used only where it gives exactly the bits of single passes, which a self-test
-    checks once per (model, device, ``kind``, length) in this process: the first two texts of that length run one a
-    pass (those results are the ones returned, so the test costs one batched pass of two texts), then together, and
-    every tensor is compared with :func:`torch.equal`. A length that fails runs one text a pass from then on; the
-    first failure of a model on a device gives one ``RuntimeWarning`` naming both.
-
-    Why one test per length, of two texts, on a CPU: the rows of a linear layer (``M = T`` alone, ``M = B * T`` in a
-    batch) have the same bits for any ``M >= 4`` (measured on the 2-core EPYC, torch 2.14; ``M < 4`` takes another
-    path, hence :data:`MIN_BATCH_TOKENS`), but the attention products of one pass are not the same call alone and in
-    a batch: with one text, ``Q K^T`` of the heads' strided views is multiplied on the views, with more on a
-    contiguous copy, and the two differ in the last bits for some lengths and not others (minilm-l6, 12 heads of 32:
-    ``T`` from 4 to 11 differ, 12 and more agree; gemma-3-270m and mpnet-base differ at some short lengths too;
-    SmolLM2 and Qwen2.5 agreed at every length tried). So the test is per length. Within a length, batches of 2, 3,
-    5 and 8 texts gave the same rows (minilm-l6, smollm2-135m at 4 to 30 tokens): every product takes the same
-    path for any batch of two or more, so a pair stands for every batch size. On another device (a GPU's kernels are
-    chosen by the whole shape) no such rule is known: every batch shape ``(B, T)`` is tested once, whole.
+    A batch is used only where a self-test, once per (model, device, ``kind``, length) on a CPU (per batch shape
+    elsewhere), shows it gives exactly the bits of single passes (:func:`torch.equal`); otherwise texts run one a
+    pass, with one ``RuntimeWarning``. On a CPU the attention products of a pass differ in the last bits alone and in
+    a batch for some lengths only, and a pair stands for any batch size.
     """
     lengths = [len(row) for row in ids]
     texts_of = collections.Counter(lengths)
@@ -321,8 +288,7 @@ def _forward(model: LoadedModel, batch: list[list[int]], **kwargs):
 
 
 def _head_means(model: LoadedModel, outputs) -> list[torch.Tensor]:
-    """Per text of the batch, the ``(N, T, T)`` float32 CPU head-averaged attention of a pass with
-    ``output_attentions=True``.
+    """Per text of the batch, the ``(N, T, T)`` float32 CPU head-averaged attention.
 
     Raises:
         RuntimeError: the backbone returned no attention (not loaded with eager attention).
@@ -341,12 +307,8 @@ def _head_means(model: LoadedModel, outputs) -> list[torch.Tensor]:
 def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool = True) -> list[Extraction]:
     """Head-averaged attention of every layer for each text (paper section 3.1).
 
-    One :class:`Extraction` per text, in order, with the bits of a forward pass of its own: a result is
-    bit-identical whatever other texts are in the call. Texts of equal token length share a forward pass without
-    padding (padding changes the last bits) where this machine gives such batches exactly those bits, checked by a
-    self-test (:func:`run_batched`: batches of at most :data:`BATCH_SIZE` texts and of the attention budget, texts
-    under :data:`MIN_BATCH_TOKENS` tokens alone). Runs on :data:`olacore.settings.COMPUTE_THREADS` thread(s) whatever
-    the caller's setting (restored after), under :func:`torch.inference_mode` on ``model.device``.
+    One :class:`Extraction` per text, in order, bit-identical whatever other texts are in the call
+    (:func:`run_batched`); on :data:`olacore.settings.COMPUTE_THREADS` thread(s).
 
     Raises:
         TypeError / ValueError: as :func:`tokenize` (empty text, text longer than the context).
@@ -374,20 +336,14 @@ def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool =
 
 @dataclass(frozen=True)
 class ALTIFamily:
-    """Where one architecture family keeps the parts of its attention block (module paths).
+    """Where one architecture family keeps the parts of its attention block (module paths inside a layer).
 
     Attributes:
-        model_types: the ``config.model_type`` values it covers.
         layers: dotted path from the backbone to the ``ModuleList`` of layers.
-        attention: path inside a layer to the module returning ``(output, probabilities, ...)``.
-        value, output: paths inside a layer to the value projection and to ``W_O`` (``nn.Linear``, bias included).
-        norm: path inside a layer to the norm ALTI linearises, ``None`` for plain pre-norm.
-        placement: ``"sum"``, ``"attention"`` or ``None`` (module docstring).
-        norm_kind: ``"layer"`` (centre, then scale by the std) or ``"rms"`` (scale by the RMS, no centring).
+        norm: the norm ALTI linearises, ``None`` for plain pre-norm; placement: as the module docstring.
         norm_weight_offset: added to the norm weight (Gemma's RMSNorm multiplies by ``1 + w``).
-        block_output: ``(path inside a layer, "input" | "output")``: the module whose input or output is ``y``.
-        needs_output_attentions: probabilities are returned only with ``output_attentions=True`` (MPNet).
-        eager_only: the attention is always eager (MPNet), so the ``attn_implementation`` check is skipped.
+        block_output: ``(path, "input" | "output")``: the module whose input or output is ``y``.
+        needs_output_attentions, eager_only: MPNet's attention (always eager, probabilities only when asked).
     """
 
     name: str
@@ -513,7 +469,6 @@ class LayerWeights:
     Attributes:
         w_o, b_o: ``(d, H * d_head)`` output projection weight; ``(d,)`` bias or ``None``.
         gamma, beta: ``(d,)`` effective norm weight (offset included) and norm bias; ``None`` without them.
-        num_heads, head_dim, num_kv_heads: query heads and their size; value heads (GQA).
     """
 
     w_o: torch.Tensor
@@ -548,14 +503,10 @@ def layer_weights(backbone: torch.nn.Module, family: ALTIFamily, layer: int) -> 
 
 
 class LayerRecorder:
-    """Forward hooks that hand each layer's ALTI inputs to ``on_layer`` during ONE forward pass.
+    """Forward hooks (a context manager) that hand each layer's ALTI inputs to ``on_layer(l, record)`` during one pass.
 
-    At layer ``l``'s block output, ``on_layer(l, record)`` gets ``residual`` ``(B, T, d)``, ``values``
-    ``(B, T, H_kv * d_head)``, ``probs`` ``(B, H, T, T)``, ``norm_input`` ``(B, T, d)`` (with a norm) and ``output``
-    ``(B, T, d)``; the record is then dropped. A context manager: hooks removed on exit, also after an error.
-
-    Raises (from inside the forward pass):
-        RuntimeError: a layer's attention module returned no probabilities.
+    ``record``: ``residual`` ``(B, T, d)``, ``values`` ``(B, T, H_kv * d_head)``, ``probs`` ``(B, H, T, T)``,
+    ``norm_input`` ``(B, T, d)`` (with a norm) and ``output`` ``(B, T, d)``.
     """
 
     def __init__(self, backbone: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]):

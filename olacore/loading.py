@@ -1,21 +1,9 @@
-"""Loading a model for attention extraction: a zoo name, a local folder, a Hugging Face id in the local cache, or
-a random-init twin's name (paper section 3.1; the offline zoo is listed on the book's page "Models and data").
+"""Loading a model for attention extraction (paper section 3.1): a zoo name, a local folder, a Hugging Face id in the
+local cache, or a random-init twin's name (``"minilm-l6 [random init seed=0]"``).
 
-Every model is loaded in float32, eval mode, ``attn_implementation="eager"`` (so ``output_attentions=True`` returns
-real probabilities), base transformer only (no LM head). :func:`model_fingerprint` names the exact weights and
-settings without loading them: it keys every cached tensor derived from a model.
-
-A folder is loaded only after :func:`check_model_folder` found its config, tokenizer files and whole weight files,
-and its tokenizer is kept only after :func:`check_tokenizer` found it fit for the model (transformers otherwise
-builds an empty tokenizer for a folder without tokenizer files and lets a truncated weight file escape as a
-``SafetensorError``); every such failure is a :class:`ModelLoadError`, one line naming the folder, the file and what
-to do. :func:`folder_fingerprint` hashes every file that can change what is extracted.
-
-A random-init twin (:func:`random_init`) is the model's architecture re-initialised by Hugging Face's own
-initialiser under a fixed seed (the official ``load_method="random_all"``). Its weights are saved once in the tensor
-store, under a key of the trained model's fingerprint, the seed, the torch and transformers versions and the code
-digest of this module, and read back bit for bit. Its name (:func:`twin_name`, ``"minilm-l6 [random init seed=0]"``)
-is accepted like a zoo name by :func:`load_model` and :func:`model_fingerprint`.
+Float32, eval mode, eager attention, base transformer only. :func:`model_fingerprint` keys every cached tensor
+derived from a model. A damaged or mismatched folder is a one-line :class:`ModelLoadError`. A random-init twin
+(:func:`random_init`, the official ``load_method="random_all"``) is saved once in the tensor store.
 """
 
 from __future__ import annotations
@@ -49,9 +37,7 @@ __all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "MODE
            "twin_fingerprint", "twin_key", "load_twin"]
 
 
-#: Environment variable: a JSON object mapping model names (Hugging Face ids, say) to local folders
-#: that stand in for them, e.g. ``{"bert-base-cased": "/models/bert"}``. A mapped name loads from its
-#: folder (checked as any model folder) and keeps its name in every table; unmapped names are unchanged.
+#: Environment variable: a JSON object mapping model names to local folders, e.g. ``{"bert-base-cased": "/models/bert"}``.
 MODEL_FOLDERS_ENV = "OLACORE_MODEL_FOLDERS"
 
 _ABSURD_LENGTH = 1_000_000  # tokenizers without a limit report ~1e30
@@ -59,15 +45,12 @@ _ABSURD_LENGTH = 1_000_000  # tokenizers without a limit report ~1e30
 
 @dataclass
 class LoadedModel:
-    """A tokenizer and the base transformer (no LM head), ready for :func:`olacore.extraction.extract_attention`.
+    """A fast tokenizer and the base transformer (float32, eval, eager attention, on ``device``).
 
     Attributes:
-        tokenizer: fast tokenizer (character offsets available).
-        backbone: float32, eval mode, eager attention, on ``device``.
-        is_causal: decoder-only LM (lower-triangular attention), else bidirectional encoder.
+        is_causal: decoder-only LM, else bidirectional encoder.
         num_layers, num_heads, max_length: ``N`` layers, query heads per layer, context in tokens (specials included).
-        fingerprint: names the exact weights and settings: the cache key of everything derived from this model (a
-            modified copy, e.g. a control, must set its own).
+        fingerprint: the cache key of everything derived from this model (a modified copy must set its own).
         path, spec: folder the weights were read from (``None`` for a hub id), zoo entry (zoo models).
     """
 
@@ -131,8 +114,7 @@ def _twin(name: str) -> tuple[str, int] | None:
 
 
 def _classify(name: str) -> str:
-    """Return ``"zoo"``, ``"folder"``, ``"twin"`` or ``"hub"``; raise ValueError for names that are none.
-    A name mapped by :data:`MODEL_FOLDERS_ENV` is a ``"folder"`` (see :func:`_local_folder`)."""
+    """Return ``"zoo"``, ``"folder"``, ``"twin"`` or ``"hub"``; raise ValueError for names that are none."""
     if not isinstance(name, (str, os.PathLike)):
         raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
     name = os.fspath(name)
@@ -170,13 +152,8 @@ def _hub_fingerprint(name: str) -> str:
 
 
 def model_fingerprint(name: str) -> str:
-    """Fingerprint of a model without loading it: the cache key of its derived tensors.
-
-    ``"zoo:<name>:<key>"`` (key: pinned packages, checksum, build format, transformers major),
-    ``"folder:<absolute path>:<hash>"`` (:func:`folder_fingerprint`) or ``"hub:<id>@<commit>"``
-    (commit from the local Hugging Face cache, when there); a random-init twin's name
-    (:func:`twin_name`) gives :func:`twin_fingerprint` (its model's fingerprint, the seed
-    and the initialiser's digest). Equals :attr:`LoadedModel.fingerprint` of the loaded model.
+    """Fingerprint of a model without loading it: ``"zoo:<name>:<key>"``, ``"folder:<path>:<hash>"``,
+    ``"hub:<id>@<commit>"`` or a twin's; equals :attr:`LoadedModel.fingerprint`.
 
     Raises:
         ValueError: ``name`` is none of the four (message lists the zoo names).
@@ -233,8 +210,7 @@ def _hub_call(name: str, loader, **kwargs):
 
 
 def model_kind(name: str) -> str:
-    """``"causal"`` or ``"encoder"`` for a model name, without loading any weights (from the zoo entry, or from
-    ``config.json``: architectures, then model type).
+    """``"causal"`` or ``"encoder"`` for a model name, without loading any weights.
 
     Raises:
         ValueError: unknown model, or an encoder-decoder model.
@@ -304,12 +280,7 @@ def _quiet_transformers() -> Iterator[None]:
 
 
 def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
-    """Load tokenizer and base model (no head) from a folder or hub id: ``(tokenizer, model, config, text_config)``.
-
-    Folder, tokenizer and loaded weights are checked (:mod:`olacore.loading`); any failure is a one-line
-    ``ModelLoadError``. The model stays on the CPU: the caller moves it, so a device error is never taken for a damaged
-    model folder.
-    """
+    """``(tokenizer, model, config, text_config)`` of a folder or hub id, checked; the model stays on the CPU."""
     if quiet:
         with _quiet_transformers():
             return _from_folder(path, hub=hub)
@@ -343,8 +314,7 @@ def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
 
 
 def _zoo_from_folder(folder: Path, spec: ModelSpec):
-    """:func:`_from_folder` of a zoo model's folder, whose config must give the zoo entry's layers and heads (the
-    fingerprint of a zoo model names its packages, not its folder's files: an edited config.json would go unseen)."""
+    """:func:`_from_folder` of a zoo model's folder, whose config must give the zoo entry's layers and heads."""
     tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
     if spec.num_layers and spec.num_heads and _counts(text_config) != (spec.num_layers, spec.num_heads):
         layers, heads = _counts(text_config)
@@ -357,10 +327,8 @@ def _zoo_from_folder(folder: Path, spec: ModelSpec):
 def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
     """Load a model's tokenizer and base transformer for attention extraction (paper section 3.1).
 
-    ``name``: a zoo short name (:data:`ZOO`), a local folder holding a Hugging Face model, a Hugging Face id in the
-    local Hugging Face cache, or a random-init twin's name (:func:`twin_name`:
-    the model, then its twin's weights, saved once); ``device``: default CUDA when available. A zoo model must be built
-    (``scripts/build_zoo.py``, run by ``make``).
+    ``name``: a zoo name, a model folder, a Hugging Face id in the local cache, or a :func:`twin_name`; ``device``:
+    default CUDA when available.
 
     Raises:
         ValueError: unknown model (lists the zoo names), an encoder-decoder model, or a tokenizer without offsets.
@@ -445,13 +413,8 @@ _DIGESTS: dict[tuple, str] = {}  # (folder, names, sizes, mtimes) -> digest: a w
 
 
 def folder_fingerprint(path: str | os.PathLike) -> str:
-    """Fingerprint of a local model folder, ``"folder:<absolute path>:<16 hex digits>"``: the cache key
-    of everything extracted from it.
-
-    Every regular file at the top of the folder counts but documentation (README, licence, images): settings
-    (``config.json``, tokenizer files, ``generation_config.json``, ...) by name and content, weight files and other
-    files over 64 MB by name, size and modification time. Sub-folders are not read by extraction and do not count.
-    """
+    """``"folder:<absolute path>:<16 hex digits>"``: top-level files but documentation, settings by content, weights
+    and files over 64 MB by size and modification time."""
     folder = Path(path).expanduser().resolve()
     entries = sorted((p for p in folder.iterdir() if _fingerprinted(p)), key=lambda p: p.name)
     stats = tuple((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in entries)
@@ -509,11 +472,7 @@ def _check_zip_checkpoint(path: Path, folder: Path) -> None:
 
 
 def check_model_folder(path: str | os.PathLike) -> None:
-    """Check, without loading anything, that a model folder has what extraction needs, whole.
-
-    ``config.json`` is valid JSON; a tokenizer file is there (:data:`TOKENIZER_FILES`; ``vocab.json`` needs
-    ``merges.txt``); a weight file and every shard an index lists exist; every safetensors file is as long as its
-    header says (a torch zip checkpoint: its directory is readable).
+    """Check, without loading anything, that a model folder holds a valid config, tokenizer files and whole weights.
 
     Raises:
         ModelLoadError: naming the folder, the missing or damaged file, and what to do.
@@ -560,9 +519,6 @@ def check_model_folder(path: str | os.PathLike) -> None:
 def check_tokenizer(tokenizer: Any, config: Any, where: str) -> None:
     """Refuse a tokenizer that cannot be the model's: far smaller than its vocabulary, or blind to common words.
 
-    ``config``: the model's (text) config, whose ``vocab_size`` is compared with ``len(tokenizer)``; ``where``: the
-    model's name or folder, for the message.
-
     Raises:
         ModelLoadError: fewer than half of ``vocab_size`` entries, or common English words mapped to the unknown token.
     """
@@ -587,11 +543,7 @@ def check_tokenizer(tokenizer: Any, config: Any, where: str) -> None:
 
 
 def guard_load(where: str, what: str, call: Callable[[], T]) -> T:
-    """``call()``, with any failure (but a :class:`ModelLoadError`) turned into a one-line :class:`ModelLoadError`.
-
-    ``where``: the model's name or folder; ``what``: ``"config"``, ``"tokenizer"`` or ``"weights"``; the message names
-    both and the original error's type and first line.
-    """
+    """``call()``, with any failure turned into a one-line :class:`ModelLoadError` naming ``what`` of ``where``."""
     try:
         return call()
     except ModelLoadError:
@@ -633,14 +585,11 @@ def _shown(keys: list[str]) -> str:
 def check_loading_info(info: dict, where: str, model: Any = None, config: Any = None) -> None:
     """Refuse weights that disagree with the ``config.json`` that builds the model (transformers only warns).
 
-    ``info``: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``; ``model``: the loaded
-    backbone and ``config``: its (text) config, to tell unused weights of the backbone (layers beyond the config's
-    count, a module the config does not build) from a task head's (an LM or masked-LM head, never used by extraction);
-    ``where``: for the message. The pooler (never used, often missing in masked-LM checkpoints) is not counted.
+    ``info``: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``; task heads and the pooler
+    are not counted.
 
     Raises:
-        ModelLoadError: parameters of the model missing from the weights, or weights of the backbone the model leaves
-            unused; the message names ``config.json``, the field and what the weights hold.
+        ModelLoadError: backbone parameters missing from the weights, or backbone weights left unused.
     """
     field = _layer_field(config) if config is not None else None
     missing = sorted(key for key in info.get("missing_keys", ()) if "pooler" not in key)
@@ -696,11 +645,8 @@ def _model_types_of(architecture: str) -> set[str]:
 
 
 def check_config_family(config: Any, where: str) -> None:
-    """Refuse a ``config.json`` whose ``model_type`` is not the family of its own ``architectures``.
-
-    The weights were saved by the ``architectures`` class; a ``model_type`` of another family builds another network
-    on them (``roberta`` on BERT weights loads with no missing weight, but numbers positions otherwise). Unknown
-    architectures (custom code) and configs without ``architectures`` are not judged.
+    """Refuse a ``config.json`` whose ``model_type`` is not the family of its own ``architectures`` (``roberta`` on
+    BERT weights loads with no missing weight, but numbers positions otherwise).
 
     Raises:
         ModelLoadError: naming ``config.json``, ``model_type`` and the family of the architectures.
@@ -766,8 +712,7 @@ def parse_twin_name(name: str) -> tuple[str, int] | None:
 
 
 def _initialiser() -> str:
-    """A digest of what draws a twin's weights: the torch and transformers versions (their initialisers) and the
-    code of this module."""
+    """A digest of what draws a twin's weights: torch and transformers versions, the code of this module."""
     import transformers
 
     return TensorStore.key(torch=torch.__version__, transformers=transformers.__version__,
@@ -775,20 +720,17 @@ def _initialiser() -> str:
 
 
 def twin_fingerprint(fingerprint: str, seed: int) -> str:
-    """The fingerprint of the twin of a model of fingerprint ``fingerprint`` (keys the twin's cached maps):
-    ``"<fingerprint>|control:random init seed=S|init:<digest of the initialiser>"``, so that another torch or
-    transformers (other initial weights) never reads the maps of an earlier twin."""
+    """``"<fingerprint>|control:random init seed=S|init:<digest of the initialiser>"``: keys the twin's cached maps."""
     return f"{identity('', fingerprint, _TAG.format(seed=seed))[1]}|init:{_initialiser()}"
 
 
 def twin_key(fingerprint: str, seed: int) -> str:
-    """The store key of a twin's saved weights: the trained model's fingerprint, the seed and the initialiser's
-    digest (torch and transformers versions, the code of this module)."""
+    """The store key of a twin's saved weights."""
     return TensorStore.key(kind="random-init-twin", model=fingerprint, seed=seed, initialiser=_initialiser())
 
 
 def _fresh_state(model: "LoadedModel", seed: int) -> dict[str, torch.Tensor]:
-    """The freshly initialised tensors of every entry of ``model.backbone``'s state dict (float32, CPU, own memory)."""
+    """Freshly initialised tensors of every entry of ``model.backbone``'s state dict (float32, CPU)."""
     config = copy.deepcopy(model.backbone.config)
     config._attn_implementation = "eager"
     with torch.random.fork_rng(devices=[]):
@@ -803,12 +745,8 @@ def _fresh_state(model: "LoadedModel", seed: int) -> dict[str, torch.Tensor]:
 
 
 def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | None = None) -> "LoadedModel":
-    """The same architecture with freshly initialised weights (Hugging Face's own initialiser), seeded; saved once.
-
-    The weights come from ``store`` (default ``TensorStore()``) when a twin of this model fingerprint and seed was
-    made before (:func:`twin_key`), else they are initialised and saved there (a cache that cannot be written only
-    warns). ``name`` gets ``" [random init seed=S]"`` (:func:`twin_name`), the fingerprint
-    ``"|control:random init seed=S|init:<digest>"`` (:func:`twin_fingerprint`); ``model`` is never modified.
+    """The same architecture with freshly initialised weights (Hugging Face's own initialiser), seeded; saved once in
+    ``store``; named by :func:`twin_name`, fingerprinted by :func:`twin_fingerprint`.
 
     Raises:
         ValueError: a backbone whose fresh copy lacks one of its tensors (it cannot be re-initialised).

@@ -1,22 +1,11 @@
-"""Comparable maps: one model's aligned maps of some texts, and the attention-sink rule they pass through.
+"""Comparable maps: one model's aligned maps of some texts (:class:`Maps`, from :func:`make_maps`), and the
+attention-sink rule they pass through.
 
-Every experiment but the TOA adapters consumes a :class:`Maps`, built by :func:`make_maps` (or :func:`model_maps`)
-from token-level ``(C, T, T)`` maps (rows: queries) in two steps per text:
-
-1. sinks: ``"clean"`` (:func:`clean_sinks`), ``"raw"`` or ``"raw+clean"`` (raw channels first);
-2. alignment (:mod:`olacore.texts`): ``"resize"`` (the paper: bilinear, antialiased, ``size x size``), ``"words"``
-   (ours: pooled onto the words, rows stay stochastic) or ``"first"`` (each word's first sub-token, where the
-   official parser scores words).
-
-Attention sinks: removed as the official preprocessing does. Causal models park attention on the first token
-(Xiao et al., 2024). The official rule (``get_outliers_mask``, ``cal_maskes`` in ``models/ola_utils.py``, applied
-by ``preprocess_ola`` in ``models/ola_model.py``) flags in each row every entry equal to the row maximum or above
-``mean + 3 std`` (sample std, ``n - 1``), zeroes them and renormalises the row. The statistics (:data:`SINK_STATS`)
-run over the whole row, a causal map's zeros included (``"row"``: the official ``olas_retrieval.py`` and
-``olas_visual_model.py`` build ``ClassifyDataset`` with ``is_casual=False``), or over the causal part ``j <= i``
-(``"causal"``: the official TOA path, ``OLAModel.forward``, passes the causal flag); for a bidirectional map both
-are the whole row. The TOA adapters flag sinks per epoch, after their augmentations (:mod:`olacore.toa.data`), so
-they call :func:`clean_sinks` and :func:`mirror_causal` themselves.
+Per text: sinks ``"clean"``, ``"raw"`` or ``"raw+clean"``, then alignment (:mod:`olacore.texts`) ``"resize"`` (the
+paper), ``"words"`` or ``"first"``. The official sink rule (``get_outliers_mask``, ``cal_maskes`` in
+``models/ola_utils.py``) zeroes every entry equal to its row's maximum or above ``mean + 3 std`` and renormalises;
+the statistics run over the whole row (``"row"``: ``olas_retrieval.py``, ``is_casual=False``) or over ``j <= i``
+(``"causal"``: the official TOA path).
 """
 
 from __future__ import annotations
@@ -46,8 +35,7 @@ class Maps:
 
     Attributes:
         tensors: one ``(C, S, S)`` float32 CPU tensor per text; ``S``: ``size`` for ``"resize"``, else the word count.
-        channels: the channel names along the channel axis (twice with ``sinks="raw+clean"``: raw, then cleaned).
-        align, sinks, sink_stats: as :func:`make_maps`; size: side of resized maps (``None`` for word alignments).
+        channels: the channel names (the axis holds them twice with ``sinks="raw+clean"``: raw, then cleaned).
     """
 
     tensors: tuple[torch.Tensor, ...]
@@ -124,15 +112,13 @@ def make_maps(
     words: Sequence[Any] | None = None,
     sink_stats: str = "row",
 ) -> Maps:
-    """Build comparable :class:`Maps` from one model's token-level maps.
+    """Build comparable :class:`Maps` from one model's :class:`olacore.pipeline.TokenMaps`.
 
     Args:
-        token_maps: one :class:`olacore.pipeline.TokenMaps` per text, same model and channels.
         align: ``"resize"`` (paper), ``"words"`` (ours) or ``"first"`` (first sub-tokens).
-        sinks: ``"raw"``, ``"clean"`` (as the official ``olas_retrieval.py`` and ``olas_visual_model.py``) or
-            ``"raw+clean"``.
+        sinks: ``"raw"``, ``"clean"`` (official) or ``"raw+clean"``.
         size: side of resized maps (paper: 50).
-        words: for ``"words"`` and ``"first"``: per text an object with ``.spans``, its words' character spans.
+        words: for ``"words"`` and ``"first"``: per text an object with ``.spans``.
         sink_stats: ``"row"`` (the official similarity scripts) or ``"causal"`` (the official TOA path).
 
     Raises:
@@ -180,10 +166,8 @@ def model_maps(
     progress: bool = True,
     sink_stats: str = "row",
 ) -> Maps:
-    """:func:`olacore.pipeline.token_maps` then :func:`make_maps`: a model's maps of some texts.
-
-    ``texts``: strings, or objects with ``.text`` (and ``.spans`` for word alignments); ``workers``, ``device``,
-    ``progress``: extraction on a cache miss (:func:`olacore.pipeline.cached_attention`); the rest as :func:`make_maps`.
+    """:func:`olacore.pipeline.token_maps` then :func:`make_maps`; ``texts``: strings, or objects with ``.text`` (and
+    ``.spans`` for word alignments).
 
     Raises:
         ValueError: as :func:`olacore.pipeline.token_maps` and :func:`make_maps`.
@@ -200,8 +184,7 @@ SINK_STATS = ("row", "causal")
 
 
 def stats_mask(size: int, causal: bool, stats: str = "row", device: torch.device | str | None = None) -> torch.Tensor:
-    """The entries a row's statistics cover (and the official augmentations change): ``(T, T)`` bool, ``j <= i``
-    for a causal map with ``stats="causal"``, every entry otherwise.
+    """The entries a row's statistics cover: ``(T, T)`` bool, ``j <= i`` for a causal map with ``stats="causal"``.
 
     Raises:
         ValueError: an unknown ``stats``.
@@ -214,10 +197,8 @@ def stats_mask(size: int, causal: bool, stats: str = "row", device: torch.device
 
 
 def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: str = "row") -> torch.Tensor:
-    """The entries the official rule flags as sinks (official ``get_outliers_mask``).
-
-    ``(..., T, T)`` row-stochastic maps -> ``(..., T, T)`` bool: entries equal to their row's maximum over the covered
-    entries (ties all flagged) or above ``mean + num_std * std`` (sample std; paper: 3); ``stats``: :data:`SINK_STATS`.
+    """The entries the official rule flags as sinks (``get_outliers_mask``): ``(..., T, T)`` bool, entries equal to
+    their row's maximum or above ``mean + num_std * std`` (sample std; paper: 3).
 
     Raises:
         ValueError: an unknown ``stats``.
@@ -233,10 +214,8 @@ def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: st
 
 
 def clean_sinks(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: str = "row") -> torch.Tensor:
-    """Remove attention sinks by the official rule (``models/ola_utils.py``).
-
-    Zeroes every entry :func:`sink_flags` flags and every entry outside :func:`stats_mask`, then renormalises each
-    row: ``(..., T, T)``, same dtype and device; a row whose whole mass was flagged becomes all zeros.
+    """Remove attention sinks by the official rule (``models/ola_utils.py``): zero the flagged entries and those
+    outside :func:`stats_mask`, renormalise each row; ``(..., T, T)``.
 
     Raises:
         ValueError: maps are not square, or ``stats`` is unknown.

@@ -1,11 +1,7 @@
-"""The cached pipeline: texts -> attention -> OLA, and ALTI -> token-level maps of any channel.
+"""The cached pipeline: texts -> attention -> OLA, and ALTI -> token-level ``(C, T, T)`` maps of named channels.
 
-Each per-text product is cached in a :class:`olacore.store.TensorStore`, one entry per (model fingerprint, text,
-settings, device type, code digest: :class:`Product`), so a larger text set reuses a smaller one's entries and a warm
-run never loads a model. :func:`cached_attention` gives the ``(N, T, T)`` head-averaged attention, :func:`cached_ola`
-OLA orders ``0..K`` and the rollout (computed in float64, stored in float32), :func:`cached_alti` ALTI's ``(N, T, T)``
-contributions and rollout (storing the attention of the same forward pass), and :func:`token_maps` the ``(C, T, T)``
-maps of named channels (:mod:`olacore.channels`), each from its source's cached record.
+One store entry per (model fingerprint, text, settings, device type, code digest: :class:`Product`), so a warm run
+never loads a model.
 """
 
 from __future__ import annotations
@@ -45,16 +41,13 @@ __all__ = [
     "cached_alti",
 ]
 
-# How attention is extracted (olacore.extraction); part of every attention key.
+# Part of every attention key.
 EXTRACTION_SETTINGS = {
     "dtype": "float32",
     "attn_implementation": "eager",
     "heads": "mean",
     "special_tokens": "as the tokenizer adds them",
     "offsets": "whitespace-trimmed, (0, 0) for special tokens",
-    # The bits of one text per forward pass, so an entry never depends on which other texts were extracted with it
-    # (entries of the earlier padded batches are not reused); texts of equal length share a pass, without padding,
-    # where a self-test on the running machine shows it gives exactly those bits (olacore.extraction.run_batched).
     "batches": "the bits of one text a forward pass; texts of equal length share a pass (no padding) where a "
                "self-test on the machine shows it gives those bits",
     "threads": "olacore.settings.COMPUTE_THREADS = 1",
@@ -65,35 +58,23 @@ OLA_SETTINGS = {"compute_dtype": "float64", "store_dtype": "float32", "rollout":
 
 @dataclass(frozen=True)
 class Product:
-    """A per-text product of the pipeline and what its store key holds besides model and text.
-
-    Attributes:
-        kind: ``"attention"``, ``"ola"``, ``"alti"``.
-        parts: the settings it is computed with (read when a key is made).
-        code: the package modules that compute it; their :func:`olacore.store.code_digest` (they and what they
-            import) is part of the key.
-    """
+    """A per-text product of the pipeline (``kind``) and what its key holds besides model and text: settings
+    (``parts``) and the :func:`olacore.store.code_digest` of the modules that compute it (``code``)."""
 
     kind: str
     parts: Mapping[str, Any]
     code: tuple[str, ...]
 
     def keys(self, fingerprint: str, texts: Sequence[str], device: str) -> list[str]:
-        """The store key of each text: ``(kind, model fingerprint, text, device type, code digest, **parts)``.
-
-        ``device``: ``"cpu"`` / ``"cuda"`` (:func:`device_type`); a GPU run never reads or writes a CPU entry.
-        """
+        """The store key of each text; ``device``: ``"cpu"`` / ``"cuda"`` (:func:`device_type`)."""
         code = code_digest(*self.code)
         return [TensorStore.key(kind=self.kind, model=fingerprint, text=text, device=device, code=code, **self.parts)
                 for text in texts]
 
 
-# Attention is also stored by ALTI's forward pass (cached_alti), which runs extraction's code with the hooks of
-# olacore.extraction in the model: those are in the attention and OLA keys too.
 ATTENTION = Product("attention", {"settings": EXTRACTION_SETTINGS}, ("olacore.pipeline", "olacore.extraction"))
 OLA = Product("ola", {"settings": OLA_SETTINGS, "extraction": EXTRACTION_SETTINGS},
               ("olacore.pipeline", "olacore.extraction"))
-# What the contributions depend on besides model and text (a cache-key part).
 ALTI_SETTINGS = {
     "method": "ALTI (Ferrando et al. 2022)",
     "distance": "L1",
@@ -111,8 +92,7 @@ ALTI = Product("alti", {"settings": ALTI_SETTINGS}, ("olacore.pipeline", "olacor
 
 
 def device_type(model: str | LoadedModel, device: str | torch.device | None = None) -> str:
-    """The device type (``"cpu"``, ``"cuda"``) a result of ``model`` is computed on: a :class:`LoadedModel`'s own,
-    else ``device`` (default CUDA when available). Nothing runs on it."""
+    """The device type (``"cpu"``, ``"cuda"``) a result of ``model`` is computed on."""
     if isinstance(model, LoadedModel):
         return model.device.type
     return torch.device(device).type if device is not None else resolve_device(None).type
@@ -139,14 +119,11 @@ def cached_per_text(
     meta_fields: tuple[str, ...] = (),
     store: TensorStore | None = None,
 ) -> list[Any]:
-    """The one caching rule of the pipeline: a per-text product, one store entry per text.
+    """The one caching rule of the pipeline: one store entry per text.
 
-    Key: :meth:`Product.keys` (model fingerprint, text, :func:`device_type`, settings, code). The texts the store lacks, or
-    whose entry ``rebuild(text, tensors, meta)`` refuses with ``None``, are computed by one ``compute(missing texts)``
-    call (results with ``text``, ``tokens``, ``offsets``, ``is_causal``) and stored atomically: ``tensors_of(result)``,
-    tokens, offsets, model kind and ``meta_fields``. Returns one result per text, in order; a text given twice is
-    computed once and gets its own copy; a read-back result is identical to a computed one. ``store``: default
-    ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
+    Texts the store lacks, or whose entry ``rebuild(text, tensors, meta)`` refuses with ``None``, are computed by one
+    ``compute(missing texts)`` call and stored (``tensors_of(result)``, tokens, offsets, model kind, ``meta_fields``).
+    One result per text, in order; a repeated text is computed once and gets its own copy.
     """
     texts = check_texts(texts)
     store = store if store is not None else TensorStore()
@@ -183,15 +160,12 @@ def cached_attention(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> list[Extraction]:
-    """:func:`~olacore.extraction.extract_attention`, cached per (model fingerprint, text).
-
-    Returns one :class:`Extraction` per text (also the ``"attention"`` source record of :func:`token_maps`),
-    ``attentions`` ``(N, T, T)`` float32 CPU, identical whether read or computed.
+    """:func:`~olacore.extraction.extract_attention`, cached per (model fingerprint, text): one :class:`Extraction`
+    per text, ``attentions`` ``(N, T, T)`` float32 CPU.
 
     Args:
-        model: a model name (loaded only on a cache miss) or a :class:`LoadedModel` (its ``fingerprint`` keys the
-            cache: a modified copy must carry its own).
-        workers: processes extracting the misses, one thread each (:func:`olacore.workers.per_text`).
+        model: a model name (loaded only on a cache miss) or a :class:`LoadedModel`.
+        workers: processes extracting the misses (:func:`olacore.workers.per_text`).
         device: where to load the model on a miss (default CUDA if available).
         store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.
 
@@ -212,10 +186,7 @@ def cached_attention(
 
 def store_attention(model: str | LoadedModel, extractions: Sequence[Extraction], *,
                     device: str | torch.device | None = None, store: TensorStore | None = None) -> None:
-    """Keep attention computed elsewhere (ALTI's forward pass) as :func:`cached_attention` entries, under the keys
-    it makes; an entry the store holds already is left as it is. ``extractions``: bit-identical to
-    :func:`~olacore.extraction.extract_attention`'s (the caller's promise); other arguments as for
-    :func:`cached_attention`."""
+    """Keep attention computed by ALTI's forward pass as :func:`cached_attention` entries (existing ones left)."""
     store = store if store is not None else TensorStore()
     fingerprint = model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
     keys = ATTENTION.keys(fingerprint, [e.text for e in extractions], device_type(model, device))
@@ -233,12 +204,8 @@ def cached_alti(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> list[ALTIResult]:
-    """:func:`olacore.alti.alti`, cached per (model fingerprint, text, device type, :data:`ALTI_SETTINGS`, code).
-
-    One entry per text, read back identical; a corrupt entry is recomputed. Arguments as for :func:`cached_attention`.
-    The forward pass that computes a text's ALTI also gives its head-averaged attention, bit-identical to
-    extraction's: where the store lacks that attention entry it is stored too (:func:`store_attention`), so a later
-    :func:`cached_attention` or :func:`cached_ola` of the text runs no forward pass.
+    """:func:`olacore.alti.alti`, cached per text; arguments as for :func:`cached_attention`. The same forward pass
+    stores the text's attention too (:func:`store_attention`).
 
     Raises:
         As :func:`olacore.alti.alti`, and :func:`~olacore.loading.load_model` for a name.
@@ -264,14 +231,11 @@ def cached_alti(
 
 @dataclass
 class OLAResult:
-    """OLA and rollout of one text (paper section 3.1, derived in the book's first chapter).
+    """OLA and rollout of one text (paper section 3.1).
 
     Attributes:
-        text, tokens, offsets, is_causal: as in :class:`~olacore.extraction.Extraction`.
-        num_layers: ``N`` of the model.
-        orders: ``(max_order + 1, T, T)`` float32 CPU; ``orders[k]`` the k-th order OLA (``orders[0]`` the identity),
-            row-stochastic.
-        rollout: ``(T, T)`` float32 CPU, the row-stochastic rollout ``prod_n (A^(n)/2 + I/2)``.
+        orders: ``(max_order + 1, T, T)`` float32 CPU; ``orders[k]`` the k-th order OLA (``orders[0]`` the identity).
+        rollout: ``(T, T)`` float32 CPU, ``prod_n (A^(n)/2 + I/2)``.
     """
 
     text: str
@@ -318,11 +282,8 @@ def cached_ola(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> list[OLAResult]:
-    """OLA orders ``0..max_order`` and rollout of each text, cached (paper section 3.1).
-
-    ``max_order``: ``0 <= K <= N``; the other arguments as for :func:`cached_attention`, from which the attention comes.
-    Computed in float64, stored in float32 (:class:`OLAResult`). An entry keeps the highest order computed so far:
-    fewer orders slice it, more recompute and replace it.
+    """OLA orders ``0..max_order`` and rollout of each text, cached (paper section 3.1); computed in float64, stored
+    in float32. ``max_order``: ``0 <= K <= N``; the other arguments as for :func:`cached_attention`.
 
     Raises:
         TypeError: ``max_order`` is not an int.
@@ -350,14 +311,7 @@ def cached_ola(
 
 @dataclass
 class TokenMaps:
-    """The token-level maps of one text through one model, one per channel.
-
-    Attributes:
-        text, tokens, offsets: as in :class:`olacore.extraction.Extraction`.
-        causal: the model is a decoder-only LM (maps are lower-triangular).
-        channels: the channel names, in the order of ``maps``.
-        maps: ``(C, T, T)`` float32 CPU tensor.
-    """
+    """The token-level maps of one text through one model: ``maps`` ``(C, T, T)`` float32 CPU, one per channel."""
 
     text: str
     tokens: list[str]
@@ -389,9 +343,6 @@ def source_records(source: str, model: str | LoadedModel, texts: Sequence[str], 
                    **settings: Any) -> list[Any]:
     """The cached records of one channel source (``"ola"``, ``"attention"`` or ``"alti"``) per text.
 
-    ``channels``: the :class:`olacore.channels.Channel` entries wanted (``"ola"`` computes the highest order they
-    name); ``settings``: those of :func:`cached_attention`.
-
     Raises:
         ValueError: an unknown ``source`` (the message lists the sources).
     """
@@ -410,10 +361,7 @@ def token_maps(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> list[TokenMaps]:
-    """The ``(C, T, T)`` token-level maps of the named channels, per text (cached sources).
-
-    ``channels``: names of :mod:`olacore.channels`, e.g. ``("order1", "rollout")``; the other arguments as for
-    :func:`cached_attention`.
+    """The ``(C, T, T)`` token-level maps of the named channels (e.g. ``("order1", "rollout")``), per text.
 
     Raises:
         ValueError: an unknown or repeated channel, and the errors of the sources.

@@ -1,23 +1,8 @@
-"""Where the project reads its data, keeps its caches and computes, and the checked settings classes.
+"""Where the project reads its data (``$OLACORE_DATA``, default ``<repo>/../shared/data``), keeps its caches
+(``$OLACORE_CACHE``, default ``~/.cache/olacore``) and computes, and the checked settings classes.
 
-Two environment variables, so that notebooks, tests, the command line and CI agree (each checked where it is read;
-a bad value is a one-line ``ValueError`` naming the variable):
-
-``OLACORE_DATA``
-    Folder of the public data releases (listed on the book's page "Models and data"). Default:
-    ``<repo>/../shared/data``. Read only: nothing is ever written there.
-``OLACORE_CACHE``
-    Folder for dequantised model weights, extracted attention and other derived files.
-    Default: ``~/.cache/olacore``.
-
-Computation: :func:`resolve_device` (CUDA when available), :func:`cpu_workers`, and :func:`fixed_threads`, which keeps
-cached numbers bit-identical on any machine of the same kind.
-
-Settings: :func:`settings_class` makes a class a frozen pydantic dataclass: an unknown field is refused, a list given
-for a tuple becomes a tuple, a nested settings object may be given as a dict of its fields, and the field types
-below are strict (no ``"0.1"`` for a number, no ``True`` for an int). A refusal is a :class:`SettingsError` of one
-line naming the field path, e.g. ``SyntaxSettings.training.lr: Input should be greater than 0; got -1``. It stays a
-dataclass: positional arguments, ``dataclasses.replace`` (which checks again), ``fields`` and ``asdict`` work.
+:func:`settings_class` makes a class a frozen, strict pydantic dataclass whose refusal is a one-line
+:class:`SettingsError` naming the field path (``SyntaxSettings.training.lr: Input should be greater than 0; got -1``).
 """
 
 from __future__ import annotations
@@ -67,12 +52,10 @@ def env_text(name: str) -> str | None:
 
 
 def env_folder(name: str, default: Path | None) -> Path | None:
-    """The folder named by the environment variable ``name``, or ``default`` when unset or empty (it may not exist
-    yet).
+    """The folder named by the environment variable ``name``, or ``default`` when unset or empty.
 
     Raises:
-        ValueError: the value is blank or has spaces around it, or names a file, not a folder; one line naming
-            ``name``, its value and what to do.
+        ValueError: the value is blank, has spaces around it, or names a file (one line naming ``name``).
     """
     value = env_text(name)
     if value is None:
@@ -128,8 +111,7 @@ def data_file(*parts: str) -> Path:
 
 
 class CacheWriteError(OSError):
-    """Something could not be written into the cache (read-only folder, disk full); nothing partial
-    was left. The message names ``OLACORE_CACHE`` and what to do."""
+    """Something could not be written into the cache (read-only folder, disk full); names ``OLACORE_CACHE``."""
 
 
 def cache_write_error(what: str, error: OSError, root: Path | None = None) -> CacheWriteError:
@@ -169,8 +151,7 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """The device to compute on: ``device`` if given, else CUDA when available, else the CPU.
 
     Raises:
-        RuntimeError: ``device`` names an unknown device type, or a CUDA device this machine does
-            not have (no GPU visible to torch, or an index beyond the GPUs it sees).
+        RuntimeError: ``device`` names an unknown device type, or a CUDA device this machine does not have.
     """
     if device is None:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -206,15 +187,13 @@ def check_compute_options(workers: int | None, device: str | torch.device | None
 
 
 def cpu_workers(device: str | torch.device | None = None, limit: int = 8) -> int:
-    """Processes to train small networks in: one single-threaded worker per core on a CPU (at most
-    ``limit``), 1 on a GPU."""
+    """Worker processes: one per core on a CPU (at most ``limit``), 1 on a GPU."""
     if resolve_device(device).type != "cpu":
         return 1
     return max(1, min(os.cpu_count() or 1, limit))
 
 
-#: Torch threads for everything that is cached: on a CPU the last bits of small matrix products depend on the
-#: thread count, so a fixed count keeps cached numbers bit-identical on any machine of the same kind.
+#: Torch threads for everything that is cached (on a CPU the last bits depend on the thread count).
 COMPUTE_THREADS = 1
 
 

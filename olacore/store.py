@@ -1,18 +1,8 @@
 """The on-disk store: checksummed safetensors entries, written atomically, addressed by a key.
 
-:class:`TensorStore` stores named tensors and knows nothing of models or experiments. A key is the sha256 of a
-canonical JSON of everything the tensors depend on, plus :data:`CACHE_VERSION` (the entry format); each kind of
-result puts a :func:`code_digest` of the package modules that compute it in its key, so an edit to that code, and
-only to that code, makes its old entries unreachable (a docstring or comment edit changes nothing).
-
-The store's contract: an entry is one safetensors file, written to a temporary file beside it and moved into place
-with ``os.replace``, so it is whole or absent (a writer killed mid-write leaves at most its ``.tmp`` file, never read).
-It holds its key (what it was computed for), a JSON description and a sha256 of them and of every tensor's name,
-dtype, shape and bytes. A corrupt entry, or one written under another key, is deleted with a
-:class:`CacheCorruptionWarning` and recomputed, never used (in a read-only cache: ignored, with one
-:class:`CacheEntryNotRemovedWarning`). A failed write leaves no partial entry and raises :class:`CacheWriteError`
-(naming ``OLACORE_CACHE``); callers that computed a result still return it. :func:`atomic_write_text` writes the
-book's small text files (results, claims, phases) the same way.
+A key is the sha256 of a canonical JSON of everything the tensors depend on, including a :func:`code_digest` of the
+modules that compute them (the AST without docstrings: a docstring or comment edit changes nothing). An entry holds
+its key and a checksum; a corrupt entry is deleted with a :class:`CacheCorruptionWarning` and recomputed.
 """
 
 from __future__ import annotations
@@ -33,21 +23,15 @@ from olacore.settings import CACHE_ENV, CacheWriteError, cache_dir, cache_write_
 __all__ = ["CACHE_VERSION", "code_digest", "code_modules", "CacheCorruptionWarning", "CacheEntryNotRemovedWarning",
            "CacheNotKeptWarning", "TensorStore", "tensor_digest", "atomic_write_text"]
 
-# Bump when the entry format (what an entry file holds, how a key is made) changes: every old entry is then ignored.
-# How a result is computed is in its key through code_digest, with no number to bump.
-# 2: every entry names the key it was written under (what it was computed for), checked on read.
+# Bump when the entry format (what an entry file holds, how a key is made) changes.
 CACHE_VERSION = 2
 
 _PACKAGE = Path(__file__).resolve().parent  # the olacore folder this process imported
-#: Modules left out of every code digest: they cannot change a stored number (this store, whose entry format
-#: :data:`CACHE_VERSION` covers; progress bars and stopwatches; the worker pool, which runs each job as it would run
-#: here (every job on the same thread count; tested bit for bit); building the model zoo's folders, which
-#: :data:`olacore.zoo.MODEL_FORMAT_VERSION` and each model's fingerprint cover).
+#: Modules left out of every code digest: they cannot change a stored number.
 NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.results", "olacore.workers"})
 
 
-#: Where digested code lives: this package, and the chapters' own code (``notebooks/chapter_code``), whose results
-#: (chapter 05's perturbed models) are cached too.
+#: Where digested code lives: this package and ``notebooks/chapter_code``.
 _ROOTS = {"olacore": _PACKAGE, "chapter_code": _PACKAGE.parent / "notebooks" / "chapter_code"}
 
 
@@ -71,8 +55,7 @@ def _is_type_checking(node: ast.AST) -> bool:
 
 
 def _imports(name: str, tree: ast.Module) -> set[str]:
-    """The package modules ``name`` imports when it is imported: its top-level statements (also inside ``try`` and
-    ``if``, never under ``if TYPE_CHECKING:``), not the imports inside its functions."""
+    """The package modules ``name`` imports at its top level (not under ``if TYPE_CHECKING:``)."""
     package = name if _module_file(name).name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
     statements = list(tree.body)
@@ -99,8 +82,7 @@ def _imports(name: str, tree: ast.Module) -> set[str]:
 
 
 def _without_docstrings(tree: ast.AST) -> ast.AST:
-    """``tree`` less every statement that is a bare string (docstrings of modules, classes and functions, and the
-    strings documenting attributes): they do nothing when the code runs."""
+    """``tree`` less every statement that is a bare string (docstrings)."""
     for node in ast.walk(tree):
         for field in ("body", "orelse", "finalbody"):
             body = getattr(node, field, None)
@@ -126,10 +108,7 @@ def _source(name: str) -> tuple[str, set[str]]:
 
 def code_modules(*modules: str) -> list[str]:
     """``modules`` and every package module they import at their top level, transitively, sorted, less
-    :data:`NOT_IN_DIGESTS`: the code a result computed by ``modules`` can depend on.
-
-    Imports inside functions are not followed (they fetch other cached products, a worker pool, checks): code that
-    changes a stored number must be imported at a module's top level to be in its digest.
+    :data:`NOT_IN_DIGESTS` (imports inside functions are not followed).
 
     Raises:
         ValueError: a name that is not a module of this package.
@@ -148,9 +127,7 @@ def code_modules(*modules: str) -> list[str]:
 
 
 def code_digest(*modules: str) -> str:
-    """sha256 of the code of :func:`code_modules` ``(*modules)``: each module's abstract syntax tree with its
-    docstrings removed (``ast.dump``, without line numbers), so a docstring, comment or layout edit keeps it and any
-    other edit of those modules changes it. Read once per process (the files this process imported).
+    """sha256 of the docstring-free AST of :func:`code_modules` ``(*modules)``, read once per process.
 
     Raises:
         ValueError: as :func:`code_modules`.
@@ -186,17 +163,12 @@ def _checksum(description: str, tensors: Mapping[str, torch.Tensor]) -> str:
 
 
 def tensor_digest(tensor: torch.Tensor) -> str:
-    """sha256 hex digest of a tensor's dtype, shape and bytes (any device): a cache-key part for data.
-
-    Equal exactly for tensors equal element for element in the same dtype and shape; a numpy array is read as
-    ``torch.from_numpy`` makes it.
-    """
+    """sha256 hex digest of a tensor's dtype, shape and bytes (any device): a cache-key part for data."""
     return _checksum("", {"tensor": torch.as_tensor(tensor)})
 
 
 def _replace_atomically(path: Path, data: bytes, prefix: str, mode: int | None = None) -> None:
-    """Write ``data`` to a temporary file beside ``path`` (named ``<prefix>...tmp``), then ``os.replace`` it into
-    place: ``path`` is whole or untouched, and no temporary file is left."""
+    """Write ``data`` to a temporary file beside ``path``, then ``os.replace`` it into place."""
     handle, temporary = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as out:
@@ -219,12 +191,8 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
 
 
 class TensorStore:
-    """A folder of checksummed safetensors entries, ``root/<key[:2]>/<key>.safetensors``.
-
-    Safe for several processes: writes are atomic, and two processes writing one key write the same content. ``root``:
-    default ``$OLACORE_CACHE/tensors``, read at creation, made only when an entry is written (a read-only cache can be
-    read).
-    """
+    """A folder of checksummed safetensors entries, ``root/<key[:2]>/<key>.safetensors`` (default root
+    ``$OLACORE_CACHE/tensors``, made only when an entry is written)."""
 
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else cache_dir("tensors", create=False)
@@ -253,13 +221,10 @@ class TensorStore:
         return self.path(key).is_file()
 
     def put(self, key: str, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any] | None = None) -> Path:
-        """Write an entry atomically (temporary file in the same folder, then ``os.replace``); returns its file.
-
-        ``tensors``: any device and dtype (stored from the CPU, contiguous); ``meta``: a JSON-serialisable description.
+        """Write an entry atomically; returns its file. ``meta``: a JSON-serialisable description.
 
         Raises:
-            CacheWriteError: the folder is not writable or the disk is full (names ``$OLACORE_CACHE`` and what to do);
-                no partial file is left.
+            CacheWriteError: the folder is not writable or the disk is full (names ``$OLACORE_CACHE``).
         """
         from safetensors.torch import save
 
@@ -279,13 +244,9 @@ class TensorStore:
         return target
 
     def get(self, key: str) -> tuple[dict[str, torch.Tensor], dict[str, Any]] | None:
-        """Read and verify an entry: ``(tensors, meta)`` with CPU tensors, or ``None`` when absent.
-
-        A corrupt entry (unreadable, truncated, bad header, checksum mismatch, or written under another key: the
-        entry of another text or model copied here) is deleted with a :class:`CacheCorruptionWarning` and ``None``
-        returned, so the caller recomputes it. Where it cannot be deleted (a read-only cache) it is ignored, with one
-        :class:`CacheEntryNotRemovedWarning` saying so; the recomputed result is then returned but not kept.
-        """
+        """Read and verify an entry: ``(tensors, meta)`` with CPU tensors, or ``None`` when absent or corrupt (deleted
+        with a :class:`CacheCorruptionWarning`; in a read-only cache ignored, with a
+        :class:`CacheEntryNotRemovedWarning`)."""
         from safetensors.torch import load
 
         target = self.path(key)

@@ -1,25 +1,10 @@
 """The similarity texts (50-word chunks of UD English EWT, with their word spans) and the alignment of token maps onto them.
 
-Texts (paper section 4.1), by one of :data:`TEXT_RECIPES`, read in place from :func:`olacore.settings.data_dir`:
-
-- ``"official"`` (the default): the official recipe for OntoNotes (``DataManager.do_classify_data_generate`` in
-  ``data_utils/data_manager.py``), on EWT's documents (``# newdoc id`` blocks): each sentence's words go into a
-  buffer; once it holds at least 50, its first 50 are a chunk and it is emptied. Chunks start at a sentence start
-  within one document; a sentence's overflow and a document's short tail are dropped. The words are joined by single
-  spaces (``ClassifyDataset``, ``data_utils/ola_dataset.py``); EWT's *syntactic* words are tokenised as OntoNotes'
-  Penn-Treebank tokens ("do n't"), so they are the words here.
-- ``"stream"``: consecutive 50-word chunks of the split's *surface* tokens in file order, crossing sentence and
-  document ends, detokenised with the treebank's ``SpaceAfter`` marks.
-
-Token maps of different tokenizers are compared after one of three alignments, ``(..., T, T)`` token maps in:
-
-- :func:`resize_maps`, the paper's: each map resized to ``(S, S)`` as torchvision's ``Resize(antialias=True)`` in
-  ``ClassifyDataset`` of the official ``olas_retrieval.py`` and ``olas_visual_model.py``; maps paired by text only.
-- :func:`pool_to_words`, ours: rows and columns pooled onto the words by character offsets, ``(W, W)`` for a
-  ``W``-word text, no resampling, rows stochastic.
-- :func:`first_subtoken_maps`: each word's first sub-token's rows and columns, ``(W, W)``. The official parser scores
-  words there (``begin_mask`` of ``map_ola_data`` in ``data_utils/dp_utils.py``) but its adapter reads the whole
-  token map (``AxialTransformerDPAdapter`` in ``models/adapters.py``).
+Texts (paper section 4.1): ``"official"``, the official OntoNotes recipe (``DataManager.do_classify_data_generate``,
+``data_utils/data_manager.py``) on EWT's documents and syntactic words; or ``"stream"``, consecutive 50-word chunks
+of surface tokens. Alignments of ``(..., T, T)`` token maps: :func:`resize_maps` (the paper's, as ``ClassifyDataset``
+in ``olas_retrieval.py``), :func:`pool_to_words` (ours) and :func:`first_subtoken_maps` (where the official parser
+scores words, ``data_utils/dp_utils.py``).
 """
 
 from __future__ import annotations
@@ -45,14 +30,7 @@ TEXT_RECIPES = ("official", "stream")
 
 @dataclass(frozen=True)
 class ChunkCounts:
-    """What the official recipe kept and dropped while making its chunks.
-
-    Attributes:
-        documents: documents read (up to the one that gave the last chunk asked for).
-        documents_used: documents that gave at least one chunk.
-        documents_skipped: documents shorter than one chunk (they give none).
-        words_dropped: words read but in no chunk.
-    """
+    """What the official recipe kept and dropped while making its chunks (``documents_skipped``: shorter than one)."""
 
     chunks: int
     documents: int
@@ -65,12 +43,8 @@ class ChunkCounts:
 def official_chunks(
     documents: Iterable[Sequence[Sequence[str]]], words_per_text: int = 50, limit: int | None = None
 ) -> tuple[list[tuple[str, ...]], ChunkCounts]:
-    """Cut documents into chunks by the official recipe (``data_utils/data_manager.py``).
-
-    ``documents``: sequences of sentences of words; ``limit``: stop after this many chunks (``None``: read all).
-    Returns ``(chunks, counts)``: tuples of ``words_per_text`` words (paper: 50) in document order, and
-    :class:`ChunkCounts` over the documents read.
-    """
+    """``(chunks, counts)``: documents (sentences of words) cut by the official recipe (``data_utils/data_manager.py``)
+    into tuples of ``words_per_text`` words, at most ``limit`` of them."""
     chunks: list[tuple[str, ...]] = []
     documents_read = used = skipped = words_read = 0
     for document in documents:
@@ -190,12 +164,7 @@ def text_counts(num_texts: int) -> ChunkCounts:
 
 @dataclass(frozen=True)
 class WordText:
-    """A text with its word segmentation.
-
-    Attributes:
-        text: the string given to the models.
-        spans: ``(start, end)`` character offsets of each word in ``text`` (``text[start:end] == word``).
-    """
+    """A text with its words and their ``(start, end)`` character spans."""
 
     text: str
     words: tuple[str, ...]
@@ -216,11 +185,7 @@ _BREAKING_FORMAT = frozenset("\u200b")
 
 
 def _char_class(char: str) -> str:
-    """``"word"``, ``"extend"`` (belongs to the character before it), ``"space"``, ``"skip"`` or ``"punct"``.
-
-    ``extend``: UAX #29 Extend and Format (combining marks, format characters but the zero-width space, emoji skin
-    tones); ``skip``: control characters and the zero-width space.
-    """
+    """``"word"``, ``"extend"`` (UAX #29 Extend and Format), ``"space"``, ``"skip"`` or ``"punct"``."""
     if _WORD_CHAR.match(char):
         return "word"
     if char.isspace():
@@ -236,14 +201,8 @@ def _char_class(char: str) -> str:
 
 
 def word_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the words of a free text: runs of word characters, and each
-    punctuation mark or symbol on its own (a stand-in for a treebank's tokenisation).
-
-    Characters inside a word never split it (UAX #29, WB4: combining marks, variation selectors, skin tones, format
-    characters such as the soft hyphen, ``"co\u00adoperation"``); a zero-width joiner also joins the next symbol, and an
-    apostrophe between word characters is inside the word (``"don't"``). Control characters, the zero-width space and
-    spans of invisible characters only are no word. Returns ``(start, end)`` per word, in order.
-    """
+    """Character spans of the words of a free text: runs of word characters (``"don't"`` one word; combining and
+    format characters never split one), and each punctuation mark or symbol on its own."""
     classes = [_char_class(char) for char in text]
     spans: list[tuple[int, int]] = []
     index, length = 0, len(text)
@@ -272,11 +231,8 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 
 
 def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
-    """Resize square maps to ``size x size``, bilinear and antialiased, as ``transforms.Resize(antialias=True)``
-    after sink cleaning in the official ``olas_retrieval.py`` and ``olas_visual_model.py``.
-
-    ``(..., T, T)`` float -> ``(..., S, S)``, same dtype and device, rows not renormalised (paper: ``S = 50``).
-    """
+    """``(..., T, T)`` -> ``(..., S, S)``, bilinear and antialiased as the official ``transforms.Resize(antialias=True)``
+    (``olas_retrieval.py``); rows not renormalised (paper: ``S = 50``)."""
     lead = maps.shape[:-2]
     flat = maps.reshape(-1, 1, *maps.shape[-2:])
     out = F.interpolate(flat, size=(size, size), mode="bilinear", align_corners=False, antialias=True)
@@ -286,14 +242,11 @@ def resize_maps(maps: torch.Tensor, size: int) -> torch.Tensor:
 def word_assignment(
     token_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
 ) -> torch.Tensor:
-    """Soft assignment of tokens to words by character overlap.
-
-    ``T`` token spans (``(0, 0)``: a special token), ``W`` word spans of the same text -> ``(W, T)`` float64: ``[w, t]``
-    is the share of token ``t``'s characters in word ``w``, renormalised over words (a column sums to 1, or to 0 for
-    special and whitespace-only tokens).
+    """Soft assignment of tokens to words by character overlap: ``T`` token spans, ``W`` word spans -> ``(W, T)``
+    float64, each column summing to 1 (0 for special tokens).
 
     Raises:
-        ValueError: some word overlaps no token (the offsets do not cover the text).
+        ValueError: some word overlaps no token.
     """
     assign = torch.zeros(len(word_spans), len(token_offsets), dtype=torch.float64)
     for t, (t_start, t_end) in enumerate(token_offsets):
@@ -321,11 +274,8 @@ def pool_to_words(
     token_offsets: Sequence[tuple[int, int]],
     word_spans: Sequence[tuple[int, int]],
 ) -> torch.Tensor:
-    """Pool token x token maps onto words (our addition to the paper).
-
-    ``(..., T, T)`` (rows: queries) -> ``(..., W, W)``, same dtype and device; spans as :func:`word_assignment`. Key
-    tokens of a word are summed (a shared token split by character overlap), query tokens averaged; attention to
-    special and whitespace tokens is dropped and rows renormalised, so they are stochastic whenever a word gets mass.
+    """Pool token maps onto words (our addition to the paper): ``(..., T, T)`` -> ``(..., W, W)``, key tokens summed,
+    query tokens averaged, rows renormalised.
 
     Raises:
         ValueError: a word has no token.
@@ -341,8 +291,7 @@ def pool_to_words(
 def first_token_indices(
     token_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
 ) -> list[int]:
-    """Index of each word's first sub-token, the first token overlapping its span: ``W`` indices
-    (words of one multi-word token share theirs); arguments as :func:`word_assignment`.
+    """Index of each word's first sub-token: ``W`` indices; arguments as :func:`word_assignment`.
 
     Raises:
         ValueError: a word overlaps no token.
@@ -360,11 +309,7 @@ def first_subtoken_maps(
     token_offsets: Sequence[tuple[int, int]],
     word_spans: Sequence[tuple[int, int]],
 ) -> torch.Tensor:
-    """Word maps at each word's first sub-token: the rows and columns the official parser scores.
-
-    ``out[..., i, j] = maps[..., t_i, t_j]``, ``t_i`` word ``i``'s first token: ``(..., W, W)``, same dtype and device,
-    nothing renormalised (spans as :func:`word_assignment`). The official adapter attends over the whole token map
-    and reads only the dependents at first sub-tokens; this grid is the cheaper one.
+    """Word maps at each word's first sub-token (where the official parser scores): ``(..., W, W)``, not renormalised.
 
     Raises:
         ValueError: a word has no token.

@@ -1,11 +1,8 @@
 """Cached training over worker processes: key, look up, train what is missing, store, read back.
 
-Every trained network of the book (the visual proxy, the TOA adapters) is a *job*: a picklable object that knows its
-store key (everything that changes its result) and how to train itself into named tensors and a JSON record.
-:func:`run_cached` trains only the jobs the store lacks, on the workers of :mod:`olacore.workers`, and reads every
-result back from the store. Every job trains on :data:`TRAINING_THREADS` torch thread(s), wherever it runs (the last
-bits of a CPU convolution's gradient depend on the thread count). Tensors in jobs should be numpy arrays
-(:func:`by_value`): torch shares each pickled tensor through a file descriptor of its own, which can break a pool.
+A *job* (the visual proxy, a TOA adapter) is a picklable object that knows its store key and trains itself into named
+tensors and a JSON record, on :data:`TRAINING_THREADS` torch thread(s) wherever it runs. Tensors in jobs should be
+numpy arrays (:func:`by_value`).
 """
 
 from __future__ import annotations
@@ -51,8 +48,7 @@ def _train(job: TrainingJob) -> Stored:
 
 
 def _train_and_store(item: tuple[TrainingJob, str, str]) -> Stored | None:
-    """Train one job and store it under the key the caller made (a worker never remakes it: a key holds a digest of
-    the code files, which may have been edited since); return the result only when the store could not keep it."""
+    """Train one job and store it under the caller's key; return the result only when the store could not keep it."""
     job, key, root = item
     tensors, record = _train(job)
     try:
@@ -67,11 +63,8 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
                progress: bool = True, desc: str = "training") -> list[Stored]:
     """Every job's result, from the store where it is there, trained (and stored) where it is not.
 
-    Jobs with equal keys train once, in ``workers`` worker processes (:func:`olacore.workers.run_in_processes`;
-    :func:`olacore.settings.cpu_workers`) or, with ``workers == 1``, here in order; results are read back from the
-    store (default ``$OLACORE_CACHE/tensors``; module docstring). When it cannot be written (read-only folder, full
-    disk) a warning says so and the fresh result is returned anyway. Workers write the store themselves: on a Dask
-    cluster of other machines it must be a shared folder, or each job is trained once more here.
+    Jobs with equal keys train once, in ``workers`` worker processes (here, in order, with ``workers == 1``). On a
+    Dask cluster of other machines the store must be a shared folder.
 
     Returns:
         ``(tensors, record)`` per job, in the order of ``jobs``; tensors on the CPU.

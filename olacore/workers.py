@@ -1,13 +1,9 @@
 """Work spread over worker processes that live across calls: per-text computations (attention, ALTI), training jobs.
 
-Workers are joblib's: by default loky's reusable processes, which outlive a call (a chapter's kernel keeps them; a
-script needs no ``if __name__ == "__main__":``), stop after :data:`IDLE_SECONDS` without work, and each keep the last
-model they loaded (:func:`per_text`); or a Dask cluster's, under joblib's Dask backend
-(``with joblib.parallel_config(backend="dask"):``) or with ``$OLACORE_DASK_SCHEDULER`` set to a scheduler's address.
-Every job computes on :data:`olacore.settings.COMPUTE_THREADS` torch thread(s), so a result has the bits it would
-have in the calling process (on the same kind of CPU and BLAS). The caller's ``OLACORE_*``, ``HF_*`` and
-``TRANSFORMERS_*`` environment is set in the worker before each job, so a worker started earlier never computes
-with older settings.
+Workers are joblib's loky processes (each keeping the last model it loaded), or a Dask cluster's (joblib's Dask
+backend, or ``$OLACORE_DASK_SCHEDULER``). Every job computes on :data:`olacore.settings.COMPUTE_THREADS` thread(s)
+with the caller's ``OLACORE_*``, ``HF_*`` and ``TRANSFORMERS_*`` environment, so a result has the bits it would have
+in the calling process.
 """
 
 from __future__ import annotations
@@ -31,9 +27,7 @@ from olacore.results import progress as progress_bar
 __all__ = ["run_in_processes", "per_text", "kept", "shutdown", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
 
 IDLE_SECONDS = 900
-"""Seconds a loky worker waits for work before it stops (loky's default: 300). Long enough to keep the workers, and
-the model each holds, through a chapter's gaps between calls (plots, OLA, training elsewhere); short enough that an
-idle kernel gives the memory back."""
+"""Seconds a loky worker waits for work before it stops (keeps the model through a chapter's gaps)."""
 
 DASK_ENV = "OLACORE_DASK_SCHEDULER"
 """Environment variable: the address of a Dask scheduler to run the workers' jobs on (unset: loky on this machine)."""
@@ -57,8 +51,7 @@ class WorkerDied(RuntimeError):
 
 
 def shutdown() -> None:
-    """Stop this process's loky workers now, if any (they are reaped, so their CPU seconds and peak memory count as
-    finished children: the notebook runner calls this in a chapter's last cell); the next call starts new ones."""
+    """Stop this process's loky workers now, if any; the next call starts new ones."""
     from joblib.externals.loky import reusable_executor
 
     executor = reusable_executor._executor
@@ -88,9 +81,7 @@ def _dask_client(address: str):
 
 
 def _backend() -> contextlib.AbstractContextManager:
-    """Where jobs run: a backend the caller chose with ``joblib.parallel_config`` (Dask, say), else the scheduler of
-    ``$OLACORE_DASK_SCHEDULER``, else loky's reusable processes with one thread per library (stable across worker
-    counts, so the processes are reused)."""
+    """Where jobs run: the caller's ``joblib.parallel_config``, else ``$OLACORE_DASK_SCHEDULER``, else loky."""
     from joblib._parallel_backends import LokyBackend
 
     active, _ = joblib.parallel.get_active_backend()
@@ -132,9 +123,6 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
                      desc: str | None = None) -> list[Any]:
     """``[function(job) for job in jobs]`` in ``workers`` worker processes that outlive the call, results in order.
 
-    ``function`` and ``jobs`` must pickle (joblib's cloudpickle takes functions of a script's ``__main__`` too);
-    ``workers >= 1``. Runs on the backend of the module docstring; no process starts when there is no job.
-
     Raises:
         WorkerDied: a worker process died (killed for memory, say): one line naming ``desc`` and the jobs unfinished.
         Any exception a job raises, raised here.
@@ -169,9 +157,8 @@ _KEPT: dict[tuple[str, str, str], LoadedModel] = {}
 
 
 def kept(key: tuple, load: Callable[[], Any]) -> Any:
-    """``load()``'s object for ``key``, kept in this process for the next job: one at a time across kinds (the
-    previous one is let go first), so a worker holds at most one model (qwen2.5-0.5b: about 2 GB in float32).
-    ``key`` holds the model's fingerprint, so a rebuilt or remapped model folder is loaded afresh."""
+    """``load()``'s object for ``key``, kept in this process for the next job; one at a time (a worker holds at most
+    one model)."""
     with _MODEL_LOCK:
         if key not in _KEPT:
             if _KEPT:
@@ -182,8 +169,7 @@ def kept(key: tuple, load: Callable[[], Any]) -> Any:
 
 
 def _give_back_memory() -> None:
-    """Free what the let-go model held and hand glibc's free heap back to the system, so that a living worker's
-    resident memory can fall to what the next model needs (freed heap otherwise stays with the process)."""
+    """Free what the let-go model held and hand glibc's free heap back to the system."""
     import ctypes
     import gc
 
@@ -195,12 +181,7 @@ def _give_back_memory() -> None:
 
 
 def _worker_model(name: str, device: str, fingerprint: str) -> LoadedModel:
-    """The model ``name`` on ``device`` whose fingerprint the caller computed, kept for the next job (:func:`kept`).
-
-    Raises:
-        RuntimeError: the model this worker loads under ``name`` is another than the caller's (results would be
-            stored under the caller's key).
-    """
+    """The model ``name`` on ``device``, kept for the next job; refuses one whose fingerprint is not the caller's."""
     from olacore.loading import load_model
 
     model = kept(("backbone", name, device, fingerprint), lambda: load_model(name, device=device))
@@ -223,8 +204,7 @@ def _by_value(item: Any, to_numpy: bool) -> Any:
 
 
 def _run_on_texts(job: tuple) -> list[Any]:
-    """One share of :func:`per_text` in a worker: the kept model, ``compute`` on the share's texts. A refusal that
-    names a text by its index (``texts[3]``) names it by its index in the caller's list."""
+    """One share of :func:`per_text` in a worker; a refusal naming ``texts[i]`` names the caller's index."""
     compute, name, device, fingerprint, texts, indices = job
     try:
         results = compute(_worker_model(name, device, fingerprint), texts, progress=False)
@@ -235,9 +215,8 @@ def _run_on_texts(job: tuple) -> list[Any]:
 
 
 def _shares(texts: Sequence[str], workers: int) -> list[list[int]]:
-    """Indices of ``texts`` in up to ``4 * workers`` shares, longest texts first: each share a run of neighbours in
-    length order (texts of equal token length mostly together, for a compute that batches them), cut at about equal
-    sums of characters; handed out one at a time to the next free worker, so long and short ones spread over them."""
+    """Indices of ``texts`` in up to ``4 * workers`` shares of neighbours in length order, longest first, cut at about
+    equal sums of characters."""
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
     weights = np.cumsum([len(texts[i]) for i in order])
     pieces = min(len(texts), 4 * workers)
@@ -265,13 +244,10 @@ def per_text(
     workers: int | None = None,
     progress: bool = True,
 ) -> list[Any]:
-    """``compute(loaded_model, texts)`` (:func:`olacore.extraction.extract_attention`, :func:`olacore.alti.alti`), spread over processes.
+    """``compute(loaded_model, texts, progress=...)`` spread over processes; results in the order of ``texts``.
 
-    ``compute``: a top-level function ``(LoadedModel, texts, progress=...)`` giving one dataclass per text, whose bits
-    do not depend on the other texts of the call; results come in the order of ``texts``. On a CPU the texts are split
-    over ``workers`` processes (default :func:`olacore.settings.cpu_workers`, one per core) that live across calls
-    (module docstring), each keeping the model it loaded. A :class:`~olacore.loading.LoadedModel`, a GPU, fewer than
-    :data:`TEXTS_PER_WORKER` texts per worker or ``workers < 2`` compute in this process.
+    On a CPU the texts are split over ``workers`` processes (default :func:`olacore.settings.cpu_workers`); a
+    :class:`~olacore.loading.LoadedModel`, a GPU, few texts or ``workers < 2`` compute in this process.
 
     Raises:
         WorkerDied: a worker process died: one line naming ``compute``, the model and the texts it had not finished.

