@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import torch
 
@@ -67,37 +67,6 @@ class _ALTIPass(ALTIResult):
 
     def extraction(self) -> Extraction:
         return Extraction(self.text, self.tokens, self.offsets, self.is_causal, self.attentions)
-
-
-# --------------------------------------------------------------------------------------------
-# Running a model
-# --------------------------------------------------------------------------------------------
-
-
-def _run(
-    model: LoadedModel,
-    encoded: list,
-    on_text_layer: Callable[[int, int, dict, LayerWeights], None],
-    progress: bool,
-) -> ALTIFamily:
-    """One hooked forward pass per text (the verification oracle's, ``tests/alti_reference.py``); calls
-    ``on_text_layer(text, layer, record, weights)`` with the text's tensors of each layer."""
-    family = family_of(model.backbone)
-    weights = [layer_weights(model.backbone, family, layer) for layer in range(model.num_layers)]
-    for index, (ids, _, _) in enumerate(encoded):
-        seen: list[int] = []
-
-        def on_layer(layer: int, record: dict) -> None:
-            seen.append(layer)
-            on_text_layer(index, layer, {key: tensor[0] for key, tensor in record.items()}, weights[layer])
-
-        with LayerRecorder(model.backbone, family, on_layer):
-            _forward(model, [ids], output_attentions=family.needs_output_attentions)
-        if sorted(seen) != list(range(model.num_layers)):
-            raise RuntimeError(
-                f"{model.name}: the forward pass reported layers {sorted(seen)}, expected 0..{model.num_layers - 1}"
-            )
-    return family
 
 
 def _batch_forward(model: LoadedModel, family: ALTIFamily, weights: list[LayerWeights], attention: bool):

@@ -1,7 +1,7 @@
 """ALTI's verification oracle, for the tests: the explicit transformed vectors and the measure computed from them.
 
 :func:`layer_decomposition` splits every layer's block output into the vectors ``T_i(x_j)`` through the same forward
-pass as :func:`olacore.alti.alti` (``olacore.alti._run``); ``transformed.sum(1) + bias`` must equal the block output.
+pass as :func:`olacore.alti.alti` (the same hooks); ``transformed.sum(1) + bias`` must equal the block output.
 :func:`contributions_from_vectors` is the ALTI paper's measure on those vectors, which the fused
 :func:`olacore.alti.layer_contributions` must equal.
 """
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from olacore.alti import _normalise, _run, layer_factors
-from olacore.extraction import FAMILIES, LayerWeights, family_of, tokenize
+from olacore import alti
+from olacore.alti import _normalise, layer_factors
+from olacore.extraction import FAMILIES, tokenize
 from olacore.loading import LoadedModel
 
 
@@ -54,16 +55,19 @@ def layer_decomposition(model: LoadedModel, text: str) -> list[LayerDecompositio
 
     Memory is ``N * T^2 * d`` floats: meant for short texts. Raises as :func:`olacore.alti.alti`.
     """
-    family = family_of(model.backbone)
-    encoded = tokenize(model, [text])
+    family = alti.family_of(model.backbone)  # looked up in olacore.alti, where the tests patch them
+    ((ids, _, _),) = tokenize(model, [text])
+    weights = [alti.layer_weights(model.backbone, family, layer) for layer in range(model.num_layers)]
     layers: list[LayerDecomposition | None] = [None] * model.num_layers
 
-    def on_text_layer(index: int, layer: int, record: dict, weights: LayerWeights) -> None:
-        left, right, bias = layer_factors(record, weights, family)
+    def on_layer(layer: int, batch_record: dict) -> None:
+        record = {key: tensor[0] for key, tensor in batch_record.items()}
+        left, right, bias = layer_factors(record, weights[layer], family)
         transformed = torch.bmm(left, right).transpose(0, 1)  # (i, j, d)
         layers[layer] = LayerDecomposition(transformed=transformed.cpu().clone(), bias=bias.cpu().clone(),
                                            output=record["output"].float().cpu().clone())
 
-    with torch.inference_mode():
-        _run(model, encoded, on_text_layer, False)
+    with torch.inference_mode(), alti.LayerRecorder(model.backbone, family, on_layer):
+        alti._forward(model, [ids], output_attentions=family.needs_output_attentions)
+    assert all(layer is not None for layer in layers), "the forward pass skipped a layer"
     return [LayerDecomposition(d.transformed.clone(), d.bias.clone(), d.output.clone()) for d in layers]
