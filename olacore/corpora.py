@@ -20,26 +20,14 @@ import numpy as np
 
 from olacore.settings import DATA_ENV, data_file
 
-__all__ = ["EWT_SPLITS", "UPOS_TAGS", "UD_RELATIONS", "read_ewt", "ewt_path", "AlignmentError", "UDSentence",
+__all__ = ["EWT_SPLITS", "read_ewt", "ewt_path", "AlignmentError", "UDSentence",
            "UDTreebank", "align_ud_sentence", "ud_treebank", "read_ewt_syntax", "ewt_splits", "long_sentences",
-           "evenly_spread", "WNUT17_FILES", "WNUT17_TYPES", "UNER_FILES", "UNER_TYPES", "SEMEVAL_LABELS", "NERSentence",
+           "evenly_spread", "WNUT17_FILES", "WNUT17_TYPES", "UNER_FILES", "SEMEVAL_LABELS", "NERSentence",
            "RelationExample", "Corpus", "join_words", "read_wnut17", "read_uner", "read_semeval"]
 
 
 EWT_SPLITS = ("train", "dev", "test")
 
-#: The 17 universal part-of-speech tags (UD v2).
-UPOS_TAGS: tuple[str, ...] = (
-    "ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM",
-    "PART", "PRON", "PROPN", "PUNCT", "SCONJ", "SYM", "VERB", "X",
-)
-#: The 37 universal dependency relations (UD v2), without subtypes.
-UD_RELATIONS: tuple[str, ...] = (
-    "acl", "advcl", "advmod", "amod", "appos", "aux", "case", "cc", "ccomp", "clf",
-    "compound", "conj", "cop", "csubj", "dep", "det", "discourse", "dislocated", "expl",
-    "fixed", "flat", "goeswith", "iobj", "list", "mark", "nmod", "nsubj", "nummod", "obj",
-    "obl", "orphan", "parataxis", "punct", "reparandum", "root", "vocative", "xcomp",
-)
 
 
 def ewt_path(split: str):
@@ -190,10 +178,8 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
     )
 
 
-def ud_treebank(sentences: Iterable[conllu.TokenList] | str, name: str = "conllu") -> UDTreebank:
-    """Align every sentence of a CoNLL-U source (parsed sentences or the text itself); failures go to ``unaligned``."""
-    if isinstance(sentences, str):
-        sentences = conllu.parse(sentences)
+def ud_treebank(sentences: Iterable[conllu.TokenList], name: str = "conllu") -> UDTreebank:
+    """Align every parsed sentence of a CoNLL-U source; failures go to ``unaligned``."""
     aligned, failed = [], []
     for index, sentence in enumerate(sentences):
         try:
@@ -251,7 +237,6 @@ def ewt_splits(num_train: int | None, num_dev: int | None, num_test: int | None,
 WNUT17_FILES = {"train": "wnut17train.conll", "dev": "emerging.dev.conll", "test": "emerging.test.annotated"}
 WNUT17_TYPES = ("corporation", "creative-work", "group", "location", "person", "product")
 UNER_FILES = {"dev": "en_ewt-ud-dev.iob2", "test": "en_ewt-ud-test.iob2"}
-UNER_TYPES = ("LOC", "ORG", "PER")
 #: The 19 directed labels of SemEval-2010 Task 8: 9 relations x 2 directions, and Other.
 SEMEVAL_LABELS: tuple[str, ...] = tuple(
     f"{relation}({a},{b})"
