@@ -108,10 +108,6 @@ def _local_folder(name: str) -> Path:
     return _model_folders().get(name) or Path(name).expanduser().resolve()
 
 
-def _twin(name: str) -> tuple[str, int] | None:
-    """``(model, seed)`` of a random-init twin's name (:func:`twin_name`), else ``None``."""
-    return parse_twin_name(name)
-
 
 def _classify(name: str) -> str:
     """Return ``"zoo"``, ``"folder"``, ``"twin"`` or ``"hub"``; raise ValueError for names that are none."""
@@ -123,7 +119,7 @@ def _classify(name: str) -> str:
                          "or a model folder")
     if name in _model_folders():
         return "folder"
-    if _twin(name) is not None:
+    if parse_twin_name(name) is not None:
         return "twin"
     if name in ZOO:
         return "zoo"
@@ -161,7 +157,7 @@ def model_fingerprint(name: str) -> str:
     kind = _classify(name)
     name = os.fspath(name)
     if kind == "twin":
-        base, seed = _twin(name)
+        base, seed = parse_twin_name(name)
         return twin_fingerprint(model_fingerprint(base), seed)
     if kind == "zoo":
         return f"zoo:{name}:{zoo_key(ZOO[name])}"
@@ -215,10 +211,8 @@ def model_kind(name: str) -> str:
     Raises:
         ValueError: unknown model, or an encoder-decoder model.
     """
-    if isinstance(name, LoadedModel):
-        return "causal" if name.is_causal else "encoder"
     if _classify(name) == "twin":
-        return model_kind(_twin(os.fspath(name))[0])
+        return model_kind(parse_twin_name(os.fspath(name))[0])
     if _classify(name) == "zoo":
         return ZOO[os.fspath(name)].kind
     return _kind_from_config(_config(name), os.fspath(name))
@@ -582,7 +576,7 @@ def _shown(keys: list[str]) -> str:
     return ", ".join(keys[:3]) + (", ..." if len(keys) > 3 else "")
 
 
-def check_loading_info(info: dict, where: str, model: Any = None, config: Any = None) -> None:
+def check_loading_info(info: dict, where: str, model: Any, config: Any) -> None:
     """Refuse weights that disagree with the ``config.json`` that builds the model (transformers only warns).
 
     ``info``: the ``loading_info`` of ``from_pretrained(..., output_loading_info=True)``; task heads and the pooler
@@ -591,16 +585,16 @@ def check_loading_info(info: dict, where: str, model: Any = None, config: Any = 
     Raises:
         ModelLoadError: backbone parameters missing from the weights, or backbone weights left unused.
     """
-    field = _layer_field(config) if config is not None else None
+    field = _layer_field(config)
     missing = sorted(key for key in info.get("missing_keys", ()) if "pooler" not in key)
     prefix = f"{getattr(model, 'base_model_prefix', '') or '<none>'}."
-    children = {name for name, _ in model.named_children()} if model is not None else set()
+    children = {name for name, _ in model.named_children()}
     unused = []
     for key in sorted(info.get("unexpected_keys", ())):
         inner = key.removeprefix(prefix)
         if _IGNORED_BUFFERS.search(inner) or "pooler" in inner:
             continue
-        if model is None or inner.split(".")[0] in children:
+        if inner.split(".")[0] in children:
             unused.append(inner)
     if not missing and not unused:
         return
@@ -766,14 +760,6 @@ def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | Non
 
 
 def load_twin(name: str, device: Any = None) -> "LoadedModel":
-    """:func:`olacore.loading.load_model` of a :func:`twin_name`: the model, then its (saved) twin.
-
-    Raises:
-        ValueError: ``name`` is not a twin name; as :func:`olacore.loading.load_model` for its model.
-    """
-
-    parsed = parse_twin_name(name)
-    if parsed is None:
-        raise ValueError(f"{name!r} is not a twin name; give '<model> [random init seed=<S>]'")
-    base, seed = parsed
+    """:func:`load_model` of a :func:`twin_name`: the model, then its (saved) twin."""
+    base, seed = parse_twin_name(name)
     return random_init(load_model(base, device=device), seed)

@@ -23,23 +23,9 @@ from olacore.workers import per_text
 if TYPE_CHECKING:
     from olacore.alti import ALTIResult
 
-__all__ = [
-    "Product",
-    "ATTENTION",
-    "OLA",
-    "device_type",
-    "cached_per_text",
-    "TokenMaps",
-    "token_maps",
-    "source_records",
-    "OLAResult",
-    "cached_attention",
-    "cached_ola",
-    "store_attention",
-    "ALTI_SETTINGS",
-    "ALTI",
-    "cached_alti",
-]
+__all__ = ["Product", "ATTENTION", "OLA", "device_type", "cached_per_text", "TokenMaps", "token_maps",
+           "source_records", "OLAResult", "cached_attention", "cached_ola", "store_attention", "ALTI_SETTINGS", "ALTI",
+           "cached_alti"]
 
 # Part of every attention key.
 EXTRACTION_SETTINGS = {

@@ -129,8 +129,6 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
     """
     if not jobs:
         return []
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be an int >= 1; got {workers!r}")
     done: dict[int, Any] = {}
     environment = _environment()
     calls = (joblib.delayed(_indexed)(function, i, job, environment) for i, job in enumerate(jobs))

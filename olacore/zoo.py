@@ -194,16 +194,13 @@ ZOO: dict[str, ModelSpec] = {
 BOOK_ZOO: dict[str, ModelSpec] = {name: spec for name, spec in ZOO.items() if spec.in_book}
 
 
-def _zoo_list() -> str:
-    return ", ".join(sorted(ZOO))
-
 
 def unknown_model(name: str, reason: str) -> ValueError:
     """The error for a name that is no model: names the zoo, suggests a close name, says what else works."""
     close = difflib.get_close_matches(name, list(ZOO), n=1, cutoff=0.6)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return ValueError(
-        f"Unknown model {name!r}: {reason}.{hint} Pass a zoo name ({_zoo_list()}), a local folder "
+        f"Unknown model {name!r}: {reason}.{hint} Pass a zoo name ({', '.join(sorted(ZOO))}), a local folder "
         f"holding a Hugging Face model (config.json, weights, tokenizer), or a Hugging Face id "
         f"already in the local Hugging Face cache."
     )
@@ -211,7 +208,7 @@ def unknown_model(name: str, reason: str) -> ValueError:
 
 def zoo_key(spec: ModelSpec) -> str:
     """Short hash of what a zoo build depends on: packages, checksum, build format, transformers major."""
-    major = _transformers_major()
+    major = importlib.metadata.version("transformers").split(".")[0]
     payload = {
         "name": spec.name,
         "packages": list(spec.packages),
@@ -221,9 +218,6 @@ def zoo_key(spec: ModelSpec) -> str:
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 
-
-def _transformers_major() -> str:
-    return importlib.metadata.version("transformers").split(".")[0]
 
 
 #: The file that marks a built model folder (written last, by ``scripts/build_zoo.py``).

@@ -79,12 +79,6 @@ def test_the_callers_environment_travels_with_every_job(monkeypatch):
     assert run_in_processes(_environment_variable, [name] * 4, 2, progress=False) == [None] * 4
 
 
-def test_bad_worker_counts_are_refused_with_their_name():
-    for workers in (0, -1, 1.5, True):
-        with pytest.raises(ValueError, match="workers"):
-            run_in_processes(abs, [1, 2], workers, progress=False)
-
-
 @pytest.mark.slow
 def test_a_text_refused_in_a_worker_is_named_by_its_index_in_the_callers_list():
     from olacore.extraction import extract_attention
