@@ -21,8 +21,8 @@ import torch.nn.functional as F
 from olacore.corpora import read_ewt
 
 __all__ = ["TEXT_RECIPES", "ChunkCounts", "official_chunks", "ewt_documents", "similarity_texts", "text_counts",
-           "WordText", "word_spans", "resize_maps", "word_assignment", "pool_to_words", "first_token_indices",
-           "first_tokens", "first_subtoken_maps"]
+           "WordText", "word_spans", "resize_maps", "word_assignment", "pool_to_words", "first_tokens",
+           "first_subtoken_maps"]
 
 
 TEXT_RECIPES = ("official", "stream")
@@ -288,17 +288,6 @@ def pool_to_words(
     return pooled / torch.where(mass > 0, mass, torch.ones_like(mass))
 
 
-def first_token_indices(
-    token_offsets: Sequence[tuple[int, int]], word_spans: Sequence[tuple[int, int]]
-) -> list[int]:
-    """Index of each word's first sub-token: ``W`` indices; arguments as :func:`word_assignment`.
-
-    Raises:
-        ValueError: a word overlaps no token.
-    """
-    return first_tokens(word_assignment(token_offsets, word_spans))  # (W, T), raises on orphan words
-
-
 def first_tokens(share: torch.Tensor) -> list[int]:
     """Each word's first sub-token from a :func:`word_assignment` share ``(W, T)``: ``W`` token indices."""
     return [int(torch.nonzero(row > 0)[0]) for row in share]
@@ -314,5 +303,5 @@ def first_subtoken_maps(
     Raises:
         ValueError: a word has no token.
     """
-    index = torch.tensor(first_token_indices(token_offsets, word_spans), device=maps.device)
+    index = torch.tensor(first_tokens(word_assignment(token_offsets, word_spans)), device=maps.device)
     return maps.index_select(-2, index).index_select(-1, index)

@@ -13,7 +13,7 @@ from conftest import random_attention
 from olacore.texts import (
     WordText,
     first_subtoken_maps,
-    first_token_indices,
+    first_tokens,
     pool_to_words,
     resize_maps,
     word_assignment,
@@ -116,11 +116,11 @@ def test_first_subtoken_maps_take_first_token_rows_and_columns():
     offsets = [(0, 0), (0, 1), (1, 2), (3, 5)]
     spans = [(0, 2), (3, 5)]
     maps = torch.arange(16, dtype=torch.float32).view(1, 4, 4)
-    assert first_token_indices(offsets, spans) == [1, 3]
+    assert first_tokens(word_assignment(offsets, spans)) == [1, 3]
     out = first_subtoken_maps(maps, offsets, spans)
     assert torch.equal(out[0], torch.tensor([[5.0, 7.0], [13.0, 15.0]]))
     # the two words of one multi-word token share its first token
-    assert first_token_indices(offsets, [(0, 2), (0, 2), (3, 5)]) == [1, 1, 3]
+    assert first_tokens(word_assignment(offsets, [(0, 2), (0, 2), (3, 5)])) == [1, 1, 3]
 
 
 def test_word_spans_keep_invisible_characters_with_their_word():
