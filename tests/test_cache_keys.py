@@ -95,7 +95,7 @@ EDITS = {
     "maps.py (sinks): code": ("maps.py", [("def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0",
                                      "def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 2.5")],
                        {"proxy", "official proxy", "adapter"}),
-    "maps.py (sinks): docstrings": ("maps.py", [("Attention sinks: removed as", "Attention sinks, removed as"),
+    "maps.py (sinks): docstrings": ("maps.py", [("The official sink rule", "The sink rule of the official code"),
                                           ("The entries the official rule flags", "The entries flagged"),
                                           ("SINK_STATS = (\"row\", \"causal\")\n",
                                            "SINK_STATS = (\"row\", \"causal\")\n\"\"\"Where the statistics run.\"\"\"\n")],
