@@ -176,9 +176,6 @@ def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> 
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# Batches of equal length, checked against one text a pass
-# ---------------------------------------------------------------------------------------------
 
 #: Most texts of one token length in a forward pass (measured on CPU: the gain stops at 8).
 BATCH_SIZE = 8
@@ -232,9 +229,8 @@ def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[
     the two share self-tests.
 
     A batch is used only where a self-test, once per (model, device, ``kind``, length) on a CPU (per batch shape
-    elsewhere), shows it gives exactly the bits of single passes (:func:`torch.equal`); otherwise texts run one a
-    pass, with one ``RuntimeWarning``. On a CPU the attention products of a pass differ in the last bits alone and in
-    a batch for some lengths only, and a pair stands for any batch size.
+    elsewhere), shows it gives exactly the bits of single passes; otherwise texts run one a pass, with one
+    ``RuntimeWarning``.
     """
     lengths = [len(row) for row in ids]
     texts_of = collections.Counter(lengths)
@@ -329,9 +325,7 @@ def extract_attention(model: LoadedModel, texts: Sequence[str], progress: bool =
             for text, (_, tokens, offsets), m in zip(texts, encoded, maps)]
 
 
-# ---------------------------------------------------------------------------------------------
 # ALTI's architecture table and the hooks that record its tensors in the forward pass
-# ---------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
