@@ -28,7 +28,7 @@ from __future__ import annotations
 import torch
 
 from olacore.maps import sink_flags, stats_mask
-from olacore.settings import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, settings_class
+from olacore.settings import NonNegativeFloat, PositiveInt, Probability, settings_class
 
 __all__ = ["Augmentation", "TOA", "VISUAL_PROXY", "COLUMN_DRAWS", "fake_sinks", "map_noise", "augment",
            "BatchAugmentation", "augment_batch"]
@@ -155,11 +155,6 @@ class BatchAugmentation:
     noise_std_ratio: NonNegativeFloat = 0.13
     sink_p: Probability = 0.3
     sink_columns: PositiveInt = 3
-    temperature: tuple[PositiveFloat, PositiveFloat] | None = None
-
-    def __post_init__(self) -> None:
-        if self.temperature is not None and self.temperature[0] > self.temperature[1]:
-            raise ValueError(f"BatchAugmentation.temperature: need low <= high; got {self.temperature}")
 
 
 def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -182,10 +177,6 @@ def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: to
         columns = (rank < count) & chosen
         row_max = out.amax(-1, keepdim=True)
         out = torch.where(columns.expand_as(out), torch.maximum(out, row_max), out)
-    if settings.temperature is not None:
-        low, high = settings.temperature
-        tau = low + (high - low) * draw(b, 1, 1, 1)
-        out = out.clamp_min(0) ** (1.0 / tau)
     if settings.noise_p > 0:
         chosen = (draw(b, 1, 1, 1) < settings.noise_p).to(out.dtype)
         row_std = out.std(-1, keepdim=True)

@@ -99,10 +99,7 @@ def draw_maps(
     labels: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
     panel_size: float = 2.6,
-    cmap: str = "viridis",
-    robust: bool = True,
     max_columns: int = 2,
-    colorbar_label: str = "attention weight",
 ):
     """Draw a grid of square maps, one per (row, panel), each with its colour bar.
 
@@ -113,10 +110,8 @@ def draw_maps(
             without tokenizer markers (:func:`readable_token`).
         title: figure title, plain text, wrapped to the figure's width.
         panel_size: inches per panel.
-        robust: clip each panel's colour scale at its 99th percentile (a sink column does not wash out the map).
         max_columns: at most this many panels side by side: one row of many panels wraps; several rows
             with more panels are drawn transposed (one column per row name).
-        colorbar_label: what the colour of every panel measures.
 
     Returns:
         The matplotlib ``Figure``.
@@ -141,12 +136,12 @@ def draw_maps(
         ax = axes[place[(row_name, panel)]]
         ax.set_visible(True)
         image = rows[row_name][panel].detach().float().cpu()
-        vmax = torch.quantile(image.flatten(), 0.99).item() if robust else image.max().item()
-        drawn = ax.imshow(image.numpy(), cmap=cmap, vmin=0.0, vmax=max(vmax, 1e-12), interpolation="nearest")
+        vmax = torch.quantile(image.flatten(), 0.99).item()  # a sink column does not wash out the map
+        drawn = ax.imshow(image.numpy(), cmap="viridis", vmin=0.0, vmax=max(vmax, 1e-12), interpolation="nearest")
         bar = fig.colorbar(drawn, ax=ax, fraction=0.046, pad=0.03)
         bar.ax.tick_params(labelsize=7)
         if place[(row_name, panel)][1] == ncols - 1:
-            bar.set_label(colorbar_label, fontsize=7)
+            bar.set_label("attention weight", fontsize=7)
         ticks = labels.get(row_name) if labels else None
         if ticks is not None and len(ticks) <= 24:
             words = [readable_token(t) for t in ticks]
@@ -174,7 +169,6 @@ def draw_arcs(
     sentence: "UDSentence",
     predicted_heads: Sequence[int],
     title: str | None = None,
-    cmap: str = "Greys",
 ):
     """Draw gold and predicted dependency arcs over a word-level OLA heatmap.
 
@@ -195,7 +189,7 @@ def draw_arcs(
     n = len(sentence)
     if m.shape != (n, n) or len(predicted_heads) != n:
         raise ValueError(f"map {m.shape} / {len(predicted_heads)} heads do not fit a {n}-word sentence")
-    ax.imshow(m, cmap=cmap, vmin=0, vmax=max(float(np.quantile(m, 0.98)), 1e-9))
+    ax.imshow(m, cmap="Greys", vmin=0, vmax=max(float(np.quantile(m, 0.98)), 1e-9))
     gold = [(i, h - 1) for i, h in enumerate(sentence.heads) if h > 0]
     pred = [(i, h - 1) for i, h in enumerate(predicted_heads) if h > 0]
     if gold:
@@ -215,8 +209,7 @@ def draw_arcs(
     return ax
 
 
-def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence[str], *, metric: str = "hits@1",
-                  title: str | None = None):
+def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence[str], *, title: str | None = None):
     """Model x model heatmaps of a retrieval metric (%): one column of panels per group, one row per channel.
 
     One colour scale (0 to 100 %) for every panel; each cell carries its number.
@@ -225,7 +218,6 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
         table: a :func:`olacore.similarity.retrieval_table` with a ``group`` column.
         groups: group label -> model names (columns of panels).
         channels: channel names (rows of panels).
-        metric: ``"hits@1"`` or ``"hits@5"``.
 
     Returns:
         The matplotlib ``Figure`` (rows of each panel: source = gallery; columns: target = queries).
@@ -243,7 +235,7 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
         rows = table[table["group"] == group]
         for row, channel in enumerate(channels):
             ax = axes[row, col]
-            sns.heatmap(100 * hits_matrix(rows, channel, metric), annot=True, fmt=".0f", vmin=0, vmax=100,
+            sns.heatmap(100 * hits_matrix(rows, channel, "hits@1"), annot=True, fmt=".0f", vmin=0, vmax=100,
                         cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 8}, square=True)
             drawn = ax.collections[0]
             ax.set_title(f"{group}: {label(channel)}", fontsize=9)
@@ -253,7 +245,7 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
             ax.set_xlabel("target (queries)" if row == len(channels) - 1 else "", fontsize=8)
             ax.set_ylabel("source (gallery)" if col == 0 else "", fontsize=8)
     if drawn is not None:
-        fig.colorbar(drawn, ax=axes, shrink=0.5, label=f"{metric.capitalize()} (%)")
+        fig.colorbar(drawn, ax=axes, shrink=0.5, label="Hits@1 (%)")
     if title:
         fig.suptitle(title, fontsize=11)
     return fig

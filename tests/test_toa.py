@@ -206,7 +206,7 @@ def test_the_adapters_attention_is_torchs_masked_scaled_dot_product_attention():
     q, k, v = qkv(norm(x)).reshape(batch * rows, length, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
     mask = valid[:, None, :].expand(batch, rows, length).reshape(batch * rows, 1, 1, length)
     reference = out(scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(x.shape))
-    assert torch.allclose(_attend(x, norm, qkv, out, heads, valid, 0.0), reference, atol=1e-6)
+    assert torch.allclose(_attend(x, norm, qkv, out, heads, valid), reference, atol=1e-6)
 
 
 def test_the_official_package_backbone_leaks_padding():

@@ -496,11 +496,8 @@ def _to_words(item: TaskItem, first: list[int], kind: str) -> TaskItem:
     return dataclasses.replace(item, num_tokens=count, word_tokens=tuple(range(count)), heads=heads, positions=tuple(kept))
 
 
-def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = "train", *,
-                    max_tokens: int | None = 64, grid: str = "tokens", max_order: int = 2,
-                    records: Sequence[Any] | None = None,
-                    workers: int = 1, device: str | torch.device | None = None, progress: bool = False,
-                    store=None) -> TaskData:
+def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = "train", *, records: Sequence[Any],
+                    max_tokens: int | None = 64, grid: str = "tokens") -> TaskData:
     """A task split in one model's tokenisation, its OLA cached (:func:`olacore.pipeline.cached_ola`).
 
     Args:
@@ -521,11 +518,6 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
     """
     kind = task_kind(task)
     sources = list(sources)
-    if records is None:
-        from olacore.pipeline import cached_ola
-
-        records = cached_ola(model, [s.text for s in sources], max_order, workers=workers, device=device,
-                             progress=progress, store=store) if sources else []
     name = getattr(model, "name", model)
     report = TaskReport(sentences=len(sources))
     items, kept_records = [], []

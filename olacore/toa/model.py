@@ -80,7 +80,6 @@ class AdapterConfig:
         ffn_mult: width of the feed-forward as a multiple of ``dim`` (official 4).
         ffn_kernel: the feed-forward's ``3 x 3`` convolutions (official; the only size).
         local_mix: a depthwise 3x3 convolution in each feed-forward.
-        dropout: dropout on attention and feed-forward outputs.
         arc_dim, rel_dim: widths of the DP head's arc and relation MLPs (official 512, 128).
         mlp_dropout: the DP head's shared dropout (official 0.33).
         pair_scores: the DP head also scores the pair cell ``(i, j)`` (official: diagonal features only).
@@ -98,7 +97,6 @@ class AdapterConfig:
     ffn_mult: PositiveInt = 2
     ffn_kernel: Literal[3] = 3
     local_mix: Bool = True
-    dropout: Fraction = 0.0
     arc_dim: PositiveInt = 64
     rel_dim: PositiveInt = 32
     mlp_dropout: Fraction = 0.33
@@ -116,7 +114,7 @@ class AdapterConfig:
 
 
 def _attend(x: torch.Tensor, norm: nn.LayerNorm, qkv: nn.Linear, out: nn.Linear, heads: int,
-            key_valid: torch.Tensor, dropout: float) -> torch.Tensor:
+            key_valid: torch.Tensor) -> torch.Tensor:
     """Self-attention along the last grid axis of ``x`` (B, R, S, D); keys masked by ``key_valid`` (B, S).
 
     Plain matrix products, not ``scaled_dot_product_attention``: at head size 8 PyTorch's CPU kernel is slower
@@ -127,8 +125,6 @@ def _attend(x: torch.Tensor, norm: nn.LayerNorm, qkv: nn.Linear, out: nn.Linear,
     q, k, v = qkv(norm(x)).reshape(batch, rows, length, 3, heads, size).permute(3, 0, 1, 4, 2, 5)
     bias = torch.zeros(batch, 1, 1, 1, length, device=x.device).masked_fill(~key_valid[:, None, None, None, :], -math.inf)
     weights = (q * size**-0.5 @ k.transpose(-2, -1) + bias).softmax(-1)
-    if dropout:
-        weights = F.dropout(weights, dropout)
     return out((weights @ v).transpose(2, 3).reshape(batch, rows, length, dim))
 
 
@@ -141,20 +137,18 @@ class AxialBlock(nn.Module):
     def __init__(self, config: AdapterConfig) -> None:
         super().__init__()
         dim = config.dim
-        self.heads, self.dropout = config.heads, config.dropout
+        self.heads = config.heads
         self.row_norm, self.row_qkv, self.row_out = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.col_norm, self.col_qkv, self.col_out = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.ff_norm = nn.LayerNorm(dim)
         self.mix = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if config.local_mix else None
         width = config.ffn_mult * dim
         self.conv_ff = nn.ModuleList([nn.Conv2d(dim, width, 3, padding=1), nn.Conv2d(width, dim, 3, padding=1)])
-        self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
-        p = self.dropout if self.training else 0.0
-        x = (x + self.drop(_attend(x, self.row_norm, self.row_qkv, self.row_out, self.heads, valid, p))) * cells
+        x = (x + _attend(x, self.row_norm, self.row_qkv, self.row_out, self.heads, valid)) * cells
         cols = x.transpose(1, 2)
-        cols = (cols + self.drop(_attend(cols, self.col_norm, self.col_qkv, self.col_out, self.heads, valid, p)))
+        cols = cols + _attend(cols, self.col_norm, self.col_qkv, self.col_out, self.heads, valid)
         x = cols.transpose(1, 2) * cells
         h = self.ff_norm(x)
         if self.mix is not None:
@@ -162,7 +156,7 @@ class AxialBlock(nn.Module):
         mask = cells.permute(0, 3, 1, 2)
         y = F.gelu(self.conv_ff[0]((h * cells).permute(0, 3, 1, 2))) * mask
         y = self.conv_ff[1](y).permute(0, 2, 3, 1)
-        return (x + self.drop(y)) * cells
+        return (x + y) * cells
 
 
 class AxialBackbone(nn.Module):

@@ -219,13 +219,11 @@ class TrainConfig:
 
     epochs: PositiveInt = 10
     lr: PositiveFloat = 2e-3
-    weight_decay: NonNegativeFloat = 0.01
     batch_size: PositiveInt = 8
     warmup: Fraction = 0.1
     clip: NonNegativeFloat = 1.0
     augment: Augmentation | None = None
     ner_o_weight: NonNegativeFloat = 0.5
-    eval_batch_size: PositiveInt = 32
     device: Annotated[Str, AfterValidator(_torch_device)] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -284,7 +282,7 @@ def optimiser_for(model: torch.nn.Module, config: TrainConfig, steps: int
     """AdamW (the official Trainer's optimiser) with a linear warm-up over ``config.warmup`` of
     the ``steps`` and a linear decay to 0 after it."""
     warm = max(1, int(config.warmup * steps))
-    optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
     return optimiser, schedule
@@ -395,7 +393,7 @@ class AdapterJob:
             loss = train_epoch(model, inputs, self.train_targets, optimiser, schedule, config, generator, class_weight)
             train_seconds += time.perf_counter() - tick
             dev = score(self.task, self.dev_items,
-                        predict(model, dev_inputs, self.dev_targets, kind, config.eval_batch_size), vocab)
+                        predict(model, dev_inputs, self.dev_targets, kind, 32), vocab)
             history.append({"epoch": epoch, "loss": loss, **{f"dev_{k}": v for k, v in dev.items()}})
             if best is None or dev[metric] > best[metric]:
                 best, best_epoch = dev, epoch
