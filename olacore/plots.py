@@ -192,7 +192,7 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
         rows = table[table["group"] == group]
         for row, channel in enumerate(channels):
             ax = axes[row, col]
-            sns.heatmap(100 * hits_matrix(rows, channel, "hits@1"), annot=True, fmt=".0f", vmin=0, vmax=100,
+            sns.heatmap(100 * hits_matrix(rows, channel), annot=True, fmt=".0f", vmin=0, vmax=100,
                         cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 8}, square=True)
             drawn = ax.collections[0]
             ax.set_title(f"{group}: {label(channel)}", fontsize=9)

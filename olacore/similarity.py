@@ -304,10 +304,10 @@ def pairs_rows(table: pd.DataFrame, protocol: str) -> list[dict[str, Any]]:
     return kept[list(PAIRS_COLUMNS)].to_dict("records")
 
 
-def hits_matrix(table: pd.DataFrame, channel: str, metric: str = "hits@1") -> pd.DataFrame:
-    """Source x target matrix of one metric for one channel."""
+def hits_matrix(table: pd.DataFrame, channel: str) -> pd.DataFrame:
+    """Source x target matrix of Hits@1 for one channel."""
     rows = table[table["channel"] == channel]
-    return rows.pivot(index="source", columns="target", values=metric)
+    return rows.pivot(index="source", columns="target", values="hits@1")
 
 
 def mean_hits(table: pd.DataFrame, metric: str = "hits@1", **where: Any) -> float:

@@ -104,7 +104,7 @@ def test_build_input_takes_any_channel_by_name_and_cuts():
     record = FakeRecord("a b c d e f", [(0, 1)] * 6, False,
                         torch.cat([torch.eye(6)[None], stochastic(generator, 6, channels=3)]), stochastic(generator, 6)[0])
     spec = InputSpec(("order3", "rollout"), variants=("clean",))
-    assert spec.num_channels == 2 and spec.label == "order 3+rollout (clean)" and spec.max_order == 3
+    assert spec.num_channels == 2 and spec.label == "order 3+rollout (clean)"
     full = build_input(raw_maps(record, spec), spec, False)
     assert full.shape == (2, 6, 6)
     assert build_input(raw_maps(record, spec, 4), spec, False).shape == (2, 4, 4)

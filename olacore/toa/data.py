@@ -35,7 +35,7 @@ __all__ = ["DISTANCE", "VARIANTS", "InputSpec", "stack_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
            "input_spec", "SPECIAL", "TASKS", "ENTITY_TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
            "build_task_data", "IGNORE", "LabelVocab", "encode_items", "collate",
-           "length_batches", "SOURCES", "subset_splits", "syntax_data"]
+           "length_batches", "subset_splits", "syntax_data"]
 
 #: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
 DISTANCE = "distance"
@@ -79,12 +79,6 @@ class InputSpec:
     @property
     def num_channels(self) -> int:
         return DISTANCE_CHANNELS if self.is_distance else len(self.channels) * len(self.variants)
-
-    @property
-    def max_order(self) -> int:
-        """The highest OLA order the channels need (at least 1)."""
-        orders = [lookup_channel(n).order or 0 for n in self.channels] if not self.is_distance else []
-        return max([1, *orders])
 
     @property
     def label(self) -> str:
@@ -552,10 +546,6 @@ def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gen
         yield batches[index]
 
 
-#: Channel sources :func:`syntax_data` can attach (:mod:`olacore.channels`).
-SOURCES = ("ola", "alti", "attention")
-
-
 def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
                   num_test: int | None = None) -> dict[str, list[Any]]:
     """The first ``num_train`` / ``num_dev`` sentences and ``num_test`` spread over test (``None``: whole);
@@ -576,7 +566,7 @@ def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Any, 
         model: zoo name, id / folder, or :class:`olacore.loading.LoadedModel`.
         splits: ``{"train": [...], "dev": [...], "test": [...]}`` of word-level sources.
         settings: gives ``max_tokens`` and ``grid`` (a :class:`olacore.profiles.SyntaxSettings`).
-        sources: channel sources (:data:`SOURCES`; ``"ola"`` always) whose records the data carries.
+        sources: channel sources (``"ola"`` always; ``"alti"``, ``"attention"``) whose records the data carries.
     """
     from olacore.pipeline import cached_ola, source_records
 
