@@ -1,26 +1,10 @@
 """OLA augmentations for training: the official fake sinks and map noise, and the held-out proxy's batch variant.
 
-**Official** (``RandomHightlightColumns`` then ``AddGuassianNoise`` in ``models/ola_augmentations.py``), on one
-text's ``(C, T, T)`` maps at a time (:func:`augment`):
-
-- fake sinks (:func:`fake_sinks`): with probability ``sink_p``, ``k`` columns (``k`` uniform in
-  ``[sink_min, sink_max]``) drawn uniformly; in every row each gets ``m1 + (u - 0.5)(m1 - m2)`` added (``m1``,
-  ``m2``: the row's two largest entries; ``u ~ U(0, 1)`` once per column and channel); rows renormalised.
-- map noise (:func:`map_noise`): with probability ``noise_p``, Gaussian noise of std ``noise_std_ratio`` x the
-  row's population std over its covered non-sink entries (:func:`olacore.maps.sink_flags` on the current maps);
-  negatives clipped to zero, rows renormalised.
-
-Both change only the entries the sink statistics cover (:func:`olacore.maps.stats_mask`). Two settings:
-:data:`TOA` (``utils/arguments.py``: p 0.3 and 0.3, noise 0.2; ``stats="causal"``, as ``models/ola_model.py`` passes
-the causal flag), on raw maps before the adapter's sink cleaning; :data:`VISUAL_PROXY` (``olas_visual_model.py``:
-p 0.3 and 0.15, noise 0.13; ``stats="row"``, its dataset being built without the causal flag). ``column_draw``
-``"permutation"`` (TOA) and ``"multinomial"`` (official proxy) draw the same distribution from different random
-streams, kept so that seeded runs reproduce. The coins are drawn once per text (the official TOA code: once per
-batch of 2), not at all where a probability is 0.
-
-**Held-out proxy** (:class:`BatchAugmentation`, :func:`augment_batch`): the same kinds and strengths, plus an optional
-temperature, on ``(B, C, S, S)`` batches of cleaned, resized maps on the training device, with simpler rules: a fake
-sink column is raised to the row maximum, the noise scale is the whole row's std, rows keep their mass.
+Official (``RandomHightlightColumns`` then ``AddGuassianNoise``, ``models/ola_augmentations.py``), per text
+(:func:`augment`): :data:`TOA` (``utils/arguments.py``; ``stats="causal"``) and :data:`VISUAL_PROXY`
+(``olas_visual_model.py``; ``stats="row"``). Both change only the entries the sink statistics cover
+(:func:`olacore.maps.stats_mask`). The held-out proxy's :func:`augment_batch` works on ``(B, C, S, S)`` batches of
+cleaned, resized maps with simpler rules.
 """
 
 from __future__ import annotations
@@ -28,18 +12,18 @@ from __future__ import annotations
 import torch
 
 from olacore.maps import sink_flags, stats_mask
-from olacore.settings import NonNegativeFloat, PositiveFloat, PositiveInt, Probability, settings_class
+from olacore.settings import NonNegativeFloat, PositiveInt, Probability, settings_class
 
 __all__ = ["Augmentation", "TOA", "VISUAL_PROXY", "COLUMN_DRAWS", "fake_sinks", "map_noise", "augment",
            "BatchAugmentation", "augment_batch"]
 
-#: How :func:`fake_sinks` draws its columns (module docstring).
+#: How :func:`fake_sinks` draws its columns: TOA, official proxy (one distribution, two random streams).
 COLUMN_DRAWS = ("permutation", "multinomial")
 
 
 @settings_class
 class Augmentation:
-    """Settings of the official augmentations (module docstring); the defaults are the TOA's (:data:`TOA`).
+    """Settings of the official augmentations (defaults: :data:`TOA`).
 
     Attributes:
         sink_p, noise_p: probability per text of fake sinks, of map noise (0: off).
@@ -79,11 +63,8 @@ def _renormalise(maps: torch.Tensor) -> torch.Tensor:
 
 def fake_sinks(maps: torch.Tensor, causal: bool, columns: int, generator: torch.Generator, *,
                stats: str = "causal", column_draw: str = "permutation") -> torch.Tensor:
-    """Add ``columns`` (at most ``T``) fake sink columns to one text's maps (module docstring).
-
-    ``maps``: ``(C, T, T)`` non-negative float maps on the CPU (rows: queries), returned row-renormalised (as they
-    are when ``T < 2``); ``stats`` picks the entries changed (:func:`olacore.maps.stats_mask`).
-    """
+    """Add ``columns`` fake sink columns to one text's ``(C, T, T)`` maps: each gets ``m1 + (u - 0.5)(m1 - m2)``
+    (``m1``, ``m2``: the row's two largest entries), rows renormalised."""
     channels, size = maps.shape[0], maps.shape[-1]
     if size < 2:
         return maps
@@ -104,11 +85,8 @@ def fake_sinks(maps: torch.Tensor, causal: bool, columns: int, generator: torch.
 
 def map_noise(maps: torch.Tensor, causal: bool, std_ratio: float, generator: torch.Generator, *,
               stats: str = "causal") -> torch.Tensor:
-    """Add row-scaled Gaussian noise to one text's ``(C, T, T)`` non-negative CPU maps (module docstring).
-
-    Noise std: ``std_ratio`` x each row's std over its covered non-sink entries (``stats``). The result is
-    non-negative, row-renormalised and zero outside the covered entries.
-    """
+    """Add Gaussian noise of ``std_ratio`` x each row's std over its non-sink entries to one text's ``(C, T, T)``
+    maps; clipped at zero, rows renormalised."""
     covered = stats_mask(maps.shape[-1], causal, stats).to(maps.dtype)
     calm = covered * ~sink_flags(maps, causal, stats=stats)
     count = calm.sum(-1, keepdim=True) + 1e-10
@@ -120,12 +98,8 @@ def map_noise(maps: torch.Tensor, causal: bool, std_ratio: float, generator: tor
 
 def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator: torch.Generator, *,
             stats: str = "causal", column_draw: str = "permutation") -> torch.Tensor:
-    """The official augmentations of one text, in order (fake sinks, then map noise), each with its probability.
-
-    ``maps``: ``(C, T, T)`` (raw for the TOA adapters and the official proxy), returned as they are when nothing
-    fires (and for a ``(0, T, T)`` stack). ``stats``, ``column_draw``: TOA ``"causal"``, ``"permutation"``; the
-    official proxy ``"row"``, ``"multinomial"``. ``generator``: CPU, seeded by the training run.
-    """
+    """The official augmentations of one text's ``(C, T, T)`` maps: fake sinks, then map noise, each with its
+    probability (``generator`` on the CPU)."""
     if maps.shape[0] == 0:
         return maps
     if settings.sink_p > 0 and torch.rand(1, generator=generator).item() < settings.sink_p:
@@ -138,35 +112,24 @@ def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator:
 
 @settings_class
 class BatchAugmentation:
-    """The held-out proxy's augmentations (module docstring), each optional; defaults as ``olas_visual_model.py``.
+    """The held-out proxy's augmentations; defaults as ``olas_visual_model.py``.
 
     Attributes:
         noise_p, noise_std_ratio: probability per map of Gaussian noise of std ``ratio x`` the row's std.
         sink_p, sink_columns: probability per map of raising 1 to ``sink_columns`` random key columns to the row max.
-        temperature: ``(low, high)``: rows re-sharpened as ``p^(1/tau)`` (renormalised), ``tau`` uniform in the
-            range; ``None``: off.
 
     Raises:
-        olacore.settings.SettingsError: a probability outside ``[0, 1]``, a negative ratio, ``sink_columns < 1``, a
-            temperature range that is not two positive numbers, low first.
+        olacore.settings.SettingsError: a probability outside ``[0, 1]``, a negative ratio, ``sink_columns < 1``.
     """
 
     noise_p: Probability = 0.15
     noise_std_ratio: NonNegativeFloat = 0.13
     sink_p: Probability = 0.3
     sink_columns: PositiveInt = 3
-    temperature: tuple[PositiveFloat, PositiveFloat] | None = None
-
-    def __post_init__(self) -> None:
-        if self.temperature is not None and self.temperature[0] > self.temperature[1]:
-            raise ValueError(f"BatchAugmentation.temperature: need low <= high; got {self.temperature}")
 
 
 def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Apply :class:`BatchAugmentation` to a ``(B, C, S, S)`` batch of cleaned, resized OLA images (rows: queries).
-
-    Returns an augmented copy whose rows keep their original mass; ``generator`` lives on the maps' device.
-    """
+    """An augmented copy of a ``(B, C, S, S)`` batch, rows keeping their mass (``generator`` on its device)."""
     out = maps.clone()
     b, c, s, _ = out.shape
     dev = out.device
@@ -182,10 +145,6 @@ def augment_batch(maps: torch.Tensor, settings: BatchAugmentation, generator: to
         columns = (rank < count) & chosen
         row_max = out.amax(-1, keepdim=True)
         out = torch.where(columns.expand_as(out), torch.maximum(out, row_max), out)
-    if settings.temperature is not None:
-        low, high = settings.temperature
-        tau = low + (high - low) * draw(b, 1, 1, 1)
-        out = out.clamp_min(0) ** (1.0 / tau)
     if settings.noise_p > 0:
         chosen = (draw(b, 1, 1, 1) < settings.noise_p).to(out.dtype)
         row_std = out.std(-1, keepdim=True)

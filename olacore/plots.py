@@ -1,10 +1,6 @@
-"""What a page shows: figures (OLA heatmap grids, dependency arcs, training curves) and tables, each numbered with
-a caption and a stable label.
-
-:func:`show_figure` shows a figure as a MyST ``{glue:figure}`` in the book (the figure and its caption in Jupyter);
-:func:`show_table` shows a DataFrame as a MyST ``{table}`` directive (``text/markdown``, which ``_config.yml``
-prefers to HTML), so its label is a target (``{ref}``, ``{numref}``, ``page.html#label``). A missing cell (NaN,
-None) shows as a dash, with a note under the table saying what it stands for; a plain 0..n-1 index is not shown.
+"""What a page shows: figures (OLA heatmaps, dependency arcs, training curves) and tables, each numbered with a
+caption and a stable label (:func:`show_figure`: a MyST ``{glue:figure}``; :func:`show_table`: a MyST ``{table}``;
+a missing cell shows as a dash with a note saying what it stands for).
 """
 
 from __future__ import annotations
@@ -33,18 +29,13 @@ __all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve", "readabl
 TEXT = {"parse_math": False}
 
 
-#: Tokenizer markers that are not part of the word: byte-level BPE's space (``Ġ``) and newline
-#: (``Ċ``), SentencePiece's space (``▁``); WordPiece's continuation prefix (``##``) is handled apart.
+#: Tokenizer markers that are not part of the word (byte-level BPE, SentencePiece).
 _MARKERS = {"\u0120": " ", "\u010a": " ", "\u2581": " "}
 
 
 def readable_token(token: str) -> str:
-    """A token as a reader would write it, from the token alone: tokenizer markers (``Ġ``, ``▁``, ``##``) removed.
-
-    ``"Ġpreacher"`` -> ``"preacher"``, ``"##ing"`` -> ``"-ing"``, a token that is only a marker -> ``"␣"``. A byte-level
-    BPE token of a character outside ASCII (``"Ã©"`` for ``é``) cannot be read without its text: label the tokens of a
-    text with :func:`token_labels`, which reads the characters at their offsets.
-    """
+    """A token without tokenizer markers: ``"Ġpreacher"`` -> ``"preacher"``, ``"##ing"`` -> ``"-ing"``, a bare
+    marker -> ``"␣"`` (for byte-level tokens of non-ASCII text use :func:`token_labels`)."""
     text = str(token)
     piece = text.startswith("##") and len(text) > 2
     text = text[2:] if piece else text
@@ -55,14 +46,8 @@ def readable_token(token: str) -> str:
 
 
 def token_labels(record) -> list[str]:
-    """Labels of a text's tokens as a reader would write them: the characters each token covers in the text.
-
-    ``record``: anything with ``text``, ``tokens`` and ``offsets`` (an :class:`~olacore.extraction.Extraction`, an
-    OLA result, token maps). A token reads as the text at its offsets, so a byte-level BPE token shows ``é``, ``“`` or
-    ``我``, not the byte symbols ``Ã©``, ``âĢľ``; tokens that share a character (a character split into bytes over
-    several tokens) read ``"我 (1/2)"``, ``"我 (2/2)"``. A WordPiece continuation keeps its cue (``"-ing"``); special
-    tokens and whitespace-only tokens, which cover no character, read as :func:`readable_token` writes them.
-    """
+    """Labels of a record's tokens (``text``, ``tokens``, ``offsets``): the characters each covers in the text;
+    tokens sharing a character read ``"我 (1/2)"``, ``"我 (2/2)"``; tokens covering none as :func:`readable_token`."""
     text, tokens, offsets = record.text, list(record.tokens), [tuple(span) for span in record.offsets]
     runs: list[list[int]] = []  # consecutive tokens whose character spans overlap
     end = -1
@@ -87,8 +72,7 @@ def token_labels(record) -> list[str]:
 
 
 def _wrapped(title: str, width_inches: float, fontsize: float) -> str:
-    """``title`` broken into lines that fit ``width_inches`` at ``fontsize`` points (a character
-    is taken as 0.6 em wide, a safe bound for the default sans-serif font)."""
+    """``title`` broken into lines that fit ``width_inches`` at ``fontsize`` points."""
     per_line = max(int(width_inches * 72 / (0.6 * fontsize)), 10)
     return "\n".join(textwrap.wrap(title, per_line)) or title
 
@@ -99,27 +83,15 @@ def draw_maps(
     labels: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
     panel_size: float = 2.6,
-    cmap: str = "viridis",
-    robust: bool = True,
     max_columns: int = 2,
-    colorbar_label: str = "attention weight",
 ):
-    """Draw a grid of square maps, one per (row, panel), each with its colour bar.
+    """A matplotlib ``Figure`` of square maps, one per (row, panel), each with its colour bar (at the 99th
+    percentile).
 
     Args:
-        rows: ``{row name: {panel name: (T, T) tensor}}``; every row should have the same
-            panel names (e.g. models x orders). Maps may differ in size between rows.
-        labels: optional ``{row name: T tick labels}`` (tokens or words), shown when short,
-            without tokenizer markers (:func:`readable_token`).
-        title: figure title, plain text, wrapped to the figure's width.
-        panel_size: inches per panel.
-        robust: clip each panel's colour scale at its 99th percentile (a sink column does not wash out the map).
-        max_columns: at most this many panels side by side: one row of many panels wraps; several rows
-            with more panels are drawn transposed (one column per row name).
-        colorbar_label: what the colour of every panel measures.
-
-    Returns:
-        The matplotlib ``Figure``.
+        rows: ``{row name: {panel name: (T, T) tensor}}``, the same panel names in every row.
+        labels: optional ``{row name: T tick labels}``, shown when short.
+        max_columns: at most this many panels side by side (several rows with more panels are transposed).
     """
     panels = list(next(iter(rows.values())).keys())
     cells = [(row_name, panel) for row_name in rows for panel in panels]
@@ -141,12 +113,12 @@ def draw_maps(
         ax = axes[place[(row_name, panel)]]
         ax.set_visible(True)
         image = rows[row_name][panel].detach().float().cpu()
-        vmax = torch.quantile(image.flatten(), 0.99).item() if robust else image.max().item()
-        drawn = ax.imshow(image.numpy(), cmap=cmap, vmin=0.0, vmax=max(vmax, 1e-12), interpolation="nearest")
+        vmax = torch.quantile(image.flatten(), 0.99).item()  # a sink column does not wash out the map
+        drawn = ax.imshow(image.numpy(), cmap="viridis", vmin=0.0, vmax=max(vmax, 1e-12), interpolation="nearest")
         bar = fig.colorbar(drawn, ax=ax, fraction=0.046, pad=0.03)
         bar.ax.tick_params(labelsize=7)
         if place[(row_name, panel)][1] == ncols - 1:
-            bar.set_label(colorbar_label, fontsize=7)
+            bar.set_label("attention weight", fontsize=7)
         ticks = labels.get(row_name) if labels else None
         if ticks is not None and len(ticks) <= 24:
             words = [readable_token(t) for t in ticks]
@@ -174,28 +146,17 @@ def draw_arcs(
     sentence: "UDSentence",
     predicted_heads: Sequence[int],
     title: str | None = None,
-    cmap: str = "Greys",
 ):
-    """Draw gold and predicted dependency arcs over a word-level OLA heatmap.
+    """Gold (circles) and predicted (crosses) heads, ``W`` 1-based (0 = root), over a ``(W, W)`` word map on ``ax``.
 
-    Row ``i`` (dependent / query), column ``j`` (key); for a head ``h > 0`` a marker at cell ``(i, h - 1)``:
-    green circle gold, orange cross predicted; root attachments are listed in the title.
-
-    Args:
-        ax: a matplotlib Axes.
-        word_map: ``(W, W)`` map (one channel).
-        sentence: the gold sentence (words, heads).
-        predicted_heads: ``W`` predicted heads (1-based, 0 = root).
-        title: axes title (the root words are appended).
-
-    Returns:
-        the Axes.
+    Raises:
+        ValueError: the map or the heads do not fit the sentence.
     """
     m = np.asarray(word_map, dtype=float)
     n = len(sentence)
     if m.shape != (n, n) or len(predicted_heads) != n:
         raise ValueError(f"map {m.shape} / {len(predicted_heads)} heads do not fit a {n}-word sentence")
-    ax.imshow(m, cmap=cmap, vmin=0, vmax=max(float(np.quantile(m, 0.98)), 1e-9))
+    ax.imshow(m, cmap="Greys", vmin=0, vmax=max(float(np.quantile(m, 0.98)), 1e-9))
     gold = [(i, h - 1) for i, h in enumerate(sentence.heads) if h > 0]
     pred = [(i, h - 1) for i, h in enumerate(predicted_heads) if h > 0]
     if gold:
@@ -215,21 +176,9 @@ def draw_arcs(
     return ax
 
 
-def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence[str], *, metric: str = "hits@1",
-                  title: str | None = None):
-    """Model x model heatmaps of a retrieval metric (%): one column of panels per group, one row per channel.
-
-    One colour scale (0 to 100 %) for every panel; each cell carries its number.
-
-    Args:
-        table: a :func:`olacore.similarity.retrieval_table` with a ``group`` column.
-        groups: group label -> model names (columns of panels).
-        channels: channel names (rows of panels).
-        metric: ``"hits@1"`` or ``"hits@5"``.
-
-    Returns:
-        The matplotlib ``Figure`` (rows of each panel: source = gallery; columns: target = queries).
-    """
+def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence[str], *, title: str | None = None):
+    """Model x model Hits@1 (%) heatmaps of a retrieval table with a ``group`` column: one column of panels per
+    group, one row per channel (rows: source = gallery; columns: target = queries)."""
     import seaborn as sns
 
     from olacore.channels import label
@@ -243,7 +192,7 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
         rows = table[table["group"] == group]
         for row, channel in enumerate(channels):
             ax = axes[row, col]
-            sns.heatmap(100 * hits_matrix(rows, channel, metric), annot=True, fmt=".0f", vmin=0, vmax=100,
+            sns.heatmap(100 * hits_matrix(rows, channel), annot=True, fmt=".0f", vmin=0, vmax=100,
                         cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 8}, square=True)
             drawn = ax.collections[0]
             ax.set_title(f"{group}: {label(channel)}", fontsize=9)
@@ -253,18 +202,14 @@ def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence
             ax.set_xlabel("target (queries)" if row == len(channels) - 1 else "", fontsize=8)
             ax.set_ylabel("source (gallery)" if col == 0 else "", fontsize=8)
     if drawn is not None:
-        fig.colorbar(drawn, ax=axes, shrink=0.5, label=f"{metric.capitalize()} (%)")
+        fig.colorbar(drawn, ax=axes, shrink=0.5, label="Hits@1 (%)")
     if title:
         fig.suptitle(title, fontsize=11)
     return fig
 
 
 def training_curve(history, *, title: str = "", chance: float | None = None):
-    """Loss and accuracy of one training run (a proxy's ``history``: step, train_loss, train_acc, val_acc).
-
-    Returns:
-        The matplotlib ``Figure``.
-    """
+    """A ``Figure`` of loss and accuracy of one proxy run's ``history`` (step, train_loss, train_acc, val_acc)."""
     import pandas as pd
 
     history = pd.DataFrame(history)
@@ -282,16 +227,8 @@ def training_curve(history, *, title: str = "", chance: float | None = None):
 
 
 class LabelledFigure:
-    """A figure with a caption and a stable label: numbered in the book, captioned in Jupyter.
-
-    The figure is glued under ``label``; this object's ``text/markdown`` is the MyST ``{glue:figure}``
-    directive that pastes it with caption and ``:name:`` (so ``{numref}`label``` links to it); its HTML
-    shows figure and caption in Jupyter.
-
-    Args:
-        body: the figure as HTML, for Jupyter (an ``<img>`` of its PNG, or an interactive figure's ``<div>``).
-        label: lowercase words joined by hyphens (``"fig-order-maps"``), unique in the book.
-        caption: one paragraph of MyST: what is plotted, units, sizes.
+    """A glued figure with a caption and a stable ``label`` (``"fig-order-maps"``): a MyST ``{glue:figure}`` in
+    the book, ``body`` (HTML) and caption in Jupyter.
 
     Raises:
         ValueError: a label that is not lowercase-hyphenated or an empty caption.
@@ -303,7 +240,7 @@ class LabelledFigure:
         self.body, self.label, self.caption = body, label, caption
 
     def to_markdown(self) -> str:
-        """The MyST source: ``{glue:figure}`` of the glued figure with its ``:name:`` and caption."""
+        """The MyST source."""
         return "\n".join([f":::{{glue:figure}} {self.label}", f":name: {self.label}", "", self.caption, ":::"])
 
     def _repr_markdown_(self) -> str:
@@ -318,10 +255,7 @@ class LabelledFigure:
 
 
 def show_figure(fig, label: str, caption: str) -> None:
-    """Show ``fig`` numbered, under ``caption`` and the stable ``label`` (see :class:`LabelledFigure`).
-
-    ``fig``: a matplotlib ``Figure`` (closed once glued) or an :class:`chapter_code.explorer.InteractiveFigure`.
-    Returns ``None``, so a cell that ends with it shows the figure once.
+    """Show ``fig`` (matplotlib, closed once glued, or interactive) numbered, under ``caption`` and ``label``.
 
     Raises:
         ValueError: see :class:`LabelledFigure`.
@@ -349,8 +283,7 @@ LABEL = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
 
 def labelled_caption(kind: str, label: str, caption: str, example: str, needs: str) -> str:
-    """``caption`` on one line, after checking that a numbered ``kind`` ("table", "figure") has a
-    lowercase-hyphenated ``label`` and a caption (``ValueError`` naming the label otherwise)."""
+    """``caption`` on one line; ``ValueError`` naming the label unless it is lowercase-hyphenated and a caption given."""
     if not LABEL.match(label or ""):
         raise ValueError(f"{kind} label {label!r} must be lowercase words joined by hyphens, e.g. {example!r}")
     caption = " ".join((caption or "").split())
@@ -369,14 +302,14 @@ def _flat_name(name) -> str:
 
 
 def _label(value):
-    """An index value as a label: a number prints as written (0.01, not 0.0 at one decimal); NaN stays NaN."""
+    """An index value as a label: a number as written (0.01, not 0.0)."""
     if isinstance(value, float) and not math.isnan(value):
         return f"{value:g}"
     return value
 
 
 def _flatten(frame: pd.DataFrame) -> pd.DataFrame:
-    """Index levels become columns of labels (unless a plain 0..n-1 index); column levels are joined by spaces."""
+    """Index levels as columns (unless a plain 0..n-1 index); column levels joined by spaces."""
     out = frame.copy()
     if not (isinstance(out.index, pd.RangeIndex) and out.index.start == 0 and out.index.step == 1
             and all(name is None for name in out.index.names)):
@@ -401,17 +334,13 @@ def _cell(value, decimals: int, spec: str | None = None) -> str:
 
 
 class LabelledTable:
-    """A DataFrame with a caption and a label, displayed as HTML in Jupyter and as a MyST table in the book.
+    """A DataFrame with a caption and a stable ``label`` (``"tbl-retrieval"``): HTML in Jupyter, a MyST table in
+    the book.
 
     Args:
-        frame: the table; a non-trivial index is shown as leading columns, MultiIndex columns
-            are joined with spaces ("hits@1 order 1").
-        label: the stable anchor, lowercase words joined by hyphens (``"tbl-retrieval"``), unique in the book.
-        caption: one line of MyST (roles such as ``{cite}`` work in the book).
-        decimals: digits after the point for non-integer numbers (default: pandas' ``display.precision``).
-        missing: what a dash (a NaN or None cell) stands for, one line of MyST ("not defined for an encoder").
-        formats: ``{column: format spec}`` for columns that ``decimals`` does not suit
-            (``{"max abs deviation": ".1e"}``); a flattened name for MultiIndex columns.
+        decimals: digits after the point (default: pandas' ``display.precision``).
+        missing: what a dash (a NaN or None cell) stands for.
+        formats: ``{column: format spec}`` where ``decimals`` does not suit (``{"max abs deviation": ".1e"}``).
 
     Raises:
         ValueError: a label that is not lowercase-hyphenated, an empty caption, or a frame
@@ -433,11 +362,11 @@ class LabelledTable:
             raise ValueError(f"table {label!r}: formats name columns it does not have: {unknown}")
 
     def note(self) -> str:
-        """The line under the table saying what a dash stands for; empty when no cell is missing."""
+        """The line saying what a dash stands for; empty when no cell is missing."""
         return f"– marks {self.missing}." if _flatten(self.frame).isna().to_numpy().any() else ""
 
     def to_markdown(self) -> str:
-        """The MyST source: a ``{table}`` directive with the caption, ``:name:`` label and a pipe table."""
+        """The MyST source."""
         flat = _flatten(self.frame)
         numeric = [pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
                    for dtype in flat.dtypes]
@@ -465,8 +394,7 @@ class LabelledTable:
 
 def show_table(frame: pd.DataFrame, label: str, caption: str, *, decimals: int | None = None,
                missing: str = "a value that does not exist", formats: dict[str, str] | None = None) -> None:
-    """Display ``frame`` with ``caption`` under the stable ``label`` (see :class:`LabelledTable`); returns
-    ``None``, so a cell that ends with it shows the table once.
+    """Display ``frame`` with ``caption`` under the stable ``label`` (:class:`LabelledTable`).
 
     Raises:
         ValueError: see :class:`LabelledTable`.

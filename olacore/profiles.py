@@ -1,13 +1,9 @@
 """Run profiles: one ``profile`` parameter sets every size a chapter uses.
 
-- ``smoke``: seconds to a few minutes per notebook on real models, tiny sizes; tests and CI.
-- ``default``: the published book on a 2-core CPU (cost: ``book/compute.md``; sizes: ``book/design.md``).
-- ``paper``: the paper's models and sizes, for a GPU machine with a model hub.
-
-Each chapter has one settings class (:data:`CLASSES`; the syntax and transfer chapters' hold their TOA adapters'),
-checked when it is made (:func:`olacore.settings.settings_class`: a refusal is one line naming the field path).
-:data:`TABLES` holds each chapter's fields by profile as data; :func:`settings` returns the settings of a chapter and
-profile with :data:`SETTINGS_OVERRIDES_ENV` and a notebook's own parameters applied on top.
+``smoke`` (tiny sizes, tests and CI), ``default`` (the published book on a 2-core CPU; book/compute.md,
+book/design.md), ``paper`` (the paper's models and sizes, a GPU). Each chapter has one settings class
+(:data:`CLASSES`), its fields by profile in :data:`TABLES`; :func:`settings` applies :data:`SETTINGS_OVERRIDES_ENV`
+and a notebook's parameters on top.
 """
 
 from __future__ import annotations
@@ -36,28 +32,23 @@ __all__ = [
 
 PROFILES = ("smoke", "default", "paper")
 
-#: Environment variable: JSON ``{chapter: {field: value}}`` of overrides applied by :func:`settings` under
-#: every profile, before a notebook's own parameters; a nested settings object takes an object of its own
-#: fields (``{"syntax": {"adapter": {"dim": 16}}}``); lists become tuples.
+#: Environment variable: JSON ``{chapter: {field: value}}`` of overrides under every profile (a nested settings
+#: object takes an object: ``{"syntax": {"adapter": {"dim": 16}}}``).
 SETTINGS_OVERRIDES_ENV = "OLACORE_SETTINGS_OVERRIDES"
 
-#: The zoo models of the chapters' grids, by kind (:data:`olacore.zoo.BOOK_ZOO`, in its order); zoo models
-#: with ``in_book=False`` enter only the sections that name them (``size_models``, ``extra_encoders``,
-#: ``extra_models``).
+#: The zoo models of the chapters' grids, by kind (:data:`olacore.zoo.BOOK_ZOO`).
 CAUSAL_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "causal")
 ENCODER_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "encoder")
 PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/Llama-3.2-3B-Instruct")
 PAPER_ENCODERS = ("bert-base-cased", "roberta-base", "google/electra-base-generator")
 
-#: Field types of the settings: model names, non-empty model lists, seeds (a non-empty list of ints >= 0).
 Names = tuple[Str, ...]
 Models = Items[Str]
 Seeds = Items[NonNegativeInt]
 
 
 def _check_zoo_extras(where: str, models: tuple, kind: str | None = None, grid: tuple = (), grid_name: str = "") -> None:
-    """Zoo models a chapter reads outside its grid (``size_models``, ``extra_encoders``,
-    ``extra_models``): each a zoo model (of ``kind`` where given), none in ``grid``, none listed twice."""
+    """Refuse extra models that are no zoo models (of ``kind``), in ``grid`` or listed twice."""
     for model in models:
         if not isinstance(model, str) or model not in ZOO:
             close = difflib.get_close_matches(str(model), list(ZOO), n=1, cutoff=0.6)
@@ -75,9 +66,9 @@ def _check_zoo_extras(where: str, models: tuple, kind: str | None = None, grid: 
 
 @settings_class
 class DerivationSettings:
-    """Chapter "From rollout to OLA": the model whose attention checks the identities, and the
-    recurrence-vs-enumeration benchmark grid (``N`` layers x ``K`` orders, ``T`` tokens, batch), and
-    the models whose ALTI is drawn beside their OLA orders."""
+    """Chapter "From rollout to OLA": the ``model`` that checks the identities, the recurrence-vs-enumeration
+    benchmark (``bench_layers`` x ``bench_orders``, ``bench_size`` tokens, batch, repeats), the ``alti_models``
+    drawn beside their OLA."""
 
     model: Str
     bench_layers: tuple[NonNegativeInt, ...]
@@ -90,8 +81,8 @@ class DerivationSettings:
 
 @settings_class
 class QualitativeSettings:
-    """Chapter "OLAS by eye": the models, the number of similarity texts for the first SSIM
-    number, the highest order drawn and the resize side."""
+    """Chapter "OLAS by eye": the models, ``num_texts`` for the first SSIM number, ``max_order`` drawn, the
+    resize ``size``."""
 
     causal: Models
     encoders: Models
@@ -102,18 +93,11 @@ class QualitativeSettings:
 
 @settings_class
 class QuantitativeSettings:
-    """Chapter "Quantitative OLAS": retrieval over ``num_texts`` texts at ``size``; the visual
-    proxy on the first ``proxy_num_texts`` texts (classes), maps resized to ``proxy_size``; the
-    official proxy protocol (first order, causal targets, the same ``proxy`` sizes and ``seeds``)
-    evaluates the target every ``official_eval_every`` steps (the official ``olas_visual_model.py``:
-    every 100 of 100k) and trains one variant per quirk of ``official_quirk_rows`` switched off
-    (``None``: every quirk).
-
-    Two sections read zoo models outside the book's grid (``in_book=False``); empty, a section does not run:
-
-    - ``size_models``: ``(smaller, larger)``, two causal models of one family, the smaller one of
-      ``causal``, the larger one not ("Does model size change OLAS?").
-    - ``extra_encoders``: encoders added to ``encoders`` ("A third encoder family").
+    """Chapter "Quantitative OLAS": retrieval over ``num_texts`` texts at ``size``; the visual proxy on the
+    first ``proxy_num_texts`` texts at ``proxy_size``; the official protocol evaluates every
+    ``official_eval_every`` steps (official: 100) with one variant per quirk of ``official_quirk_rows`` switched
+    off (``None``: every quirk). ``size_models``: ``(smaller, larger)`` of one family, the smaller in ``causal``;
+    ``extra_encoders``: a third encoder family (empty: the section does not run).
     """
 
     causal: Models
@@ -140,7 +124,6 @@ class QuantitativeSettings:
                              f"proxy's {self.proxy.iterations} steps: the official protocol would never evaluate")
 
     def _check_extra_models(self) -> None:
-        """``size_models`` and ``extra_encoders`` name zoo models of the right kind, outside the grid."""
         _check_zoo_extras("QuantitativeSettings.size_models", self.size_models, "causal")
         _check_zoo_extras("QuantitativeSettings.extra_encoders", self.extra_encoders, "encoder", self.encoders, "encoders")
         if self.size_models:
@@ -163,8 +146,8 @@ class QuantitativeSettings:
 
 @settings_class
 class ControlsSettings:
-    """Chapter "Where OLAS comes from": the target model gets the controls and queries a trained
-    source; the encoder pair carries the full noise sweep (cheap to extract)."""
+    """Chapter "Where OLAS comes from": each target gets the controls and queries a trained source, with a
+    noise sweep per kind."""
 
     encoder_target: Str
     encoder_source: Str
@@ -184,17 +167,8 @@ class ControlsSettings:
 
 @settings_class
 class DataSet:
-    """One data set of the syntax grid: a model's EWT splits at some size, from some map sources.
-
-    Attributes:
-        name: its key in :func:`chapter_code.syntax.syntax_datasets` and the ``model`` column of the
-            grid's table (``"minilm-l6"``, ``"minilm-l6 [ALTI subset]"``, ``"minilm-l6 [random init]"``).
-        model: the zoo model (name, id or folder).
-        num_train, num_dev, num_test: sentences of each split (``None``: the chapter's split; a
-            smaller test is spread evenly over it, :func:`olacore.toa.data.subset_splits`).
-        sources: the channel sources whose records it carries (``"ola"`` always; ``"alti"``, ``"attention"``).
-        random_init: the model's randomly initialised twin instead of the model.
-    """
+    """One data set of the syntax grid: ``model``'s EWT splits (``None``: the chapter's), the channel
+    ``sources`` it carries, or its ``random_init`` twin; ``name`` is its row label (``"minilm-l6 [ALTI subset]"``)."""
 
     name: Str
     model: Str
@@ -212,30 +186,24 @@ class SyntaxSettings:
     Attributes:
         num_train, num_dev, num_test: EWT sentences (:func:`olacore.corpora.ewt_splits`; ``None``: the whole split).
         max_tokens: the length cut (official 64).
-        grid: ``"words"`` (each word's first sub-token: the maps the parser scores) or ``"tokens"``
-            (official: every token, special ones included); see :mod:`olacore.toa.data`.
-        long_sentences: also score the test sentences of more than 30 words (``test_long`` of
-            :func:`olacore.corpora.ewt_splits`).
+        grid: ``"words"`` or ``"tokens"`` (official; :mod:`olacore.toa.data`).
+        long_sentences: also score the test sentences of more than 30 words.
         seeds: seeds of the repeated cells (``seed_inputs`` x ``full_grid``).
         models: every model of the chapter; ``basic_inputs`` run on each.
         full_grid: models that also run every other input of :data:`SYNTAX_GRID`.
         seed_inputs: inputs run with every seed on ``full_grid`` (everything else: ``seeds[0]``).
         alti_models, alti_subset: models whose ALTI runs beside order 1 on ``(train, dev, test)``
             sentences (``None``: the chapter's splits, ALTI then a cell of the grid).
-        layer_models: models of the best-single-layer baseline (layer chosen on dev by
-            :func:`chapter_code.syntax.layer_screen`).
+        layer_models: models of the best-single-layer baseline.
         random_init: models whose random-initialised twin runs order 1 (a control).
         pos_models: models of the POS-from-OLA check (order 1+2, XPOS).
-        curve_models, curve_sizes: models that also train order 1 on the first ``curve_sizes``
-            training sentences (a learning curve; dev and test unchanged).
+        curve_models, curve_sizes: models that also train order 1 on the first ``curve_sizes`` sentences.
         workers: training processes (``None``: one per core on a CPU).
-        extra_models: zoo models outside ``models`` that run only order 1 and the distance-only twin,
-            in a section of their own (empty: the section says it did not run).
+        extra_models: zoo models outside ``models`` that run order 1 and distance in a section of their own.
 
     Raises:
         SettingsError: (a ValueError) a non-positive size, no seed, an unknown input name, a model of a
-            sub-list (``full_grid`` ... ``curve_models``) missing from ``models``, or an ``extra_models``
-            name that is no zoo model or is already in ``models``.
+            sub-list missing from ``models``, an ``extra_models`` name that is no zoo model or in ``models``.
     """
 
     num_train: PositiveInt | None = 500
@@ -269,7 +237,7 @@ class SyntaxSettings:
         _check_zoo_extras("SyntaxSettings.extra_models", self.extra_models, grid=self.models, grid_name="models")
 
     def datasets(self) -> dict[str, DataSet]:
-        """Every data set the grid trains on, by name (see :class:`DataSet`), in a stable order."""
+        """Every data set the grid trains on, by name."""
         out: dict[str, DataSet] = {}
         for model in self.models:
             sources = ("ola",)
@@ -291,8 +259,7 @@ class SyntaxSettings:
         return out
 
     def cells(self) -> list[tuple[str, str, int]]:
-        """Every ``(data set, input name, seed)`` of the syntax grid, in a stable order; best-layer
-        cells are added once the layer is chosen (:func:`chapter_code.syntax.layer_cells`)."""
+        """Every ``(data set, input name, seed)`` of the grid (best-layer cells come later)."""
         first = self.seeds[0]
         out = []
         for model in self.models:
@@ -312,21 +279,12 @@ class SyntaxSettings:
 
 @settings_class
 class TaskSizes:
-    """Examples per split of one corpus task (``re``: SemEval-2010 Task 8; ``ner``: UNER
-    English-EWT; ``wnut``: WNUT-17).
-
-    ``re`` / ``wnut``: ``train`` and ``dev`` are the first examples of their split; ``test`` is spread
-    evenly over the test split (:func:`olacore.corpora.evenly_spread`), the subset the zero-shot
-    baseline answers. ``ner``: ``train`` and ``dev`` both come from UNER dev (dev spread evenly,
-    train the first of the rest), ``test`` from UNER test.
-
-    ``epochs`` and ``o_weight`` (entity tasks: the loss weight of the ``O`` tag) replace the syntax
-    chapter's training where set (``None``: its ``epochs``; ``TrainConfig.ner_o_weight``, the
-    official 0.5 of ``models/adapters.py``).
+    """Examples per split of one corpus task (``re``: SemEval-2010 Task 8; ``ner``: UNER English-EWT, train and
+    dev both from UNER dev; ``wnut``: WNUT-17); ``test`` is spread evenly over the test split. ``epochs`` and
+    ``o_weight`` (the ``O`` tag's loss weight) replace the syntax chapter's training where set.
 
     Raises:
-        SettingsError: (a ValueError) a size that is not a positive int (``epochs``: a positive int or
-            ``None``; ``o_weight``: a positive finite number or ``None``).
+        SettingsError: (a ValueError) a size that is not a positive int, a non-positive ``epochs`` / ``o_weight``.
     """
 
     train: PositiveInt
@@ -347,24 +305,18 @@ class TransferSettings:
     """Chapter "TOA: adapters that move between models" (paper section 4.4): tasks, corpora, models, bounds.
 
     Attributes:
-        syntax: the syntax chapter's :class:`SyntaxSettings` of the same profile: its EWT splits serve
-            ``dp`` and ``pos``, its adapter, training, length cut and grid every task (DP adapters are shared).
-        tasks: tasks to run (subset of :data:`olacore.toa.train.TRANSFER_TASKS`).
-        re, ner, wnut: corpus sizes and epochs (:class:`TaskSizes`); ``default`` weights the ``O`` tag
-            of ``ner`` / ``wnut`` 0.1 (ours; the official 0.5 stays at the paper profile).
-        causal, encoders: the models of each kind; each is a target, and each trains the
-            adapter of its own diagonal cell, so each is also a source.
-        extra_encoders: zoo encoders outside the book's grid that join the ``dp`` and ``pos`` tasks only,
-            as source and target (a third encoder family).
-        seeds: training seeds (mean and std where more than one).
-        augment: the official augmentation of this chapter's own adapters (``re``, ``ner``, ``wnut``;
-            ``None``: the syntax chapter's, none at ``default``); ``dp`` / ``pos`` train as the syntax chapter.
-        control_test: EWT test sentences (spread over the chapter's test) that the random-init
-            twins are scored on for ``dp`` / ``pos`` / ``ner`` (``re`` / ``wnut``: their whole test).
-        control_models: targets whose random-init twin (seed 0) is scored.
-        zero_shot_models: causal models prompted zero-shot on the ``re`` and ``wnut`` test subsets.
-        similarity_texts: official-recipe EWT texts (:func:`olacore.texts.similarity_texts`)
-            for the order-1 SSIM Hits@1 of each pair, when chapter 03's results are absent.
+        syntax: the syntax chapter's :class:`SyntaxSettings` of the same profile (EWT splits for ``dp`` and
+            ``pos``; adapter, training, length cut and grid for every task).
+        tasks: tasks to run (of :data:`olacore.toa.train.TRANSFER_TASKS`).
+        re, ner, wnut: corpus sizes and epochs (:class:`TaskSizes`).
+        causal, encoders: the models of each kind, each a source and a target.
+        extra_encoders: zoo encoders that join ``dp`` and ``pos`` only.
+        seeds: training seeds.
+        augment: the augmentation of ``re``, ``ner``, ``wnut`` adapters (``None``: the syntax chapter's).
+        control_test: EWT test sentences the random-init twins are scored on (``dp``, ``pos``, ``ner``).
+        control_models: targets whose random-init twin is scored.
+        zero_shot_models: causal models prompted zero-shot on ``re`` and ``wnut``.
+        similarity_texts: EWT texts for each pair's order-1 SSIM Hits@1 when chapter 03's results are absent.
         workers: extraction and training processes (``None``: one per core).
 
     Raises:
@@ -421,13 +373,11 @@ class TransferSettings:
         return self.causal + self.encoders + self.extra_encoders
 
     def models_for(self, task: str) -> tuple[str, ...]:
-        """The models that take part in ``task``: all of them for ``dp`` and ``pos``, the others
-        less ``extra_encoders``."""
+        """The models of ``task`` (``extra_encoders`` only for ``dp`` and ``pos``)."""
         return self.models if task in ("dp", "pos") else self.causal + self.encoders
 
     def training_for(self, task: str) -> TrainConfig:
-        """How the adapters of ``task`` train: ``self.syntax.training``, for ``re`` / ``ner`` / ``wnut``
-        with their :class:`TaskSizes` ``epochs`` / ``o_weight`` where set and ``self.augment`` where not ``None``."""
+        """How the adapters of ``task`` train: the syntax chapter's training with the task's own changes."""
         sizes = {"re": self.re, "ner": self.ner, "wnut": self.wnut}.get(task)
         if sizes is None:
             return self.syntax.training
@@ -442,8 +392,7 @@ _PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64
 CLASSES = {"derivation": DerivationSettings, "qualitative": QualitativeSettings, "quantitative": QuantitativeSettings,
            "controls": ControlsSettings, "syntax": SyntaxSettings, "transfer": TransferSettings}
 
-#: The profile tables: chapter -> profile -> the fields its settings class is made from (the rest: the class's
-#: defaults); a nested settings object may be a dict of its own fields.
+#: chapter -> profile -> the fields of its settings (the rest: the class's defaults).
 TABLES: dict[str, dict[str, dict[str, Any]]] = {
     "derivation": {
         "smoke": dict(model="minilm-l6", bench_layers=(4, 8), bench_orders=(1, 2), bench_size=16, bench_batch=2,
@@ -456,8 +405,6 @@ TABLES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "qualitative": {
         "smoke": dict(causal=CAUSAL_ZOO, encoders=ENCODER_ZOO, num_texts=4, max_order=3, size=50),
-        # the two larger zoo models join the panels at default; their 42 texts cost about 80 CPU s
-        # (qwen2.5-1.5b) and 10 (embeddinggemma-300m) cold, from their measured cost per sentence
         "default": dict(causal=CAUSAL_ZOO + ("qwen2.5-1.5b",), encoders=ENCODER_ZOO + ("embeddinggemma-300m",),
                         num_texts=40, max_order=3, size=50),
         "paper": dict(causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, num_texts=200, max_order=3, size=50),
@@ -475,8 +422,7 @@ TABLES: dict[str, dict[str, dict[str, Any]]] = {
                         extra_encoders=("embeddinggemma-300m",)),
         "paper": dict(causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, num_texts=1000, max_order=3, size=50,
                       proxy_num_texts=1000, proxy_size=50, seeds=(0, 1, 2), official_eval_every=100,
-                      # every training quirk but official_optimiser: the paper's proxy
-                      # settings are the official ones, its row would repeat the official run
+                      # not official_optimiser: the paper's proxy settings are the official ones
                       official_quirk_rows=("augment_before_cleaning", "raw_inputs", "frozen_batchnorm"),
                       proxy=_PAPER_PROXY),
     },
@@ -504,17 +450,10 @@ TABLES: dict[str, dict[str, dict[str, Any]]] = {
                       full_grid=("minilm-l6",), alti_models=("minilm-l6", "smollm2-135m"), alti_subset=(20, 10, 10),
                       layer_models=("minilm-l6",), random_init=("minilm-l6",), pos_models=("minilm-l6",),
                       curve_models=("smollm2-135m",), curve_sizes=(20,)),
-        # Sized so that each comparison of the chapter runs in a cold build on the 2-core CPU (cost measured on
-        # book/design.md: 2,080 s wall in the cold build of 2 December 2026): every model runs order 1, 1+2 and
-        # distance on 500 sentences; the full order grid for one CLM and one encoder; a second seed for the
-        # order-1 / order-3 / rollout comparison; ALTI (one more forward pass per sentence) beside order 1 on
-        # 150 / 60 / 100 sentences; one CLM's learning curve.
-        # extra_models: the third encoder family; qwen2.5-1.5b's extraction does not fit (see book/design.md).
+        # sized for a cold build on the 2-core CPU (book/design.md)
         "default": dict(training=dict(epochs=6), seeds=(0, 1), alti_subset=(150, 60, 100),
                         curve_models=("smollm2-135m",), extra_models=("embeddinggemma-300m",)),
-        # The official adapter and training (models/adapters.py, configs/train_*_udewt_dp.json): token grid,
-        # diagonal features only, maps as they are, the official axial-attention network (backbone "package",
-        # no padding mask; 448 M backbone parameters at 2 input channels, as the official ~450 M).
+        # the official adapter and training (models/adapters.py, configs/train_*_udewt_dp.json)
         "paper": dict(num_train=None, num_dev=None, num_test=None, grid="tokens", long_sentences=True,
                       adapter=dict(dim=768, depth=5, heads=8, ffn_mult=4, ffn_kernel=3, arc_dim=512, rel_dim=128,
                                    pair_scores=False, input_transform="none", backbone="package", local_mix=False),
@@ -523,16 +462,13 @@ TABLES: dict[str, dict[str, dict[str, Any]]] = {
                       layer_models=PAPER_ENCODERS, random_init=PAPER_ENCODERS, pos_models=PAPER_ENCODERS,
                       curve_models=(), workers=1),
     },
-    # "syntax": the syntax chapter's settings of the same profile (the class default: those of ``default``).
     "transfer": {
         "smoke": dict(re=dict(train=40, dev=20, test=12), ner=dict(train=40, dev=20, test=20),
                       wnut=dict(train=40, dev=20, test=8),
                       causal=("smollm2-135m", "gemma-3-270m"), encoders=("minilm-l6", "mpnet-base"), control_test=10,
                       control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",), similarity_texts=12),
-        # extra_encoders: the third encoder family in DP and POS (its random-init twin among the controls).
         "default": dict(extra_encoders=("embeddinggemma-300m",),
                         control_models=CAUSAL_ZOO + ENCODER_ZOO + ("embeddinggemma-300m",)),
-        # The paper's models (a GPU with a model hub) and splits, three seeds.
         "paper": dict(re=dict(train=7200, dev=800, test=2717), ner=dict(train=1598, dev=400, test=2077),
                       wnut=dict(train=3394, dev=1009, test=1287),
                       causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, control_models=PAPER_CAUSAL + PAPER_ENCODERS,
@@ -540,8 +476,7 @@ TABLES: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 
-#: The settings of each chapter and profile, made once from :data:`TABLES` (a table that fails its class's
-#: checks fails the import).
+#: The settings of each chapter and profile, checked at import.
 _PROFILES: dict[str, dict[str, Any]] = {}
 for _chapter, _profiles in TABLES.items():
     _PROFILES[_chapter] = {
@@ -551,8 +486,7 @@ for _chapter, _profiles in TABLES.items():
 
 
 def _merged(current: Any, changes: Any) -> Any:
-    """``changes`` laid over ``current``: a dict over a settings object (a dataclass) gives its fields with those
-    the dict names replaced, recursively; anything else is ``changes`` itself."""
+    """``changes`` laid over ``current``, recursively into nested settings objects."""
     if not (isinstance(changes, dict) and dataclasses.is_dataclass(current)):
         return changes
     fields = {f.name: getattr(current, f.name) for f in dataclasses.fields(current)}
@@ -560,7 +494,7 @@ def _merged(current: Any, changes: Any) -> Any:
 
 
 def _apply(base: Any, changes: dict[str, Any], source: str = "") -> Any:
-    """``base`` with ``changes`` laid over it (:func:`_merged`), checked as a whole; ``source`` prefixes a refusal."""
+    """``base`` with ``changes`` laid over it, checked; ``source`` prefixes a refusal."""
     try:
         return type(base)(**_merged(base, changes))
     except SettingsError as error:
@@ -568,7 +502,7 @@ def _apply(base: Any, changes: dict[str, Any], source: str = "") -> Any:
 
 
 def _environment_overrides(chapter: str, base: Any) -> Any:
-    """``base`` with the :data:`SETTINGS_OVERRIDES_ENV` entry of ``chapter`` applied (unchanged when unset)."""
+    """``base`` with the :data:`SETTINGS_OVERRIDES_ENV` entry of ``chapter`` applied."""
     text = os.environ.get(SETTINGS_OVERRIDES_ENV, "").strip()
     if not text:
         return base
@@ -597,12 +531,8 @@ def settings(chapter: str, profile: str, *, device: str | None = None, **overrid
         profile: ``"smoke"``, ``"default"`` or ``"paper"``.
         device: where the TOA adapters train (``"syntax"``, ``"transfer"``: their ``training.device``;
             ``None``: CUDA when available); the other chapters take the device in their own calls.
-        **overrides: fields to replace (a notebook's own parameters, e.g. ``seeds=[0]``); ``None``
-            values are ignored, lists become tuples, a dict over a nested settings object replaces the
-            fields it names. :data:`SETTINGS_OVERRIDES_ENV` is applied first.
-
-    Returns:
-        The chapter's settings (a frozen dataclass).
+        **overrides: fields to replace (``None`` ignored; a dict replaces the fields of a nested settings
+            object it names), after :data:`SETTINGS_OVERRIDES_ENV`.
 
     Raises:
         ValueError: unknown chapter or profile (the message lists the known ones), a ``device`` for a

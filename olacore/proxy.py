@@ -1,45 +1,10 @@
-"""The visual proxy of OLAS: a classifier of OLA images trained on some models' maps, tested on another model's.
+"""The visual proxy of OLAS (paper section 4.1): a ResNet-18 learns to name each text (one class) from the OLA maps
+of *source* models and is tested on a *target* model's maps. Maps are ``(N, C, S, S)`` per model.
 
-Paper section 4.1: each similarity text is one class; a CIFAR-style ResNet-18 (:func:`make_resnet18`: 3x3 stride-1
-stem, no max-pool, not pretrained, one input channel per order) learns the texts from the OLA maps of the *source*
-models and is tested on the maps of a *target* model it never saw. Maps are ``(N, C, S, S)`` per model, text ``i``
-of each model class ``i``. Both protocols below train through one loop, :func:`fit`; runs are kept in the store
-(:class:`ProxyJob`, :class:`OfficialProxyJob`) and the missing ones trained in worker processes
-(:func:`proxy_experiment`, :func:`official_proxy_experiment`).
-
-**Held-out protocol** (:func:`train_proxy`, ours). The official ``olas_visual_model.py`` evaluates the target every
-100 steps and reports the best target accuracy seen; here the checkpoint is chosen on **held-out source maps** and
-the target is evaluated **once**, for every seed. With ``S >= 2`` source models the map of text ``i`` from source
-``i mod S`` is held out (:func:`split_sources`), so training sees ``(S - 1) / S`` of the source maps (the official
-script: all); with one source, validation is a fixed augmented view of its maps, which only detects divergence.
-``width`` scales the channels of every ResNet stage (64 = torchvision's ResNet-18; the CPU profiles are narrower).
-
-**Official protocol** (:func:`train_official`), as the official ``olas_visual_model.py`` runs it
-(github.com/jinglin-liang/OLAS; file names are its own), each quirk a switch of :class:`OfficialQuirks`:
-
-- ``family_split``: the README trains on four source models of two families and tests on the held-out family's
-  two (``--train_model_names`` / ``--test_model_names``); in this zoo each causal model is its own family, so
-  the split is leave-one-out.
-- ``augment_before_cleaning``: ``ClassifyDataset.__getitem__`` augments the raw token-level OLA
-  (``models/ola_augmentations.py``: fake sinks p 0.3, 1 to 3 columns; noise p 0.15, 0.13 x the row std), then
-  removes sinks (``preprocess_ola``, ``models/ola_model.py``, whole-row statistics: no causal flag), then resizes
-  to 50 x 50; so fake sinks that reach the row maximum or mean + 3 std are cleaned away again.
-- ``raw_inputs``: the cleaned maps enter the network unstandardised.
-- ``official_optimiser``: SGD, learning rate 0.007, momentum 0.9, weight decay 5e-4, constant
-  (:data:`OFFICIAL_OPTIMISER`); off: the profile's :class:`ProxyConfig`, as the held-out protocol.
-- ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls ``model.train()`` again,
-  so BatchNorm is frozen from the first evaluation (step 100 of 100k); here after the same fraction of the run
-  (:func:`batchnorm_freeze_step`).
-- ``reaugment_targets``: the test set is a ``ClassifyDataset`` with ``use_augment=True``: every evaluation sees
-  freshly augmented target maps.
-- ``max_over_evaluations``: the printed ``best_acc`` is the maximum over every evaluation; the "restore"
-  ``model.load_state_dict(best_w)`` is a no-op (``best_w = model.state_dict()`` keeps the live tensors).
-
-Departures from it: training accuracy is scored on the clean source maps (the official ``_compute_accuracy``:
-augmented; the reported number is unaffected). The fake-sink value is the stored ``models/ola_augmentations.py``'s,
-which lacks the ``ref_rank1`` / ``ref_rank2`` arguments ``olas_visual_model.py`` passes to
-``RandomHightlightColumns``. Training sizes are the profile's, as in the held-out protocol, so that the two protocols
-differ only by the quirks.
+Two protocols train through one loop (:func:`fit`): the held-out one (:func:`train_proxy`: checkpoint chosen on
+held-out source maps, target scored once) and the official ``olas_visual_model.py`` (github.com/jinglin-liang/OLAS)
+with each of its quirks a switch (:func:`train_official`, :class:`OfficialQuirks`). Runs are cached
+(:class:`ProxyJob`, :class:`OfficialProxyJob`).
 """
 
 from __future__ import annotations
@@ -94,12 +59,8 @@ class _NarrowResNet18(ResNet):
 
 
 def make_resnet18(in_channels: int, num_classes: int, width: int = 64) -> nn.Module:
-    """CIFAR-style ResNet-18 for OLA images (paper section 4.1), randomly initialised.
-
-    torchvision's ``resnet18(weights=None)`` with a 3x3 stride-1 stem over ``in_channels`` maps (one per order) and
-    no max-pool: ``(B, in_channels, S, S)`` float32 -> ``(B, num_classes)`` logits (one class per text). ``width``,
-    a positive multiple of 4, scales the four stages' channels (``width, 2w, 4w, 8w``; 64 is exactly ResNet-18).
-    """
+    """CIFAR-style ResNet-18 (3x3 stride-1 stem, no max-pool, not pretrained): ``(B, in_channels, S, S)`` ->
+    ``(B, num_classes)`` logits; ``width`` (a multiple of 4) scales the stages (64: ResNet-18 exactly)."""
     if width == 64:
         net = torchvision.models.resnet18(weights=None, num_classes=num_classes)
     else:
@@ -111,8 +72,7 @@ def make_resnet18(in_channels: int, num_classes: int, width: int = 64) -> nn.Mod
 
 
 def shuffled_batches(n: int, batch_size: int, generator: torch.Generator, drop_last: bool) -> Iterator[torch.Tensor]:
-    """Endless ``(B,)`` index batches over ``n`` items, reshuffled by ``generator`` each epoch; an epoch's last,
-    smaller batch is skipped with ``drop_last`` (the held-out protocol) and kept without (a ``DataLoader``'s)."""
+    """Endless ``(B,)`` index batches over ``n`` items, reshuffled each epoch; ``drop_last`` skips the smaller last."""
     order, cursor = torch.randperm(n, generator=generator), 0
     while True:
         if (cursor + batch_size > n) if drop_last else (cursor >= n):
@@ -129,11 +89,10 @@ def fit(batches: Iterator[tuple[torch.Tensor, torch.Tensor]], evaluate: Callable
 
     Args:
         batches: ``((B, C, S, S) inputs, (B,) labels)`` on ``device``, one per step.
-        evaluate: ``(step, model, train_acc) -> dict`` every ``eval_every`` steps (and at the last with
-            ``evaluate_last``); ``train_acc``: the fraction of training samples classified right since the last
-            evaluation. Each history entry is ``{"step", "train_loss", **dict}``.
-        sgd: ``lr, momentum, weight_decay, cosine`` (the rate decays to zero over ``iterations`` with ``cosine``).
-        freeze_batchnorm_after: the step after which the network stays in eval mode (BatchNorm frozen).
+        evaluate: ``(step, model, train_acc) -> dict`` every ``eval_every`` steps (and the last with
+            ``evaluate_last``); history entries are ``{"step", "train_loss", **dict}``.
+        sgd: ``lr, momentum, weight_decay, cosine`` (cosine decay to zero over ``iterations``).
+        freeze_batchnorm_after: the step after which the network stays in eval mode.
     """
     torch.manual_seed(seed)
     model = make_resnet18(in_channels, num_classes, width).to(device)
@@ -167,8 +126,7 @@ def fit(batches: Iterator[tuple[torch.Tensor, torch.Tensor]], evaluate: Callable
 
 @torch.no_grad()
 def accuracy(model: nn.Module, maps: torch.Tensor, labels: torch.Tensor, batch_size: int = 256) -> float:
-    """Top-1 accuracy (fraction) of ``model`` on ``(N, C, S, S)`` maps with ``(N,)`` labels, in eval mode (the
-    mode restored after)."""
+    """Top-1 accuracy (fraction) on ``(N, C, S, S)`` maps with ``(N,)`` labels, in eval mode."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -192,20 +150,17 @@ def standardise(maps: torch.Tensor, mean: torch.Tensor, std: torch.Tensor) -> to
 
 # ------------------------------------------------------------------ the held-out protocol (chapter 04)
 
-#: The fixed augmented view that validates a run with one source model: noise on every map, fake sinks on half.
+#: The validation view of a run with one source model.
 _VALIDATION_VIEW = BatchAugmentation(noise_p=1.0, noise_std_ratio=0.3, sink_p=0.5, sink_columns=3)
 
 
 def split_sources(source_maps: Sequence[torch.Tensor],
                   seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, str]:
-    """Split source models' maps into training and validation sets, never the target (module docstring).
+    """Training and validation sets from the source models' ``(N, C, S, S)`` maps (never the target).
 
-    Args:
-        source_maps: one ``(N, C, S, S)`` tensor per source model, text ``i`` at index ``i``.
-        seed: seeds the fixed augmented validation view with one source.
-
-    Returns:
-        ``(train_x, train_y, val_x, val_y, how)``; ``how`` describes the split in words.
+    With ``S >= 2`` sources the map of text ``i`` from source ``i mod S`` is held out; with one, validation is a
+    fixed augmented view of its maps (seeded by ``seed``). Returns ``(train_x, train_y, val_x, val_y, how)``,
+    ``how`` the split in words.
     """
     n = source_maps[0].shape[0]
     labels = torch.arange(n)
@@ -231,12 +186,12 @@ def split_sources(source_maps: Sequence[torch.Tensor],
 class ProxyConfig:
     """Training settings of the visual proxy (paper: SGD 0.007, momentum 0.9, wd 5e-4, batch 20, 100k steps).
 
-    ``width`` 64 is ResNet-18; validation every ``eval_every`` steps; ``cosine`` decays the learning rate to zero over
-    ``iterations`` (the paper: constant).
+    ``width``: channels of the first stage (64: ResNet-18); ``eval_every``: steps between evaluations; ``cosine``:
+    decay the rate to zero (paper: constant); ``augment``: the held-out protocol's batch augmentation.
 
     Raises:
-        olacore.settings.SettingsError: (a ValueError, one line naming the field) non-positive counts, width or rate;
-            a width not a multiple of 4; negative momentum or decay.
+        olacore.settings.SettingsError: (a ValueError naming the field) non-positive counts, width or rate; a
+            width not a multiple of 4; negative momentum or decay.
     """
 
     iterations: PositiveInt = 100_000
@@ -260,16 +215,9 @@ class ProxyConfig:
 
 @dataclass
 class ProxyRun:
-    """Outcome of one proxy training run (accuracies as fractions).
-
-    Attributes:
-        history: one dict per evaluation: ``step``, ``train_loss`` and ``train_acc`` (since the last evaluation),
-            ``val_acc``.
-        best_step: the step whose weights were kept (best validation accuracy).
-        test_acc: target accuracy with those weights, evaluated once (``None`` without a target).
-        model: the chosen network (eval mode, on the training device).
-        mean, std: ``(1, C, 1, 1)`` input standardisation from the training maps.
-    """
+    """Outcome of one held-out proxy run (fractions): ``history`` (``step, train_loss, train_acc, val_acc`` per
+    evaluation), the kept ``best_step`` (best validation), ``test_acc`` of that checkpoint (``None`` without a
+    target), the network (eval mode) and its ``(1, C, 1, 1)`` input ``mean``, ``std``."""
 
     seed: int
     history: list[dict]
@@ -295,14 +243,14 @@ def train_proxy(
     device: str | torch.device | None = None,
     progress: bool = True,
 ) -> ProxyRun:
-    """Train the visual proxy on source models' maps; test once on a target model's maps.
+    """The held-out protocol: train on the source models' maps, choose the checkpoint on held-out source maps
+    (:func:`split_sources`), test once on the target's.
 
     Args:
-        source_maps: one ``(N, C, S, S)`` float tensor per source model (text ``i`` is class ``i``), e.g.
-            :meth:`olacore.maps.Maps.stack` of resized maps.
-        target_maps: ``(N, C, S, S)`` maps of the held-out target model, or ``None``.
-        seed: seeds the network initialisation, batch order and augmentation.
-        device: default CUDA if available, else CPU.
+        source_maps: one ``(N, C, S, S)`` tensor per source model (text ``i`` is class ``i``).
+        target_maps: ``(N, C, S, S)`` maps of the target model, or ``None``.
+        seed: seeds initialisation, batch order and augmentation.
+        device: default CUDA if available.
 
     Raises:
         ValueError: the target maps' shape differs from the sources'.
@@ -335,7 +283,7 @@ def train_proxy(
 
 
 class _BestOnValidation:
-    """The evaluation of the held-out protocol: accuracy on the validation maps, keeping the best weights."""
+    """Validation accuracy at each evaluation, keeping the best weights."""
 
     def __init__(self, maps: torch.Tensor, labels: torch.Tensor) -> None:
         self.maps, self.labels = maps, labels
@@ -349,7 +297,7 @@ class _BestOnValidation:
 
 
 def _device_generator(cpu_gen: torch.Generator, device: torch.device) -> torch.Generator:
-    """A generator on ``device`` seeded from ``cpu_gen`` (CUDA ops need a CUDA generator)."""
+    """A generator on ``device`` seeded from ``cpu_gen``."""
     if device.type == "cpu":
         return cpu_gen
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=cpu_gen))
@@ -358,7 +306,7 @@ def _device_generator(cpu_gen: torch.Generator, device: torch.device) -> torch.G
 
 @dataclass
 class ProxyJob:
-    """One proxy run (a :class:`olacore.training.TrainingJob`): ``(N, C, S, S)`` maps travel as numpy arrays."""
+    """One held-out proxy run (a :class:`olacore.training.TrainingJob`); maps travel as numpy arrays."""
 
     sources: list[np.ndarray]
     target: np.ndarray | None
@@ -369,13 +317,11 @@ class ProxyJob:
     @classmethod
     def of(cls, sources: Sequence[torch.Tensor], target: torch.Tensor | None, config: ProxyConfig, seed: int,
            device: str | torch.device | None = None) -> "ProxyJob":
-        """A job from tensors (copied to numpy, by value)."""
+        """A job from tensors."""
         return cls(by_value(sources), None if target is None else by_value([target])[0], config, seed,
                    resolve_device(device).type)
 
     def key(self) -> str:
-        """The store key: the maps' digests, config, seed, device type and the code digest of this module and the
-        package modules it imports."""
         return TensorStore.key(
             kind="proxy-run", code=code_digest(__name__), sources=[tensor_digest(m) for m in self.sources],
             target=None if self.target is None else tensor_digest(self.target),
@@ -392,7 +338,7 @@ class ProxyJob:
         return {**weights, "mean": run.mean, "std": run.std}, record
 
     def rebuild(self, tensors: dict[str, torch.Tensor], record: dict[str, Any]) -> "ProxyRun":
-        """The :class:`ProxyRun` of a stored result (network in eval mode on the job's device)."""
+        """The :class:`ProxyRun` of a stored result."""
         channels, classes = self.sources[0].shape[1], self.sources[0].shape[0]
         model = make_resnet18(channels, classes, self.config.width)
         model.load_state_dict({name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")})
@@ -421,9 +367,7 @@ def proxy_experiment(
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> tuple[pd.DataFrame, dict]:
-    """Every split, channel set and seed of the visual proxy (paper section 4.1, Table 1), cached.
-
-    Missing runs train in ``workers`` processes (each run is seeded: its result does not depend on the worker).
+    """Every split, channel set and seed of the held-out proxy (paper section 4.1, Table 1), cached.
 
     Args:
         maps: model name -> resized :class:`olacore.maps.Maps` holding every channel any set uses.
@@ -455,8 +399,8 @@ def proxy_experiment(
 
 
 def mean_std_text(runs: pd.DataFrame, rows: str, value: str, *, sort: bool = True) -> pd.DataFrame:
-    """``"mean ± std"`` text of ``value`` over seeds, one row per ``rows`` value and one column per target (the mean
-    alone for one seed); ``sort=False`` keeps the targets in the order they appear."""
+    """``"mean ± std"`` of ``value`` over seeds (the mean alone for one seed): one row per ``rows`` value, one
+    column per target."""
     stats = runs.groupby([rows, "target"], sort=sort)[value].agg(["mean", "std"])
     text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}",
                        axis=1)
@@ -464,9 +408,7 @@ def mean_std_text(runs: pd.DataFrame, rows: str, value: str, *, sort: bool = Tru
 
 
 def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order: Sequence[str] | None = None) -> pd.DataFrame:
-    """Target accuracy (%) per channel set: mean ± std over seeds per target, and the mean per group.
-
-    Per-target columns are ``"mean ± std"`` text (the mean alone for one seed); group means are numbers.
+    """Target accuracy (%) per channel set: ``"mean ± std"`` over seeds per target, and the mean per group.
 
     Args:
         runs: the first result of :func:`proxy_experiment`.
@@ -484,22 +426,36 @@ def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order
 
 # ------------------------------------------------------------------ the official protocol (chapters 04 and a1)
 
-#: The optimiser of the official ``olas_visual_model.py``: SGD, constant learning rate (no scheduler).
+#: The optimiser of the official ``olas_visual_model.py`` (constant rate).
 OFFICIAL_OPTIMISER = {"lr": 0.007, "momentum": 0.9, "weight_decay": 5e-4, "cosine": False}
 
-#: The fraction of training after which the official ``olas_visual_model.py`` freezes BatchNorm (step 100 of 100k).
+#: The official BatchNorm freeze: step 100 of 100k.
 BATCHNORM_FREEZE_FRACTION = 100 / 100_000
 
 
 def batchnorm_freeze_step(iterations: int) -> int:
-    """The step after which BatchNorm freezes in a run of ``iterations`` steps: the official fraction
-    (:data:`BATCHNORM_FREEZE_FRACTION`) of it, at least 1."""
+    """The step after which BatchNorm freezes: :data:`BATCHNORM_FREEZE_FRACTION` of ``iterations``, at least 1."""
     return max(1, round(BATCHNORM_FREEZE_FRACTION * iterations))
 
 
 @dataclass(frozen=True)
 class OfficialQuirks:
-    """Which choices of the official ``olas_visual_model.py`` a run makes (module docstring); all on = official."""
+    """The choices of the official ``olas_visual_model.py``, each a switch; all on = official.
+
+    - ``family_split``: train on some models, test on a held-out family (here each model is its own family).
+    - ``augment_before_cleaning``: ``ClassifyDataset.__getitem__`` augments the raw token-level maps, then cleans
+      sinks (whole-row statistics), then resizes to 50 x 50 (off: augments after).
+    - ``raw_inputs``: maps enter the network unstandardised.
+    - ``official_optimiser``: :data:`OFFICIAL_OPTIMISER` (off: the profile's :class:`ProxyConfig`).
+    - ``frozen_batchnorm``: ``_compute_accuracy`` calls ``model.eval()`` and nothing calls ``model.train()``
+      again: BatchNorm frozen from the first evaluation (:func:`batchnorm_freeze_step`).
+    - ``reaugment_targets``: every evaluation sees freshly augmented target maps.
+    - ``max_over_evaluations``: the reported ``best_acc`` is the maximum over evaluations of the target.
+
+    Departures: training accuracy is scored on clean source maps; the fake-sink value is the stored
+    ``models/ola_augmentations.py``'s (without the ``ref_rank1`` / ``ref_rank2`` the script passes); training
+    sizes are the profile's.
+    """
 
     family_split: bool = True
     augment_before_cleaning: bool = True
@@ -511,7 +467,7 @@ class OfficialQuirks:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        """The quirks' names, in the order of the module docstring."""
+        """The quirks' names."""
         return tuple(f.name for f in dataclasses.fields(cls))
 
     def without(self, *names: str) -> "OfficialQuirks":
@@ -527,21 +483,15 @@ class OfficialQuirks:
         return dataclasses.replace(self, **{n: False for n in names})
 
     def for_training(self) -> "OfficialQuirks":
-        """The quirks that change training, the read-out ones (``reaugment_targets``,
-        ``max_over_evaluations``) reset to on: runs that differ only in how they are read share one training."""
+        """The read-out quirks reset to on: runs that differ only in how they are read share one training."""
         return dataclasses.replace(self, reaugment_targets=True, max_over_evaluations=True)
 
 
 def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.Generator | None,
                   settings: Augmentation | None, before_cleaning: bool = True) -> torch.Tensor:
-    """One sample as the official ``ClassifyDataset.__getitem__`` makes it: augment, clean sinks, resize.
-
-    Args:
-        maps: ``(C, T, T)`` raw token-level maps of one text.
-        size: side of the ``(C, size, size)`` float32 result (official: 50).
-        settings: the official augmentation (:data:`olacore.augment.VISUAL_PROXY`), or ``None`` for none.
-        before_cleaning: augment the raw maps before cleaning (official), or the cleaned, resized ones after.
-    """
+    """One sample as the official ``ClassifyDataset.__getitem__`` makes it: ``(C, T, T)`` raw maps augmented
+    (``settings``, or ``None``), sinks cleaned, resized to ``(C, size, size)``; ``before_cleaning=False`` augments
+    the cleaned, resized maps instead."""
     maps = maps.float()
     if settings is not None and before_cleaning:
         maps = augment(maps, causal, settings, generator, stats="row", column_draw="multinomial")
@@ -552,10 +502,7 @@ def official_view(maps: torch.Tensor, causal: bool, size: int, generator: torch.
 
 
 def family_splits(names: Sequence[str]) -> list[tuple[list[str], list[str]]]:
-    """``[(sources, targets), ...]`` splits of the official proxy, one per model, in the order of ``names``.
-
-    The official README holds out a whole family; in this zoo every model is its own family, so each model in turn
-    is the target and every other model a source (leave-one-out).
+    """``[(sources, targets), ...]`` of the official proxy: each model its own family, so leave-one-out.
 
     Raises:
         ValueError: fewer than two models to split.
@@ -567,13 +514,8 @@ def family_splits(names: Sequence[str]) -> list[tuple[list[str], list[str]]]:
 
 @dataclass
 class OfficialRun:
-    """Outcome of one run under (a variant of) the official protocol.
-
-    Attributes:
-        history: one dict per evaluation: ``step``, ``train_loss`` (mean since the last one), ``test_acc`` (fraction,
-            target maps augmented afresh), ``test_acc_clean`` (unaugmented), ``train_acc`` (clean source maps).
-        reported: the number the protocol reports (:func:`reported_accuracy`), from step ``best_step``.
-    """
+    """One official-protocol run: ``history`` (``step, train_loss, test_acc`` (targets augmented afresh),
+    ``test_acc_clean``, ``train_acc`` per evaluation) and the ``reported`` number, from ``best_step``."""
 
     seed: int
     history: list[dict]
@@ -583,9 +525,7 @@ class OfficialRun:
 
 
 def reported_accuracy(history: Sequence[Mapping[str, float]], quirks: OfficialQuirks) -> tuple[float, int]:
-    """The number a run reports and its step: from the re-augmented target evaluations (``test_acc``) with
-    ``reaugment_targets``, else the clean ones (``test_acc_clean``); their maximum (the official ``best_acc``) with
-    ``max_over_evaluations``, else the last one."""
+    """The number a run reports and its step, as ``reaugment_targets`` and ``max_over_evaluations`` pick it."""
     values = _target_accuracies(history, quirks)
     index = max(range(len(values)), key=values.__getitem__) if quirks.max_over_evaluations else len(values) - 1
     return values[index], int(history[index]["step"])
@@ -615,17 +555,13 @@ def train_official(
 ) -> OfficialRun:
     """Train the visual proxy as the official ``olas_visual_model.py`` does, each of ``quirks`` on or off.
 
-    Text ``i`` of every model is class ``i``. Batches are drawn from all source samples, reshuffled every epoch (the
-    last one may be smaller, as a ``DataLoader`` without ``drop_last``). Every ``config.eval_every`` steps all target
-    samples (pooled) are scored augmented afresh and clean, and the clean source maps too (the evaluations draw from
-    a generator of their own: they never change training). ``augment`` is applied per sample (``config.augment`` is
-    not used); ``config``'s SGD settings count only without ``official_optimiser``.
+    Text ``i`` of every model is class ``i``; evaluations draw from a generator of their own. ``augment`` applies
+    per sample (``config.augment`` is not used); ``config``'s SGD settings count only without ``official_optimiser``.
 
     Args:
         sources: per source model, the raw token-level ``(C, T_i, T_i)`` maps of its texts.
         targets: per target model, the same for the same texts.
         seed: seeds the network, the batches and every augmentation.
-        device: default CUDA if available, else CPU.
     """
     num_classes = len(sources[0])
     device = resolve_device(device)
@@ -665,13 +601,8 @@ def train_official(
 
 @dataclass
 class OfficialProxyJob:
-    """One official-protocol run (a :class:`olacore.training.TrainingJob`); maps travel as numpy arrays.
-
-    Attributes:
-        sources, targets: per model, one raw token-level ``(C, T_i, T_i)`` array per text.
-        quirks: in the key only those of :meth:`OfficialQuirks.for_training`, less ``family_split`` (which acts
-            through the sources and targets the key holds).
-    """
+    """One official-protocol run (a :class:`olacore.training.TrainingJob`); ``sources``, ``targets``: per model,
+    one raw ``(C, T_i, T_i)`` array per text. Only the training quirks enter the key."""
 
     sources: list[list[np.ndarray]]
     targets: list[list[np.ndarray]]
@@ -724,16 +655,13 @@ def official_proxy_experiment(
     """Every variant, split and seed of the official proxy protocol, cached.
 
     Args:
-        token_maps: model name -> its token-level maps (:func:`olacore.pipeline.token_maps`) of the same texts (text
-            ``i`` is class ``i``), all causal or all bidirectional.
+        token_maps: model name -> its token-level maps of the same texts, all causal or all encoders.
         config: :class:`ProxyConfig` (its ``augment`` is not used).
         variants: label -> :class:`OfficialQuirks` (e.g. ``{"official": OfficialQuirks(), ...}``).
 
     Returns:
         ``(runs, histories)``: one row per run (``variant, channels, sources, target, seed, reported, best_step,
-        last_acc, mean_acc, train_acc, evaluations``; fractions, from the evaluations the variant's quirks pick) and
-        ``(variant, target, seed) -> history`` (``target``: the target models joined by " + "). Variants that differ
-        only in read-out quirks share their training runs.
+        last_acc, mean_acc, train_acc, evaluations``; fractions) and ``(variant, target, seed) -> history``.
 
     Raises:
         ValueError: models of both kinds, a channel the maps lack, or as :func:`train_official`.

@@ -1,16 +1,10 @@
 """The paper, claim by claim: its published numbers, ours beside them, and the verdict rules.
 
-Liang et al., NeurIPS 2025 (arXiv 2511.05064). The published numbers are typed in once from the paper's tables
-(retrieval and visual proxy: section 4.1; syntax: 4.3; TOA transfer: 4.4; :func:`paper_retrieval`,
-:func:`paper_proxy`, :func:`paper_syntax`, :func:`paper_toa_relation_extraction`), with the paper's model names
-(Q = Qwen2, G = Gemma-2, L = Llama-3.x; BERT, RoBERTa, ELECTRA). Ours come from the chapters' saved records
-(:mod:`olacore.results`): a record stands in the row of each published number its ``paper_keys`` name, in the
-column of its ``protocol`` (``"official"``, as the official code runs it, or ``"held-out"``: nothing selected on
-test data); the verdict (:func:`reproduction`) reads the official number where there is one.
-
-Our causal models stand in for the paper's by family (:data:`ZOO_FAMILIES`), so one number of ours can sit in the
-rows of two of the paper's models. The verdict rules (the constants and functions at the end) are fixed before the
-runs: a chapter's conclusions are computed, never typed.
+Liang et al., NeurIPS 2025 (arXiv 2511.05064): the published numbers typed in once from its tables (retrieval and
+visual proxy: section 4.1; syntax: 4.3; TOA transfer: 4.4), with its model names (Q = Qwen2, G = Gemma-2, L =
+Llama-3.x). Our records (:mod:`olacore.results`) stand in the rows their ``paper_keys`` name, in the column of their
+``protocol``; our causal models stand in for the paper's by family (:data:`ZOO_FAMILIES`). The verdict rules are
+fixed before the runs.
 """
 
 from __future__ import annotations
@@ -112,16 +106,12 @@ class Published:
     """One published number (or qualitative claim) of the paper.
 
     Attributes:
-        key: stable id that records name in ``paper_keys`` (``"proxy/order1/G-2b"``).
+        key: the id records name in ``paper_keys`` (``"proxy/order1/G-2b"``).
         section: the experiment (``"SSIM retrieval"``, ``"visual proxy"``, ...).
-        claim: what is measured, in words, with the paper's model names.
         paper: the published value (percent), or ``None`` for a qualitative claim.
-        chapter: the chapter (notebook stem) that measures it.
-        reference: the key of the published number the paper claims beats this one (its order 1
-            beside its rollout), or ``""``: our number of that key, for the same model, must beat
-            ours here for the claim to hold (:func:`olacore.report.reproduction`).
-        bound: a lower bound the paper's method is claimed to beat (zero-shot prompting), judged
-            by closeness, not against chance.
+        chapter: the notebook stem that measures it.
+        reference: the key of the number the paper claims beats this one (its order 1 beside its rollout).
+        bound: a lower bound the method is claimed to beat (zero-shot prompting).
     """
 
     key: str
@@ -146,8 +136,7 @@ def published_value(key: str) -> float | None:
 
 
 def paper_family(name: str) -> str:
-    """The family letter (``"Q"``, ``"G"``, ``"L"``) of one of our causal models or of the paper's
-    (a Hugging Face id is read without its owner: ``google/gemma-2-2b-it`` is Gemma).
+    """The family letter (``"Q"``, ``"G"``, ``"L"``) of one of our causal models or of the paper's.
 
     Raises:
         ValueError: a model of no known family.
@@ -213,15 +202,8 @@ def proxy_keys(target: str, channel: str) -> list[str]:
 
 
 def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
-    """One row per published number and our subject: the paper, ours under both protocols, a verdict.
-
-    Args:
-        results: chapter stem -> its :class:`olacore.results.ChapterResults`.
-
-    Returns:
-        Columns ``section, published number, paper %, ours: model, ours: official protocol %, ours:
-        held-out protocol %, official - held-out, verdict, chapter`` (NaN where a number does not exist,
-        and ``official - held-out`` where the official protocol cannot be judged), in :func:`published` order.
+    """One row per published number and our subject (``results``: chapter stem -> its results): the paper, ours
+    under both protocols, their difference and a verdict (NaN where a number does not exist).
 
     Raises:
         ValueError: two records of one subject, published number and protocol.
@@ -258,17 +240,9 @@ def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
 
 
 def paper_comparison(section: str, ours: pd.DataFrame) -> pd.DataFrame:
-    """One experiment's published numbers beside ours, as a chapter shows them before its results are
-    saved (paired by ``paper_keys``, as :func:`report_table` pairs the saved records).
-
-    Args:
-        section: the experiment, as :class:`Published` names it (``"syntax"``, ``"TOA relation extraction"``).
-        ours: one row per number of ours: ``subject`` (our model or pair), ``value`` (percent)
-            and ``paper_keys`` (the :func:`published` keys it stands beside, a list).
-
-    Returns:
-        Columns ``published number``, ``paper %``, ``ours: model``, ``ours %``, in :func:`published`
-        order; published numbers with none of ours beside them are left out.
+    """One experiment's published numbers beside ours (``ours``: columns ``subject``, ``value`` (percent),
+    ``paper_keys``), as a chapter shows them before its results are saved: ``published number, paper %, ours:
+    model, ours %``.
 
     Raises:
         ValueError: no published number has that section.
@@ -293,8 +267,7 @@ def report_summary(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def report_chapters(notebooks: str | os.PathLike, report: str) -> list[str]:
-    """The chapters a report reads, in reading order: the main chapters (``NN_*.py``), then the appendices
-    (``aN_*.py``), ``report`` left out."""
+    """The chapters a report reads: ``NN_*.py``, then ``aN_*.py``, less ``report``."""
     folder = Path(notebooks)
     sources = sorted(folder.glob("[0-9][0-9]_*.py")) + sorted(folder.glob("a[0-9]_*.py"))
     return [p.stem for p in sources if p.stem != report]
@@ -307,23 +280,14 @@ UNDEFINED_FINDING = "- One finding could not be computed at this profile: a numb
 
 
 def findings_markdown(lines: Sequence[str], none: str) -> str:
-    """A chapter's findings as MyST lines, never showing an undefined number.
-
-    Args:
-        lines: the findings, each one line of MyST (a list item), numbers filled in by the chapter.
-        none: what to say, in words, when no finding could be computed (no line at all).
-
-    Returns:
-        The lines joined; a line holding ``nan`` or ``inf`` (a missing result) is replaced by
-        :data:`UNDEFINED_FINDING`, and no lines at all by ``none``.
-    """
+    """A chapter's findings (MyST lines) joined, a line holding ``nan`` or ``inf`` replaced by
+    :data:`UNDEFINED_FINDING`; ``none`` when there is no line."""
     kept = [UNDEFINED_FINDING if _UNDEFINED.search(line) else line for line in lines if line.strip()]
     return "\n".join(kept) if kept else none
 
 
 def show_findings(label: str, lines: Sequence[str], none: str) -> None:
-    """Show a chapter's findings (:func:`findings_markdown`) and glue them under ``label`` (for the
-    chapter's ``{glue:md}`` box at its top)."""
+    """Show a chapter's findings (:func:`findings_markdown`) and glue them under ``label``."""
     from IPython.display import Markdown
     from myst_nb import glue
 
@@ -358,16 +322,8 @@ def value_span(values: pd.Series) -> str:
 
 
 def claims_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The paper's headline claims (:data:`HEADLINE_CLAIMS`) at a glance: one row per claim.
-
-    Args:
-        table: :func:`report_table`.
-
-    Returns:
-        Columns ``claim``, ``paper %`` and ``ours %`` (spans of the published numbers we measured and of
-        ours, official protocol first), ``verdict`` (the verdicts counted, and how many of the claim's
-        published numbers were measured).
-    """
+    """One row per headline claim (:data:`HEADLINE_CLAIMS`) of a :func:`report_table`: ``claim, paper %, ours %``
+    (spans) and the verdicts counted."""
     rows = []
     for section, words, claim in HEADLINE_CLAIMS:
         group = table[(table["section"] == section)
@@ -388,13 +344,7 @@ def claims_table(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> Path:
-    """Write the intro page's one-glance table (:func:`claims_table`) as a MyST file the intro includes.
-
-    Args:
-        table: :func:`report_table` of every chapter's saved results.
-        profile: the profile the chapters ran with (said in the caption).
-        path: where to write (the report page: ``book/generated/claims.md``, included by ``book/intro.md``).
-    """
+    """Write the intro page's one-glance table (:func:`claims_table` of a :func:`report_table`) as MyST to ``path``."""
     from olacore.plots import LabelledTable
 
     claims = LabelledTable(claims_table(table), "tbl-claims-at-a-glance",

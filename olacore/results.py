@@ -1,13 +1,6 @@
-"""A chapter's results, saved as a small JSON file: what the report page, later chapters and the tests read.
-
-Every chapter records its headline numbers with :class:`ChapterResults` and saves them at its end,
-atomically, into ``$OLACORE_RESULTS`` (default ``book/generated/results``). A NaN value or a chapter
-that recorded nothing is refused, so an empty or undefined table fails where it ran. A table a later
-chapter reads is kept as typed rows under a name both import (:meth:`ChapterResults.add_table`), never
-parsed out of record keys or labels.
-
-It also keeps where a chapter's time went (:class:`Stopwatch`: wall and CPU seconds per phase, printed at the
-chapter's end and saved to ``$OLACORE_PHASES``) and the one progress bar every long loop shows (:func:`progress`).
+"""A chapter's results, saved as a small JSON file that the report page, later chapters and the tests read
+(:class:`ChapterResults`, into ``$OLACORE_RESULTS``); where a chapter's time went (:class:`Stopwatch`); the progress
+bar of every long loop (:func:`progress`).
 """
 
 from __future__ import annotations
@@ -31,14 +24,13 @@ __all__ = ["RESULTS_ENV", "OFFICIAL", "HELD_OUT", "Record", "ChapterResults", "r
 
 RESULTS_ENV = "OLACORE_RESULTS"
 
-#: The two protocols a record can come from: as the official code runs the experiment, or with nothing chosen
-#: on test data (checkpoints chosen on held-out data, the test set evaluated once).
+#: The two protocols: as the official code runs, or with nothing chosen on test data.
 OFFICIAL, HELD_OUT = "official", "held-out"
 _ROOT = Path(__file__).resolve().parent.parent
 
 
 def results_dir() -> Path:
-    """``$OLACORE_RESULTS``, or ``book/generated/results`` in the repository (a blank value or a file: ValueError)."""
+    """``$OLACORE_RESULTS``, or ``book/generated/results`` (a blank value or a file: ValueError)."""
     return env_folder(RESULTS_ENV, _ROOT / "book" / "generated" / "results")
 
 
@@ -57,9 +49,8 @@ class Record:
         chance: the chance level of the same quantity, if any.
         note: the departures that matter for reading it.
         anchor: the label of the table in the chapter that shows it.
-        paper_keys: the published numbers it is measured against (:func:`olacore.report.published`
-            keys, e.g. ``"proxy/order1/G-2b"``): the report page puts it in their rows.
-        subject: what it was measured on, in words (``"gemma-3-270m"``, ``"qwen2.5-0.5b -> gemma-3-270m"``).
+        paper_keys: the :func:`olacore.report.published` keys it is measured against.
+        subject: what it was measured on (``"qwen2.5-0.5b -> gemma-3-270m"``).
     """
 
     key: str
@@ -78,8 +69,7 @@ class Record:
 
 @dataclass
 class ChapterResults:
-    """The records of one chapter run (``chapter``: the notebook's stem, ``profile``: its profile) and the tables
-    it keeps for later chapters (``tables``: name -> rows, each a mapping of column to plain value)."""
+    """The records of one chapter run and the ``tables`` (name -> rows) it keeps for later chapters."""
 
     chapter: str
     profile: str
@@ -102,8 +92,7 @@ class ChapterResults:
         return record
 
     def add_table(self, name: str, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Keep a table for later chapters (``name``: a constant producer and reader both import; ``rows``: one
-        mapping of column to str / int / float / bool per row, e.g. ``frame.to_dict("records")``).
+        """Keep a table for later chapters (``rows``: plain values, e.g. ``frame.to_dict("records")``).
 
         Raises:
             ValueError: ``name`` was already kept, or a value is not finite.
@@ -133,12 +122,11 @@ class ChapterResults:
 
 
 def load_results(chapter: str, folder: str | os.PathLike | None = None) -> ChapterResults:
-    """Read a chapter's saved results (missing :class:`Record` fields take their defaults, unknown ones are ignored).
+    """Read a chapter's saved results.
 
     Raises:
         FileNotFoundError: the chapter has not been executed.
-        ValueError: the file holds another chapter's results, or is not a chapter's results (not JSON, a field
-            missing or of the wrong type).
+        ValueError: the file holds another chapter's results, or is not a chapter's results.
     """
     path = (Path(folder) if folder is not None else results_dir()) / f"{chapter}.json"
     if not path.is_file():
@@ -160,7 +148,7 @@ def load_results(chapter: str, folder: str | os.PathLike | None = None) -> Chapt
     raise ValueError(f"{path} holds the results of chapter {payload.get('chapter')!r}, not {chapter!r}; {again}")
 
 
-#: Where the notebook runner asks chapters to leave their phase table (``<out>/phases``).
+#: Where chapters leave their phase table.
 PHASES_ENV = "OLACORE_PHASES"
 
 
@@ -182,8 +170,7 @@ def machine() -> dict:
 
 
 def cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process, of its finished child processes and of those still running (the
-    workers of :mod:`olacore.workers` live across calls, so their seconds are read while they run)."""
+    """CPU seconds of this process and its child processes, finished or running."""
     import psutil
 
     t = os.times()
@@ -198,12 +185,8 @@ def cpu_seconds() -> float:
 
 
 class Stopwatch:
-    """Accumulate wall-clock and CPU seconds per named phase.
-
-    Use ``with watch("phase"): ...``. CPU seconds count this process and its worker processes, running
-    or finished (:func:`cpu_seconds`). With ``chapter`` given and
-    ``$OLACORE_PHASES`` set, :meth:`report` also writes the table to ``$OLACORE_PHASES/<chapter>.json``.
-    """
+    """Wall-clock and CPU seconds per named phase (``with watch("phase"): ...``); :meth:`report` also writes
+    them to ``$OLACORE_PHASES/<chapter>.json`` when set."""
 
     def __init__(self, chapter: str | None = None) -> None:
         self.chapter = chapter
@@ -228,7 +211,7 @@ class Stopwatch:
         return rows
 
     def report(self) -> str:
-        """A plain-text table of wall and CPU seconds per phase, with the total since creation."""
+        """A plain-text table of the phases (:func:`phase_table`)."""
         rows = self.phases()
         folder = env_folder(PHASES_ENV, None)  # a blank value or a file: ValueError naming it
         if self.chapter and folder is not None:
@@ -247,8 +230,7 @@ def phase_table(rows: list[dict]) -> str:
 
 
 def progress(iterable, *, enabled: bool = True, **kwargs):
-    """A tqdm progress bar over ``iterable``, unless ``enabled`` is False or ``$TQDM_DISABLE`` is set
-    (the book's notebook runner sets it)."""
+    """A tqdm progress bar over ``iterable``, unless ``enabled`` is False or ``$TQDM_DISABLE`` is set."""
     from tqdm import tqdm
 
     return tqdm(iterable, disable=not enabled or bool(os.environ.get("TQDM_DISABLE")), **kwargs)

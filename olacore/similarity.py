@@ -1,11 +1,8 @@
-"""OLAS measured by retrieval: each target model's map of a text queries a source model's maps of the same texts by
-SSIM, and is a hit when the map of its own text ranks first (Hits@1) or among the first five (Hits@5).
+"""OLAS measured by retrieval (paper section 4.1): each target model's map of a text queries a source model's maps
+of the same texts by SSIM; a hit when its own text ranks first (Hits@1) or in the first five (Hits@5).
 
-Paper section 4.1. SSIM (Wang et al. 2004) as the official ``olas_retrieval.py`` computes it (torchmetrics'
-``StructuralSimilarityIndexMeasure``): :func:`pairwise_ssim` takes ``(Q, H, W)`` queries and a ``(G, H, W)`` gallery
-to a ``(Q, G)`` matrix, equal to :func:`skimage.metrics.structural_similarity` with Gaussian weights, on CPU or CUDA.
-Causal models are compared only with causal models, encoders with encoders, as the official code does (its README
-runs ``olas_retrieval.py`` on pairs of one kind; ``OLAModel`` in ``models/ola_model.py`` asserts one kind).
+SSIM as the official ``olas_retrieval.py`` computes it (torchmetrics); models are compared within one kind only,
+as the official code does.
 """
 
 from __future__ import annotations
@@ -27,15 +24,12 @@ __all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits", "PAIR
            "retrieval_table", "retrieval_grid", "hits_matrix", "mean_hits", "same_text_gap"]
 
 
-#: The SSIM constants (skimage's and torchmetrics' defaults): the Gaussian window's ``sigma``, ``K1`` and ``K2``.
+#: The SSIM constants (skimage's and torchmetrics' defaults).
 SIGMA, K1, K2 = 1.5, 0.01, 0.03
 
 
 def gaussian_window(sigma: float = 1.5, truncate: float = 3.5, dtype=torch.float64, device=None) -> torch.Tensor:
-    """The 1-D Gaussian filter of :func:`scipy.ndimage.gaussian_filter` (as skimage's SSIM uses), summing to 1.
-
-    Radius ``int(truncate * sigma + 0.5)`` (``sigma = 1.5``: 11 taps); shape ``(2 * radius + 1,)``.
-    """
+    """The 1-D Gaussian filter of :func:`scipy.ndimage.gaussian_filter`, ``(2 * int(truncate * sigma + 0.5) + 1,)``."""
     radius = int(truncate * sigma + 0.5)
     x = torch.arange(-radius, radius + 1, dtype=dtype, device=device)
     weights = torch.exp(-0.5 * (x / sigma) ** 2)
@@ -52,17 +46,14 @@ def _band_matrix(size: int, window: torch.Tensor) -> torch.Tensor:
 
 
 def _filter_valid(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor) -> torch.Tensor:
-    """Separable Gaussian filter of ``(N, H, W)`` images, only fully covered pixels: ``(N, H - 2r, W - 2r)``.
-
-    skimage filters with reflected borders, then crops ``r`` pixels per side, so a 'valid' filter gives exactly the
-    pixels it keeps. Two band-matrix products: ``cols_t`` (``(W, W - 2r)``), then ``rows`` (``(H - 2r, H)``).
-    """
+    """Separable Gaussian filter of ``(N, H, W)`` images, fully covered pixels only: ``(N, H - 2r, W - 2r)``
+    (the pixels skimage keeps)."""
     filtered_cols = torch.mm(images.reshape(-1, images.shape[-1]), cols_t)
     return torch.matmul(rows, filtered_cols.view(images.shape[0], images.shape[1], cols_t.shape[1]))
 
 
 def _positive_number(name: str, value, *, allow_none: bool = False) -> float | None:
-    """``value`` as a float, checked to be a finite positive real number (``None`` where allowed)."""
+    """``value`` as a float, checked finite and positive."""
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -74,11 +65,7 @@ def _positive_number(name: str, value, *, allow_none: bool = False) -> float | N
 
 
 def _centred_moments(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor):
-    """Per-image moments in float64, from the images less their own mean (no cancellation).
-
-    Returns ``(centred images, filtered centred mean, local mean, local variance)``, the last three
-    ``(N, H - 2r, W - 2r)``; the variance is ``E[x'^2] - E[x']^2`` of the centred ``x' = x - mean(x)``.
-    """
+    """``(centred images, filtered centred mean, local mean, local variance)`` of centred images (no cancellation)."""
     centre = images.mean((1, 2), keepdim=True)
     centred = images - centre
     mu_centred = _filter_valid(centred, rows, cols_t)
@@ -96,21 +83,15 @@ def pairwise_ssim(
     """Mean SSIM of every query map against every gallery map (paper section 4.1).
 
     Per pair, ``skimage.metrics.structural_similarity(q, g, gaussian_weights=True, sigma=1.5,
-    use_sample_covariance=False, data_range=data_range)``: 11-tap Gaussian window, population covariances, the mean
-    over the pixels at least 5 from the border, clipped to ``[-1, 1]``. Moments are centred in float64, so float32
-    maps agree with the exact value to about 1e-7 (float64: 1e-10). Pairs go in chunks of about
-    ``max_pairs_per_chunk`` (memory about ``6 * max_pairs_per_chunk * H * W`` numbers).
+    use_sample_covariance=False, data_range=data_range)``; float32 within about 1e-7 of it.
 
     Args:
-        queries: ``(Q, H, W)`` float tensor (target maps), CPU or CUDA.
-        gallery: ``(G, H, W)`` float tensor (source maps), same device.
-        data_range: ``R``, the value range of the maps (skimage's ``data_range``), positive. ``None`` takes, per
-            pair, the larger of the two maps' ``max - min``, as torchmetrics' ``StructuralSimilarityIndexMeasure()``
-            (used by the official ``olas_retrieval.py``) does for one pair.
+        queries: ``(Q, H, W)`` target maps; ``gallery``: ``(G, H, W)`` source maps, same device.
+        data_range: the maps' value range; ``None``: per pair the larger ``max - min``, as torchmetrics does.
+        max_pairs_per_chunk: pairs computed at once (memory about ``6 * max_pairs_per_chunk * H * W`` numbers).
 
     Returns:
-        ``(Q, G)``, entry ``[q, g]`` the SSIM of ``queries[q]`` and ``gallery[g]``, in the inputs' dtype (float64 if
-        either is) and device; empty (``(0, G)`` or ``(Q, 0)``) for an empty query set or gallery.
+        ``(Q, G)`` SSIM in the inputs' dtype and device.
 
     Raises:
         TypeError: non-tensor maps; a non-numeric ``data_range`` or chunk size.
@@ -192,15 +173,9 @@ def pairwise_ssim(
 
 
 def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int, float]:
-    """Fraction of queries whose correct gallery item (query ``i``: item ``i``) ranks within the top ``k``,
-    ``{k: fraction}``.
-
-    Ties count against the query (a constant similarity scores 0, not chance); the official ``olas_retrieval.py``
-    breaks them in its favour. A NaN score of the correct item is a miss; NaN scores of other items never outrank it.
-
-    Args:
-        similarity: ``(Q, G)``, higher = more similar.
-        ks: the cut-offs, positive ints (paper: 1 and 5); ``k > G`` counts every query.
+    """``{k: fraction}`` of queries whose correct gallery item (query ``i``: item ``i``) of a ``(Q, G)`` similarity
+    ranks within the top ``k``. Ties count against the query (the official ``olas_retrieval.py``: for it); a NaN
+    score of the correct item is a miss.
 
     Raises:
         TypeError: ``similarity`` not a tensor, ``ks`` not a sequence of ints.
@@ -237,8 +212,7 @@ def chance_hits(num_gallery: int, k: int) -> float:
     return min(k, num_gallery) / num_gallery
 
 
-#: The table chapter 03 keeps for later chapters (:meth:`olacore.results.ChapterResults.add_table`, rows made by
-#: :func:`pairs_rows`): one row per (source, target) pair and channel it records, with these columns.
+#: The table chapter 03 keeps for later chapters (rows: :func:`pairs_rows`).
 PAIRS_TABLE = "retrieval pairs"
 PAIRS_COLUMNS = ("kind", "source", "target", "channel", "protocol", "hits@1", "hits@5")
 
@@ -264,18 +238,14 @@ def retrieval_table(
     device: str | torch.device | None = None,
     dtype: torch.dtype = torch.float32,
 ) -> pd.DataFrame:
-    """Hits@k of SSIM retrieval for every (source, target) pair and channel.
+    """Hits@k (fractions) of SSIM retrieval for every (source, target) pair and channel: ``source, target,
+    channel, sinks, hits@k..., chance@k...``.
 
     Args:
-        maps: :class:`olacore.maps.Maps` per model (a dict by name, or a list keyed by each one's ``model``), all of
-            the same texts in the same order, channels and alignment.
-        pairs: ``(source, target)`` names; default every ordered pair of distinct models.
-        data_range: passed to :func:`pairwise_ssim` (``None``: per pair, as torchmetrics).
-        dtype: SSIM precision (float32: ~1e-7 from float64, about 3x faster on a CPU).
-
-    Returns:
-        Columns ``source, target, channel, sinks, hits@k..., chance@k...`` (fractions), one row per pair and channel
-        (twice per channel for ``"raw+clean"``).
+        maps: :class:`olacore.maps.Maps` per model (a dict by name, or a list), of the same texts, channels and
+            alignment.
+        pairs: ``(source, target)`` names; default every ordered pair.
+        data_range: as :func:`pairwise_ssim`.
 
     Raises:
         ValueError: maps of other texts, channels or alignments; an unknown model in ``pairs``; no pair to compare.
@@ -314,18 +284,8 @@ def retrieval_grid(
     words: Sequence[Any] | None = None,
     **table_options: Any,
 ) -> pd.DataFrame:
-    """:func:`retrieval_table` within each group of models, for every way of making the maps: one tidy
-    table, ``group, variant`` first.
-
-    Args:
-        token_maps: model name -> its :class:`olacore.pipeline.TokenMaps` of the texts.
-        groups: group label -> model names compared with each other (e.g. ``{"causal": [...], "encoder": [...]}``;
-            one kind per group, as the official code).
-        variants: variant label -> keyword arguments of :func:`olacore.maps.make_maps` (e.g.
-            ``{"resize, clean": {"align": "resize", "sinks": "clean", "size": 50}}``).
-        words: the texts with word spans, for word-level alignments.
-        **table_options: passed to :func:`retrieval_table`.
-    """
+    """:func:`retrieval_table` within each group of models (one kind per group) for every variant (keyword
+    arguments of :func:`olacore.maps.make_maps`): one table, ``group, variant`` first."""
     tables = []
     for variant, options in variants.items():
         for group, names in groups.items():
@@ -338,21 +298,20 @@ def retrieval_grid(
 
 
 def pairs_rows(table: pd.DataFrame, protocol: str) -> list[dict[str, Any]]:
-    """:data:`PAIRS_COLUMNS` rows of :func:`retrieval_grid` rows (``group`` as ``kind``; ``hits@k`` in percent) under
-    ``protocol`` (:data:`olacore.results.OFFICIAL` or :data:`~olacore.results.HELD_OUT`)."""
+    """:data:`PAIRS_COLUMNS` rows (hits in percent) of :func:`retrieval_grid` rows under ``protocol``."""
     kept = table.rename(columns={"group": "kind"}).assign(protocol=protocol,
                                                           **{m: 100 * table[m] for m in ("hits@1", "hits@5")})
     return kept[list(PAIRS_COLUMNS)].to_dict("records")
 
 
-def hits_matrix(table: pd.DataFrame, channel: str, metric: str = "hits@1") -> pd.DataFrame:
-    """Model x model matrix (rows: source = gallery, columns: target = queries) of one metric for one channel."""
+def hits_matrix(table: pd.DataFrame, channel: str) -> pd.DataFrame:
+    """Source x target matrix of Hits@1 for one channel."""
     rows = table[table["channel"] == channel]
-    return rows.pivot(index="source", columns="target", values=metric)
+    return rows.pivot(index="source", columns="target", values="hits@1")
 
 
 def mean_hits(table: pd.DataFrame, metric: str = "hits@1", **where: Any) -> float:
-    """Mean of ``metric`` over the rows matching every ``column=value`` in ``where`` (over pairs, say).
+    """Mean of ``metric`` over the rows matching every ``column=value`` in ``where``.
 
     Raises:
         ValueError: no row matches (so an empty table never passes as a number).
@@ -366,17 +325,8 @@ def mean_hits(table: pd.DataFrame, metric: str = "hits@1", **where: Any) -> floa
 
 
 def same_text_gap(maps: Mapping[str, Maps], groups: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-    """Mean SSIM of a map with the other model's map of the *same* text against *other* texts.
-
-    For every unordered pair of models within a group and every channel: ``SSIM same text`` (mean of the diagonal of
-    the target x source SSIM matrix), ``SSIM different texts`` (mean off the diagonal) and their ``gap``, the effect
-    retrieval turns into Hits@k (paper section 4.1). SSIM in float64, ``data_range`` per pair. Columns: ``group,
-    model pair, channel``, then those three.
-
-    Args:
-        maps: resized :class:`olacore.maps.Maps` per model (same texts, channels and size).
-        groups: group label -> model names.
-    """
+    """Mean SSIM of a map with the other model's map of the *same* text against *other* texts, per pair of
+    models within a group and channel: ``group, model pair, channel, SSIM same text, SSIM different texts, gap``."""
     rows = []
     for group, names in groups.items():
         _check_comparable({n: maps[n] for n in names})

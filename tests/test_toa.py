@@ -104,7 +104,7 @@ def test_build_input_takes_any_channel_by_name_and_cuts():
     record = FakeRecord("a b c d e f", [(0, 1)] * 6, False,
                         torch.cat([torch.eye(6)[None], stochastic(generator, 6, channels=3)]), stochastic(generator, 6)[0])
     spec = InputSpec(("order3", "rollout"), variants=("clean",))
-    assert spec.num_channels == 2 and spec.label == "order 3+rollout (clean)" and spec.max_order == 3
+    assert spec.num_channels == 2 and spec.label == "order 3+rollout (clean)"
     full = build_input(raw_maps(record, spec), spec, False)
     assert full.shape == (2, 6, 6)
     assert build_input(raw_maps(record, spec, 4), spec, False).shape == (2, 4, 4)
@@ -206,7 +206,7 @@ def test_the_adapters_attention_is_torchs_masked_scaled_dot_product_attention():
     q, k, v = qkv(norm(x)).reshape(batch * rows, length, 3, heads, dim // heads).permute(2, 0, 3, 1, 4)
     mask = valid[:, None, :].expand(batch, rows, length).reshape(batch * rows, 1, 1, length)
     reference = out(scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(x.shape))
-    assert torch.allclose(_attend(x, norm, qkv, out, heads, valid, 0.0), reference, atol=1e-6)
+    assert torch.allclose(_attend(x, norm, qkv, out, heads, valid), reference, atol=1e-6)
 
 
 def test_the_official_package_backbone_leaks_padding():

@@ -1,47 +1,16 @@
 """What a TOA adapter reads and predicts (paper section 4.4): input maps, task labels in each model's tokens, batches.
 
-**Input.** The official preprocessing for the default ``use_orders=[1, 2]``, ``remove_outliers=True``
-(``utils/arguments.py``; the TOA configs ``configs/train_*_udewt_dp.json`` etc.):
+**Input** (official ``use_orders=[1, 2]``, ``remove_outliers=True``): ``[raw 1, raw 2, clean 1, clean 2]``
+(``preprocess_ola`` in ``models/ola_model.py``; clean: the sink entries of :func:`olacore.maps.sink_flags` with
+``stats="causal"`` zeroed, as ``cal_maskes`` in ``models/ola_utils.py``), rows divided by ``row sum + 1e-10``, causal
+maps then mirrored.
 
-1. **Sink mask** (``models/ola_utils.py``, ``cal_maskes`` / ``get_outliers_mask``): per row, over the *interested*
-   entries (unpadded and, for a causal LM, ``j <= i``; the others set to zero first), an entry above
-   ``mean + 3 std`` (sample std, divisor ``n - 1``, floored at ``1e-10``) is flagged, and so is **every** entry equal
-   to the row maximum (ties included; the one entry of a causal map's first row is flagged).
-2. **Stack** (``models/ola_model.py``, ``preprocess_ola``, ``result_type='cat'``): ``[raw 1, raw 2, clean 1,
-   clean 2]``, clean: the flagged entries zeroed.
-3. **Row normalisation**: every row divided by ``row sum + 1e-10`` (an all-zero row stays zero).
-4. **Mirror** (causal LMs only), after the normalisation: ``M[i, j] = M[j, i]`` for ``j > i``.
-
-The flags are :func:`olacore.maps.sink_flags` with ``stats="causal"``: the official TOA path (``OLAModel.forward``
-in ``models/ola_model.py``) passes the causal flag to ``cal_maskes`` (the similarity chapters take the statistics
-over the whole row, as the official similarity scripts do).
-
-**Task data.** A sentence's OLA record and its word-level labels brought to the model's tokens by character offsets
-(:func:`olacore.texts.word_assignment`); official code ``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``:
-
-- **POS** (``pos``: EWT XPOS, the Penn Treebank tags of the paper's CoNLL-2000 task): every sub-token takes its
-  word's tag, special tokens (BOS/[CLS]/[SEP]) the extra class :data:`SPECIAL`. Scored per word (first sub-token)
-  and per sub-token (the official unit; special tokens left out here).
-- **NER** (``ner``: UNER English-EWT, PER / LOC / ORG; ``wnut``: WNUT-17, 6 types, out of domain; both BIO; the
-  paper used licensed OntoNotes): every sub-token takes its word's tag (a ``B-`` tag repeats, as officially), special
-  tokens ``O``; scored at entity level on first sub-tokens. The official data keeps only sentences with an entity;
-  here every sentence is kept.
-- **RE** (``re``: SemEval-2010 Task 8, 19 directed labels): an entity is the token span ``[first token of its first
-  word, last token of its last word]``.
-- **DP** (``dp``: EWT, full relations, as the official ``rels``): a word and a head word are their first sub-tokens;
-  the root word's head is its own first sub-token (official convention).
-
-**Grid.** ``grid="tokens"`` (official): every token, special tokens included, is a row and a candidate head.
-``grid="words"``: only each word's first sub-token (:func:`olacore.texts.first_subtoken_maps`), a ``W x W``
-image indexed by word, cheaper and without the special-token sinks; the words of one multi-word token (EWT
-"don't") share their first sub-token, so their rows are equal.
-
-**Length cut** (official ``cutoff_len`` 64): the first ``max_tokens`` tokens are kept. Words and heads beyond the
-cut are not scored (official ``-100``), NER entities starting beyond it are lost, RE examples with an entity beyond
-it dropped; :class:`TaskReport` counts each loss and the sentences that cannot be aligned.
-
-**Batches.** Targets are numpy arrays (picklable, :func:`olacore.training.by_value`); :data:`IGNORE` (``-100``)
-marks what the loss and the scores skip.
+**Task data** (``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``): word-level labels brought to the model's
+tokens by character offsets. ``pos`` (EWT XPOS; special tokens: :data:`SPECIAL`), ``ner`` (UNER English-EWT) and
+``wnut`` (WNUT-17) BIO tags per sub-token; ``re`` (SemEval-2010 Task 8) entity token spans; ``dp`` (EWT) a word and
+its head are their first sub-tokens, the root word heads itself. ``grid="tokens"`` (official): every token is a row;
+``grid="words"``: each word's first sub-token only. The length cut (official ``cutoff_len`` 64) keeps the first
+``max_tokens`` tokens; :class:`TaskReport` counts what it loses. :data:`IGNORE` marks what the loss and scores skip.
 """
 
 from __future__ import annotations
@@ -66,7 +35,7 @@ __all__ = ["DISTANCE", "VARIANTS", "InputSpec", "stack_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
            "input_spec", "SPECIAL", "TASKS", "ENTITY_TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
            "build_task_data", "IGNORE", "LabelVocab", "encode_items", "collate",
-           "length_batches", "SOURCES", "subset_splits", "syntax_data"]
+           "length_batches", "subset_splits", "syntax_data"]
 
 #: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
 DISTANCE = "distance"
@@ -83,17 +52,8 @@ def _row_normalise(maps: torch.Tensor) -> torch.Tensor:
 
 def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = VARIANTS,
                    mirror: bool = True) -> torch.Tensor:
-    """The official preprocessing of a stack of maps: variants, row normalisation, mirroring.
-
-    Args:
-        maps: ``(K, T, T)`` maps of one sentence (``K`` channels, e.g. OLA orders 1 and 2).
-        causal: the maps come from a causal LM (sink statistics over ``j <= i``; mirrored).
-        variants: which of ``"raw"`` and ``"clean"`` to stack, blocks in that order.
-        mirror: mirror causal maps into their upper triangle (official: yes).
-
-    Returns:
-        ``(len(variants) * K, T, T)`` float32: all channels raw, then all clean; each row sums to 1 (or is all zero).
-    """
+    """The official preprocessing of one sentence's ``(K, T, T)`` maps (module docstring):
+    ``(len(variants) * K, T, T)`` float32, all channels raw, then all clean; rows sum to 1 (or 0)."""
     maps = maps.float()
     blocks = []
     for variant in variants:
@@ -105,15 +65,8 @@ def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = V
 
 @dataclass(frozen=True)
 class InputSpec:
-    """What the adapter reads: channels by vocabulary name, their variants, the grid.
-
-    Attributes:
-        channels: names from :mod:`olacore.channels` (``"order1"``, ``"rollout"``, ...), or ``("distance",)`` alone.
-        variants: ``("raw", "clean")`` (official), ``("raw",)`` or ``("clean",)``; ignored for the distance input.
-        mirror: mirror causal maps (official: yes).
-
-    The length cut is not part of the spec: the task data cuts labels and maps alike.
-    """
+    """What the adapter reads: ``channels`` (:mod:`olacore.channels` names, or ``("distance",)`` alone), their
+    ``variants`` (official ``("raw", "clean")``), ``mirror`` for causal maps (official)."""
 
     channels: tuple[str, ...] = ("order1", "order2")
     variants: tuple[str, ...] = VARIANTS
@@ -121,19 +74,11 @@ class InputSpec:
 
     @property
     def is_distance(self) -> bool:
-        """Whether this is the distance-only baseline."""
         return self.channels == (DISTANCE,)
 
     @property
     def num_channels(self) -> int:
-        """``C``, the adapter's input channels."""
         return DISTANCE_CHANNELS if self.is_distance else len(self.channels) * len(self.variants)
-
-    @property
-    def max_order(self) -> int:
-        """The highest OLA order the channels need (1 for the rollout or distance)."""
-        orders = [lookup_channel(n).order or 0 for n in self.channels] if not self.is_distance else []
-        return max([1, *orders])
 
     @property
     def label(self) -> str:
@@ -148,18 +93,13 @@ class InputSpec:
         return text if self.variants == VARIANTS else f"{text} ({'/'.join(self.variants)})"
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-able form (for cache keys and records)."""
+        """JSON-able form."""
         return {"channels": list(self.channels), "variants": list(self.variants), "mirror": self.mirror}
 
 
 def raw_maps(record: Any, spec: InputSpec, size: int | None = None) -> torch.Tensor:
-    """The spec's channels of one record, before preprocessing: ``(K, T', T')`` float32, ``T' = min(T, size)``.
-
-    ``record`` is the channels' source record (:mod:`olacore.channels`: OLA, ALTI or attention); the cut keeps the
-    top-left block (``size=None``: all tokens). Departure: for an encoder that block misses the attention to the cut
-    tokens (rows are renormalised by :func:`stack_channels`); the official code runs the model on the cut input.
-    The distance input has no raw maps: ``(0, T', T')``.
-    """
+    """The spec's channels of one record, cut to the top-left ``(K, T', T')``, ``T' = min(T, size)``; ``(0, T',
+    T')`` for the distance input. Departure: the official code runs an encoder on the cut input."""
     full = len(record.offsets)
     keep = full if size is None else min(full, size)
     if spec.is_distance:
@@ -169,23 +109,15 @@ def raw_maps(record: Any, spec: InputSpec, size: int | None = None) -> torch.Ten
 
 
 def build_input(raw: torch.Tensor, spec: InputSpec, causal: bool) -> torch.Tensor:
-    """The adapter input of one sentence from its :func:`raw_maps` ``(K, T', T')`` (possibly augmented,
-    :mod:`olacore.augment`; ``causal``: they come from a causal LM).
-
-    Returns:
-        ``(spec.num_channels, T', T')`` float32: :func:`stack_channels` of the maps, or :func:`distance_input`.
-    """
+    """The adapter input ``(spec.num_channels, T', T')`` of one sentence from its :func:`raw_maps`."""
     if spec.is_distance:
         return distance_input(raw.shape[-1])
     return stack_channels(raw, causal, spec.variants, spec.mirror)
 
 
 def distance_input(size: int) -> torch.Tensor:
-    """The distance-only baseline's input for ``size`` tokens: relative positions ``j - i`` and nothing else.
-
-    ``(8, T, T)`` float32 (:data:`DISTANCE_CHANNELS`), all in ``[0, 1]`` like attention: indicators of ``j - i`` equal
-    to -2, -1, 0, 1, 2; ``j > i``; ``exp(-|j - i| / 4)``; ``|j - i| / T``. Like OLA it carries no token identity.
-    """
+    """The distance-only baseline's ``(8, T, T)`` input, in ``[0, 1]``: indicators of ``j - i`` in -2..2,
+    ``j > i``, ``exp(-|j - i| / 4)``, ``|j - i| / T``."""
     positions = torch.arange(size, dtype=torch.float32)
     offset = positions[None, :] - positions[:, None]
     channels = [(offset == k).float() for k in _NEAR]
@@ -208,8 +140,7 @@ _LAYER = re.compile(r"^layer (\d+)$")
 
 
 def input_spec(name: str) -> InputSpec:
-    """The :class:`InputSpec` of a key of :data:`SYNTAX_GRID` or of ``"layer <n>"`` (the head-averaged raw
-    attention of layer ``n``, 1 nearest the input: channel ``layer<n>``).
+    """The :class:`InputSpec` of a key of :data:`SYNTAX_GRID` or of ``"layer <n>"`` (raw attention of layer ``n``).
 
     Raises:
         KeyError: an unknown name.
@@ -262,17 +193,12 @@ class TaskItem:
     """One example of a task in one model's tokenisation (after the length cut).
 
     Attributes:
-        num_tokens: tokens kept (``min(T, max_tokens)``).
-        token_labels: ``tokens`` tasks: a label per kept token (``None``: not trained on); empty otherwise.
-        word_tokens: ``tokens`` and ``dependency``: the first sub-token of each scored word.
-        word_labels: gold label of each scored word (tag, or dependency relation).
-        heads: ``dependency``: gold head token of each scored word (``-1``: beyond the cut, not scored).
-        gold_heads: ``dependency``: gold head word of each scored word (1-based, 0 = root).
-        punct: ``dependency``: whether each scored word is punctuation (UPOS ``PUNCT``).
-        spans: ``relation``: ``(e1_start, e1_end, e2_start, e2_end)`` token indices, end exclusive.
-        label: ``relation``: the directed relation.
-        positions: ``grid="words"``: the token index of each image row / column (empty for the token grid); the item's
-            other indices then count words, not tokens.
+        token_labels: a label per kept token (``None``: not trained on; ``tokens`` tasks).
+        word_tokens, word_labels: the first sub-token and the gold label of each scored word.
+        heads, gold_heads, punct: DP: gold head token (``-1``: beyond the cut), head word (1-based, 0 = root),
+            punctuation flag of each scored word.
+        spans, label: RE: ``(e1_start, e1_end, e2_start, e2_end)`` (end exclusive) and the directed relation.
+        positions: ``grid="words"``: the token index of each image row (other indices then count words).
     """
 
     sent_id: str
@@ -291,16 +217,8 @@ class TaskItem:
 
 @dataclass
 class TaskReport:
-    """What the alignment and the length cut did to one task split (all counts, nothing hidden).
-
-    Attributes:
-        unaligned: ``(sent_id, reason)`` of sentences whose words overlap no token.
-        cut_sentences: kept sentences longer than the cut.
-        words, words_beyond_cut: scored words (tokens-task or DP words) and those beyond the cut.
-        heads_beyond_cut: DP words whose head lies beyond the cut (not scored).
-        entities, entities_beyond_cut: NER gold entities and those starting beyond the cut.
-        dropped_beyond_cut: RE examples dropped because an entity ends beyond the cut.
-    """
+    """What the alignment and the length cut did to one task split: ``unaligned`` ``(sent_id, reason)``, and
+    counts of words, DP heads and entities beyond the cut and RE examples dropped for it."""
 
     sentences: int = 0
     kept: int = 0
@@ -314,7 +232,7 @@ class TaskReport:
     dropped_beyond_cut: int = 0
 
     def summary(self) -> str:
-        """One line with every count that is not zero (and the first unaligned ids)."""
+        """One line with every count that is not zero."""
         parts = [f"{self.kept}/{self.sentences} kept"]
         if self.unaligned:
             shown = ", ".join(sid for sid, _ in self.unaligned[:3])
@@ -332,18 +250,8 @@ class TaskReport:
 
 @dataclass
 class TaskData:
-    """The examples of one task split for one model: items, their OLA records, the report.
-
-    Attributes:
-        task: a key of :data:`TASKS`.
-        model: the model's display name.
-        records: the OLA record of each item (same order).
-        causal: the model is a causal LM.
-        max_tokens: the length cut (``None``: none).
-        grid: ``"tokens"`` or ``"words"`` (see the module docstring).
-        sources: records of other channel sources for the same items, by source name (``"alti"``, ``"attention"``);
-            an input spec reads the records of its channels' one source.
-    """
+    """The examples of one task split for one model: items, their OLA ``records``, the report; ``sources``:
+    records of other channel sources (``"alti"``, ``"attention"``) for the same items."""
 
     task: str
     model: str
@@ -360,8 +268,7 @@ class TaskData:
         return len(self.items)
 
     def source_records(self, spec: InputSpec) -> list[Any]:
-        """The records ``spec`` reads: ``records`` for OLA channels and the distance input, else
-        ``sources[name]`` of the channels' source.
+        """The records ``spec`` reads (of its channels' source).
 
         Raises:
             ValueError: its source's records are missing (build the data with that source).
@@ -379,11 +286,10 @@ class TaskData:
 
     @property
     def kind(self) -> str:
-        """``"tokens"``, ``"relation"`` or ``"dependency"``."""
         return task_kind(self.task)
 
     def raw(self, spec: InputSpec) -> list[torch.Tensor]:
-        """The spec's raw maps of every item, cut (and reduced to the word grid): ``(K, T_i, T_i)``."""
+        """The spec's raw ``(K, T_i, T_i)`` maps of every item, cut (and on the word grid)."""
         out = []
         for record, item in zip(self.source_records(spec), self.items):
             if not item.positions:
@@ -395,11 +301,11 @@ class TaskData:
         return out
 
     def inputs(self, spec: InputSpec) -> list[torch.Tensor]:
-        """The adapter input of every item: ``(spec.num_channels, T_i, T_i)`` float32 (cut)."""
+        """The adapter input ``(spec.num_channels, T_i, T_i)`` of every item."""
         return [build_input(m, spec, bool(r.is_causal)) for r, m in zip(self.source_records(spec), self.raw(spec))]
 
     def labels(self) -> list[str]:
-        """Every gold label string the items carry (to build a label vocabulary)."""
+        """Every gold label the items carry."""
         if self.kind == "relation":
             return [item.label for item in self.items]
         if self.kind == "tokens":
@@ -496,36 +402,21 @@ def _to_words(item: TaskItem, first: list[int], kind: str) -> TaskItem:
     return dataclasses.replace(item, num_tokens=count, word_tokens=tuple(range(count)), heads=heads, positions=tuple(kept))
 
 
-def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = "train", *,
-                    max_tokens: int | None = 64, grid: str = "tokens", max_order: int = 2,
-                    records: Sequence[Any] | None = None,
-                    workers: int = 1, device: str | torch.device | None = None, progress: bool = False,
-                    store=None) -> TaskData:
-    """A task split in one model's tokenisation, its OLA cached (:func:`olacore.pipeline.cached_ola`).
+def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = "train", *, records: Sequence[Any],
+                    max_tokens: int | None = 64, grid: str = "tokens") -> TaskData:
+    """A task split in one model's tokenisation.
 
     Args:
-        task: a key of :data:`TASKS`.
-        model: zoo name, Hugging Face id / folder, or a :class:`olacore.loading.LoadedModel`.
-        sources: word-level examples with ``sent_id``, ``text``, ``words`` and ``spans``: :class:`olacore.corpora.UDSentence`
-            (``pos``, ``dp``), :class:`olacore.corpora.NERSentence` (``ner``, ``wnut``),
-            :class:`olacore.corpora.RelationExample` (``re``).
-        split: a label for the report.
-        max_tokens: the length cut, in tokens for both grids (official 64; ``None``: none).
-        grid: ``"tokens"`` (official) or ``"words"``.
-        max_order: OLA orders to compute (2 for the official input, 3 for the syntax grid).
-        records: OLA records of ``sources`` already at hand (then ``model`` only names them).
-        workers, device, progress, store: passed to :func:`olacore.pipeline.cached_ola`.
+        model: names the model (``name`` of a loaded one).
+        sources: word-level examples (:class:`olacore.corpora.UDSentence`, ``NERSentence``, ``RelationExample``).
+        records: the OLA records of ``sources``.
+        max_tokens: the length cut in tokens (official 64; ``None``: none).
 
     Raises:
         ValueError: unknown task, or sources without the labels the task needs.
     """
     kind = task_kind(task)
     sources = list(sources)
-    if records is None:
-        from olacore.pipeline import cached_ola
-
-        records = cached_ola(model, [s.text for s in sources], max_order, workers=workers, device=device,
-                             progress=progress, store=store) if sources else []
     name = getattr(model, "name", model)
     report = TaskReport(sentences=len(sources))
     items, kept_records = [], []
@@ -560,11 +451,7 @@ IGNORE = -100
 
 @dataclass(frozen=True)
 class LabelVocab:
-    """The label classes of a trained adapter, in order (index = class id).
-
-    Built from the *training* labels (:meth:`from_labels`); labels it does not know are counted by
-    :func:`encode_items` and scored as errors, never a crash.
-    """
+    """The label classes of a trained adapter (index = class id), from the training labels."""
 
     labels: tuple[str, ...]
 
@@ -591,13 +478,8 @@ class LabelVocab:
 
 
 def encode_items(items: Sequence[TaskItem], kind: str, vocab: LabelVocab) -> tuple[list[dict[str, np.ndarray]], int]:
-    """Numeric targets of every item, and how many gold labels the vocabulary did not know.
-
-    Returns:
-        ``(targets, unknown)``: per item a dict of int64 arrays, ``tokens``: ``labels`` (T,); ``relation``: ``spans``
-        (4,), ``label`` (1,); ``dependency``: ``words`` (W,) first sub-tokens, ``heads`` (W,) head tokens, ``rels``
-        (W,). Unknown labels and heads beyond the cut are :data:`IGNORE`.
-    """
+    """``(targets, unknown)``: per item int64 arrays (``labels`` (T,); ``spans`` (4,), ``label`` (1,); or ``words``,
+    ``heads``, ``rels`` (W,)), unknown labels and heads beyond the cut :data:`IGNORE`; and the unknown count."""
     targets, unknown = [], 0
     for item in items:
         if kind == "tokens":
@@ -618,12 +500,8 @@ def encode_items(items: Sequence[TaskItem], kind: str, vocab: LabelVocab) -> tup
 
 def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]] | None, kind: str
             ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
-    """Pad a batch: maps into the top-left corner of ``(B, C, T, T)``, targets with :data:`IGNORE`.
-
-    Returns:
-        ``(maps, lengths, batch_targets)``; ``batch_targets`` for ``tokens``: ``labels`` (B, T); ``relation``: ``spans``
-        (B, 4), ``label`` (B,); ``dependency``: ``words``, ``heads``, ``rels`` (B, W) (``words`` padded with 0).
-    """
+    """Pad a batch: ``(maps (B, C, T, T), lengths (B,), targets)``, targets padded with :data:`IGNORE`
+    (``labels`` (B, T); ``spans`` (B, 4), ``label`` (B,); or ``words``, ``heads``, ``rels`` (B, W))."""
     lengths = torch.tensor([m.shape[-1] for m in maps])
     size, channels = int(lengths.max()), maps[0].shape[0]
     batch = torch.zeros(len(maps), channels, size, size)
@@ -652,11 +530,8 @@ def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray
 
 def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None,
                    pool: int = 20) -> Iterator[list[int]]:
-    """Indices in batches of similar length (less padding), in a random order when a generator is given.
-
-    Shuffled, cut into pools of ``pool * batch_size``, sorted by length within each pool, batched; the batches are
-    shuffled again. Without a generator: sorted by length, in order (evaluation).
-    """
+    """Indices in batches of similar length: shuffled by ``generator`` in pools of ``pool * batch_size``, sorted
+    within a pool, batches shuffled; without a generator sorted by length."""
     count = len(lengths)
     if generator is None:
         order = sorted(range(count), key=lambda i: lengths[i])
@@ -671,16 +546,10 @@ def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gen
         yield batches[index]
 
 
-#: Channel sources :func:`syntax_data` can attach (:mod:`olacore.channels`).
-SOURCES = ("ola", "alti", "attention")
-
-
 def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
                   num_test: int | None = None) -> dict[str, list[Any]]:
-    """Smaller splits: the first ``num_train`` / ``num_dev`` sentences of train / dev, and ``num_test``
-    test sentences spread evenly over the chapter's test. ``None`` keeps a split whole; ``test_long`` is dropped when a
-    split is cut.
-    """
+    """The first ``num_train`` / ``num_dev`` sentences and ``num_test`` spread over test (``None``: whole);
+    ``test_long`` only when nothing is cut."""
     out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev],
            "test": evenly_spread(splits["test"], num_test)}
     if "test_long" in splits and num_train is None and num_dev is None and num_test is None:
@@ -691,23 +560,13 @@ def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = N
 def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Any, *, task: str = "dp",
                 sources: Sequence[str] = ("ola",), max_order: int = 3, workers: int = 1, device: str | None = None,
                 progress: bool = False, store: TensorStore | None = None) -> dict[str, TaskData]:
-    """Task data of every split for one model, its maps computed once (cached) for all of them.
+    """``{split: TaskData}`` of one model, its maps computed once (cached) for every split.
 
     Args:
-        model: zoo name, id / folder, or :class:`olacore.loading.LoadedModel` (a control).
-        splits: ``{"train": [...], "dev": [...], "test": [...], ...}`` of word-level sources
-            (:func:`olacore.corpora.ewt_splits` for EWT).
-        settings: the length cut (``max_tokens``) and the ``grid``, read from it (an
-            :class:`olacore.profiles.SyntaxSettings`, which this module does not import: the profiles import it).
-        task: ``"dp"`` or ``"pos"``.
-        sources: channel sources (:data:`SOURCES`): ``"ola"`` (always: orders ``0..max_order`` and the rollout),
-            ``"alti"`` (for the ``"ALTI"`` input), ``"attention"`` (for ``"layer <n>"`` inputs).
-        max_order: OLA orders to compute (3: the syntax grid needs order 3).
-        workers: extraction processes on a miss (a :class:`olacore.loading.LoadedModel` runs in-process).
-        device, progress, store: passed to the cached extraction on a miss.
-
-    Returns:
-        ``{split: TaskData}``; ``TaskData.sources`` holds the ``"alti"`` / ``"attention"`` records of its items.
+        model: zoo name, id / folder, or :class:`olacore.loading.LoadedModel`.
+        splits: ``{"train": [...], "dev": [...], "test": [...]}`` of word-level sources.
+        settings: gives ``max_tokens`` and ``grid`` (a :class:`olacore.profiles.SyntaxSettings`).
+        sources: channel sources (``"ola"`` always; ``"alti"``, ``"attention"``) whose records the data carries.
     """
     from olacore.pipeline import cached_ola, source_records
 

@@ -1,36 +1,10 @@
 """The TOA adapter network (paper section 4.4): axial attention over the ``T x T`` OLA image, one head per task.
 
-**Backbone.** The official adapter (``models/adapters.py``, ``AxialTransformerAdapter`` and its RE / DP siblings) is
-a 1x1 convolution into ``hidden_size`` (768), then the ``axial-attention`` package's ``AxialImageTransformer`` (depth
-5, 8 heads, reversible; per layer row and column self-attention, each pre-LayerNorm, then two feed-forwards of
-channel LayerNorm + 3x3 conv to ``4 * dim`` + LeakyReLU + 3x3 conv back; no positional embedding, no padding mask),
-read on the diagonal cell ``(t, t)``. Its batches are left-padded (``data_utils/data_manager.py``), so padded cells
-take part in every attention.
-
-:class:`AxialBackbone` is this network, attention written as plain matrix products, with a **padding mask** (a departure: a
-sentence's output does not depend on its batch). Per block: row attention, column attention, one feed-forward
-of two 3x3 convolutions as the official ones, optionally after a depthwise 3x3 convolution (``local_mix``); a final
-LayerNorm. It returns the diagonal (token features) and the whole grid
-(read by the DP head when ``pair_scores`` is on). No positional embedding, as officially.
-:class:`PackageBackbone` wraps the official package (no mask) for the padding-leakage comparison.
-
-**Heads** read ``(B, T, D)`` token features and a ``(B, T)`` mask of real tokens (``models/adapters.py``,
-``models/ola_model.py``):
-
-- **Token labels** (POS, NER; ``AxialTransformerAdapter``): LeakyReLU, a 1x1 conv to the classes on the diagonal
-  (a linear map per token); cross-entropy, the NER ``O`` class at half weight.
-- **Relation** (RE; ``AxialTransformerReAdapter``): the mean token features over each entity's span
-  ``[start, end)``, concatenated, LeakyReLU, a linear map to the 19 classes; cross-entropy.
-- **Dependency parsing** (``AxialTransformerDPAdapter``): four MLPs (linear, LeakyReLU 0.1, dropout shared across
-  positions, orthogonal init) give arc (512) and relation (128) dependent / head vectors; a biaffine arc scorer
-  (bias on the dependent side only) and relation scorer (both biases), zero-initialised; padded head candidates
-  ``-inf``; every token, special tokens included, is a candidate head. Our addition (``AdapterConfig.pair_scores``,
-  on by default): a linear map of grid cell ``(i, j)`` is added to the arc and relation scores of dependent ``i``
-  and head ``j``.
-
-**ROOT** follows the official convention (``data_utils/dp_utils.py``, ``map_ola_data``: a word whose head is 0 gets
-itself as head): the root word's arc points to its own first sub-token, so no ROOT vector is learned, the parser
-reads OLA only and works with or without a BOS/[CLS] token.
+Official: ``models/adapters.py`` (``AxialTransformerAdapter`` and its RE / DP siblings): a 1x1 convolution, the
+``axial-attention`` package's ``AxialImageTransformer`` (no padding mask), read on the diagonal cell ``(t, t)``.
+:class:`AxialBackbone` is that network with a padding mask (a departure: a sentence's output does not depend on its
+batch); :class:`PackageBackbone` wraps the package itself. The root word's arc points to its own first sub-token
+(``data_utils/dp_utils.py``), so no ROOT vector is learned.
 """
 
 from __future__ import annotations
@@ -53,11 +27,8 @@ INPUT_TRANSFORMS = ("log-length", "none")
 
 
 def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -> torch.Tensor:
-    """Rescale non-negative maps before the 1x1 convolution: ``log1p(T m)`` (``"log-length"``) or ``m`` (``"none"``).
-
-    ``maps`` ``(B, C, T, T)``, ``lengths`` ``(B,)`` real tokens ``T``. ``T m`` puts a uniform row at 1 for every
-    length; ``log1p`` tames the sink peaks (up to ``T``). Default measured on minilm-l6 DP (book/design.md).
-    """
+    """``(B, C, T, T)`` maps rescaled before the 1x1 convolution: ``log1p(T m)`` (``"log-length"``; ``T`` from
+    ``(B,)`` ``lengths``) or ``m`` (``"none"``, official)."""
     if transform == "none":
         return maps
     return torch.log1p(maps * lengths.to(maps)[:, None, None, None])
@@ -65,22 +36,16 @@ def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -
 
 @settings_class
 class AdapterConfig:
-    """Sizes of the TOA adapter (backbone and task heads).
-
-    Official sizes (``models/adapters.py``, ``utils/arguments.py``, DP configs): ``dim`` 768 (512 in the CLM DP
-    configs), ``depth`` 5, ``heads`` 8, two feed-forwards per layer of 3x3 convolutions 4x wide, DP MLPs 512 (arc) /
-    128 (relation), dropout 0.33. Departure: the default is scaled down to fit a CPU (``dim`` 32, 2 blocks, one
-    feed-forward per block, 2x wide, plus a depthwise 3x3 convolution) and adds ``pair_scores`` and the ``log1p(T m)``
-    input; sizes and additions measured on EWT DP (minilm-l6, smollm2-135m; book/design.md).
+    """Sizes of the TOA adapter (official: ``models/adapters.py``, ``utils/arguments.py``); the defaults are
+    scaled down to fit a CPU (book/design.md).
 
     Attributes:
         dim: channels of every cell of the grid (official 768).
         depth: axial blocks (official 5).
         heads: attention heads; must divide ``dim`` (official 8).
         ffn_mult: width of the feed-forward as a multiple of ``dim`` (official 4).
-        ffn_kernel: the feed-forward's ``3 x 3`` convolutions (official; the only size).
+        ffn_kernel: the feed-forward's convolution size (official 3, the only one).
         local_mix: a depthwise 3x3 convolution in each feed-forward.
-        dropout: dropout on attention and feed-forward outputs.
         arc_dim, rel_dim: widths of the DP head's arc and relation MLPs (official 512, 128).
         mlp_dropout: the DP head's shared dropout (official 0.33).
         pair_scores: the DP head also scores the pair cell ``(i, j)`` (official: diagonal features only).
@@ -89,7 +54,7 @@ class AdapterConfig:
 
     Raises:
         olacore.settings.SettingsError: (a ValueError, one line naming the field) a bad size, ``heads`` not dividing
-            ``dim``, a dropout outside ``[0, 1)``, an unknown option.
+            ``dim``, ``mlp_dropout`` outside ``[0, 1)``, an unknown option.
     """
 
     dim: PositiveInt = 32
@@ -98,7 +63,6 @@ class AdapterConfig:
     ffn_mult: PositiveInt = 2
     ffn_kernel: Literal[3] = 3
     local_mix: Bool = True
-    dropout: Fraction = 0.0
     arc_dim: PositiveInt = 64
     rel_dim: PositiveInt = 32
     mlp_dropout: Fraction = 0.33
@@ -111,50 +75,41 @@ class AdapterConfig:
             raise ValueError(f"AdapterConfig.heads ({self.heads}) must divide dim ({self.dim})")
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-able form (cache keys, records)."""
+        """JSON-able form."""
         return asdict(self)
 
 
 def _attend(x: torch.Tensor, norm: nn.LayerNorm, qkv: nn.Linear, out: nn.Linear, heads: int,
-            key_valid: torch.Tensor, dropout: float) -> torch.Tensor:
-    """Self-attention along the last grid axis of ``x`` (B, R, S, D); keys masked by ``key_valid`` (B, S).
-
-    Plain matrix products, not ``scaled_dot_product_attention``: at head size 8 PyTorch's CPU kernel is slower
-    (one adapter training step at grid 20: 55 ms against 60, equal at grid 40; one core, Zen 4).
-    """
+            key_valid: torch.Tensor) -> torch.Tensor:
+    """Self-attention along the last grid axis of ``x`` ``(B, R, S, D)``; keys masked by ``key_valid`` ``(B, S)``
+    (plain matrix products: faster than ``scaled_dot_product_attention`` on a CPU at head size 8)."""
     batch, rows, length, dim = x.shape
     size = dim // heads
     q, k, v = qkv(norm(x)).reshape(batch, rows, length, 3, heads, size).permute(3, 0, 1, 4, 2, 5)
     bias = torch.zeros(batch, 1, 1, 1, length, device=x.device).masked_fill(~key_valid[:, None, None, None, :], -math.inf)
     weights = (q * size**-0.5 @ k.transpose(-2, -1) + bias).softmax(-1)
-    if dropout:
-        weights = F.dropout(weights, dropout)
     return out((weights @ v).transpose(2, 3).reshape(batch, rows, length, dim))
 
 
 class AxialBlock(nn.Module):
-    """Row attention, column attention, feed-forward; pre-norm, residual, padding-masked.
-
-    Input and output ``(B, T, T, D)`` (channels last); ``valid`` ``(B, T)`` marks real tokens.
-    """
+    """Row attention, column attention, feed-forward (optionally after a depthwise 3x3 convolution); pre-norm,
+    residual, padding-masked. ``(B, T, T, D)`` -> same; ``valid`` ``(B, T)`` marks real tokens."""
 
     def __init__(self, config: AdapterConfig) -> None:
         super().__init__()
         dim = config.dim
-        self.heads, self.dropout = config.heads, config.dropout
+        self.heads = config.heads
         self.row_norm, self.row_qkv, self.row_out = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.col_norm, self.col_qkv, self.col_out = nn.LayerNorm(dim), nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.ff_norm = nn.LayerNorm(dim)
         self.mix = nn.Conv2d(dim, dim, 3, padding=1, groups=dim) if config.local_mix else None
         width = config.ffn_mult * dim
         self.conv_ff = nn.ModuleList([nn.Conv2d(dim, width, 3, padding=1), nn.Conv2d(width, dim, 3, padding=1)])
-        self.drop = nn.Dropout(config.dropout)
 
     def forward(self, x: torch.Tensor, valid: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
-        p = self.dropout if self.training else 0.0
-        x = (x + self.drop(_attend(x, self.row_norm, self.row_qkv, self.row_out, self.heads, valid, p))) * cells
+        x = (x + _attend(x, self.row_norm, self.row_qkv, self.row_out, self.heads, valid)) * cells
         cols = x.transpose(1, 2)
-        cols = (cols + self.drop(_attend(cols, self.col_norm, self.col_qkv, self.col_out, self.heads, valid, p)))
+        cols = cols + _attend(cols, self.col_norm, self.col_qkv, self.col_out, self.heads, valid)
         x = cols.transpose(1, 2) * cells
         h = self.ff_norm(x)
         if self.mix is not None:
@@ -162,7 +117,7 @@ class AxialBlock(nn.Module):
         mask = cells.permute(0, 3, 1, 2)
         y = F.gelu(self.conv_ff[0]((h * cells).permute(0, 3, 1, 2))) * mask
         y = self.conv_ff[1](y).permute(0, 2, 3, 1)
-        return (x + self.drop(y)) * cells
+        return (x + y) * cells
 
 
 class AxialBackbone(nn.Module):
@@ -176,16 +131,8 @@ class AxialBackbone(nn.Module):
         self.norm = nn.LayerNorm(config.dim)
 
     def forward(self, maps: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Token features from the diagonal.
-
-        Args:
-            maps: ``(B, C, T, T)`` float, sentence ``b`` in the top-left ``lengths[b]`` square (padding values ignored).
-            lengths: ``(B,)`` int, real tokens per sentence (``>= 1``).
-
-        Returns:
-            ``(features, grid)``: ``(B, T, D)`` per token (the diagonal) and ``(B, T, T, D)`` per cell (after the final
-            LayerNorm); padded tokens and cells are zero.
-        """
+        """``(B, C, T, T)`` maps (sentence ``b`` in the top-left ``lengths[b]`` square) -> ``(features, grid)``:
+        ``(B, T, D)`` on the diagonal and ``(B, T, T, D)`` per cell; padding is zero."""
         batch, _, size, _ = maps.shape
         valid = torch.arange(size, device=maps.device)[None, :] < lengths.to(maps.device)[:, None]
         cells = (valid[:, :, None] & valid[:, None, :]).unsqueeze(-1).to(maps.dtype)
@@ -197,11 +144,8 @@ class AxialBackbone(nn.Module):
 
 
 class PackageBackbone(nn.Module):
-    """The official backbone: 1x1 conv + ``axial_attention.AxialImageTransformer`` (no padding mask).
-
-    Same interface as :class:`AxialBackbone`; the network sees the padded cells, as the official one does, and
-    ``lengths`` only zero the padded outputs. ``reversible=False`` (saves memory, not results). For padding leakage.
-    """
+    """The official backbone: 1x1 conv + ``axial_attention.AxialImageTransformer``, padded cells seen (as
+    :class:`AxialBackbone`; ``lengths`` only zero the padded outputs)."""
 
     def __init__(self, in_channels: int, config: AdapterConfig) -> None:
         super().__init__()
@@ -225,12 +169,11 @@ def make_backbone(in_channels: int, config: AdapterConfig) -> nn.Module:
     return (AxialBackbone if config.backbone == "masked" else PackageBackbone)(in_channels, config)
 
 
-#: The kinds of head, by what they predict.
 HEAD_KINDS = ("tokens", "relation", "dependency")
 
 
 class TokenHead(nn.Module):
-    """LeakyReLU and a linear map to ``num_classes`` per token: ``(B, T, D) -> (B, T, classes)``."""
+    """POS, NER: LeakyReLU and a linear map per token, ``(B, T, D) -> (B, T, classes)``."""
 
     def __init__(self, dim: int, num_classes: int) -> None:
         super().__init__()
@@ -241,11 +184,8 @@ class TokenHead(nn.Module):
 
 
 class RelationHead(nn.Module):
-    """Mean features over two entity spans, concatenated, LeakyReLU, linear: ``(B, classes)``.
-
-    ``spans`` is ``(B, 4)`` long: ``e1_start, e1_end, e2_start, e2_end`` (token indices, end
-    exclusive, each span non-empty).
-    """
+    """RE: mean features over two entity spans (``(B, 4)``: ``e1_start, e1_end, e2_start, e2_end``, end
+    exclusive), concatenated, LeakyReLU, linear: ``(B, classes)``."""
 
     def __init__(self, dim: int, num_classes: int) -> None:
         super().__init__()
@@ -264,7 +204,7 @@ class RelationHead(nn.Module):
 
 
 class _SharedDropout(nn.Module):
-    """Dropout with one mask per sentence, shared by all its tokens (as the official MLPs)."""
+    """Dropout with one mask per sentence, shared by its tokens (official)."""
 
     def __init__(self, p: float) -> None:
         super().__init__()
@@ -306,10 +246,11 @@ class _Biaffine(nn.Module):
 
 
 class BiaffineHead(nn.Module):
-    """Biaffine arc and relation scorers (Dozat & Manning, 2017) over token features.
+    """DP: biaffine arc and relation scorers (Dozat & Manning, 2017) over four orthogonal-init MLPs, as the
+    official ``AxialTransformerDPAdapter``; ``pair_scores`` (ours) adds a linear map of grid cell ``(i, j)``.
 
-    Returns ``arc`` ``(B, T, T)`` (``arc[b, i, j]``: score of token ``j`` heading token ``i``;
-    ``-inf`` for padded ``j``) and ``rel`` ``(B, T, T, classes)``.
+    Returns ``arc`` ``(B, T, T)`` (``arc[b, i, j]``: token ``j`` heading token ``i``; ``-inf`` for padded ``j``)
+    and ``rel`` ``(B, T, T, classes)``.
     """
 
     def __init__(self, dim: int, num_classes: int, arc_dim: int, rel_dim: int, dropout: float,
@@ -334,12 +275,7 @@ class BiaffineHead(nn.Module):
 
 
 class ToaModel(nn.Module):
-    """The whole adapter: backbone (:func:`olacore.toa.model.make_backbone`) plus one task head.
-
-    Args:
-        task: ``"tokens"`` (POS, NER), ``"relation"`` (RE) or ``"dependency"`` (DP).
-        in_channels: ``C`` of the input maps.
-        num_classes: label classes of the task (tags, relations, dependency relations).
+    """The whole adapter: backbone plus the head of ``task`` (``"tokens"``, ``"relation"``, ``"dependency"``).
 
     Raises:
         ValueError: an unknown head kind.
@@ -360,15 +296,8 @@ class ToaModel(nn.Module):
                                      config.pair_scores)
 
     def forward(self, maps: torch.Tensor, lengths: torch.Tensor, **task_inputs) -> dict[str, torch.Tensor]:
-        """Head outputs for a padded batch (``maps``, ``lengths`` as for :meth:`AxialBackbone.forward`).
-
-        Args:
-            **task_inputs: ``spans`` ``(B, 4)`` for the relation head.
-
-        Returns:
-            ``{"logits": (B, T, classes)}`` (tokens), ``{"logits": (B, classes)}`` (relation),
-            ``{"arc": (B, T, T), "rel": (B, T, T, classes)}`` (dependency).
-        """
+        """Head outputs for a padded batch (as :meth:`AxialBackbone.forward`; ``spans`` for the relation head):
+        ``{"logits": (B, T, classes)}``, ``{"logits": (B, classes)}`` or ``{"arc": (B, T, T), "rel": (B, T, T, classes)}``."""
         features, grid = self.backbone(maps, lengths)
         valid = torch.arange(maps.shape[-1], device=maps.device)[None, :] < lengths.to(maps.device)[:, None]
         return self.head(features, valid, grid=grid, **task_inputs)

@@ -1,29 +1,10 @@
 """Training and scoring TOA adapters (paper section 4.4): the loss, one epoch, a cached seeded job per adapter (the
-checkpoint chosen on dev), greedy prediction and the task metrics.
+checkpoint chosen on *dev*; the official ``configs/train_*.json`` evaluate on test), greedy prediction and metrics.
 
-Official training (``configs/train_*_{conll2000pos,conll2012en_entity,semevalre,udewt_dp}.json``): AdamW (the
-Hugging Face Trainer's), learning rate 1e-5 (3e-5 for DP encoders), batch 2, 15 epochs (5 for CLMs), sentences cut
-at 64 tokens, augmentation on, checkpoints evaluated on the *test* split. Here: AdamW at a higher rate for the much
-smaller adapter (:class:`TrainConfig`, linear warm-up and decay), batches of similar length, the best *dev*
-checkpoint kept (:data:`SELECTION`), test scored once afterwards by the caller, several seeds; the official
-augmentations optional.
-
-An :class:`AdapterJob`'s key holds the sha256 of every training and dev map and target, the label vocabulary, the
-task, the input spec, both configs, the seed, the device type and the :func:`olacore.store.code_digest` of this
-module and what it imports: a stored adapter is reused only for exactly the same training by the same code.
-
-Decoding is greedy, as officially: the arg-max class per token / example; for DP the arg-max head of each word (no
-tree constraint), then the arg-max relation on that arc. Scores, in percent:
-
-- ``pos``: ``accuracy`` per word (at its first sub-token) and ``subtoken_accuracy`` (every sub-token, the
-  official unit; special tokens left out).
-- ``ner``, ``wnut``: entity-level ``f1`` (and ``precision``, ``recall``) with ``seqeval`` on the words (CoNLL-style
-  chunking of BIO tags).
-- ``re``: ``accuracy`` (19-way) and ``macro_f1`` (the official SemEval-2010 Task 8 score).
-- ``dp``: ``uas``, ``las`` with punctuation (as the paper) and ``uas_nopunct``, ``las_nopunct``; words whose head
-  lies beyond the length cut are not scored (official).
-
-Gold labels a model could never predict are compared as given and count as errors.
+Decoding is greedy, as officially (DP: the arg-max head of each word, no tree constraint). Scores, in percent:
+``pos`` accuracy per word and per sub-token; ``ner`` / ``wnut`` entity F1 (``seqeval``); ``re`` accuracy and the
+official SemEval-2010 Task 8 macro F1; ``dp`` UAS / LAS with and without punctuation. Gold labels a model could
+never predict count as errors.
 """
 
 from __future__ import annotations
@@ -67,18 +48,11 @@ METRICS = {"re": "accuracy", "ner": "f1", "pos": "accuracy", "dp": "uas", "wnut"
 @torch.no_grad()
 def predict(model: torch.nn.Module, maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]],
             kind: str, batch_size: int = 16) -> list[dict[str, np.ndarray]]:
-    """Greedy predictions of ``model`` (a :class:`~olacore.toa.model.ToaModel`) for every item.
-
-    Args:
-        maps: ``(C, T_i, T_i)`` inputs.
-        targets: the encoded items (:func:`olacore.toa.data.encode_items`): the relation head reads the entity spans
-            and the DP head the word positions from them.
-        kind: ``"tokens"``, ``"relation"`` or ``"dependency"``.
+    """Greedy predictions for ``(C, T_i, T_i)`` inputs and their encoded ``targets`` (spans, word positions).
 
     Returns:
-        Per item: ``tokens``: ``{"labels": (T,)}``; ``relation``: ``{"label": (1,)}``; ``dependency``:
-        ``{"heads": (W,), "rels": (W,)}`` (head token and relation class of each scored word). Class ids index the
-        adapter's vocabulary.
+        Per item, class ids: ``{"labels": (T,)}`` (tokens), ``{"label": (1,)}`` (relation) or ``{"heads": (W,),
+        "rels": (W,)}`` (dependency: head token and relation of each scored word).
     """
     was_training = model.training
     model.eval()
@@ -105,10 +79,7 @@ def predict(model: torch.nn.Module, maps: Sequence[torch.Tensor], targets: Seque
 
 def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]],
           vocab: LabelVocab) -> dict[str, float]:
-    """The task's metrics (percent) of ``predictions`` against the items' gold labels.
-
-    Gold labels the vocabulary does not know count as errors (they cannot be predicted).
-    """
+    """The task's metrics (percent) of ``predictions`` against the items' gold labels."""
     kind = task_kind(task)
     names = vocab.labels
     if kind == "tokens":
@@ -130,13 +101,8 @@ def score(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, 
 
 def sentence_counts(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]],
                     vocab: LabelVocab) -> np.ndarray:
-    """Per sentence, the counts whose sums give the task's headline score (:data:`METRICS`, as :func:`score`), for a
-    bootstrap over sentences; :func:`counts_score` turns their sums into the score.
-
-    Returns:
-        ``(N, 3)`` ints for the entity tasks (found, predicted and gold entities); ``(N, 2)`` ints for the others
-        (right and scored units: POS words, DP words with punctuation, RE sentences).
-    """
+    """Per sentence, the counts whose sums give the headline score (:func:`counts_score`), for a bootstrap:
+    ``(N, 3)`` found / predicted / gold entities (entity tasks), else ``(N, 2)`` right / scored units."""
     if task in ENTITY_TASKS:
         return entity_counts(*word_tags(items, predictions, vocab))
     kind = task_kind(task)
@@ -153,8 +119,7 @@ def sentence_counts(task: str, items: Sequence[TaskItem], predictions: Sequence[
 
 
 def counts_score(task: str, counts: np.ndarray) -> np.ndarray:
-    """The headline score (percent) of :func:`sentence_counts` summed over sentences: ``(..., k) -> (...)``;
-    a sum with no unit (no scored word, no entity predicted or gold) scores 0."""
+    """The headline score (percent) of summed :func:`sentence_counts`: ``(..., k) -> (...)``; 0 with no unit."""
     if task in ENTITY_TASKS:
         return f1_of_counts(counts)
     return 100.0 * counts[..., 0] / np.maximum(counts[..., 1], 1)
@@ -162,8 +127,7 @@ def counts_score(task: str, counts: np.ndarray) -> np.ndarray:
 
 def word_tags(items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]], vocab: LabelVocab
               ) -> tuple[list[list[str]], list[list[str]]]:
-    """Per sentence of a ``tokens`` task, the gold and the predicted tag of each scored word (read
-    at its first sub-token): what :func:`score` scores."""
+    """Per sentence of a ``tokens`` task, the gold and predicted tag of each scored word (first sub-token)."""
     names = vocab.labels
     gold = [list(item.word_labels) for item in items]
     return gold, [[names[int(p["labels"][t])] for t in item.word_tokens] for item, p in zip(items, predictions)]
@@ -171,11 +135,7 @@ def word_tags(items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndar
 
 def attachment_words(items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]], vocab: LabelVocab
                      ) -> tuple[list[list], list[list], list[list], list[list], list[list]]:
-    """Per DP sentence, its scored words' gold heads, gold relations, predicted heads, predicted
-    relations and punctuation flags: the arguments of :func:`olacore.toa.train.attachment_scores`.
-
-    A word is scored unless its gold head is ``-1`` (beyond the length cut) or ``IGNORE``.
-    """
+    """Per DP sentence, the arguments of :func:`attachment_scores` for its scored words (gold head within the cut)."""
     names = vocab.labels
     gold_heads, gold_rels, pred_heads, pred_rels, punct = [], [], [], [], []
     for item, p in zip(items, predictions):
@@ -189,7 +149,7 @@ def attachment_words(items: Sequence[TaskItem], predictions: Sequence[dict[str, 
 
 
 def _torch_device(name: str) -> str:
-    """``name`` if torch knows it as a device (whether this machine has it is checked when training)."""
+    """``name`` if torch knows it as a device."""
     try:
         torch.device(name)
     except RuntimeError:
@@ -200,12 +160,12 @@ def _torch_device(name: str) -> str:
 
 @settings_class
 class TrainConfig:
-    """How an adapter is trained.
+    """How an adapter is trained (official: AdamW, batch 2, 15 epochs for encoders / 5 for CLMs).
 
     Attributes:
-        epochs: passes over the training sentences (official 15 encoders / 5 CLMs).
+        epochs: passes over the training sentences.
         lr: AdamW peak learning rate (official 1e-5, 3e-5 for DP, for a 768-wide adapter).
-        batch_size: sentences per step (official 2).
+        batch_size: sentences per step.
         warmup: share of the steps with a linearly rising rate (then linear decay to 0).
         clip: gradient-norm clipping (``0``: none).
         augment: the official augmentations (``None``: none).
@@ -213,23 +173,21 @@ class TrainConfig:
         device: ``None`` (CUDA if available) or a torch device name.
 
     Raises:
-        olacore.settings.SettingsError: (a ValueError, one line naming the field) a non-positive size or rate, a
-            negative weight, ``warmup`` outside [0, 1), a ``device`` torch does not know.
+        olacore.settings.SettingsError: (a ValueError naming the field) a non-positive size or rate, a negative
+            weight, ``warmup`` outside [0, 1), a ``device`` torch does not know.
     """
 
     epochs: PositiveInt = 10
     lr: PositiveFloat = 2e-3
-    weight_decay: NonNegativeFloat = 0.01
     batch_size: PositiveInt = 8
     warmup: Fraction = 0.1
     clip: NonNegativeFloat = 1.0
     augment: Augmentation | None = None
     ner_o_weight: NonNegativeFloat = 0.5
-    eval_batch_size: PositiveInt = 32
     device: Annotated[Str, AfterValidator(_torch_device)] | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-able form; the device is left out (the key holds the device type)."""
+        """JSON-able form, less the device."""
         out = dataclasses.asdict(self)
         out.pop("device")
         return out
@@ -237,19 +195,8 @@ class TrainConfig:
 
 def adapter_loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str, torch.Tensor],
                  class_weight: torch.Tensor | None = None) -> torch.Tensor:
-    """The training loss of a TOA head (official ``models/adapters.py``): cross-entropy.
-
-    Args:
-        kind: ``"tokens"`` (POS, NER), ``"relation"`` (RE) or ``"dependency"`` (DP).
-        outputs, targets: a batch's :class:`~olacore.toa.model.ToaModel` outputs and
-            :func:`olacore.toa.data.collate` targets.
-        class_weight: ``(classes,)`` weights of the token classes (NER: ``O`` at 0.5, official).
-
-    Returns:
-        A scalar: tokens, the (weighted) mean CE over labelled tokens; relation, the CE of the 19-way label;
-        dependency, CE(arc) over every word's candidate heads plus CE(relation) on the *gold* arc (words whose head is
-        past the cut ignored).
-    """
+    """The training loss of a TOA head (official ``models/adapters.py``), a scalar cross-entropy: per labelled
+    token (weighted by ``(classes,)`` ``class_weight``), per relation, or DP arc CE plus relation CE on the gold arc."""
     if kind == "tokens":
         logits, labels = outputs["logits"].flatten(0, 1), targets["labels"].flatten()
         losses = F.cross_entropy(logits, labels, ignore_index=IGNORE, reduction="none")
@@ -271,9 +218,7 @@ def adapter_loss(kind: str, outputs: dict[str, torch.Tensor], targets: dict[str,
 
 def epoch_inputs(raw: Sequence[torch.Tensor], spec: InputSpec, causal: bool, augmentation: Augmentation | None = None,
                  generator: torch.Generator | None = None) -> list[torch.Tensor]:
-    """The adapter inputs of one epoch: each sentence's raw maps ``(K, T, T)``, augmented anew when
-    ``augmentation`` is on (the official fake sinks and noise, ``models/ola_augmentations.py``, drawn from
-    ``generator``), then sink-cleaned, row-normalised and mirrored (:func:`olacore.toa.data.stack_channels`)."""
+    """The adapter inputs of one epoch from raw ``(K, T, T)`` maps, augmented anew when ``augmentation`` is on."""
     if augmentation is not None and augmentation.active:
         raw = [augment(m, causal, augmentation, generator) for m in raw]
     return [build_input(m, spec, causal) for m in raw]
@@ -281,10 +226,9 @@ def epoch_inputs(raw: Sequence[torch.Tensor], spec: InputSpec, causal: bool, aug
 
 def optimiser_for(model: torch.nn.Module, config: TrainConfig, steps: int
                   ) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]:
-    """AdamW (the official Trainer's optimiser) with a linear warm-up over ``config.warmup`` of
-    the ``steps`` and a linear decay to 0 after it."""
+    """AdamW (weight decay 0.01) with a linear warm-up over ``config.warmup`` of the ``steps``, then linear decay."""
     warm = max(1, int(config.warmup * steps))
-    optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimiser = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimiser, lambda s: min((s + 1) / warm, max(0.0, (steps - s) / max(1, steps - warm))))
     return optimiser, schedule
@@ -293,15 +237,7 @@ def optimiser_for(model: torch.nn.Module, config: TrainConfig, steps: int
 def train_epoch(model: torch.nn.Module, inputs: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]],
                 optimiser: torch.optim.Optimizer, schedule: torch.optim.lr_scheduler.LambdaLR, config: TrainConfig,
                 generator: torch.Generator, class_weight: torch.Tensor | None = None) -> float:
-    """One pass over the training sentences in batches of similar length; returns the mean loss.
-
-    Args:
-        model: the adapter, put in train mode.
-        inputs: ``(C, T_i, T_i)`` adapter inputs; ``targets``: their encoded labels.
-        optimiser, schedule: from :func:`optimiser_for`; stepped once per batch.
-        generator: the batch order (seeded: the same seed gives the same batches).
-        class_weight: as :func:`adapter_loss`.
-    """
+    """One pass over ``(C, T_i, T_i)`` inputs in batches of similar length (order from ``generator``); the mean loss."""
     device = next(model.parameters()).device
     model.train()
     total, batches = 0.0, 0
@@ -331,11 +267,8 @@ def _digest(arrays: Sequence[np.ndarray]) -> str:
 
 @dataclass
 class AdapterJob:
-    """One adapter training run (picklable, numpy inside): a :class:`olacore.training.TrainingJob`.
-
-    Build it with :func:`make_job`. ``labels`` (model name, input label, ...) go into the
-    record only, not the key: the maps themselves identify the model.
-    """
+    """One adapter training run (a :class:`olacore.training.TrainingJob`, numpy inside; :func:`make_job`).
+    ``labels`` go into the record only, not the key."""
 
     task: str
     spec: InputSpec
@@ -353,10 +286,6 @@ class AdapterJob:
     grid: str = "tokens"
 
     def key(self) -> str:
-        """sha256 of everything that changes the trained adapter (see the module docstring).
-
-        The grid needs no entry of its own: it shapes the maps and targets, which are hashed.
-        """
         def data_digest(raw, targets):
             return _digest(list(raw) + [a for t in targets for _, a in sorted(t.items())])
 
@@ -369,7 +298,7 @@ class AdapterJob:
         )
 
     def train(self) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-        """Train, keep the best dev checkpoint; return its weights and the training record."""
+        """Train, keep the best dev checkpoint: ``(weights, record)``."""
         torch.manual_seed(self.seed)
         generator = torch.Generator().manual_seed(self.seed)
         device = resolve_device(self.training.device)
@@ -395,7 +324,7 @@ class AdapterJob:
             loss = train_epoch(model, inputs, self.train_targets, optimiser, schedule, config, generator, class_weight)
             train_seconds += time.perf_counter() - tick
             dev = score(self.task, self.dev_items,
-                        predict(model, dev_inputs, self.dev_targets, kind, config.eval_batch_size), vocab)
+                        predict(model, dev_inputs, self.dev_targets, kind, 32), vocab)
             history.append({"epoch": epoch, "loss": loss, **{f"dev_{k}": v for k, v in dev.items()}})
             if best is None or dev[metric] > best[metric]:
                 best, best_epoch = dev, epoch
@@ -414,7 +343,7 @@ class AdapterJob:
 
 @dataclass
 class TrainedAdapter:
-    """A trained adapter and its record (config, vocabulary, dev scores, history, times)."""
+    """A trained adapter and its record."""
 
     model: ToaModel
     record: dict[str, Any]
@@ -442,19 +371,17 @@ class TrainedAdapter:
         return InputSpec(tuple(spec["channels"]), tuple(spec["variants"]), spec["mirror"])
 
     def predict(self, data: TaskData, batch_size: int = 32) -> list[dict[str, np.ndarray]]:
-        """Greedy predictions on any model's task data of this adapter's task (see :func:`olacore.toa.train.predict`)."""
+        """Greedy predictions (:func:`predict`) on any model's task data of this task."""
         self._check(data)
         targets, _ = encode_items(data.items, data.kind, self.vocab)
         return predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
 
     def evaluate(self, data: TaskData, batch_size: int = 32,
                  predictions: Sequence[dict[str, np.ndarray]] | None = None) -> dict[str, float]:
-        """Scores on ``data`` (a model the adapter may never have seen), plus ``unknown_labels``;
-        ``predictions``: this adapter's :meth:`predict` on ``data`` when already made.
+        """Scores on ``data`` (any model's), plus ``unknown_labels``; ``predictions`` when already made.
 
         Raises:
-            ValueError: ``data`` is for another task or grid, or from a model of the other
-                kind (CLM vs encoder: TOA transfers within a kind only, as the official code).
+            ValueError: ``data`` is for another task or grid, or from a model of the other kind.
         """
         self._check(data)
         targets, unknown = encode_items(data.items, data.kind, self.vocab)
@@ -478,14 +405,8 @@ class TrainedAdapter:
 
 def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterConfig | None = None,
              training: TrainConfig | None = None, seed: int = 0, **labels: Any) -> AdapterJob:
-    """An :class:`AdapterJob` from a model's train and dev task data (label classes: the training labels).
-
-    Args:
-        train, dev: task data of the same task and model (dev selects the checkpoint).
-        spec: what the adapter reads.
-        adapter, training: configs (defaults: :class:`AdapterConfig`, :class:`TrainConfig`).
-        seed: seeds initialisation, batch order, dropout and augmentation.
-        **labels: columns for the record (model, input, ...).
+    """An :class:`AdapterJob` from a model's train and dev task data (classes: the training labels); ``labels``:
+    columns for the record; ``seed``: initialisation, batch order, dropout and augmentation.
 
     Raises:
         ValueError: train and dev differ in task or grid, or a split is empty.
@@ -505,17 +426,13 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
 
 def train_adapters(jobs: Sequence[AdapterJob], *, workers: int = 1, store: TensorStore | None = None,
                    progress: bool = True) -> list[TrainedAdapter]:
-    """Every job's adapter: from the store, or trained now in ``workers`` processes and stored
-    (:func:`olacore.training.run_cached`: one single-threaded process per worker; equal keys train once)."""
+    """Every job's adapter, from the store or trained now in ``workers`` processes."""
     results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="TOA adapters")
     return [TrainedAdapter.from_stored(tensors, record) for tensors, record in results]
 
 
 def token_accuracy(gold: Sequence[Sequence[Hashable]], pred: Sequence[Sequence[Hashable]]) -> float:
-    """Share of labels predicted exactly, in percent (POS accuracy per word or per sub-token).
-
-    ``gold``, ``pred``: per sentence, one label per unit (word, or sub-token for the official per-sub-token POS
-    accuracy), in equal numbers.
+    """Share of labels predicted exactly, in percent; per sentence one label per unit (word or sub-token).
 
     Raises:
         ValueError: there is no label to count.
@@ -527,11 +444,8 @@ def token_accuracy(gold: Sequence[Sequence[Hashable]], pred: Sequence[Sequence[H
 
 
 def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> dict[str, float]:
-    """Entity-level precision, recall and F1 of BIO tag sequences (``seqeval``, CoNLL chunking), in percent.
-
-    An entity counts as found only when its type and both boundaries match. Tags are per word (the TOA tasks read
-    each word's tag at its first sub-token), BIO (``"O"``, ``"B-<type>"``, ``"I-<type>"``), as many as the gold ones.
-    Also returns ``"entities"``, the gold entity count.
+    """Entity-level precision, recall and F1 (percent) of per-word BIO tags (``seqeval``, CoNLL chunking), and
+    ``"entities"``, the gold entity count.
 
     Raises:
         ValueError: no gold entity (F1 undefined).
@@ -552,8 +466,7 @@ def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> d
 
 
 def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> np.ndarray:
-    """Per sentence, the entities :func:`entity_f1` counts: ``(N, 3)`` ints, found, predicted, gold. Summed
-    over sentences they give F1 ``200 found / (predicted + gold)``, as a bootstrap over sentences needs."""
+    """Per sentence, ``(N, 3)`` found / predicted / gold entities (:func:`f1_of_counts` of their sum is F1)."""
     from seqeval.metrics.sequence_labeling import get_entities
 
     counts = np.zeros((len(gold), 3), dtype=np.int64)
@@ -564,21 +477,16 @@ def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) 
 
 
 def f1_of_counts(counts: np.ndarray) -> np.ndarray:
-    """Entity F1 (percent) of :func:`entity_counts` summed over sentences: ``(..., 3) -> (...)``; 0
-    where there is neither a predicted nor a gold entity."""
+    """Entity F1 (percent) of summed :func:`entity_counts`: ``(..., 3) -> (...)``; 0 without any entity."""
     return 200.0 * counts[..., 0] / np.maximum(counts[..., 1] + counts[..., 2], 1)
 
 
 def paired_bootstrap_se(ours: np.ndarray, theirs: np.ndarray, score: Callable[[np.ndarray], np.ndarray],
                         draws: int = 2000, seed: int = 0) -> float:
-    """Standard error (points) of ``score(ours) - score(theirs)`` over test sentences, by a paired bootstrap.
+    """Standard error (points) of ``score(ours) - score(theirs)`` by a paired bootstrap over sentences.
 
-    Args:
-        ours, theirs: ``(N, k)`` per-sentence counts, row ``i`` the same sentence on both sides (e.g.
-            :func:`entity_counts` of two taggers).
-        score: the metric (percent) of counts summed over sentences, ``(..., k) -> (...)`` (e.g. :func:`f1_of_counts`).
-        draws: resamples of the ``N`` sentences with replacement, the same for both sides
-            (``numpy.random.default_rng(seed)``); NaN for fewer than two sentences.
+    ``ours``, ``theirs``: ``(N, k)`` per-sentence counts of the same sentences; ``score``: ``(..., k) -> (...)`` of
+    summed counts (e.g. :func:`f1_of_counts`); ``draws`` resamples; NaN for fewer than two sentences.
     """
     if len(ours) < 2:
         return float("nan")
@@ -594,15 +502,13 @@ def semeval_relation_type(label: str) -> str:
 def semeval_scores(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]:
     """Accuracy and the official SemEval-2010 Task 8 score of directed relation labels, in percent.
 
-    The official score (scorer ``semeval2010_task8_scorer-v1.2.pl``, evaluation (iii): "(9+1)-way, directionality
-    taken into account") is the macro-average over the relation types present in gold, ``Other`` excluded, of
-    ``F1 = 2PR / (P + R)``: for a type, ``P`` and ``R`` are the predictions equal to the gold label, direction
-    included, over the predictions and over the gold labels of that type (either direction; a right type with the
-    wrong direction is an error that still counts in both denominators).
+    The official score (``semeval2010_task8_scorer-v1.2.pl``, evaluation (iii), "(9+1)-way, directionality taken
+    into account"): the macro F1 over the relation types in gold, ``Other`` excluded; per type, exact directed
+    matches over the predictions and the gold labels of that type (either direction).
 
     Args:
-        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``: no relation), as many
-            predicted as gold; a ``None`` prediction (an answer that could not be parsed) counts as wrong.
+        gold, pred: one directed label per example (``"Message-Topic(e1,e2)"``, ``"Other"``); a ``None``
+            prediction (an unparsed answer) counts as wrong.
 
     Returns:
         ``{"accuracy", "macro_f1", "macro_precision", "macro_recall", "examples"}`` (accuracy 19-way).
@@ -647,15 +553,12 @@ def semeval_scores(gold: Sequence[str], pred: Sequence[str]) -> dict[str, float]
 def attachment_scores(gold_heads: Sequence[Sequence[int]], gold_rels: Sequence[Sequence[str]],
                       pred_heads: Sequence[Sequence[int]], pred_rels: Sequence[Sequence[str]],
                       punct: Sequence[Sequence[bool]] | None = None) -> dict[str, float]:
-    """Unlabelled and labelled attachment scores (UAS, LAS), with and without punctuation.
-
-    Heads are compared as given (any consistent numbering); a label is right when the head and the relation are.
-    ``punct``: per sentence, ``True`` for punctuation words, left out of the ``*_nopunct`` scores (``None``: only the
-    scores with punctuation).
+    """Unlabelled and labelled attachment scores (percent), with punctuation and, given ``punct`` flags per word,
+    without it.
 
     Returns:
-        ``{"uas", "las", "words"}`` and, with ``punct``, ``{"uas_nopunct", "las_nopunct", "words_nopunct"}``; scores
-        in percent (NaN when no word is left).
+        ``{"uas", "las", "words"}`` and, with ``punct``, ``{"uas_nopunct", "las_nopunct", "words_nopunct"}`` (NaN
+        when no word is left).
 
     Raises:
         ValueError: there is no word at all.
