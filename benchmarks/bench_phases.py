@@ -37,6 +37,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))  # measure.py, also when this file is loaded by the tests
+sys.path.insert(1, str(ROOT / "notebooks"))  # chapter_code.zeroshot, the zero-shot unit's decoding
 
 from measure import (adapter_unit, attainable_rate, bench_table, bench_texts, extraction_units,  # noqa: E402
                      machine_description, measure_phase, proxy_unit, zero_shot_unit)

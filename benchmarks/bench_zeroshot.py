@@ -1,7 +1,7 @@
 """Zero-shot generation: batched greedy decoding with the shared prompt prefix cached, against ``model.generate``.
 
 One run, same prompts (evenly spread SemEval dev examples, the RE prompt), same thread count:
-per-example ``model.generate`` (greedy, no prefix reuse), :func:`olacore.zeroshot.generate_greedy`
+per-example ``model.generate`` (greedy, no prefix reuse), :func:`chapter_code.zeroshot.generate_greedy`
 with batch size 1 (prefix cache only) and with batch sizes 8 and 16 (prefix cache + batching). Prints
 seconds per answer, the ratios, and how many answers agree token for token with ``generate``.
 Reported, never asserted.
@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import torch
 
-from olacore.corpora import read_semeval
-from olacore.corpora import evenly_spread
-from olacore.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "notebooks"))  # chapter 07's own code
+
+from olacore.corpora import evenly_spread, read_semeval  # noqa: E402
+
+from chapter_code.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form  # noqa: E402
 
 
 def main(model: str = "smollm2-135m", count: int = 16, threads: int = 1) -> None:

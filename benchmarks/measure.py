@@ -314,11 +314,12 @@ def proxy_unit(steps: int, seed: int = 0) -> tuple[str, str, object]:
 
 
 def zero_shot_unit(model_name: str, prompts: int, batch_size: int = 16) -> tuple[str, str, object]:
-    """Greedy answers to ``prompts`` SemEval dev RE prompts (spread evenly) with ``model_name``, as the zero-shot
-    chapter decodes them (:func:`olacore.zeroshot.generate_greedy`, shared prefix once, batches of ``batch_size``)."""
-    from olacore.corpora import read_semeval
-    from olacore.corpora import evenly_spread
-    from olacore.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form
+    """Greedy answers to ``prompts`` SemEval dev RE prompts (spread evenly) with ``model_name``, as chapters 07 and
+    a5 decode them (:func:`chapter_code.zeroshot.generate_greedy`: shared prefix once, batches of ``batch_size``).
+    Needs ``notebooks/`` on ``sys.path`` (``bench_phases.py`` puts it there)."""
+    from olacore.corpora import evenly_spread, read_semeval
+
+    from chapter_code.zeroshot import PROMPTS, build_prompt, generate_greedy, load_generator, prompt_form
 
     lm = load_generator(model_name, device="cpu")
     form = prompt_form(lm.tokenizer)

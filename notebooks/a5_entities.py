@@ -38,13 +38,13 @@ from olacore.report import (LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED, paper_to
 from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
 from olacore.toa import METRICS, TOA_INPUT, input_spec, make_job, train_adapters
-from olacore.zeroshot import prompt_forms
 
 from chapter_code.syntax import data_reports
 from chapter_code.transfer import (ROW_COLUMNS, all_task_data, gap_table, learned_table, majority_bounds,
                                    random_init_rows, record_transfer, similarity_hits, similarity_vs_transfer,
                                    surface_bounds, surface_margins, transfer_heatmaps, transfer_scores, verdict_table,
                                    zero_shot_rows)
+from chapter_code.zeroshot import prompt_forms
 
 torch.set_num_threads(1)
 settings = chapter_settings("transfer", profile, device=device)
@@ -215,7 +215,7 @@ show_table(wide.reset_index(), "tbl-toa-entity-matrices", "Entity transfer matri
 # initialised weights (same architecture and tokenizer; seed 0), and beside it on the real
 # target's OLA of the same sentences. **Zero-shot prompting** asks each causal target, in its
 # own chat template where it has one, to name the relation or list the entities (greedy
-# decoding; `olacore.zeroshot`); an answer outside the label set counts as wrong and is counted.
+# decoding; `chapter_code/zeroshot.py`); an answer outside the label set counts as wrong and is counted.
 
 # %%
 with watch("bounds: majority, capitalisation"):

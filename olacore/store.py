@@ -31,7 +31,8 @@ _PACKAGE = Path(__file__).resolve().parent  # the olacore folder this process im
 NOT_IN_DIGESTS = frozenset({"olacore.store", "olacore.results", "olacore.workers"})
 
 
-#: Where digested code lives: this package and ``notebooks/chapter_code``.
+#: Where digested code lives: this package, and the chapters' own code (``notebooks/chapter_code``), whose results
+#: (chapter 05's perturbed models, the zero-shot answers) are cached too.
 _ROOTS = {"olacore": _PACKAGE, "chapter_code": _PACKAGE.parent / "notebooks" / "chapter_code"}
 
 

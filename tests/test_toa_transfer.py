@@ -227,7 +227,7 @@ def test_paper_keys_exist_in_the_report():
 
 
 def test_zero_shot_answers_outside_the_label_set_are_counted(monkeypatch):
-    import olacore.zeroshot as zeroshot
+    import chapter_code.zeroshot as zeroshot
 
     def fake(model, task, examples, **_):
         gold = [x.label for x in examples]

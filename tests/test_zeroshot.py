@@ -1,4 +1,5 @@
-"""Zero-shot prompting (olacore.zeroshot): prompts, parsers, scores, cache keys, and one real generation."""
+"""Zero-shot prompting (chapter_code.zeroshot, chapter 07 and appendix a5): prompts, parsers, scores, cache keys,
+and one real generation."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from transformers import PreTrainedTokenizerFast
 
 from olacore.corpora import SEMEVAL_LABELS, WNUT17_TYPES, NERSentence, RelationExample, join_words
 from olacore.store import TensorStore
-from olacore.zeroshot import (
+
+from chapter_code.zeroshot import (
     PROMPTS,
+    WNUT17_TYPES_IN_PROMPT,
+    answer_identity,
     answer_keys,
     build_prompt,
     instructions,
@@ -23,10 +27,9 @@ from olacore.zeroshot import (
     parse_relation,
     prompt_form,
     semeval_macro_f1,
+    tokenize_prompts,
     zero_shot_scores,
 )
-from olacore.zeroshot import answer_identity, tokenize_prompts
-from olacore.zeroshot import WNUT17_TYPES_IN_PROMPT
 
 
 def relation(words: str, e1: tuple[int, int], e2: tuple[int, int], label: str, sent_id: str = "1") -> RelationExample:
@@ -325,7 +328,7 @@ def smollm():
 
 @pytest.mark.slow
 def test_real_zoo_models_get_their_forms():
-    from olacore.zeroshot import prompt_forms
+    from chapter_code.zeroshot import prompt_forms
 
     table = prompt_forms(["smollm2-135m", "qwen2.5-0.5b", "gemma-3-270m"]).set_index("model")
     assert table["form"].to_dict() == {"smollm2-135m": "chat", "qwen2.5-0.5b": "chat", "gemma-3-270m": "plain"}
@@ -340,7 +343,7 @@ def test_real_zoo_models_get_their_forms():
 @pytest.mark.slow
 def test_batched_greedy_equals_generate(smollm, one_thread):
     """The prefix-cached, left-padded batch decodes exactly what ``model.generate`` decodes greedily."""
-    from olacore.zeroshot import generate_greedy
+    from chapter_code.zeroshot import generate_greedy
 
     examples = [EXAMPLE_RE, relation("The cup holds a little tea .", (1, 2), (5, 6), "Content-Container(e2,e1)")]
     prompts = [build_prompt(smollm.tokenizer, "re", x, "chat") for x in examples]
@@ -357,7 +360,7 @@ def test_batched_greedy_equals_generate(smollm, one_thread):
 @pytest.mark.slow
 def test_zero_shot_reads_answers_back_and_never_reuses_a_changed_prompt_or_model(smollm, tmp_path, monkeypatch,
                                                                                one_thread):
-    from olacore.zeroshot import zero_shot
+    from chapter_code.zeroshot import zero_shot
 
     store = TensorStore(tmp_path)
     examples = [EXAMPLE_RE, relation("The cup holds a little tea .", (1, 2), (5, 6), "Content-Container(e2,e1)", "2")]
@@ -389,7 +392,7 @@ def test_a_resumed_zero_shot_run_answers_as_a_cold_one(smollm, tmp_path):
     is the cold run's."""
     import shutil
 
-    from olacore.zeroshot import zero_shot
+    from chapter_code.zeroshot import zero_shot
 
     cold = zero_shot(smollm, "re", FOUR_RE, batch_size=2, store=TensorStore(tmp_path / "cold"), progress=False)
     assert (~cold["cached"]).all()
@@ -414,7 +417,7 @@ def test_a_resumed_zero_shot_run_answers_as_a_cold_one(smollm, tmp_path):
 @pytest.mark.slow
 def test_zero_shot_on_two_workers_equals_one(tmp_path):
     """Each batch runs on the fixed thread count: two worker processes answer as this process does."""
-    from olacore.zeroshot import zero_shot
+    from chapter_code.zeroshot import zero_shot
 
     here = zero_shot("smollm2-135m", "re", FOUR_RE, batch_size=2, device="cpu", workers=1,
                      store=TensorStore(tmp_path / "one"), progress=False)

@@ -9,6 +9,8 @@ next to it:
 - :mod:`chapter_code.controls`: chapter 05's control models (random init, shuffled layers, noise) and their tables.
 - :mod:`chapter_code.syntax`: chapter 06's EWT data sets and the readings of its grid (and appendix a4's).
 - :mod:`chapter_code.transfer`: chapter 07's transfer data, bounds and readings (and appendix a5's).
+- :mod:`chapter_code.zeroshot`: the zero-shot prompting baseline of chapter 07 and appendix a5 (prompts, greedy
+  decoding, answer parsers, scores), run by :func:`chapter_code.transfer.zero_shot_rows`.
 - :mod:`chapter_code.official_protocol`: appendix a1's table, curves and selection plot of the official protocol.
 
 A chapter imports them as ``from chapter_code.controls import ...``: ``notebooks/`` must be on the path. It is
@@ -17,6 +19,6 @@ when Jupyter opens a chapter from ``notebooks/`` (its folder is the working dire
 (``tests/conftest.py``); elsewhere (a chapter opened from ``book/generated/``, a script), start from the repository
 root with ``PYTHONPATH="$PWD/notebooks"`` (an absolute path: a kernel resolves a relative one against its own
 folder). Their code is in the cache keys of what they make (:func:`olacore.store.code_digest` reads this folder
-too: chapter 05's perturbed models carry it in their fingerprints), and the runner re-executes the chapters when a
-file here changes.
+too: chapter 05's perturbed models carry it in their fingerprints, the zero-shot answers in their keys), and the
+runner re-executes the chapters when a file here changes.
 """

@@ -33,9 +33,9 @@ from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
 from olacore.toa.train import (METRICS, TRANSFER_TASKS, TrainedAdapter, counts_score, entity_counts, entity_f1,
                                f1_of_counts, paired_bootstrap_se, sentence_counts, word_tags)
 from olacore.report import NOT_MEASURED_HERE, beats_bound, learned
-from olacore.zeroshot import TASKS as ZERO_SHOT_TASKS
 
 from chapter_code.syntax import syntax_splits
+from chapter_code.zeroshot import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
            "matrix", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
@@ -221,7 +221,7 @@ def matrix(rows: pd.DataFrame, task: str, kind: str) -> pd.DataFrame:
     return chosen.pivot_table(index="source", columns="target", values="score", aggfunc="mean", sort=False)
 
 
-#: The zero-shot task (:mod:`olacore.zeroshot`) each prompted task is asked as (:func:`zero_shot_rows`).
+#: The zero-shot task (:mod:`chapter_code.zeroshot`) each prompted task is asked as (:func:`zero_shot_rows`).
 ZERO_SHOT_TASK = {"re": "re", "wnut": "ner"}
 #: The transfer tasks :func:`zero_shot_rows` prompts; why: there.
 PROMPTED = tuple(t for t in TRANSFER_TASKS if ZERO_SHOT_TASK.get(t) in ZERO_SHOT_TASKS)
@@ -367,8 +367,8 @@ def surface_margins(adapters: Mapping[tuple[str, str, int], TrainedAdapter],
 
 
 def zero_shot_rows(settings: TransferSettings, *, store=None) -> pd.DataFrame:
-    """Zero-shot prompting (:func:`olacore.zeroshot.zero_shot`) of ``settings.zero_shot_models`` on the test subset the
-    transfer is scored on (answers cached): the paper's only TOA baseline (section 4.4, its RE table).
+    """Zero-shot prompting (:func:`chapter_code.zeroshot.zero_shot`) of ``settings.zero_shot_models`` on the test
+    subset the transfer is scored on (answers cached): the paper's only TOA baseline (section 4.4, its RE table).
 
     Prompted (:data:`PROMPTED`): ``re``, and ``wnut`` asked as ``"ner"``. Not ``dp`` / ``pos`` (the paper prompts for
     neither; the answer is a label per word), nor UNER's ``ner`` (the prompt names WNUT-17's six types).
@@ -378,7 +378,7 @@ def zero_shot_rows(settings: TransferSettings, *, store=None) -> pd.DataFrame:
         (counted wrong), ``outside_label_set``, ``majority`` (RE: majority-class accuracy on the same examples);
         empty when nothing is prompted.
     """
-    from olacore.zeroshot import zero_shot, zero_shot_scores
+    from chapter_code.zeroshot import zero_shot, zero_shot_scores
 
     rows = []
     for task in [t for t in settings.tasks if t in PROMPTED]:

@@ -1,23 +1,18 @@
-"""Zero-shot prompting of a causal LM: the paper's only baseline for TOA transfer (paper section 4.4).
-
-The paper sets an adapter trained on one model's OLA, applied unchanged to another, beside zero-shot prompting of
-the target LM (its RE table: Qwen2-1.5B / Gemma-2-2B / Llama-3.2-3B reach 7.69 / 5.01 / 14.65 % accuracy,
-:func:`olacore.report.paper_toa_relation_extraction`; official ``rel_zeroshot.py``, ``ner_zeroshot.py``). Four steps:
+"""Zero-shot prompting of a causal LM: the paper's only baseline for TOA transfer (paper section 4.4, its RE table:
+:func:`olacore.report.paper_toa_relation_extraction`; official ``rel_zeroshot.py``, ``ner_zeroshot.py``).
 
 **Prompts** (:data:`PROMPTS`, :func:`build_prompt`): fixed RE (SemEval-2010 Task 8) and NER (WNUT-17) instructions,
-written for this book, chosen on the dev splits, never on test. Form ``"chat"``: the instructions as the user turn
-of the tokenizer's own chat template (every tokenizer that has one; in our zoo ``smollm2-135m``, ``qwen2.5-0.5b``);
-``"plain"``: the same text ending in an answer cue (``Label:`` / ``Entities:``) that a base model completes
-(``gemma-3-270m``), as the official scripts feed their instruct models.
+written for this book and chosen on the dev splits. Form ``"chat"``: the instructions as the user turn of the
+tokenizer's chat template (``smollm2-135m``, ``qwen2.5-0.5b``); ``"plain"``: the same text ending in an answer cue
+(``Label:`` / ``Entities:``) for a base model to complete (``gemma-3-270m``).
 
-**Decoding** (:func:`load_generator`, :func:`generate_greedy`, :func:`decode_batch`): greedy, at most
-``max_new_tokens`` (RE 20, NER 40), ending at the model's end-of-turn tokens and at the task's stop strings.
-Written out rather than ``model.generate`` for CPU speed: the token prefix all prompts share runs once per batch,
-its KV cache repeated over the batch; the answers equal ``model.generate``'s greedy ones up to float rounding.
+**Decoding** (:func:`generate_greedy`, :func:`decode_batch`): greedy, at most ``max_new_tokens`` (RE 20, NER 40),
+ending at the model's end-of-turn tokens and the task's stop strings. The token prefix all prompts share runs once
+per batch; the answers equal ``model.generate``'s greedy ones up to float rounding.
 
-**Parsing**, tolerant of surface form, never guessing; an answer whose status is not ``"ok"`` (RE) or that yields
-no usable line (NER) scores as wrong and is counted. :func:`parse_relation` reads the answer's first line with
-content (blank lines and a lone lead-in such as ``Answer:`` skipped):
+**Parsing**, tolerant of surface form, never guessing; an RE answer whose status is not ``"ok"``, or an NER answer
+with no usable line, scores as wrong and is counted. :func:`parse_relation` reads the answer's first line with
+content (a lone lead-in such as ``Answer:`` skipped):
 
 - ``ok``: exactly one of the 19 labels is named (twice is still one). A directed label is a relation name (case,
   spaces, ``-`` or ``_`` between its words free) and a direction: ``(e1,e2)``, ``[e1,e2]``, ``e1->e2``,
@@ -36,10 +31,8 @@ is tagged (BIO); ``type: A, B`` whose parts are in the sentence gives one entity
 line: ``bad_line``, ``outside_type``, ``not_in_sentence``, ``overlap``. Statuses: ``ok``, ``none``, ``partial``
 (some lines read), ``unparseable`` (none read), ``empty``.
 
-**Experiment** (:func:`zero_shot`, :func:`zero_shot_scores`): every raw answer is cached under :func:`answer_keys`
-(model fingerprint, full prompt, its batch, device type, and the code digest of this module and its imports), so
-a changed prompt, decoder or model is never served an old answer; RE 19-way accuracy and the official SemEval-2010
-Task 8 macro-F1, NER entity-level F1 (seqeval).
+**Experiment** (:func:`zero_shot`, :func:`zero_shot_scores`): every raw answer is cached under :func:`answer_keys`;
+RE 19-way accuracy and the official SemEval-2010 Task 8 macro-F1, NER entity-level F1 (seqeval).
 """
 
 from __future__ import annotations
@@ -58,9 +51,9 @@ import torch
 
 from olacore.corpora import NERSentence, RelationExample, SEMEVAL_LABELS, WNUT17_TYPES
 from olacore.loading import _classify, _hub_call, _local_folder, _quiet_transformers, model_fingerprint, model_kind
+from olacore.results import progress as progress_bar
 from olacore.settings import check_compute_options, cpu_workers, fixed_threads, resolve_device
 from olacore.store import TensorStore, code_digest
-from olacore.results import progress as progress_bar
 from olacore.zoo import zoo_folder
 
 if TYPE_CHECKING:
@@ -566,10 +559,8 @@ def _end_ids(model, tokenizer) -> frozenset[int]:
 
 
 def load_generator(name: str, device: str | torch.device | None = None) -> GenerativeLM:
-    """Load a causal LM WITH its LM head for generation (zero-shot prompting): float32, eval mode.
-
-    ``name``: zoo name (its folder, :func:`olacore.zoo.zoo_folder`, built by ``scripts/build_zoo.py``), local
-    folder or Hugging Face id in the local Hugging Face cache.
+    """A causal LM WITH its LM head, for generation: float32, eval mode. ``name``: zoo name (its folder built by
+    ``scripts/build_zoo.py``), local folder or Hugging Face id in the local Hugging Face cache.
 
     Raises:
         ValueError: unknown model, an encoder, or a checkpoint lacking weights (a random LM head would emit noise).
@@ -782,7 +773,7 @@ def _check_examples(task: str, examples: Sequence) -> list:
 def zero_shot(model: str | GenerativeLM, task: str, examples: Sequence, *, form: str = "auto", batch_size: int = 16,
               device: str | torch.device | None = None, workers: int | None = None, progress: bool = True,
               store: TensorStore | None = None) -> pd.DataFrame:
-    """Zero-shot prompting of a causal LM on ``examples``: one parsed row per example (the paper's TOA baseline).
+    """Zero-shot prompting of a causal LM on ``examples``: one parsed row per example.
 
     Args:
         model: a causal LM name (zoo, folder, Hugging Face id; weights loaded only on a cache miss) or a
