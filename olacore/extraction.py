@@ -40,7 +40,8 @@ class Extraction:
     Attributes:
         tokens: the ``T`` tokens, special tokens kept.
         offsets: ``T`` whitespace-trimmed character spans into ``text``; ``(0, 0)`` for special tokens.
-        attentions: ``(N, T, T)`` float32 CPU, head-averaged, layer 1 first; rows sum to 1.
+        attentions: ``(N, T, T)`` float32 CPU, head-averaged, layer 1 first; rows sum to 1; lower-triangular when
+            ``is_causal`` (a decoder-only model).
     """
 
     text: str
@@ -333,8 +334,12 @@ class ALTIFamily:
     """Where one architecture family keeps the parts of its attention block (module paths inside a layer).
 
     Attributes:
+        model_types: the ``config.model_type`` values it covers.
         layers: dotted path from the backbone to the ``ModuleList`` of layers.
+        attention, value, output: the module returning ``(output, probabilities, ...)``, the value projection and
+            ``W_O`` (``nn.Linear``, bias included).
         norm: the norm ALTI linearises, ``None`` for plain pre-norm; placement: as the module docstring.
+        norm_kind: ``"layer"`` (centred, scaled by the std) or ``"rms"`` (scaled by the RMS).
         norm_weight_offset: added to the norm weight (Gemma's RMSNorm multiplies by ``1 + w``).
         block_output: ``(path, "input" | "output")``: the module whose input or output is ``y``.
         needs_output_attentions, eager_only: MPNet's attention (always eager, probabilities only when asked).
@@ -501,6 +506,9 @@ class LayerRecorder:
 
     ``record``: ``residual`` ``(B, T, d)``, ``values`` ``(B, T, H_kv * d_head)``, ``probs`` ``(B, H, T, T)``,
     ``norm_input`` ``(B, T, d)`` (with a norm) and ``output`` ``(B, T, d)``.
+
+    Raises (inside the forward pass):
+        RuntimeError: a layer's attention module returned no probabilities (not eager attention).
     """
 
     def __init__(self, backbone: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]):

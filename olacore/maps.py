@@ -215,7 +215,7 @@ def sink_flags(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: st
 
 def clean_sinks(maps: torch.Tensor, causal: bool, num_std: float = 3.0, stats: str = "row") -> torch.Tensor:
     """Remove attention sinks by the official rule (``models/ola_utils.py``): zero the flagged entries and those
-    outside :func:`stats_mask`, renormalise each row; ``(..., T, T)``.
+    outside :func:`stats_mask`, renormalise each row; ``(..., T, T)`` (a row whose whole mass was flagged: zeros).
 
     Raises:
         ValueError: maps are not square, or ``stats`` is unknown.

@@ -150,7 +150,8 @@ def cached_attention(
     per text, ``attentions`` ``(N, T, T)`` float32 CPU.
 
     Args:
-        model: a model name (loaded only on a cache miss) or a :class:`LoadedModel`.
+        model: a model name (loaded only on a cache miss) or a :class:`LoadedModel` (its ``fingerprint`` keys the
+            cache: a modified copy must carry its own).
         workers: processes extracting the misses (:func:`olacore.workers.per_text`).
         device: where to load the model on a miss (default CUDA if available).
         store: default ``TensorStore()`` under ``$OLACORE_CACHE/tensors``.

@@ -7,9 +7,10 @@ maps then mirrored.
 
 **Task data** (``data_utils/ola_dataset.py``, ``data_utils/dp_utils.py``): word-level labels brought to the model's
 tokens by character offsets. ``pos`` (EWT XPOS; special tokens: :data:`SPECIAL`), ``ner`` (UNER English-EWT) and
-``wnut`` (WNUT-17) BIO tags per sub-token; ``re`` (SemEval-2010 Task 8) entity token spans; ``dp`` (EWT) a word and
-its head are their first sub-tokens, the root word heads itself. ``grid="tokens"`` (official): every token is a row;
-``grid="words"``: each word's first sub-token only. The length cut (official ``cutoff_len`` 64) keeps the first
+``wnut`` (WNUT-17) BIO tags per sub-token (every sentence kept; the official NER data keeps only those with an
+entity); ``re`` (SemEval-2010 Task 8) entity token spans; ``dp`` (EWT) a word and its head are their first
+sub-tokens, the root word heads itself. ``grid="tokens"`` (official): every token is a row; ``grid="words"``: each
+word's first sub-token only. The length cut (official ``cutoff_len`` 64) keeps the first
 ``max_tokens`` tokens; :class:`TaskReport` counts what it loses. :data:`IGNORE` marks what the loss and scores skip.
 """
 
