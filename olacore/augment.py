@@ -99,7 +99,7 @@ def map_noise(maps: torch.Tensor, causal: bool, std_ratio: float, generator: tor
 def augment(maps: torch.Tensor, causal: bool, settings: Augmentation, generator: torch.Generator, *,
             stats: str = "causal", column_draw: str = "permutation") -> torch.Tensor:
     """The official augmentations of one text's ``(C, T, T)`` maps: fake sinks, then map noise, each with its
-    probability (``generator`` on the CPU)."""
+    probability, drawn once per text (the official TOA code: once per batch of 2); ``generator`` on the CPU."""
     if maps.shape[0] == 0:
         return maps
     if settings.sink_p > 0 and torch.rand(1, generator=generator).item() < settings.sink_p:
