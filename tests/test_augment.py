@@ -1,7 +1,7 @@
 """The OLA augmentations (olacore.augment): the official fake sinks and map noise, and the held-out proxy's batch variant.
 
 The official rules are read from ``models/ola_augmentations.py`` and ``models/ola_utils.py``
-(see the module's docstring).
+(see the docstrings of ``fake_sinks`` and ``map_noise``).
 """
 
 from __future__ import annotations

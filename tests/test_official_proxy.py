@@ -1,7 +1,7 @@
 """The official proxy protocol (olacore.proxy): every quirk's switch, on hand-made maps.
 
 What each switch must do is read from the official ``olas_visual_model.py``,
-``models/ola_augmentations.py`` and ``models/ola_utils.py`` (see the module's docstring).
+``models/ola_augmentations.py`` and ``models/ola_utils.py`` (see the docstring of ``OfficialQuirks``).
 """
 
 from __future__ import annotations

@@ -196,7 +196,7 @@ def test_near_binary_maps_stay_within_the_documented_float32_bound():
     maps = (step + 1e-3 * rng.random((4, 50, 50))).astype(np.float32)
     exact = np.array([[_exact_ssim(q, g, 1.0) for g in maps.astype(np.float64)] for q in maps.astype(np.float64)])
     ours = pairwise_ssim(torch.from_numpy(maps), torch.from_numpy(maps), 1.0).double().numpy()
-    assert np.abs(ours - exact).max() < 3e-5  # float32's limit here (docstring): ~1e-5
+    assert np.abs(ours - exact).max() < 3e-5  # float32's limit here (book/design.md): ~1e-5
     assert np.abs(pairwise_ssim(torch.from_numpy(maps).double(), torch.from_numpy(maps).double(), 1.0).numpy() - exact).max() < 1e-9
 
 
