@@ -72,8 +72,7 @@ with watch("held-out proxy, order 1 (training or cache)"):
 # ## The visual proxy under the official protocol, quirk by quirk
 #
 # The official script (`olas_visual_model.py`) differs from the held-out protocol of chapter {doc}`04_proxy` in seven
-# ways, each a named switch of `olacore.proxy.OfficialQuirks` (the module's docstring
-# names the official file each comes from):
+# ways, each a named switch of `olacore.proxy.OfficialQuirks` (its docstring lists them):
 #
 # 1. `family_split`: `olas_visual_model.py`, run as the official README's command, trains on four
 #    source models of two families and tests on the two models of the held-out family. With our
