@@ -63,8 +63,9 @@ def run_cached(jobs: Sequence[TrainingJob], *, workers: int = 1, store: TensorSt
                progress: bool = True, desc: str = "training") -> list[Stored]:
     """Every job's result, from the store where it is there, trained (and stored) where it is not.
 
-    Jobs with equal keys train once, in ``workers`` worker processes (here, in order, with ``workers == 1``). On a
-    Dask cluster of other machines the store must be a shared folder.
+    Jobs with equal keys train once, in ``workers`` worker processes (here, in order, with ``workers == 1``). A store
+    that cannot be written gives a warning and the fresh result; on a Dask cluster of other machines the store must
+    be a shared folder.
 
     Returns:
         ``(tensors, record)`` per job, in the order of ``jobs``; tensors on the CPU.
