@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "MODEL_FOLDERS_ENV", "ModelLoadError",
            "TOKENIZER_FILES", "WEIGHT_SUFFIXES", "check_config_family", "check_loading_info", "check_model_folder",
            "check_tokenizer", "folder_fingerprint", "guard_load", "random_init", "twin_name", "parse_twin_name",
-           "twin_fingerprint", "twin_key", "load_twin"]
+           "twin_fingerprint", "twin_key", "load_twin", "from_pretrained"]
 
 
 #: Environment variable: a JSON object mapping model names to local folders, e.g. ``{"bert-base-cased": "/models/bert"}``.
@@ -203,6 +203,26 @@ def _hub_call(name: str, loader, **kwargs):
         return loader(name, local_files_only=True, **kwargs)
     except (OSError, ValueError, KeyError) as error:
         raise unknown_model(name, f"it is not in the local Hugging Face cache ({type(error).__name__})") from None
+
+
+def from_pretrained(name: str, loader, **kwargs):
+    """``loader`` (a transformers ``from_pretrained``) on a model given by name: a zoo model's built folder, a local
+    folder, or a Hugging Face id read from the local cache only (for what :func:`load_model` does not load, such as a
+    causal LM with its head).
+
+    Raises:
+        ValueError: an unknown name (lists the zoo), a hub id not in the local cache, or a random-init twin (built in
+            memory, no folder).
+        FileNotFoundError: a zoo model not built yet (names the build command).
+    """
+    kind = _classify(name)
+    name = os.fspath(name)
+    if kind == "hub":
+        return _hub_call(name, loader, **kwargs)
+    if kind == "twin":
+        raise ValueError(f"{name!r} is a random-init twin, built in memory: it has no folder to load from")
+    with _quiet_transformers():
+        return loader(zoo_folder(name) if kind == "zoo" else _local_folder(name), **kwargs)
 
 
 def model_kind(name: str) -> str:
@@ -761,5 +781,9 @@ def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | Non
 
 def load_twin(name: str, device: Any = None) -> "LoadedModel":
     """:func:`load_model` of a :func:`twin_name`: the model, then its (saved) twin."""
-    base, seed = parse_twin_name(name)
+    parsed = parse_twin_name(name)
+    if parsed is None:
+        raise ValueError(f"{name!r} is not a random-init twin's name; give '<model> [random init seed=S]' "
+                         "(olacore.loading.twin_name writes it)")
+    base, seed = parsed
     return random_init(load_model(base, device=device), seed)

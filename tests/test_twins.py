@@ -130,3 +130,10 @@ def test_a_name_asking_for_a_twin_that_is_none_is_refused_with_the_form(name):
         model_fingerprint(name)
     with pytest.raises(ValueError, match="999999999"):
         twin_name("minilm-l6", 10**12)
+
+
+def test_load_twin_and_from_pretrained_refuse_names_they_cannot_load():
+    with pytest.raises(ValueError, match="minilm-l6"):
+        twins.load_twin("minilm-l6")  # a zoo name, not a twin's
+    with pytest.raises(ValueError, match="random-init twin"):
+        twins.from_pretrained(twin_name("minilm-l6", 0), print)  # built in memory: no folder

@@ -50,11 +50,10 @@ import pandas as pd
 import torch
 
 from olacore.corpora import NERSentence, RelationExample, SEMEVAL_LABELS, WNUT17_TYPES
-from olacore.loading import _classify, _hub_call, _local_folder, _quiet_transformers, model_fingerprint, model_kind
+from olacore.loading import from_pretrained, model_fingerprint, model_kind
 from olacore.results import progress as progress_bar
 from olacore.settings import check_compute_options, cpu_workers, fixed_threads, resolve_device
 from olacore.store import TensorStore, code_digest
-from olacore.zoo import zoo_folder
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -470,17 +469,6 @@ def parse_entities(answer: str, words) -> EntityParse:
 END_OF_TURN = ("<|im_end|>", "<|endoftext|>", "<end_of_turn>", "<|eot_id|>", "<|end|>")
 
 
-def _source(name: str) -> tuple[str, str]:
-    """``(kind, where)``: ``("zoo", folder)``, ``("folder", folder)`` or ``("hub", id)``."""
-    kind = _classify(name)
-    name = os.fspath(name)
-    if kind == "zoo":
-        return kind, str(zoo_folder(name))
-    if kind == "folder":
-        return kind, str(_local_folder(name))
-    return kind, name
-
-
 def _refuse_encoder(name: str) -> None:
     if model_kind(name) != "causal":
         raise ValueError(
@@ -505,11 +493,7 @@ def load_tokenizer(name: str) -> "PreTrainedTokenizerBase":
 def _read_tokenizer(name: str) -> "PreTrainedTokenizerBase":
     from transformers import AutoTokenizer
 
-    kind, where = _source(name)
-    if kind == "hub":
-        return _hub_call(where, AutoTokenizer.from_pretrained)
-    with _quiet_transformers():
-        return AutoTokenizer.from_pretrained(where)
+    return from_pretrained(name, AutoTokenizer.from_pretrained)
 
 
 @dataclass
@@ -568,14 +552,9 @@ def load_generator(name: str, device: str | torch.device | None = None) -> Gener
     from transformers import AutoModelForCausalLM
 
     _refuse_encoder(name)
-    kind, where = _source(name)
     tokenizer = load_tokenizer(name)
-    kwargs = dict(dtype=torch.float32, output_loading_info=True)
-    if kind == "hub":
-        model, info = _hub_call(where, AutoModelForCausalLM.from_pretrained, **kwargs)
-    else:
-        with _quiet_transformers():
-            model, info = AutoModelForCausalLM.from_pretrained(where, **kwargs)
+    model, info = from_pretrained(name, AutoModelForCausalLM.from_pretrained, dtype=torch.float32,
+                                  output_loading_info=True)
     if info.get("missing_keys"):
         raise ValueError(f"{name}: the checkpoint lacks {sorted(info['missing_keys'])[:5]}; its LM head "
                          f"would be random. Rebuild the folder or use a complete checkpoint.")
