@@ -57,15 +57,14 @@ from myst_nb import glue
 from olacore.corpora import read_semeval
 from olacore.plots import show_figure, show_table
 from olacore.profiles import settings as chapter_settings
-from olacore.report import (NOT_MEASURED_HERE, NOT_TESTED, learned, paper_comparison, paper_toa_relation_extraction,
-                            value_span)
+from olacore.report import NOT_TESTED, learned, paper_comparison, paper_toa_relation_extraction, value_span
 from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
 from olacore.toa import METRICS, TOA_INPUT, input_spec, make_job, syntax_data, train_adapters, word_tags
 
-from chapter_code.transfer import (ROW_COLUMNS, all_task_data, gap_table, majority_bounds, random_init_rows,
-                                   re_paper_numbers, record_transfer, surface_bounds, transfer_heatmaps,
-                                   transfer_scores, verdict_table, zero_shot_rows)
+from chapter_code.transfer import (NOT_MEASURED_HERE, ROW_COLUMNS, all_task_data, gap_table, majority_bounds,
+                                   random_init_rows, re_paper_numbers, record_transfer, surface_bounds,
+                                   transfer_heatmaps, transfer_scores, verdict_table, zero_shot_rows)
 
 torch.set_num_threads(1)
 settings = chapter_settings("transfer", profile, device=device)

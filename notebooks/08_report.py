@@ -49,9 +49,11 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from olacore.plots import show_figure, show_table
-from olacore.report import (BELOW, CANNOT_JUDGE, NOT_MEASURED, NOT_REPRODUCED, PROXY_TARGET_NAMES, REPRODUCED, WEAKLY,
-                            report_chapters, report_summary, report_table, write_claims)
+from olacore.report import CANNOT_JUDGE, PROXY_TARGET_NAMES
 from olacore.results import ChapterResults, load_results, results_dir
+
+from chapter_code.report import (BELOW, NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, WEAKLY, report_chapters,
+                                 report_summary, report_table, write_claims)
 
 chapters = report_chapters(Path("notebooks"), "08_report")
 saved = {chapter: load_results(chapter) for chapter in chapters}  # a missing results file fails here, naming it

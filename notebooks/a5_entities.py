@@ -33,17 +33,16 @@ from IPython.display import Markdown, display
 from olacore.corpora import SEMEVAL_LABELS, read_uner
 from olacore.plots import show_figure, show_table
 from olacore.profiles import settings as chapter_settings
-from olacore.report import (LEARNED_TOL, NOT_MEASURED_HERE, NOT_TESTED, paper_toa_relation_extraction, show_findings,
-                            value_span)
+from olacore.report import LEARNED_TOL, NOT_TESTED, paper_toa_relation_extraction, value_span
 from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
 from olacore.toa import METRICS, TOA_INPUT, input_spec, make_job, train_adapters
 
 from chapter_code.syntax import data_reports
-from chapter_code.transfer import (ROW_COLUMNS, all_task_data, gap_table, learned_table, majority_bounds,
-                                   random_init_rows, record_transfer, similarity_hits, similarity_vs_transfer,
-                                   surface_bounds, surface_margins, transfer_heatmaps, transfer_scores, verdict_table,
-                                   zero_shot_rows)
+from chapter_code.transfer import (NOT_MEASURED_HERE, ROW_COLUMNS, all_task_data, gap_table, learned_table,
+                                   majority_bounds, random_init_rows, record_transfer, show_findings, similarity_hits,
+                                   similarity_vs_transfer, surface_bounds, surface_margins, transfer_heatmaps,
+                                   transfer_scores, verdict_table, zero_shot_rows)
 from chapter_code.zeroshot import prompt_forms
 
 torch.set_num_threads(1)

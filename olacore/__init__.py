@@ -18,15 +18,15 @@ The data flows one way, one module per idea:
   (the Transferable OLA Adapter: ``data``, ``model``, ``train``); trained networks are cached by
   :mod:`olacore.training`, work spread over worker processes that live for a chapter by :mod:`olacore.workers`
   (joblib's loky, or Dask);
-- reading results: :mod:`olacore.report` (the published numbers, every fixed rule, margin and goal, the paper
-  beside ours), :mod:`olacore.results` (each chapter's numbers and phase times), :mod:`olacore.plots` (figures
+- reading results: :mod:`olacore.report` (the published numbers, the chapters' fixed rules, margins and goal, the
+  paper beside ours), :mod:`olacore.results` (each chapter's numbers and phase times), :mod:`olacore.plots` (figures
   and tables); :mod:`olacore.profiles` sizes every chapter (``settings(chapter, profile, device=...)``);
   :mod:`olacore.settings` says where data, caches and devices are, and checks settings classes (pydantic);
 - the command line: ``python -m olacore`` (:mod:`olacore.__main__`: a text's orders drawn or printed, the zoo
   listed).
 
 Code that only one chapter uses (its controls, order explorer, syntax and transfer readings, the zero-shot
-prompting baseline, official-protocol tables) is not here: it lives beside the chapters, in
+prompting baseline, official-protocol tables, the report page's table) is not here: it lives beside the chapters, in
 ``notebooks/chapter_code/``.
 
 The names below are the small surface a notebook or a reader needs first.

@@ -1,36 +1,28 @@
-"""The paper, claim by claim: its published numbers, ours beside them, and the verdict rules.
+"""The paper's published numbers, the keys our numbers stand beside them by, and the chapters' verdict rules.
 
 Liang et al., NeurIPS 2025 (arXiv 2511.05064): the published numbers typed in once from its tables (retrieval and
 visual proxy: section 4.1; syntax: 4.3; TOA transfer: 4.4), with its model names (Q = Qwen2, G = Gemma-2, L =
 Llama-3.x). Our records (:mod:`olacore.results`) stand in the rows their ``paper_keys`` name, in the column of their
 ``protocol``; our causal models stand in for the paper's by family (:data:`ZOO_FAMILIES`). The verdict rules are
-fixed before the runs.
+fixed before the runs; the report page's own rule and table are its module's, ``notebooks/chapter_code/report.py``.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from olacore import channels as vocabulary
-from olacore.results import HELD_OUT, OFFICIAL, ChapterResults
-from olacore.store import atomic_write_text
 
 __all__ = ["paper_retrieval", "paper_proxy", "paper_syntax", "paper_toa_relation_extraction", "CAUSAL_PROXY_TARGETS",
            "Published", "published", "ZOO_FAMILIES", "PROXY_TARGET_NAMES", "paper_family", "retrieval_keys",
-           "proxy_keys", "published_value", "report_chapters", "report_table", "report_summary", "paper_comparison",
-           "findings_markdown", "show_findings", "HEADLINE_CLAIMS", "claims_table", "write_claims", "value_span",
-           "HOLDS", "WEAK", "FAILS", "verdict", "better", "vanishes", "STRONG_NOISE", "MARGIN", "GOAL", "claim_verdict",
-           "LEARNED_TOL", "NOT_TESTED", "NOT_MEASURED_HERE", "learned", "beats_bound", "CANNOT_JUDGE",
-           "learned_training_maps", "protocol_verdict", "REPRODUCED", "BELOW", "WEAKLY", "NOT_REPRODUCED",
-           "NOT_MEASURED", "TOLERANCE", "reproduction"]
+           "proxy_keys", "published_value", "paper_comparison", "value_span", "HOLDS", "WEAK", "FAILS", "verdict",
+           "better", "vanishes", "STRONG_NOISE", "MARGIN", "GOAL", "claim_verdict", "LEARNED_TOL", "NOT_TESTED",
+           "learned", "CANNOT_JUDGE", "learned_training_maps", "protocol_verdict"]
 
 # SSIM retrieval, first-order OLA, Hits@1 / Hits@5 % (1000 texts).
 _RETRIEVAL = [
@@ -201,44 +193,6 @@ def proxy_keys(target: str, channel: str) -> list[str]:
     return [f"proxy/{channel}/{t}" for t in CAUSAL_PROXY_TARGETS if paper_family(t) == paper_family(target)]
 
 
-def report_table(results: Mapping[str, ChapterResults]) -> pd.DataFrame:
-    """One row per published number and our subject (``results``: chapter stem -> its results): the paper, ours
-    under both protocols, their difference and a verdict (NaN where a number does not exist).
-
-    Raises:
-        ValueError: two records of one subject, published number and protocol.
-    """
-    found: dict[str, dict[str, dict[str, object]]] = {}
-    for chapter, chapter_results in results.items():
-        for record in chapter_results.records:
-            for key in record.paper_keys:
-                entry = found.setdefault(key, {}).setdefault(record.subject or record.key, {"chapter": chapter})
-                slot = HELD_OUT if record.protocol == HELD_OUT else OFFICIAL
-                if slot in entry:
-                    raise ValueError(f"{chapter}: two {slot} records of {key!r} for {record.subject or record.key!r}")
-                entry[slot] = record
-    rows = []
-    for item in published():
-        subjects = found.get(item.key) or {"": {"chapter": item.chapter}}
-        for subject, entry in subjects.items():
-            official, held_out = entry.get(OFFICIAL), entry.get(HELD_OUT)
-            chosen = official or held_out
-            slot = OFFICIAL if official is not None else HELD_OUT
-            beside = found.get(item.reference, {}).get(subject, {}).get(slot) if item.reference else None
-            value = lambda r: np.nan if r is None else r.value  # noqa: E731
-            # an official number whose protocol did not learn is compared with nothing
-            gap = np.nan if official is not None and official.verdict == CANNOT_JUDGE else value(official) - value(held_out)
-            verdict = reproduction(None if chosen is None else chosen.value, item.paper,
-                                   None if chosen is None else chosen.chance, "" if chosen is None else chosen.verdict,
-                                   reference=None if beside is None else beside.value, bound=item.bound)
-            rows.append({"section": item.section, "published number": item.claim,
-                         "paper %": np.nan if item.paper is None else item.paper, "ours: model": subject or "-",
-                         "ours: official protocol %": value(official), "ours: held-out protocol %": value(held_out),
-                         "official - held-out": gap, "verdict": verdict,
-                         "chapter": entry["chapter"]})
-    return pd.DataFrame(rows)
-
-
 def paper_comparison(section: str, ours: pd.DataFrame) -> pd.DataFrame:
     """One experiment's published numbers beside ours (``ours``: columns ``subject``, ``value`` (percent),
     ``paper_keys``), as a chapter shows them before its results are saved: ``published number, paper %, ours:
@@ -261,57 +215,6 @@ def paper_comparison(section: str, ours: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["published number", "paper %", "ours: model", "ours %"])
 
 
-def report_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Count of rows per section and verdict (from :func:`report_table`)."""
-    return table.groupby(["section", "verdict"], sort=False).size().unstack("verdict", fill_value=0)
-
-
-def report_chapters(notebooks: str | os.PathLike, report: str) -> list[str]:
-    """The chapters a report reads: ``NN_*.py``, then ``aN_*.py``, less ``report``."""
-    folder = Path(notebooks)
-    sources = sorted(folder.glob("[0-9][0-9]_*.py")) + sorted(folder.glob("a[0-9]_*.py"))
-    return [p.stem for p in sources if p.stem != report]
-
-
-
-#: A number that could not be computed, as Python formats it ("nan", "inf", "-inf").
-_UNDEFINED = re.compile(r"(?<![\w.])[-+]?(nan|inf)(?![\w])", re.IGNORECASE)
-UNDEFINED_FINDING = "- One finding could not be computed at this profile: a number it needs is missing or undefined."
-
-
-def findings_markdown(lines: Sequence[str], none: str) -> str:
-    """A chapter's findings (MyST lines) joined, a line holding ``nan`` or ``inf`` replaced by
-    :data:`UNDEFINED_FINDING`; ``none`` when there is no line."""
-    kept = [UNDEFINED_FINDING if _UNDEFINED.search(line) else line for line in lines if line.strip()]
-    return "\n".join(kept) if kept else none
-
-
-def show_findings(label: str, lines: Sequence[str], none: str) -> None:
-    """Show a chapter's findings (:func:`findings_markdown`) and glue them under ``label``."""
-    from IPython.display import Markdown
-    from myst_nb import glue
-
-    glue(label, Markdown(findings_markdown(lines, none)), display=True)
-
-
-#: The paper's headline claims, for the intro's table: (section of :func:`published`, words every
-#: one of its published numbers must contain, the claim in words).
-HEADLINE_CLAIMS = (
-    ("SSIM retrieval", ("Hits@1", "1st-order"),
-     "First-order OLA of a text is similar enough across models to retrieve the text (SSIM Hits@1)"),
-    ("visual proxy", ("order 1",),
-     "A classifier trained on other models' first-order OLA names the text from a new model's (accuracy)"),
-    ("visual proxy", ("rollout",), "First-order OLA beats rollout as the classifier's input (accuracy on rollout)"),
-    ("controls", (), "The similarity vanishes without learned knowledge: random weights, shuffled layers, noise "
-                     "(Hits@1)"),
-    ("syntax", ("UAS", "order 1"), "A parser reads dependency heads from first-order OLA alone (UAS)"),
-    ("syntax", ("UAS", "rollout"), "First-order OLA carries more syntax than rollout (UAS from rollout)"),
-    ("TOA relation extraction", ("adapter trained",),
-     "An adapter trained on one model's OLA works on another's without training (accuracy)"),
-    ("TOA relation extraction", ("zero-shot",), "Zero-shot prompting is a lower bound the adapter beats (accuracy)"),
-)
-
-
 def value_span(values: pd.Series) -> str:
     """``"low to high"`` of ``values`` at one decimal (one value where they agree; ``"-"`` where there are none)."""
     values = pd.Series(values).dropna()
@@ -321,49 +224,8 @@ def value_span(values: pd.Series) -> str:
     return f"{low:.1f}" if round(low, 1) == round(high, 1) else f"{low:.1f} to {high:.1f}"
 
 
-def claims_table(table: pd.DataFrame) -> pd.DataFrame:
-    """One row per headline claim (:data:`HEADLINE_CLAIMS`) of a :func:`report_table`: ``claim, paper %, ours %``
-    (spans) and the verdicts counted."""
-    rows = []
-    for section, words, claim in HEADLINE_CLAIMS:
-        group = table[(table["section"] == section)
-                      & table["published number"].map(lambda name, words=words: all(word in name for word in words))]
-        if group.empty:
-            continue
-        ours = group["ours: official protocol %"].fillna(group["ours: held-out protocol %"])
-        measured = group[ours.notna()]
-        if measured.empty:
-            rows.append({"claim": claim, "paper %": value_span(group["paper %"]), "ours %": "-",
-                         "verdict": f"not measured at this profile (0 of {len(group)} published numbers)"})
-            continue
-        counts = measured["verdict"].value_counts()
-        rows.append({"claim": claim, "paper %": value_span(measured["paper %"]), "ours %": value_span(ours[ours.notna()]),
-                     "verdict": ", ".join(f"{verdict} {count}" for verdict, count in counts.items())
-                     + f" ({len(measured)} of {len(group)} published numbers measured)"})
-    return pd.DataFrame(rows, columns=["claim", "paper %", "ours %", "verdict"])
-
-
-def write_claims(table: pd.DataFrame, profile: str, path: str | os.PathLike) -> Path:
-    """Write the intro page's one-glance table (:func:`claims_table` of a :func:`report_table`) as MyST to ``path``."""
-    from olacore.plots import LabelledTable
-
-    claims = LabelledTable(claims_table(table), "tbl-claims-at-a-glance",
-                           f"The paper's headline claims at a glance ({profile} profile): the span of the paper's "
-                           "numbers that we measured and of ours beside them (%; a dash: none, or none published), and "
-                           "how many of them got each verdict ({doc}`/book/generated/08_report` has every number and "
-                           "the rule).", decimals=1)
-    return atomic_write_text(path, claims.to_markdown() + "\n")
-
-
 #: A claim holds / holds weakly / does not hold (:func:`verdict`, :func:`better`, :func:`claim_verdict`).
 HOLDS, WEAK, FAILS = "holds", "holds weakly", "does not hold here"
-
-#: The report page's verdicts (:func:`reproduction`).
-REPRODUCED, BELOW, WEAKLY, NOT_REPRODUCED, NOT_MEASURED = (
-    "reproduced", "holds here, below the paper", "holds weakly here", "not reproduced here", "not measured yet")
-
-#: Points (percent) by which our number may miss the paper's and still reproduce it.
-TOLERANCE = 10.0
 
 #: Noise scale (x each tensor's own std) from which a control is expected to remove OLAS; milder
 #: noise is a dose-response point, not a test of the claim.
@@ -381,8 +243,6 @@ GOAL = 20.0
 LEARNED_TOL = MARGIN
 #: A transfer verdict where the source adapter did not learn its own task (:func:`learned`).
 NOT_TESTED = "not tested: source did not learn"
-#: A transfer verdict whose bound was not measured (no random-init twin, no zero-shot prompting).
-NOT_MEASURED_HERE = "-"
 
 #: The verdict on a number from a protocol whose network did not learn the maps it trains on
 #: (:func:`protocol_verdict`): its target accuracy says nothing about OLAS, in either direction.
@@ -449,18 +309,6 @@ def learned(score: float, majority: float) -> bool:
     return bool(score > majority + LEARNED_TOL)
 
 
-def beats_bound(transfer: float, bound: float, source_learned: bool = True) -> str:
-    """A transferred TOA cell against one bound (zero-shot, random init, majority; percent).
-
-    ``"-"`` where the bound is NaN (not measured); else :data:`NOT_TESTED` where the source adapter
-    did not learn (:func:`learned`); else ``"holds"`` when above the bound by more than 1e-6,
-    ``"does not hold here"`` otherwise.
-    """
-    if math.isnan(bound):
-        return NOT_MEASURED_HERE
-    return better(transfer, bound, margin=1e-6) if source_learned else NOT_TESTED
-
-
 def learned_training_maps(train_acc: float, chance: float) -> bool:
     """Did a visual proxy learn the maps it trains on: its accuracy on its own (clean) training
     maps holds against chance (:func:`verdict` gives ``"holds"``)? Fractions; NaN refused.
@@ -475,60 +323,3 @@ def protocol_verdict(observed: float, chance: float, train_acc: float) -> str:
     return verdict(observed, chance) if learned_training_maps(train_acc, chance) else CANNOT_JUDGE
 
 
-def reproduction(ours: float | None, paper: float | None, chance: float | None = None, claim: str = "",
-                 reference: float | None = None, bound: bool = False) -> str:
-    """The report page's verdict on one published number, judged against the paper's *claim*
-    (percent values; fixed before the runs).
-
-    In this order:
-
-    - no number of ours: ``"not measured yet"``;
-    - the chapter's verdict ``claim`` is :data:`CANNOT_JUDGE`: :data:`CANNOT_JUDGE`;
-    - a qualitative claim (``paper`` is ``None``): ``claim`` ``"yes"`` or ``"holds"`` reproduces, anything
-      else does not;
-    - a rate whose chance is so high that :func:`verdict` cannot pass (``3 x chance`` above 100 %, e.g.
-      Hits@5 among few texts; not for a lower ``bound``): :data:`CANNOT_JUDGE`;
-    - a number the paper claims is beaten (``reference``: our number of what beats it, e.g. our
-      order 1 beside our rollout): the claim is the ordering, read like the chapters' with
-      :data:`MARGIN`: ours at or above the reference is ``"not reproduced here"``; the reference
-      ahead by :data:`MARGIN` points or less, ``"holds weakly here"``; further ahead, ``"reproduced"``
-      when ours is within :data:`TOLERANCE` points of the paper's or above it, else ``"holds here, below
-      the paper"`` (no chance test: the paper itself reports the beaten number as weak);
-    - ``claim`` is ``"does not hold here"`` or :data:`NOT_TESTED`: ``"not reproduced here"``;
-    - a lower bound (``bound``, e.g. zero-shot prompting; no chance test): ``"reproduced"`` within
-      :data:`TOLERANCE` points of the paper's either way, else ``"not reproduced here"``;
-    - ours does not hold even weakly against chance (:func:`verdict` with ``chance``; without it,
-      ``claim``): ``"not reproduced here"``, however close to the paper's number;
-    - ``ours >= paper - TOLERANCE``: ``"reproduced"``, else ``"holds here, below the paper"``;
-      with neither ``chance`` nor ``claim``, ``"reproduced"`` or ``"not reproduced here"``.
-
-    Raises:
-        ValueError: ``ours``, ``paper``, ``chance`` or ``reference`` is NaN.
-    """
-    if ours is None:
-        return NOT_MEASURED
-    if claim == CANNOT_JUDGE:
-        return CANNOT_JUDGE
-    if any(x is not None and math.isnan(x) for x in (ours, paper, chance, reference)):
-        raise ValueError("a reproduction verdict needs defined numbers; got NaN")
-    if paper is None:
-        return REPRODUCED if claim in ("yes", HOLDS) else NOT_REPRODUCED
-    if chance is not None and not bound and 3 * chance > 100:
-        return CANNOT_JUDGE
-    close = ours >= paper - TOLERANCE
-    if reference is not None:
-        if reference <= ours:
-            return NOT_REPRODUCED
-        if reference - ours <= MARGIN:
-            return WEAKLY
-        return REPRODUCED if close else BELOW
-    if claim in (FAILS, NOT_TESTED):
-        return NOT_REPRODUCED
-    if bound:
-        return REPRODUCED if abs(ours - paper) <= TOLERANCE else NOT_REPRODUCED
-    holds = verdict(ours / 100, chance / 100) if chance is not None else claim
-    if not holds:
-        return REPRODUCED if close else NOT_REPRODUCED
-    if holds not in (HOLDS, WEAK):
-        return NOT_REPRODUCED
-    return REPRODUCED if close else BELOW

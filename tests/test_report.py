@@ -1,5 +1,5 @@
-"""The report page's generator (olacore.report) on hand-made results files, and the runner re-executing
-the report when a chapter's results change."""
+"""The published numbers (olacore.report), the report page's generator (chapter_code.report) on hand-made results
+files, and the runner re-executing the report when a chapter's results change."""
 
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ from olacore.report import (
     paper_proxy,
     proxy_keys,
     published,
-    report_chapters,
-    report_summary,
-    report_table,
     retrieval_keys,
 )
 from olacore.results import ChapterResults, load_results
-from olacore.report import BELOW, CANNOT_JUDGE, NOT_MEASURED, NOT_REPRODUCED, NOT_TESTED, REPRODUCED, WEAKLY, reproduction
+from olacore.report import CANNOT_JUDGE, NOT_TESTED
+
+from chapter_code.report import (BELOW, NOT_MEASURED, NOT_REPRODUCED, REPRODUCED, WEAKLY, claims_table, report_chapters,
+                                 report_summary, report_table, reproduction, write_claims)
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import notebook_manifest  # noqa: E402
@@ -276,22 +276,7 @@ def test_a_changed_chapter_result_reexecutes_the_report_and_the_runner_puts_it_l
     assert "results" in manifest["chapters"]["08_report"]["fingerprint"]
 
 
-def test_findings_never_show_an_undefined_number():
-    from olacore.report import UNDEFINED_FINDING, findings_markdown
-
-    lines = ["- order 1: 42.0 % (chance 2.0 %).", "- rollout: nan % (chance 2.0 %).", "- gap -inf points."]
-    assert findings_markdown(lines, "none") == "\n".join(["- order 1: 42.0 % (chance 2.0 %).", UNDEFINED_FINDING,
-                                                         UNDEFINED_FINDING])
-    assert findings_markdown([], "No claim could be judged.") == "No claim could be judged."
-    assert findings_markdown(["- the nano model and the info line"], "none") == "- the nano model and the info line"
-
-
 def test_the_claims_at_a_glance_table_spans_and_counts(tmp_path):
-    import numpy as np
-    import pandas as pd
-
-    from olacore.report import claims_table, write_claims
-
     table = pd.DataFrame({
         "section": ["SSIM retrieval"] * 3 + ["controls"],
         "published number": ["Hits@1, A -> B, 1st-order OLA", "Hits@1, B -> A, 1st-order OLA",

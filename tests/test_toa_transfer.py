@@ -15,9 +15,9 @@ from olacore.profiles import TaskSizes, TransferSettings, settings
 from olacore.augment import Augmentation
 from olacore.report import paper_comparison
 
-from chapter_code.transfer import (_adjacent_uas, capitalisation_bound, capitalisation_tags, gap_table,
-                                   re_paper_numbers, record_transfer, similarity_hits, similarity_vs_transfer,
-                                   verdict_table, zero_shot_rows)
+from chapter_code.transfer import (UNDEFINED_FINDING, _adjacent_uas, capitalisation_bound, capitalisation_tags,
+                                   findings_markdown, gap_table, re_paper_numbers, record_transfer, similarity_hits,
+                                   similarity_vs_transfer, verdict_table, zero_shot_rows)
 
 
 def _rows(cells):
@@ -549,3 +549,11 @@ def test_no_rows_give_empty_frames_with_their_columns():
     assert gap_table(rows).empty
     control = random_init_rows({}, {"re": {"minilm-l6": None}}, _smoke_re())  # the control model is in no task
     assert control.empty and list(control.columns) == [*ROW_COLUMNS, "control", "transfer", "se"]
+
+
+def test_findings_never_show_an_undefined_number():
+    lines = ["- order 1: 42.0 % (chance 2.0 %).", "- rollout: nan % (chance 2.0 %).", "- gap -inf points."]
+    assert findings_markdown(lines, "none") == "\n".join(["- order 1: 42.0 % (chance 2.0 %).", UNDEFINED_FINDING,
+                                                         UNDEFINED_FINDING])
+    assert findings_markdown([], "No claim could be judged.") == "No claim could be judged."
+    assert findings_markdown(["- the nano model and the info line"], "none") == "- the nano model and the info line"

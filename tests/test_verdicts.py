@@ -1,4 +1,5 @@
-"""Verdict rules (olacore.report) on their boundaries; an undefined measurement is refused."""
+"""Verdict rules (olacore.report, and the transfer bound rule of chapter_code.transfer) on their boundaries; an
+undefined measurement is refused."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from olacore.report import (
     NOT_TESTED,
     STRONG_NOISE,
     WEAK,
-    beats_bound,
     better,
     claim_verdict,
     learned,
@@ -22,6 +22,8 @@ from olacore.report import (
     vanishes,
     verdict,
 )
+
+from chapter_code.transfer import beats_bound
 
 NAN = float("nan")
 

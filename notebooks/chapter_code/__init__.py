@@ -12,6 +12,8 @@ next to it:
 - :mod:`chapter_code.zeroshot`: the zero-shot prompting baseline of chapter 07 and appendix a5 (prompts, greedy
   decoding, answer parsers, scores), run by :func:`chapter_code.transfer.zero_shot_rows`.
 - :mod:`chapter_code.official_protocol`: appendix a1's table, curves and selection plot of the official protocol.
+- :mod:`chapter_code.report`: the report page's table of every published number, its reproduction rule, and the
+  intro's claims-at-a-glance table.
 
 A chapter imports them as ``from chapter_code.controls import ...``: ``notebooks/`` must be on the path. It is
 when Jupyter opens a chapter from ``notebooks/`` (its folder is the working directory), under

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -32,7 +33,7 @@ from olacore.store import TensorStore
 from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
 from olacore.toa.train import (METRICS, TRANSFER_TASKS, TrainedAdapter, counts_score, entity_counts, entity_f1,
                                f1_of_counts, paired_bootstrap_se, sentence_counts, word_tags)
-from olacore.report import NOT_MEASURED_HERE, beats_bound, learned
+from olacore.report import NOT_TESTED, better, learned
 
 from chapter_code.syntax import syntax_splits
 from chapter_code.zeroshot import TASKS as ZERO_SHOT_TASKS
@@ -42,7 +43,8 @@ __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_
            "surface_margins",
            "zero_shot_rows", "PROMPTED", "ZERO_SHOT_TASK", "ZERO_SHOT_COLUMNS",
            "gap_table", "verdict_table", "learned_table", "re_keys", "zero_shot_keys", "re_paper_numbers",
-           "transfer_heatmaps", "record_transfer", "similarity_hits", "similarity_vs_transfer"]
+           "transfer_heatmaps", "record_transfer", "similarity_hits", "similarity_vs_transfer", "NOT_MEASURED_HERE",
+           "beats_bound", "UNDEFINED_FINDING", "findings_markdown", "show_findings"]
 
 #: The columns of a transfer frame (the chapter's matrix, :func:`random_init_rows`), an empty one included.
 ROW_COLUMNS = ("task", "kind", "source", "target", "seed", "diagonal", "score", "examples", "unaligned")
@@ -436,6 +438,22 @@ def gap_table(rows: pd.DataFrame) -> pd.DataFrame:
     return off.reset_index(drop=True)
 
 
+#: A transfer verdict whose bound was not measured (no random-init twin, no zero-shot prompting).
+NOT_MEASURED_HERE = "-"
+
+
+def beats_bound(transfer: float, bound: float, source_learned: bool = True) -> str:
+    """A transferred TOA cell against one bound (zero-shot, random init, majority; percent).
+
+    ``"-"`` where the bound is NaN (not measured); else :data:`~olacore.report.NOT_TESTED` where the source adapter
+    did not learn (:func:`olacore.report.learned`); else ``"holds"`` when above the bound by more than 1e-6,
+    ``"does not hold here"`` otherwise.
+    """
+    if math.isnan(bound):
+        return NOT_MEASURED_HERE
+    return better(transfer, bound, margin=1e-6) if source_learned else NOT_TESTED
+
+
 def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFrame,
                   zero_shot: pd.DataFrame | None = None) -> pd.DataFrame:
     """Each off-diagonal cell of :func:`gap_table` beside its bounds, with the computed verdicts (scores in percent).
@@ -443,7 +461,7 @@ def verdict_table(gaps: pd.DataFrame, control: pd.DataFrame, bounds: pd.DataFram
     Adds ``random init`` and ``transfer, same sentences`` (the adapter on the twin and on the real target, same
     sentences; NaN where no twin ran), ``SE vs random init`` (mean over seeds), ``majority``, ``zero-shot`` (the
     causal target prompted) and ``beats zero-shot`` / ``beats random init`` / ``beats majority``
-    (:func:`olacore.report.beats_bound`; not tested where the source's diagonal does not beat the majority).
+    (:func:`beats_bound`; not tested where the source's diagonal does not beat the majority).
     ``recovered`` and ``recovered above majority`` ((transfer - majority) / (target-trained - majority), %) are kept
     only where the target-trained score beats the majority.
 
@@ -720,3 +738,23 @@ def similarity_vs_transfer(gaps: pd.DataFrame, hits: pd.DataFrame) -> tuple[pd.D
             rho, p = spearmanr(group["hits@1"], group[value])
         rows.append({"over": over, "value": value, "rho": float(rho), "p": float(p), "pairs": len(group)})
     return table, pd.DataFrame(rows)
+
+
+#: A number that could not be computed, as Python formats it ("nan", "inf", "-inf").
+_UNDEFINED = re.compile(r"(?<![\w.])[-+]?(nan|inf)(?![\w])", re.IGNORECASE)
+UNDEFINED_FINDING = "- One finding could not be computed at this profile: a number it needs is missing or undefined."
+
+
+def findings_markdown(lines: Sequence[str], none: str) -> str:
+    """A chapter's findings (MyST lines) joined, a line holding ``nan`` or ``inf`` replaced by
+    :data:`UNDEFINED_FINDING`; ``none`` when there is no line."""
+    kept = [UNDEFINED_FINDING if _UNDEFINED.search(line) else line for line in lines if line.strip()]
+    return "\n".join(kept) if kept else none
+
+
+def show_findings(label: str, lines: Sequence[str], none: str) -> None:
+    """Show a chapter's findings (:func:`findings_markdown`) and glue them under ``label``."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(label, Markdown(findings_markdown(lines, none)), display=True)
