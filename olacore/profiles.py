@@ -2,8 +2,12 @@
 
 ``smoke`` (tiny sizes, tests and CI), ``default`` (the published book on a 2-core CPU; book/compute.md,
 book/design.md), ``paper`` (the paper's models and sizes, a GPU). Each chapter has one settings class
-(:data:`CLASSES`), its fields by profile in :data:`TABLES`; :func:`settings` applies :data:`SETTINGS_OVERRIDES_ENV`
-and a notebook's parameters on top.
+(:data:`CLASSES`), its fields by profile in :data:`TABLES` (``profiles.json``); :func:`settings` applies
+:data:`SETTINGS_OVERRIDES_ENV` and a notebook's parameters on top.
+
+The tables: syntax ``default`` is sized for a cold build on the 2-core CPU (book/design.md); syntax ``paper`` is the
+official adapter and training (``models/adapters.py``, ``configs/train_*_udewt_dp.json``); quantitative ``paper``
+has no ``official_optimiser`` row, the paper's proxy settings being the official ones.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import difflib
 import json
 import os
 from dataclasses import field
+from pathlib import Path
 from typing import Any, Literal
 
-from olacore.augment import Augmentation, BatchAugmentation
+from olacore.augment import Augmentation
 from olacore.proxy import OfficialQuirks, ProxyConfig
 from olacore.settings import (Bool, Items, NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, SettingsError,
                               Str, settings_class)
@@ -39,8 +44,6 @@ SETTINGS_OVERRIDES_ENV = "OLACORE_SETTINGS_OVERRIDES"
 #: The zoo models of the chapters' grids, by kind (:data:`olacore.zoo.BOOK_ZOO`).
 CAUSAL_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "causal")
 ENCODER_ZOO = tuple(name for name, spec in BOOK_ZOO.items() if spec.kind == "encoder")
-PAPER_CAUSAL = ("Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b-it", "meta-llama/Llama-3.2-3B-Instruct")
-PAPER_ENCODERS = ("bert-base-cased", "roberta-base", "google/electra-base-generator")
 
 Names = tuple[Str, ...]
 Models = Items[Str]
@@ -385,96 +388,17 @@ class TransferSettings:
         return training if self.augment is None else dataclasses.replace(training, augment=self.augment)
 
 
-_CPU_PROXY = dict(batch_size=20, lr=0.05, width=8, augment=BatchAugmentation(), cosine=True)
-_PAPER_PROXY = ProxyConfig(iterations=100_000, batch_size=20, lr=0.007, width=64, eval_every=1000, augment=BatchAugmentation())
-
 #: Each chapter's settings class.
 CLASSES = {"derivation": DerivationSettings, "qualitative": QualitativeSettings, "quantitative": QuantitativeSettings,
            "controls": ControlsSettings, "syntax": SyntaxSettings, "transfer": TransferSettings}
 
-#: chapter -> profile -> the fields of its settings (the rest: the class's defaults).
-TABLES: dict[str, dict[str, dict[str, Any]]] = {
-    "derivation": {
-        "smoke": dict(model="minilm-l6", bench_layers=(4, 8), bench_orders=(1, 2), bench_size=16, bench_batch=2,
-                      bench_repeats=1),
-        "default": dict(model="smollm2-135m", bench_layers=(6, 12, 18, 24), bench_orders=(1, 2, 3), bench_size=70,
-                        bench_batch=16, bench_repeats=3),
-        "paper": dict(model="Qwen/Qwen2-1.5B-Instruct", bench_layers=(6, 12, 18, 24, 28), bench_orders=(1, 2, 3, 4),
-                      bench_size=70, bench_batch=16, bench_repeats=5,
-                      alti_models=("Qwen/Qwen2-1.5B-Instruct", "minilm-l6")),
-    },
-    "qualitative": {
-        "smoke": dict(causal=CAUSAL_ZOO, encoders=ENCODER_ZOO, num_texts=4, max_order=3, size=50),
-        "default": dict(causal=CAUSAL_ZOO + ("qwen2.5-1.5b",), encoders=ENCODER_ZOO + ("embeddinggemma-300m",),
-                        num_texts=40, max_order=3, size=50),
-        "paper": dict(causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, num_texts=200, max_order=3, size=50),
-    },
-    "quantitative": {
-        "smoke": dict(causal=("gemma-3-270m", "qwen2.5-0.5b"), encoders=ENCODER_ZOO, num_texts=8, max_order=3, size=50,
-                      proxy_num_texts=8, proxy_size=24, seeds=(0,), official_eval_every=5,
-                      official_quirk_rows=("frozen_batchnorm",),
-                      proxy=ProxyConfig(iterations=10, eval_every=5, **{**_CPU_PROXY, "batch_size": 8})),
-        "default": dict(causal=CAUSAL_ZOO, encoders=ENCODER_ZOO, num_texts=100, max_order=3, size=50,
-                        proxy_num_texts=50, proxy_size=24, seeds=(0, 1, 2), official_eval_every=20,
-                        official_quirk_rows=("frozen_batchnorm",),
-                        proxy=ProxyConfig(iterations=400, eval_every=50, **_CPU_PROXY),
-                        size_models=("qwen2.5-0.5b", "qwen2.5-1.5b"),
-                        extra_encoders=("embeddinggemma-300m",)),
-        "paper": dict(causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, num_texts=1000, max_order=3, size=50,
-                      proxy_num_texts=1000, proxy_size=50, seeds=(0, 1, 2), official_eval_every=100,
-                      # not official_optimiser: the paper's proxy settings are the official ones
-                      official_quirk_rows=("augment_before_cleaning", "raw_inputs", "frozen_batchnorm"),
-                      proxy=_PAPER_PROXY),
-    },
-    "controls": {
-        "smoke": dict(encoder_target="minilm-l6", encoder_source="mpnet-base", encoder_texts=8, encoder_noise=(0.1, 1.0),
-                      causal_target="gemma-3-270m", causal_source="qwen2.5-0.5b", causal_texts=8, causal_noise=(),
-                      max_order=3, size=50, seed=0, proxy_size=24, seeds=(0,),
-                      proxy=ProxyConfig(iterations=10, eval_every=5, **{**_CPU_PROXY, "batch_size": 8})),
-        "default": dict(encoder_target="minilm-l6", encoder_source="mpnet-base", encoder_texts=100,
-                        encoder_noise=(0.01, 0.03, 0.1, 0.3, 1.0),
-                        causal_target="gemma-3-270m", causal_source="qwen2.5-0.5b", causal_texts=40,
-                        causal_noise=(0.1, 1.0),
-                        max_order=3, size=50, seed=0, proxy_size=24, seeds=(0, 1, 2),
-                        proxy=ProxyConfig(iterations=400, eval_every=50, **_CPU_PROXY)),
-        "paper": dict(encoder_target="roberta-base", encoder_source="bert-base-cased", encoder_texts=1000,
-                      encoder_noise=(0.01, 0.03, 0.1, 0.3, 1.0),
-                      causal_target="Qwen/Qwen2-1.5B-Instruct", causal_source="google/gemma-2-2b-it", causal_texts=1000,
-                      causal_noise=(0.01, 0.03, 0.1, 0.3, 1.0),
-                      max_order=3, size=50, seed=0, proxy_size=50, seeds=(0, 1, 2), proxy=_PAPER_PROXY),
-    },
-    "syntax": {
-        "smoke": dict(num_train=40, num_dev=20, num_test=20, seeds=(0,),
-                      adapter=dict(dim=16, depth=1, heads=2, arc_dim=32, rel_dim=16),
-                      training=dict(epochs=2), models=("minilm-l6", "smollm2-135m"),
-                      full_grid=("minilm-l6",), alti_models=("minilm-l6", "smollm2-135m"), alti_subset=(20, 10, 10),
-                      layer_models=("minilm-l6",), random_init=("minilm-l6",), pos_models=("minilm-l6",),
-                      curve_models=("smollm2-135m",), curve_sizes=(20,)),
-        # sized for a cold build on the 2-core CPU (book/design.md)
-        "default": dict(training=dict(epochs=6), seeds=(0, 1), alti_subset=(150, 60, 100),
-                        curve_models=("smollm2-135m",), extra_models=("embeddinggemma-300m",)),
-        # the official adapter and training (models/adapters.py, configs/train_*_udewt_dp.json)
-        "paper": dict(num_train=None, num_dev=None, num_test=None, grid="tokens", long_sentences=True,
-                      adapter=dict(dim=768, depth=5, heads=8, ffn_mult=4, ffn_kernel=3, arc_dim=512, rel_dim=128,
-                                   pair_scores=False, input_transform="none", backbone="package", local_mix=False),
-                      training=dict(epochs=15, lr=3e-5, batch_size=2, warmup=0.0, augment=Augmentation()),
-                      models=PAPER_ENCODERS, full_grid=PAPER_ENCODERS, alti_models=PAPER_ENCODERS, alti_subset=None,
-                      layer_models=PAPER_ENCODERS, random_init=PAPER_ENCODERS, pos_models=PAPER_ENCODERS,
-                      curve_models=(), workers=1),
-    },
-    "transfer": {
-        "smoke": dict(re=dict(train=40, dev=20, test=12), ner=dict(train=40, dev=20, test=20),
-                      wnut=dict(train=40, dev=20, test=8),
-                      causal=("smollm2-135m", "gemma-3-270m"), encoders=("minilm-l6", "mpnet-base"), control_test=10,
-                      control_models=("smollm2-135m",), zero_shot_models=("smollm2-135m",), similarity_texts=12),
-        "default": dict(extra_encoders=("embeddinggemma-300m",),
-                        control_models=CAUSAL_ZOO + ENCODER_ZOO + ("embeddinggemma-300m",)),
-        "paper": dict(re=dict(train=7200, dev=800, test=2717), ner=dict(train=1598, dev=400, test=2077),
-                      wnut=dict(train=3394, dev=1009, test=1287),
-                      causal=PAPER_CAUSAL, encoders=PAPER_ENCODERS, control_models=PAPER_CAUSAL + PAPER_ENCODERS,
-                      zero_shot_models=PAPER_CAUSAL, seeds=(0, 1, 2), control_test=500, similarity_texts=1000),
-    },
-}
+#: chapter -> profile -> the fields of its settings (the rest: the class's defaults), from ``profiles.json``: the
+#: shape of :data:`SETTINGS_OVERRIDES_ENV`, a nested settings object given as an object of its fields.
+TABLES: dict[str, dict[str, dict[str, Any]]] = json.loads((Path(__file__).parent / "profiles.json").read_text(encoding="utf-8"))
+
+#: The paper's causal models and encoders (its profile's).
+PAPER_CAUSAL = tuple(TABLES["qualitative"]["paper"]["causal"])
+PAPER_ENCODERS = tuple(TABLES["qualitative"]["paper"]["encoders"])
 
 #: The settings of each chapter and profile, checked at import.
 _PROFILES: dict[str, dict[str, Any]] = {}

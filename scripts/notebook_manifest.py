@@ -2,7 +2,7 @@
 
 A chapter's *fingerprint* is the hash of everything that can change its executed notebook:
 its jupytext source, the parameters it ran with (the profile included), the code it imports
-(every ``olacore/**/*.py`` and ``notebooks/chapter_code/**/*.py``: :data:`CODE_FOLDERS`), the
+(every ``.py`` and ``.json`` file under ``olacore/`` and ``notebooks/chapter_code/``: :data:`CODE_FOLDERS`), the
 runner (``scripts/*.py`` it imports), the data files (path, size and modification time of every
 file under ``$OLACORE_DATA``) and the versions of the Python packages the project declares.
 The manifest (``book/generated.manifest.json``, beside the output folder) records, per chapter,
@@ -45,10 +45,11 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def tree_hash(folder: Path, pattern: str = "**/*.py") -> str:
-    """SHA-256 over the relative paths and contents of the files of ``folder`` matching ``pattern``."""
+def tree_hash(folder: Path, suffixes: tuple[str, ...] = (".py", ".json")) -> str:
+    """SHA-256 over the relative paths and contents of the files of ``folder`` with one of ``suffixes`` (code, and
+    data tables such as ``olacore/profiles.json``)."""
     digest = hashlib.sha256()
-    for path in sorted(folder.glob(pattern)):
+    for path in sorted(p for p in folder.rglob("*") if p.suffix in suffixes):
         if path.is_file() and "__pycache__" not in path.parts:
             digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + sha256_file(path).encode())
     return digest.hexdigest()

@@ -311,16 +311,18 @@ def test_running_time_line_appears_when_a_record_exists(tmp_path):
 
 
 def test_code_fingerprint_follows_the_package_and_the_chapters_own_code(tmp_path, monkeypatch):
-    """An edit to olacore/ or to notebooks/chapter_code/ re-executes the chapters (the fingerprint's ``package``);
-    a chapter's source counts as that chapter's own ``source``, and byte code never counts."""
-    for name in ("olacore/ola.py", "olacore/toa/data.py", "notebooks/chapter_code/controls.py", "notebooks/05_x.py"):
+    """An edit to olacore/ (its profile tables included) or to notebooks/chapter_code/ re-executes the chapters (the
+    fingerprint's ``package``); a chapter's source counts as that chapter's own ``source``, and byte code never counts."""
+    for name in ("olacore/ola.py", "olacore/toa/data.py", "olacore/profiles.json", "notebooks/chapter_code/controls.py",
+                 "notebooks/05_x.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x = 1\n")
     seen = {notebook_manifest.code_fingerprint(tmp_path)}
-    for name in ("olacore/toa/data.py", "notebooks/chapter_code/controls.py", "notebooks/chapter_code/new.py"):
+    for name in ("olacore/toa/data.py", "olacore/profiles.json", "notebooks/chapter_code/controls.py",
+                 "notebooks/chapter_code/new.py"):
         (tmp_path / name).write_text("x = 2\n")
         seen.add(notebook_manifest.code_fingerprint(tmp_path))
-    assert len(seen) == 4
+    assert len(seen) == 5
     (tmp_path / "notebooks/05_x.py").write_text("x = 2\n")
     (tmp_path / "notebooks/chapter_code/__pycache__").mkdir()
     (tmp_path / "notebooks/chapter_code/__pycache__/controls.py").write_text("stale")
