@@ -59,8 +59,8 @@ from olacore.settings import cpu_workers
 from olacore.toa import (ToaModel, adapter_loss, collate, encode_items, input_spec, make_job, optimiser_for,
                          train_adapters, train_epoch)
 
-from chapter_code.syntax import (baseline_table, grid_table, parse_examples, record_syntax, syntax_datasets,
-                                 syntax_paper_numbers, syntax_splits, syntax_verdicts, wide_table)
+from chapter_code.syntax import (baseline_table, grid_cells, grid_table, parse_examples, record_syntax,
+                                 syntax_datasets, syntax_paper_numbers, syntax_splits, syntax_verdicts, wide_table)
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch("06_syntax")
@@ -254,7 +254,7 @@ print(f"kept epoch {best_epoch} of {training.epochs}; test UAS {on_test['uas']:.
 # orders 2 and 3 and the rollout, and a second seed where the profile has one.
 
 # %%
-cells = settings.cells()
+cells = grid_cells(settings)
 jobs = [make_job(data[name]["train"], data[name]["dev"], input_spec(input_name), settings.adapter,
                  settings.training, seed=cell_seed, model=name, input=input_name) for name, input_name, cell_seed in cells]
 with watch("adapters: train or read back, score test"):

@@ -36,10 +36,10 @@ from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
 from olacore.toa import input_spec, make_job, syntax_data, train_adapters
 
-from chapter_code.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, grid_plan,
-                                 grid_table, layer_cells, layer_screen, learning_curve, paired_margin, record_rows,
-                                 record_syntax, summary, syntax_datasets, syntax_paper_numbers, syntax_splits,
-                                 syntax_verdicts, wide_table)
+from chapter_code.syntax import (SCORE_COLUMNS, baseline_table, best_layer, data_reports, direction_table, grid_cells,
+                                 grid_plan, grid_table, layer_cells, layer_screen, learning_curve, paired_margin,
+                                 record_rows, record_syntax, summary, syntax_datasets, syntax_paper_numbers,
+                                 syntax_splits, syntax_verdicts, wide_table)
 
 settings = chapter_settings("syntax", profile, device=device)
 watch = Stopwatch("a4_syntax_extras")
@@ -109,7 +109,7 @@ show_table(reports[reports["data set"].isin(settings.models)], "tbl-syntax-data"
 # %%
 with watch("layer screen (dev)"):
     screens = {m: layer_screen(data[m]["dev"]) for m in settings.layer_models}
-    cells = settings.cells() + layer_cells(screens, settings.seeds[0])
+    cells = grid_cells(settings) + layer_cells(screens, settings.seeds[0])
 fig, ax = plt.subplots(figsize=(7, 3))
 for model, screen in screens.items():
     ax.plot(screen["layer"] / screen["layer"].max(), screen["attachment"], marker="o", label=model)

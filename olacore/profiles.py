@@ -31,7 +31,7 @@ from olacore.zoo import BOOK_ZOO, ZOO
 
 __all__ = [
     "PROFILES", "CAUSAL_ZOO", "ENCODER_ZOO", "settings", "DerivationSettings", "QualitativeSettings",
-    "QuantitativeSettings", "ControlsSettings", "SyntaxSettings", "DataSet", "TaskSizes", "TransferSettings",
+    "QuantitativeSettings", "ControlsSettings", "SyntaxSettings", "TaskSizes", "TransferSettings",
     "CLASSES", "TABLES", "SETTINGS_OVERRIDES_ENV",
 ]
 
@@ -169,20 +169,6 @@ class ControlsSettings:
 
 
 @settings_class
-class DataSet:
-    """One data set of the syntax grid: ``model``'s EWT splits (``None``: the chapter's), the channel
-    ``sources`` it carries, or its ``random_init`` twin; ``name`` is its row label (``"minilm-l6 [ALTI subset]"``)."""
-
-    name: Str
-    model: Str
-    num_train: PositiveInt | None = None
-    num_dev: PositiveInt | None = None
-    num_test: PositiveInt | None = None
-    sources: Names = ("ola",)
-    random_init: Bool = False
-
-
-@settings_class
 class SyntaxSettings:
     """Chapter "Syntax in OLA": the EWT data, the TOA adapter and its training, the grid of inputs.
 
@@ -238,46 +224,6 @@ class SyntaxSettings:
             if missing:
                 raise ValueError(f"SyntaxSettings.{name}: {missing} are not in models {list(self.models)}")
         _check_zoo_extras("SyntaxSettings.extra_models", self.extra_models, grid=self.models, grid_name="models")
-
-    def datasets(self) -> dict[str, DataSet]:
-        """Every data set the grid trains on, by name."""
-        out: dict[str, DataSet] = {}
-        for model in self.models:
-            sources = ("ola",)
-            if model in self.alti_models and self.alti_subset is None:
-                sources += ("alti",)
-            if model in self.layer_models:
-                sources += ("attention",)
-            out[model] = DataSet(model, model, sources=sources)
-        for model in self.alti_models:
-            if self.alti_subset is not None:
-                name = f"{model} [ALTI subset]"
-                out[name] = DataSet(name, model, *self.alti_subset, sources=("ola", "alti"))
-        for model in self.curve_models:
-            for size in self.curve_sizes:
-                if self.num_train is None or size < self.num_train:
-                    out[f"{model} [train {size}]"] = DataSet(f"{model} [train {size}]", model, num_train=size)
-        for model in self.random_init:
-            out[f"{model} [random init]"] = DataSet(f"{model} [random init]", model, random_init=True)
-        return out
-
-    def cells(self) -> list[tuple[str, str, int]]:
-        """Every ``(data set, input name, seed)`` of the grid (best-layer cells come later)."""
-        first = self.seeds[0]
-        out = []
-        for model in self.models:
-            inputs = [i for i in SYNTAX_GRID if i != "ALTI"] if model in self.full_grid else list(self.basic_inputs)
-            if model in self.alti_models and self.alti_subset is None:
-                inputs.append("ALTI")
-            for name in inputs:
-                seeds = self.seeds if model in self.full_grid and name in self.seed_inputs else self.seeds[:1]
-                out += [(model, name, seed) for seed in seeds]
-        for name, dataset in self.datasets().items():
-            if name == dataset.model:
-                continue
-            inputs = ["order 1", "ALTI"] if "alti" in dataset.sources else ["order 1"]
-            out += [(name, i, first) for i in inputs]
-        return out
 
 
 @settings_class

@@ -14,14 +14,14 @@ import torch
 
 from olacore.corpora import join_words
 from olacore.extraction import Extraction
-from olacore.profiles import DataSet, settings
+from olacore.profiles import settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
 from olacore.toa.data import SYNTAX_GRID, InputSpec, LabelVocab, build_task_data, input_spec, subset_splits
 from olacore.toa.train import score
 
-from chapter_code.syntax import (baseline_table, best_layer, data_reports, direction_table, grid_plan, grid_table,
-                                 head_directions, layer_cells, layer_screen, learning_curve, main_data_sets,
+from chapter_code.syntax import (DataSet, baseline_table, best_layer, data_reports, direction_table, grid_cells,
+                                 grid_datasets, grid_plan, grid_table, head_directions, layer_cells, layer_screen, learning_curve, main_data_sets,
                                  paired_margin, record_rows, record_syntax, syntax_keys, syntax_paper_numbers,
                                  syntax_verdicts, wide_table)
 from olacore.corpora import UDSentence
@@ -43,15 +43,15 @@ def test_input_names_map_to_specs_and_layers():
 
 def test_data_sets_and_cells_of_a_profile():
     chosen = settings("syntax", "default", alti_subset=(20, 10, 10), curve_sizes=(100, 600))
-    sets = chosen.datasets()
+    sets = grid_datasets(chosen)
     assert sets["minilm-l6 [ALTI subset]"] == DataSet("minilm-l6 [ALTI subset]", "minilm-l6", 20, 10, 10, ("ola", "alti"))
     assert "smollm2-135m [train 100]" in sets and "smollm2-135m [train 600]" not in sets  # not above num_train
     assert sets["minilm-l6 [random init]"].random_init and "attention" in sets["minilm-l6"].sources
-    cells = chosen.cells()
+    cells = grid_cells(chosen)
     assert len(cells) == len(set(cells)) and all(name in sets for name, _, _ in cells)
     assert ("minilm-l6 [ALTI subset]", "ALTI", 0) in cells and not any(i == "ALTI" for m, i, _ in cells if m in sets
                                                                         and sets[m].model == m)
-    on_main = replace(settings("syntax", "default"), alti_subset=None).cells()  # None: ALTI on the main splits
+    on_main = grid_cells(replace(settings("syntax", "default"), alti_subset=None))  # None: ALTI on the main splits
     assert ("qwen2.5-0.5b", "ALTI", 0) in on_main and not any("[ALTI subset]" in m for m, _, _ in on_main)
     assert all(cell[1] in SYNTAX_GRID for cell in cells)
     plan = grid_plan(chosen).set_index("data set")

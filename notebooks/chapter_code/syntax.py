@@ -12,6 +12,7 @@ chosen on dev; the official configs select on test). The causal LMs have no publ
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -23,16 +24,72 @@ from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdi
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import InputSpec, TaskData, subset_splits, syntax_data
+from olacore.toa.data import SYNTAX_GRID, InputSpec, TaskData, subset_splits, syntax_data
 from olacore.toa.train import attachment_words, paired_bootstrap_se
 
-__all__ = ["SCORE_COLUMNS", "syntax_splits", "syntax_datasets", "grid_table", "summary",
-           "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
+__all__ = ["SCORE_COLUMNS", "DataSet", "grid_datasets", "grid_cells", "syntax_splits", "syntax_datasets", "grid_table",
+           "summary", "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
            "learning_curve", "head_directions", "direction_table", "wide_table", "parse_examples",
            "baseline_table", "data_reports", "grid_plan", "PAPER_INPUTS", "syntax_paper_numbers",
            "syntax_keys", "main_data_sets", "record_syntax", "record_rows", "paired_margin"]
 
 SCORE_COLUMNS = ("uas", "las", "uas_nopunct", "las_nopunct")
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """One data set of the syntax grid: ``model``'s EWT splits (``None``: the chapter's), the channel
+    ``sources`` it carries, or its ``random_init`` twin; ``name`` is its row label (``"minilm-l6 [ALTI subset]"``)."""
+
+    name: str
+    model: str
+    num_train: int | None = None
+    num_dev: int | None = None
+    num_test: int | None = None
+    sources: tuple[str, ...] = ("ola",)
+    random_init: bool = False
+
+
+def grid_datasets(settings: SyntaxSettings) -> dict[str, DataSet]:
+    """Every data set the grid of ``settings`` trains on, by name."""
+    out: dict[str, DataSet] = {}
+    for model in settings.models:
+        sources = ("ola",)
+        if model in settings.alti_models and settings.alti_subset is None:
+            sources += ("alti",)
+        if model in settings.layer_models:
+            sources += ("attention",)
+        out[model] = DataSet(model, model, sources=sources)
+    for model in settings.alti_models:
+        if settings.alti_subset is not None:
+            name = f"{model} [ALTI subset]"
+            out[name] = DataSet(name, model, *settings.alti_subset, sources=("ola", "alti"))
+    for model in settings.curve_models:
+        for size in settings.curve_sizes:
+            if settings.num_train is None or size < settings.num_train:
+                out[f"{model} [train {size}]"] = DataSet(f"{model} [train {size}]", model, num_train=size)
+    for model in settings.random_init:
+        out[f"{model} [random init]"] = DataSet(f"{model} [random init]", model, random_init=True)
+    return out
+
+
+def grid_cells(settings: SyntaxSettings) -> list[tuple[str, str, int]]:
+    """Every ``(data set, input name, seed)`` of the grid of ``settings`` (best-layer cells come later)."""
+    first = settings.seeds[0]
+    out = []
+    for model in settings.models:
+        inputs = [i for i in SYNTAX_GRID if i != "ALTI"] if model in settings.full_grid else list(settings.basic_inputs)
+        if model in settings.alti_models and settings.alti_subset is None:
+            inputs.append("ALTI")
+        for name in inputs:
+            seeds = settings.seeds if model in settings.full_grid and name in settings.seed_inputs else settings.seeds[:1]
+            out += [(model, name, seed) for seed in seeds]
+    for name, dataset in grid_datasets(settings).items():
+        if name == dataset.model:
+            continue
+        inputs = ["order 1", "ALTI"] if "alti" in dataset.sources else ["order 1"]
+        out += [(name, i, first) for i in inputs]
+    return out
 
 
 def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
@@ -51,7 +108,7 @@ def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
 def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]], *, workers: int | None = None,
                     device: str | None = None, progress: bool = False, store: TensorStore | None = None,
                     ) -> dict[str, dict[str, TaskData]]:
-    """Every data set of ``settings.datasets()``: ``{name: {split: TaskData}}`` (maps cached).
+    """Every data set of :func:`grid_datasets`: ``{name: {split: TaskData}}`` (maps cached).
 
     A data set's splits are :func:`subset_splits` of ``splits`` (:func:`syntax_splits`) at its sizes; a random-init
     data set's model is the zoo model's twin, by name (:func:`olacore.loading.twin_name`, seed 0: initialised once and
@@ -65,7 +122,7 @@ def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]
 
     workers = workers or cpu_workers(device)
     out = {}
-    for name, dataset in settings.datasets().items():
+    for name, dataset in grid_datasets(settings).items():
         model = twin_name(dataset.model, seed=0) if dataset.random_init else dataset.model
         chosen = subset_splits(splits, dataset.num_train, dataset.num_dev, dataset.num_test)
         out[name] = syntax_data(model, chosen, settings, sources=dataset.sources, workers=workers, device=device,
@@ -223,17 +280,17 @@ def baseline_table(table: pd.DataFrame, models: Sequence[str]) -> pd.DataFrame:
 
 
 def grid_plan(settings: Any) -> pd.DataFrame:
-    """What the grid of a profile runs, per data set (:meth:`olacore.profiles.SyntaxSettings.cells`).
+    """What the grid of a profile runs, per data set (:func:`grid_cells`).
 
     Returns:
         columns ``data set``, ``model``, ``train``, ``dev``, ``test`` (sentences), ``inputs`` (comma-separated),
         ``seeds`` (with the inputs of each set of seeds, where they differ), ``adapters``; the best-layer cells are
         added once a layer is chosen on dev.
     """
-    sets = settings.datasets()
+    sets = grid_datasets(settings)
     rows = []
     for name, dataset in sets.items():
-        cells = [(i, s) for m, i, s in settings.cells() if m == name]
+        cells = [(i, s) for m, i, s in grid_cells(settings) if m == name]
         if not cells:
             continue
         size = {split: getattr(dataset, f"num_{split}") or getattr(settings, f"num_{split}")
