@@ -53,8 +53,8 @@ Seeds = Items[NonNegativeInt]
 def _check_zoo_extras(where: str, models: tuple, kind: str | None = None, grid: tuple = (), grid_name: str = "") -> None:
     """Refuse extra models that are no zoo models (of ``kind``), in ``grid`` or listed twice."""
     for model in models:
-        if not isinstance(model, str) or model not in ZOO:
-            close = difflib.get_close_matches(str(model), list(ZOO), n=1, cutoff=0.6)
+        if model not in ZOO:
+            close = difflib.get_close_matches(model, list(ZOO), n=1, cutoff=0.6)
             raise ValueError(f"{where}: {model!r} is not a zoo model{f' (did you mean {close[0]!r}?)' if close else ''}"
                              f"; the zoo: {', '.join(sorted(ZOO))} (`olacore models` lists them)")
         if kind is not None and ZOO[model].kind != kind:
@@ -65,6 +65,13 @@ def _check_zoo_extras(where: str, models: tuple, kind: str | None = None, grid: 
         raise ValueError(f"{where}: {in_grid} already in {grid_name} {list(grid)}; a model listed twice would run twice")
     if len(set(models)) != len(models):
         raise ValueError(f"{where} lists a model twice: {list(models)}")
+
+
+def _check_within(where: str, names: tuple, pool: tuple, pool_name: str, fix: str = "") -> None:
+    """Refuse the ``names`` of field ``where`` that are not in ``pool`` (the field ``pool_name``)."""
+    missing = [m for m in names if m not in pool]
+    if missing:
+        raise ValueError(f"{where}: {missing} are not in {pool_name} {list(pool)}{fix}")
 
 
 @settings_class
@@ -118,15 +125,12 @@ class QuantitativeSettings:
     extra_encoders: Names = ()
 
     def __post_init__(self) -> None:
-        self._check_extra_models()
         if self.proxy_num_texts > self.num_texts:
             raise ValueError(f"QuantitativeSettings.proxy_num_texts ({self.proxy_num_texts}) cannot exceed num_texts "
                              f"({self.num_texts})")
         if self.official_eval_every > self.proxy.iterations:
             raise ValueError(f"QuantitativeSettings.official_eval_every ({self.official_eval_every}) exceeds the "
                              f"proxy's {self.proxy.iterations} steps: the official protocol would never evaluate")
-
-    def _check_extra_models(self) -> None:
         _check_zoo_extras("QuantitativeSettings.size_models", self.size_models, "causal")
         _check_zoo_extras("QuantitativeSettings.extra_encoders", self.extra_encoders, "encoder", self.encoders, "encoders")
         if self.size_models:
@@ -220,9 +224,7 @@ class SyntaxSettings:
 
     def __post_init__(self) -> None:
         for name in ("full_grid", "alti_models", "layer_models", "random_init", "pos_models", "curve_models"):
-            missing = [m for m in getattr(self, name) if m not in self.models]
-            if missing:
-                raise ValueError(f"SyntaxSettings.{name}: {missing} are not in models {list(self.models)}")
+            _check_within(f"SyntaxSettings.{name}", getattr(self, name), self.models, "models")
         _check_zoo_extras("SyntaxSettings.extra_models", self.extra_models, grid=self.models, grid_name="models")
 
 
@@ -296,8 +298,7 @@ class TransferSettings:
         if not self.causal + self.encoders:
             raise ValueError("TransferSettings needs at least one model (causal or encoders)")
         _check_zoo_extras("TransferSettings.extra_encoders", self.extra_encoders, "encoder")
-        listed = self.causal + self.encoders + self.extra_encoders
-        twice = sorted({m for m in listed if isinstance(m, str) and listed.count(m) > 1})
+        twice = sorted({m for m in self.models if self.models.count(m) > 1})
         if twice:
             raise ValueError(f"TransferSettings: {twice} listed twice (causal, encoders, extra_encoders); list each once")
         for kind, names in (("causal", self.causal), ("encoder", self.encoders)):
@@ -305,16 +306,10 @@ class TransferSettings:
             if wrong:
                 raise ValueError(f"TransferSettings: zoo models {wrong} are not of kind {kind!r}; move them "
                                  "to the other list")
-        models = self.models
-        for name in ("control_models", "zero_shot_models"):
-            missing = [m for m in getattr(self, name) if m not in models]
-            if missing:
-                raise ValueError(f"TransferSettings.{name}: {missing} are not models of the chapter {list(models)}; "
-                                 f"list them among the models (causal, encoders, extra_encoders) or remove them from "
-                                 f"{name} too")
-        if any(m not in self.causal for m in self.zero_shot_models):
-            raise ValueError(f"TransferSettings.zero_shot_models must be causal LMs (of {list(self.causal)}); "
-                             "an encoder cannot be prompted")
+        _check_within("TransferSettings.control_models", self.control_models, self.models, "the chapter's models",
+                      "; list them among causal, encoders or extra_encoders, or remove them from control_models")
+        _check_within("TransferSettings.zero_shot_models", self.zero_shot_models, self.causal, "causal",
+                      "; only a causal LM can be prompted (an encoder cannot)")
 
     @property
     def models(self) -> tuple[str, ...]:
