@@ -11,7 +11,7 @@ import pytest
 from olacore import report as verdicts
 from olacore.toa.train import paired_bootstrap_se
 
-from chapter_code import report as reproduction
+from chapter_code import report as report_page
 
 PAGE = Path(__file__).resolve().parent.parent / "book" / "claims.md"
 
@@ -28,7 +28,7 @@ def test_the_page_gives_the_modules_constants():
     table = constants()
     for name in ("MARGIN", "GOAL", "STRONG_NOISE", "LEARNED_TOL"):
         assert table[name] == getattr(verdicts, name), name
-    assert table["TOLERANCE"] == reproduction.TOLERANCE
+    assert table["TOLERANCE"] == report_page.TOLERANCE
     assert table["bootstrap draws"] == inspect.signature(paired_bootstrap_se).parameters["draws"].default
 
 
