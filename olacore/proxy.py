@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from olacore.pipeline import TokenMaps
 
 __all__ = ["make_resnet18", "fit", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy", "ProxyJob",
-           "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary", "OfficialQuirks", "OfficialRun",
+           "leave_one_out", "channel_set_label", "proxy_experiment", "OfficialQuirks", "OfficialRun",
            "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step", "official_view", "family_splits",
            "train_official", "OfficialProxyJob", "official_proxy_experiment", "shuffled_batches", "channel_stats",
            "standardise", "reported_accuracy"]
@@ -396,32 +396,6 @@ def proxy_experiment(
                      "validation": record["validation"]})
         histories[(label, target, seed)] = record["history"]
     return pd.DataFrame(rows), histories
-
-
-def mean_std_text(runs: pd.DataFrame, rows: str, value: str, *, sort: bool = True) -> pd.DataFrame:
-    """``"mean ± std"`` of ``value`` over seeds (the mean alone for one seed): one row per ``rows`` value, one
-    column per target."""
-    stats = runs.groupby([rows, "target"], sort=sort)[value].agg(["mean", "std"])
-    text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}",
-                       axis=1)
-    return text.unstack("target")
-
-
-def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order: Sequence[str] | None = None) -> pd.DataFrame:
-    """Target accuracy (%) per channel set: ``"mean ± std"`` over seeds per target, and the mean per group.
-
-    Args:
-        runs: the first result of :func:`proxy_experiment`.
-        groups: group label -> target names; one ``"mean over <group> targets"`` column each.
-        order: row order (channel-set labels); default as they appear in ``runs``.
-    """
-    order = list(order) if order is not None else list(dict.fromkeys(runs["channels"]))
-    acc = runs.assign(test_acc=100 * runs["test_acc"])
-    table = mean_std_text(acc, "channels", "test_acc").reindex(order)
-    for group, targets in groups.items():
-        chosen = acc[acc["target"].isin(targets)]
-        table[f"mean over {group} targets"] = chosen.groupby("channels")["test_acc"].mean().reindex(order).round(1)
-    return table
 
 
 # ------------------------------------------------------------------ the official protocol (chapters 04 and a1)
