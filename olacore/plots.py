@@ -154,8 +154,7 @@ class LabelledFigure:
         """The MyST source."""
         return "\n".join([f":::{{glue:figure}} {self.label}", f":name: {self.label}", "", self.caption, ":::"])
 
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
+    _repr_markdown_ = to_markdown
 
     def _repr_html_(self) -> str:
         return (f'<figure id="{self.label}">{self.body}<figcaption><strong>Figure ({html.escape(self.label)}).</strong> '
@@ -290,8 +289,7 @@ class LabelledTable:
         return "\n".join([f":::{{table}} {self.caption}", f":name: {self.label}", "", header, rule, *rows, ":::",
                           *(["", note] if note else [])])
 
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
+    _repr_markdown_ = to_markdown
 
     def _repr_html_(self) -> str:
         frame_html = self.frame.to_html(float_format=lambda x: f"{x:.{self.decimals}f}", na_rep="–")
