@@ -51,13 +51,15 @@ from skimage.metrics import structural_similarity
 
 from olacore import token_maps
 from olacore.maps import make_maps
-from olacore.plots import hits_heatmaps, show_figure, show_table
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings
 from olacore.report import better, paper_retrieval, published_value, retrieval_keys, verdict
 from olacore.results import ChapterResults, OFFICIAL, Stopwatch
 from olacore.settings import cpu_workers
 from olacore.similarity import PAIRS_TABLE, chance_hits, hits_at_k, mean_hits, pairs_rows, pairwise_ssim, retrieval_grid
 from olacore.texts import similarity_texts, text_counts
+
+from chapter_code.retrieval import hits_heatmaps
 
 watch = Stopwatch("03_retrieval")
 cfg = settings("quantitative", profile, seeds=seeds)

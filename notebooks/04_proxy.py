@@ -51,16 +51,17 @@ from myst_nb import glue
 from olacore import token_maps
 from olacore.augment import augment_batch
 from olacore.maps import make_maps
-from olacore.plots import show_figure, show_table, training_curve
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings
 from olacore.proxy import (OfficialQuirks, channel_set_label, channel_stats, leave_one_out, make_resnet18,
-                           official_proxy_experiment, proxy_experiment, proxy_summary, shuffled_batches,
-                           split_sources)
+                           official_proxy_experiment, proxy_experiment, shuffled_batches, split_sources)
 from olacore.report import (CANNOT_JUDGE, better, learned_training_maps, paper_proxy, protocol_verdict, proxy_keys,
                             verdict)
 from olacore.results import ChapterResults, HELD_OUT, Stopwatch
 from olacore.settings import cpu_workers, fixed_threads, resolve_device
 from olacore.texts import similarity_texts
+
+from chapter_code.proxy import proxy_summary, training_curve
 
 watch = Stopwatch("04_proxy")
 cfg = settings("quantitative", profile, seeds=seeds)

@@ -51,7 +51,7 @@ from myst_nb import glue
 
 from olacore import model_kind
 from olacore.corpora import read_ewt_syntax
-from olacore.plots import draw_arcs, show_figure, show_table
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings as chapter_settings
 from olacore.report import GOAL, paper_comparison, paper_syntax
 from olacore.results import ChapterResults, Stopwatch
@@ -59,7 +59,7 @@ from olacore.settings import cpu_workers
 from olacore.toa import (ToaModel, adapter_loss, collate, encode_items, input_spec, make_job, optimiser_for,
                          train_adapters, train_epoch)
 
-from chapter_code.syntax import (baseline_table, grid_cells, grid_table, parse_examples, record_syntax,
+from chapter_code.syntax import (baseline_table, draw_arcs, grid_cells, grid_table, parse_examples, record_syntax,
                                  syntax_datasets, syntax_paper_numbers, syntax_splits, syntax_verdicts, wide_table)
 
 settings = chapter_settings("syntax", profile, device=device)

@@ -34,7 +34,7 @@ from myst_nb import glue
 
 from olacore import token_maps
 from olacore.maps import make_maps
-from olacore.plots import hits_heatmaps, show_figure, show_table
+from olacore.plots import show_figure, show_table
 from olacore.profiles import settings
 from olacore.proxy import leave_one_out, proxy_experiment
 from olacore.report import paper_proxy, published_value, retrieval_keys, verdict
@@ -42,6 +42,8 @@ from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
 from olacore.similarity import chance_hits, mean_hits, retrieval_grid, retrieval_table
 from olacore.texts import similarity_texts
+
+from chapter_code.retrieval import hits_heatmaps
 
 watch = Stopwatch("a3_more_models")
 cfg = settings("quantitative", profile, seeds=seeds)

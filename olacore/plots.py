@@ -11,17 +11,14 @@ import math
 import re
 import textwrap
 from numbers import Number
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import torch
 
-if TYPE_CHECKING:
-    from olacore.corpora import UDSentence
-
-__all__ = ["draw_maps", "draw_arcs", "hits_heatmaps", "training_curve", "readable_token", "token_labels",
+__all__ = ["draw_maps", "readable_token", "token_labels",
            "LabelledFigure", "show_figure", "labelled_caption", "LabelledTable", "show_table"]
 
 
@@ -83,7 +80,6 @@ def draw_maps(
     labels: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
     panel_size: float = 2.6,
-    max_columns: int = 2,
 ):
     """A matplotlib ``Figure`` of square maps, one per (row, panel), each with its colour bar (at the 99th
     percentile).
@@ -91,15 +87,16 @@ def draw_maps(
     Args:
         rows: ``{row name: {panel name: (T, T) tensor}}``, the same panel names in every row.
         labels: optional ``{row name: T tick labels}``, shown when short.
-        max_columns: at most this many panels side by side (several rows with more panels are transposed).
+
+    At most two panels stand side by side (several rows with more panels are transposed).
     """
     panels = list(next(iter(rows.values())).keys())
     cells = [(row_name, panel) for row_name in rows for panel in panels]
     if len(rows) == 1:
-        ncols = min(len(panels), max_columns)
+        ncols = min(len(panels), 2)
         nrows = -(-len(panels) // ncols)
         place = {cell: divmod(i, ncols) for i, cell in enumerate(cells)}
-    elif len(panels) > max_columns and len(rows) <= max_columns:
+    elif len(panels) > 2 and len(rows) <= 2:
         nrows, ncols = len(panels), len(rows)
         place = {(row_name, panel): (p, r) for r, row_name in enumerate(rows) for p, panel in enumerate(panels)}
     else:
@@ -140,92 +137,6 @@ def draw_maps(
     return fig
 
 
-def draw_arcs(
-    ax,
-    word_map: torch.Tensor | np.ndarray,
-    sentence: "UDSentence",
-    predicted_heads: Sequence[int],
-    title: str | None = None,
-):
-    """Gold (circles) and predicted (crosses) heads, ``W`` 1-based (0 = root), over a ``(W, W)`` word map on ``ax``.
-
-    Raises:
-        ValueError: the map or the heads do not fit the sentence.
-    """
-    m = np.asarray(word_map, dtype=float)
-    n = len(sentence)
-    if m.shape != (n, n) or len(predicted_heads) != n:
-        raise ValueError(f"map {m.shape} / {len(predicted_heads)} heads do not fit a {n}-word sentence")
-    ax.imshow(m, cmap="Greys", vmin=0, vmax=max(float(np.quantile(m, 0.98)), 1e-9))
-    gold = [(i, h - 1) for i, h in enumerate(sentence.heads) if h > 0]
-    pred = [(i, h - 1) for i, h in enumerate(predicted_heads) if h > 0]
-    if gold:
-        ax.scatter([j for _, j in gold], [i for i, _ in gold], s=140, facecolors="none", edgecolors="tab:green", linewidths=2, label="gold head")
-    if pred:
-        ax.scatter([j for _, j in pred], [i for i, _ in pred], s=80, marker="x", color="tab:orange", linewidths=2, label="predicted head")
-    ax.set_xticks(range(n))
-    ax.set_yticks(range(n))
-    ax.set_xticklabels(sentence.words, rotation=90, fontsize=7, **TEXT)
-    ax.set_yticklabels(sentence.words, fontsize=7, **TEXT)
-    ax.set_xlabel("head (key word)")
-    ax.set_ylabel("dependent (query word)")
-    gold_root = [sentence.words[i] for i, h in enumerate(sentence.heads) if h == 0]
-    pred_root = [sentence.words[i] for i, h in enumerate(predicted_heads) if h == 0]
-    ax.set_title(f"{title + ': ' if title else ''}root gold={gold_root} pred={pred_root}", fontsize=8, **TEXT)
-    ax.legend(loc="upper right", fontsize=7)
-    return ax
-
-
-def hits_heatmaps(table, groups: Mapping[str, Sequence[str]], channels: Sequence[str], *, title: str | None = None):
-    """Model x model Hits@1 (%) heatmaps of a retrieval table with a ``group`` column: one column of panels per
-    group, one row per channel (rows: source = gallery; columns: target = queries)."""
-    import seaborn as sns
-
-    from olacore.channels import label
-    from olacore.similarity import hits_matrix
-
-    widths = [max(len(models), 2) for models in groups.values()]
-    fig, axes = plt.subplots(len(channels), len(groups), figsize=(1.1 * sum(widths) + 1.8, 2.3 * len(channels)),
-                             squeeze=False, constrained_layout=True, gridspec_kw={"width_ratios": widths})
-    drawn = None
-    for col, group in enumerate(groups):
-        rows = table[table["group"] == group]
-        for row, channel in enumerate(channels):
-            ax = axes[row, col]
-            sns.heatmap(100 * hits_matrix(rows, channel), annot=True, fmt=".0f", vmin=0, vmax=100,
-                        cmap="viridis", cbar=False, ax=ax, annot_kws={"fontsize": 8}, square=True)
-            drawn = ax.collections[0]
-            ax.set_title(f"{group}: {label(channel)}", fontsize=9)
-            ax.tick_params(labelsize=8)
-            ax.set_xticklabels(ax.get_xticklabels(), rotation=30, ha="right")
-            ax.set_yticklabels(ax.get_yticklabels(), rotation=0)
-            ax.set_xlabel("target (queries)" if row == len(channels) - 1 else "", fontsize=8)
-            ax.set_ylabel("source (gallery)" if col == 0 else "", fontsize=8)
-    if drawn is not None:
-        fig.colorbar(drawn, ax=axes, shrink=0.5, label="Hits@1 (%)")
-    if title:
-        fig.suptitle(title, fontsize=11)
-    return fig
-
-
-def training_curve(history, *, title: str = "", chance: float | None = None):
-    """A ``Figure`` of loss and accuracy of one proxy run's ``history`` (step, train_loss, train_acc, val_acc)."""
-    import pandas as pd
-
-    history = pd.DataFrame(history)
-    fig, ax = plt.subplots(1, 2, figsize=(9, 3))
-    ax[0].plot(history["step"], history["train_loss"])
-    ax[0].set(xlabel="step", ylabel="training loss", title=title)
-    ax[1].plot(history["step"], history["train_acc"], label="training batches")
-    ax[1].plot(history["step"], history["val_acc"], label="held-out source maps")
-    if chance is not None:
-        ax[1].axhline(chance, color="grey", ls=":", label="chance")
-    ax[1].set(xlabel="step", ylabel="accuracy")
-    ax[1].legend()
-    fig.tight_layout()
-    return fig
-
-
 class LabelledFigure:
     """A glued figure with a caption and a stable ``label`` (``"fig-order-maps"``): a MyST ``{glue:figure}`` in
     the book, ``body`` (HTML) and caption in Jupyter.
@@ -243,8 +154,7 @@ class LabelledFigure:
         """The MyST source."""
         return "\n".join([f":::{{glue:figure}} {self.label}", f":name: {self.label}", "", self.caption, ":::"])
 
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
+    _repr_markdown_ = to_markdown
 
     def _repr_html_(self) -> str:
         return (f'<figure id="{self.label}">{self.body}<figcaption><strong>Figure ({html.escape(self.label)}).</strong> '
@@ -379,8 +289,7 @@ class LabelledTable:
         return "\n".join([f":::{{table}} {self.caption}", f":name: {self.label}", "", header, rule, *rows, ":::",
                           *(["", note] if note else [])])
 
-    def _repr_markdown_(self) -> str:
-        return self.to_markdown()
+    _repr_markdown_ = to_markdown
 
     def _repr_html_(self) -> str:
         frame_html = self.frame.to_html(float_format=lambda x: f"{x:.{self.decimals}f}", na_rep="–")

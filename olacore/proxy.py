@@ -36,10 +36,10 @@ if TYPE_CHECKING:
     from olacore.pipeline import TokenMaps
 
 __all__ = ["make_resnet18", "fit", "ProxyConfig", "ProxyRun", "split_sources", "train_proxy", "accuracy", "ProxyJob",
-           "leave_one_out", "channel_set_label", "proxy_experiment", "proxy_summary", "OfficialQuirks", "OfficialRun",
-           "OFFICIAL_OPTIMISER", "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step", "official_view", "family_splits",
-           "train_official", "OfficialProxyJob", "official_proxy_experiment", "shuffled_batches", "channel_stats",
-           "standardise", "reported_accuracy"]
+           "leave_one_out", "channel_set_label", "proxy_experiment", "OfficialQuirks", "OFFICIAL_OPTIMISER",
+           "BATCHNORM_FREEZE_FRACTION", "batchnorm_freeze_step", "official_view", "family_splits", "train_official",
+           "OfficialProxyJob", "official_proxy_experiment", "shuffled_batches", "channel_stats", "standardise",
+           "reported_accuracy"]
 
 
 # ------------------------------------------------------------------ the network and its training loop
@@ -398,32 +398,6 @@ def proxy_experiment(
     return pd.DataFrame(rows), histories
 
 
-def mean_std_text(runs: pd.DataFrame, rows: str, value: str, *, sort: bool = True) -> pd.DataFrame:
-    """``"mean ± std"`` of ``value`` over seeds (the mean alone for one seed): one row per ``rows`` value, one
-    column per target."""
-    stats = runs.groupby([rows, "target"], sort=sort)[value].agg(["mean", "std"])
-    text = stats.apply(lambda r: f"{r['mean']:.1f}" if np.isnan(r["std"]) else f"{r['mean']:.1f} ± {r['std']:.1f}",
-                       axis=1)
-    return text.unstack("target")
-
-
-def proxy_summary(runs: pd.DataFrame, groups: Mapping[str, Sequence[str]], order: Sequence[str] | None = None) -> pd.DataFrame:
-    """Target accuracy (%) per channel set: ``"mean ± std"`` over seeds per target, and the mean per group.
-
-    Args:
-        runs: the first result of :func:`proxy_experiment`.
-        groups: group label -> target names; one ``"mean over <group> targets"`` column each.
-        order: row order (channel-set labels); default as they appear in ``runs``.
-    """
-    order = list(order) if order is not None else list(dict.fromkeys(runs["channels"]))
-    acc = runs.assign(test_acc=100 * runs["test_acc"])
-    table = mean_std_text(acc, "channels", "test_acc").reindex(order)
-    for group, targets in groups.items():
-        chosen = acc[acc["target"].isin(targets)]
-        table[f"mean over {group} targets"] = chosen.groupby("channels")["test_acc"].mean().reindex(order).round(1)
-    return table
-
-
 # ------------------------------------------------------------------ the official protocol (chapters 04 and a1)
 
 #: The optimiser of the official ``olas_visual_model.py`` (constant rate).
@@ -512,18 +486,6 @@ def family_splits(names: Sequence[str]) -> list[tuple[list[str], list[str]]]:
     return [(sources, [target]) for sources, target in leave_one_out(names)]
 
 
-@dataclass
-class OfficialRun:
-    """One official-protocol run: ``history`` (``step, train_loss, test_acc`` (targets augmented afresh),
-    ``test_acc_clean``, ``train_acc`` per evaluation) and the ``reported`` number, from ``best_step``."""
-
-    seed: int
-    history: list[dict]
-    reported: float
-    best_step: int
-    quirks: OfficialQuirks
-
-
 def reported_accuracy(history: Sequence[Mapping[str, float]], quirks: OfficialQuirks) -> tuple[float, int]:
     """The number a run reports and its step, as ``reaugment_targets`` and ``max_over_evaluations`` pick it."""
     values = _target_accuracies(history, quirks)
@@ -552,8 +514,10 @@ def train_official(
     seed: int = 0,
     device: str | torch.device | None = None,
     progress: bool = True,
-) -> OfficialRun:
-    """Train the visual proxy as the official ``olas_visual_model.py`` does, each of ``quirks`` on or off.
+) -> list[dict]:
+    """Train the visual proxy as the official ``olas_visual_model.py`` does, each of ``quirks`` on or off: the
+    history (``step, train_loss, test_acc`` (targets augmented afresh), ``test_acc_clean``, ``train_acc`` per
+    evaluation), which :func:`reported_accuracy` reads.
 
     Text ``i`` of every model is class ``i``; evaluations draw from a generator of their own. ``augment`` applies
     per sample (``config.augment`` is not used); ``config``'s SGD settings count only without ``official_optimiser``.
@@ -595,8 +559,7 @@ def train_official(
                      iterations=config.iterations, eval_every=config.eval_every, seed=seed, device=device,
                      freeze_batchnorm_after=batchnorm_freeze_step(config.iterations) if quirks.frozen_batchnorm else None,
                      progress=progress, desc="official proxy")
-    reported, best_step = reported_accuracy(history, quirks)
-    return OfficialRun(seed=seed, history=history, reported=reported, best_step=best_step, quirks=quirks)
+    return history
 
 
 @dataclass
@@ -626,11 +589,10 @@ class OfficialProxyJob:
 
     def train(self):
         tensors = lambda models: [[torch.as_tensor(m) for m in model] for model in models]  # noqa: E731
-        run = train_official(tensors(self.sources), tensors(self.targets), self.causal, self.config,
-                             self.quirks.for_training(), size=self.size, augment=self.augment, seed=self.seed,
-                             device=self.device, progress=False)
-        record = {"seed": run.seed, "history": run.history}
-        return {"test_acc": torch.tensor([h["test_acc"] for h in run.history])}, record
+        history = train_official(tensors(self.sources), tensors(self.targets), self.causal, self.config,
+                                 self.quirks.for_training(), size=self.size, augment=self.augment, seed=self.seed,
+                                 device=self.device, progress=False)
+        return {"test_acc": torch.tensor([h["test_acc"] for h in history])}, {"seed": self.seed, "history": history}
 
 
 def _arrays(items: Sequence["TokenMaps"], channels: Sequence[str]) -> list[np.ndarray]:

@@ -18,11 +18,9 @@ from typing import Any, Iterable, Iterator, Mapping
 from olacore.settings import env_folder
 from olacore.store import atomic_write_text
 
-__all__ = ["RESULTS_ENV", "OFFICIAL", "HELD_OUT", "Record", "ChapterResults", "results_dir", "load_results",
-           "PHASES_ENV", "Stopwatch", "machine", "cpu_seconds", "phase_table", "progress"]
+__all__ = ["OFFICIAL", "HELD_OUT", "Record", "ChapterResults", "results_dir", "load_results", "Stopwatch", "machine",
+           "cpu_seconds", "phase_table", "progress"]
 
-
-RESULTS_ENV = "OLACORE_RESULTS"
 
 #: The two protocols: as the official code runs, or with nothing chosen on test data.
 OFFICIAL, HELD_OUT = "official", "held-out"
@@ -31,7 +29,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 
 def results_dir() -> Path:
     """``$OLACORE_RESULTS``, or ``book/generated/results`` (a blank value or a file: ValueError)."""
-    return env_folder(RESULTS_ENV, _ROOT / "book" / "generated" / "results")
+    return env_folder("OLACORE_RESULTS", _ROOT / "book" / "generated" / "results")
 
 
 @dataclass
@@ -148,10 +146,6 @@ def load_results(chapter: str, folder: str | os.PathLike | None = None) -> Chapt
     raise ValueError(f"{path} holds the results of chapter {payload.get('chapter')!r}, not {chapter!r}; {again}")
 
 
-#: Where chapters leave their phase table.
-PHASES_ENV = "OLACORE_PHASES"
-
-
 def machine() -> dict:
     """The machine this runs on: CPU model, cores this process may use, memory in bytes, system and Python."""
     model = platform.processor() or platform.machine()
@@ -213,7 +207,7 @@ class Stopwatch:
     def report(self) -> str:
         """A plain-text table of the phases (:func:`phase_table`)."""
         rows = self.phases()
-        folder = env_folder(PHASES_ENV, None)  # a blank value or a file: ValueError naming it
+        folder = env_folder("OLACORE_PHASES", None)  # a blank value or a file: ValueError naming it
         if self.chapter and folder is not None:
             atomic_write_text(folder / f"{self.chapter}.json", json.dumps(rows, indent=1))
         return phase_table(rows)

@@ -1,4 +1,4 @@
-"""Figures (olacore.plots): the dependency-arc overlay checks its inputs."""
+"""Figures (olacore.plots, and chapter 06's dependency-arc overlay, which checks its inputs)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from olacore.plots import draw_arcs  # noqa: E402
+from chapter_code.syntax import draw_arcs  # noqa: E402
 from olacore.corpora import UDSentence  # noqa: E402
 
 

@@ -16,13 +16,14 @@ from olacore.proxy import (
     channel_set_label,
     leave_one_out,
     make_resnet18,
-    proxy_summary,
     split_sources,
     train_proxy,
 )
 from olacore.proxy import shuffled_batches
 from olacore.store import TensorStore
 from olacore.training import run_cached
+
+from chapter_code.proxy import proxy_summary
 
 NO_AUGMENT = BatchAugmentation(noise_p=0.0, sink_p=0.0)
 

@@ -6,8 +6,11 @@ beside the chapters that import it, so that the package stays small and a chapte
 next to it:
 
 - :mod:`chapter_code.explorer`: chapter 02's interactive order explorer (plotly, no kernel needed).
+- :mod:`chapter_code.retrieval`: chapter 03's Hits@1 heatmaps (and appendix a3's).
+- :mod:`chapter_code.proxy`: chapter 04's proxy summary table and training curve (appendix a1 reads its cells).
 - :mod:`chapter_code.controls`: chapter 05's control models (random init, shuffled layers, noise) and their tables.
-- :mod:`chapter_code.syntax`: chapter 06's EWT data sets and the readings of its grid (and appendix a4's).
+- :mod:`chapter_code.syntax`: chapter 06's EWT data sets, the readings of its grid (and appendix a4's) and its
+  dependency-arc figure.
 - :mod:`chapter_code.transfer`: chapter 07's transfer data, bounds and readings (and appendix a5's).
 - :mod:`chapter_code.zeroshot`: the zero-shot prompting baseline of chapter 07 and appendix a5 (prompts, greedy
   decoding, answer parsers, scores), run by :func:`chapter_code.transfer.zero_shot_rows`.

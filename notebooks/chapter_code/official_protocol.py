@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from olacore.proxy import mean_std_text
+from chapter_code.proxy import mean_std_text
 
 __all__ = ["protocol_table", "learning_curves", "selection_figure"]
 

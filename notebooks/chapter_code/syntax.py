@@ -13,12 +13,13 @@ chosen on dev; the official configs select on test). The causal LMs have no publ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from olacore.maps import sink_flags
+from olacore.plots import TEXT
 from olacore.profiles import SyntaxSettings
 from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdict, paper_syntax
 from olacore.results import HELD_OUT, ChapterResults
@@ -27,11 +28,16 @@ from olacore.store import TensorStore
 from olacore.toa.data import SYNTAX_GRID, InputSpec, TaskData, subset_splits, syntax_data
 from olacore.toa.train import attachment_words, paired_bootstrap_se
 
+if TYPE_CHECKING:
+    import torch
+
+    from olacore.corpora import UDSentence
+
 __all__ = ["SCORE_COLUMNS", "DataSet", "grid_datasets", "grid_cells", "syntax_splits", "syntax_datasets", "grid_table",
            "summary", "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
            "learning_curve", "head_directions", "direction_table", "wide_table", "parse_examples",
            "baseline_table", "data_reports", "grid_plan", "PAPER_INPUTS", "syntax_paper_numbers",
-           "syntax_keys", "main_data_sets", "record_syntax", "record_rows", "paired_margin"]
+           "syntax_keys", "main_data_sets", "record_syntax", "record_rows", "paired_margin", "draw_arcs"]
 
 SCORE_COLUMNS = ("uas", "las", "uas_nopunct", "las_nopunct")
 
@@ -454,7 +460,7 @@ def wide_table(table: pd.DataFrame, models: Sequence[str], inputs: Sequence[str]
 
 def parse_examples(adapter: Any, data: Any, sentences: Sequence[Any], count: int = 2, min_words: int = 8,
                    max_words: int = 16, channel: str = "order1") -> list[dict[str, Any]]:
-    """Test sentences with the adapter's heads, for :func:`olacore.plots.draw_arcs`.
+    """Test sentences with the adapter's heads, for :func:`draw_arcs`.
 
     Args:
         adapter, data: a DP adapter and word-grid task data of the same kind.
@@ -571,3 +577,39 @@ def record_rows(results: ChapterResults, frame: pd.DataFrame, prefix: str, keys:
                 continue
             results.add(f"{prefix}/{where}/{column}", f"{claim}: {column}, {where.replace('/', ', ')}", float(value),
                         unit=unit, anchor=anchor, subject=str(row[keys[0]]))
+
+
+def draw_arcs(
+    ax,
+    word_map: torch.Tensor | np.ndarray,
+    sentence: "UDSentence",
+    predicted_heads: Sequence[int],
+    title: str | None = None,
+):
+    """Gold (circles) and predicted (crosses) heads, ``W`` 1-based (0 = root), over a ``(W, W)`` word map on ``ax``.
+
+    Raises:
+        ValueError: the map or the heads do not fit the sentence.
+    """
+    m = np.asarray(word_map, dtype=float)
+    n = len(sentence)
+    if m.shape != (n, n) or len(predicted_heads) != n:
+        raise ValueError(f"map {m.shape} / {len(predicted_heads)} heads do not fit a {n}-word sentence")
+    ax.imshow(m, cmap="Greys", vmin=0, vmax=max(float(np.quantile(m, 0.98)), 1e-9))
+    gold = [(i, h - 1) for i, h in enumerate(sentence.heads) if h > 0]
+    pred = [(i, h - 1) for i, h in enumerate(predicted_heads) if h > 0]
+    if gold:
+        ax.scatter([j for _, j in gold], [i for i, _ in gold], s=140, facecolors="none", edgecolors="tab:green", linewidths=2, label="gold head")
+    if pred:
+        ax.scatter([j for _, j in pred], [i for i, _ in pred], s=80, marker="x", color="tab:orange", linewidths=2, label="predicted head")
+    ax.set_xticks(range(n))
+    ax.set_yticks(range(n))
+    ax.set_xticklabels(sentence.words, rotation=90, fontsize=7, **TEXT)
+    ax.set_yticklabels(sentence.words, fontsize=7, **TEXT)
+    ax.set_xlabel("head (key word)")
+    ax.set_ylabel("dependent (query word)")
+    gold_root = [sentence.words[i] for i, h in enumerate(sentence.heads) if h == 0]
+    pred_root = [sentence.words[i] for i, h in enumerate(predicted_heads) if h == 0]
+    ax.set_title(f"{title + ': ' if title else ''}root gold={gold_root} pred={pred_root}", fontsize=8, **TEXT)
+    ax.legend(loc="upper right", fontsize=7)
+    return ax
