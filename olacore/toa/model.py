@@ -10,8 +10,7 @@ batch); :class:`PackageBackbone` wraps the package itself. The root word's arc p
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 import torch.nn as nn
@@ -19,8 +18,8 @@ import torch.nn.functional as F
 
 from olacore.settings import Bool, Fraction, PositiveInt, settings_class
 
-__all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "make_backbone", "BACKBONES",
-           "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel"]
+__all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "BACKBONES", "TokenHead", "RelationHead",
+           "BiaffineHead", "ToaModel"]
 
 BACKBONES = ("masked", "package")
 INPUT_TRANSFORMS = ("log-length", "none")
@@ -73,10 +72,6 @@ class AdapterConfig:
     def __post_init__(self) -> None:
         if self.dim % self.heads:
             raise ValueError(f"AdapterConfig.heads ({self.heads}) must divide dim ({self.dim})")
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
 
 
 def _attend(x: torch.Tensor, norm: nn.LayerNorm, qkv: nn.Linear, out: nn.Linear, heads: int,
@@ -162,14 +157,6 @@ class PackageBackbone(nn.Module):
         cells = (valid[:, :, None] & valid[:, None, :]).unsqueeze(-1).to(maps.dtype)
         x = x.permute(0, 2, 3, 1) * cells
         return x.diagonal(dim1=1, dim2=2).transpose(1, 2), x
-
-
-def make_backbone(in_channels: int, config: AdapterConfig) -> nn.Module:
-    """The backbone ``config.backbone`` names."""
-    return (AxialBackbone if config.backbone == "masked" else PackageBackbone)(in_channels, config)
-
-
-HEAD_KINDS = ("tokens", "relation", "dependency")
 
 
 class TokenHead(nn.Module):
@@ -275,18 +262,13 @@ class BiaffineHead(nn.Module):
 
 
 class ToaModel(nn.Module):
-    """The whole adapter: backbone plus the head of ``task`` (``"tokens"``, ``"relation"``, ``"dependency"``).
-
-    Raises:
-        ValueError: an unknown head kind.
-    """
+    """The whole adapter: the backbone ``config.backbone`` names plus the head of ``task`` (``"tokens"``,
+    ``"relation"``, ``"dependency"``)."""
 
     def __init__(self, task: str, in_channels: int, num_classes: int, config: AdapterConfig) -> None:
         super().__init__()
-        if task not in HEAD_KINDS:
-            raise ValueError(f"unknown task {task!r}; choose one of {HEAD_KINDS}")
         self.task = task
-        self.backbone = make_backbone(in_channels, config)
+        self.backbone = (AxialBackbone if config.backbone == "masked" else PackageBackbone)(in_channels, config)
         if task == "tokens":
             self.head = TokenHead(config.dim, num_classes)
         elif task == "relation":
