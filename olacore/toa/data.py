@@ -214,7 +214,6 @@ class TaskReport:
     words: int = 0
     words_beyond_cut: int = 0
     heads_beyond_cut: int = 0
-    entities: int = 0
     entities_beyond_cut: int = 0
     dropped_beyond_cut: int = 0
 
@@ -230,7 +229,6 @@ class TaskData:
     items: list[TaskItem]
     records: list[Any]
     causal: bool
-    max_tokens: int | None
     report: TaskReport
     grid: str = "tokens"
     sources: dict[str, list[Any]] = field(default_factory=dict)
@@ -244,9 +242,7 @@ class TaskData:
         Raises:
             ValueError: its source's records are missing (build the data with that source).
         """
-        if spec.is_distance:
-            return self.records
-        source = lookup_channel(spec.channels[0]).source
+        source = "ola" if spec.is_distance else lookup_channel(spec.channels[0]).source
         if source == "ola":
             return self.records
         if source not in self.sources:
@@ -305,9 +301,7 @@ def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
     if task in ENTITY_TASKS:
         from seqeval.metrics.sequence_labeling import get_entities
 
-        entities = get_entities(list(tags))
-        report.entities += len(entities)
-        report.entities_beyond_cut += sum(1 for _, start, _ in entities if first[start] >= keep)
+        report.entities_beyond_cut += sum(1 for _, start, _ in get_entities(list(tags)) if first[start] >= keep)
     return TaskItem(source.sent_id, source.text, keep, token_labels=tuple(token_labels),
                     word_tokens=tuple(first[w] for w in scored), word_labels=tuple(tags[w] for w in scored))
 
@@ -407,7 +401,7 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
         kept_records.append(record)
     report.kept = len(items)
     causal = bool(kept_records[0].is_causal) if kept_records else False
-    return TaskData(task, str(name), split, items, kept_records, causal, max_tokens, report, grid)
+    return TaskData(task, str(name), split, items, kept_records, causal, report, grid)
 
 
 IGNORE = -100

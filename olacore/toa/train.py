@@ -219,15 +219,6 @@ def train_epoch(model: torch.nn.Module, inputs: Sequence[torch.Tensor], targets:
     return total / max(1, batches)
 
 
-def _digest(arrays: Sequence[np.ndarray]) -> str:
-    digest = hashlib.sha256()
-    for array in arrays:
-        array = np.ascontiguousarray(array)
-        digest.update(f"{array.dtype}{array.shape}".encode())
-        digest.update(array.tobytes())
-    return digest.hexdigest()
-
-
 @dataclass
 class AdapterJob:
     """One adapter training run (a :class:`olacore.training.TrainingJob`, numpy inside; :func:`make_job`).
@@ -250,7 +241,12 @@ class AdapterJob:
 
     def key(self) -> str:
         def data_digest(raw, targets):
-            return _digest(list(raw) + [a for t in targets for _, a in sorted(t.items())])
+            digest = hashlib.sha256()
+            for array in list(raw) + [a for t in targets for _, a in sorted(t.items())]:
+                array = np.ascontiguousarray(array)
+                digest.update(f"{array.dtype}{array.shape}".encode())
+                digest.update(array.tobytes())
+            return digest.hexdigest()
 
         return TensorStore.key(
             kind="toa-adapter", code=code_digest(__name__), task=self.task, spec=dataclasses.asdict(self.spec),
@@ -313,13 +309,12 @@ class TrainedAdapter:
     record: dict[str, Any]
 
     @classmethod
-    def from_stored(cls, tensors: dict[str, torch.Tensor], record: dict[str, Any],
-                    device: str | torch.device | None = None) -> "TrainedAdapter":
-        """Rebuild from what :meth:`AdapterJob.train` stored (on ``device``, in eval mode)."""
+    def from_stored(cls, tensors: dict[str, torch.Tensor], record: dict[str, Any]) -> "TrainedAdapter":
+        """Rebuild from what :meth:`AdapterJob.train` stored (on CUDA when available, in eval mode)."""
         adapter = AdapterConfig(**record["adapter"])
         model = ToaModel(task_kind(record["task"]), record["in_channels"], len(record["vocab"]), adapter)
         model.load_state_dict(tensors)
-        return cls(model.to(resolve_device(device)).eval(), record)
+        return cls(model.to(resolve_device(None)).eval(), record)
 
     @property
     def task(self) -> str:
@@ -333,37 +328,34 @@ class TrainedAdapter:
     def spec(self) -> InputSpec:
         return InputSpec(tuple(self.record["spec"]["channels"]))
 
-    def predict(self, data: TaskData, batch_size: int = 32) -> list[dict[str, np.ndarray]]:
-        """Greedy predictions (:func:`predict`) on any model's task data of this task."""
-        self._check(data)
-        targets, _ = encode_items(data.items, data.kind, self.vocab)
-        return predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
-
-    def evaluate(self, data: TaskData, batch_size: int = 32,
-                 predictions: Sequence[dict[str, np.ndarray]] | None = None) -> dict[str, float]:
-        """Scores on ``data`` (any model's), plus ``unknown_labels``; ``predictions`` when already made.
+    def predict(self, data: TaskData) -> list[dict[str, np.ndarray]]:
+        """Greedy predictions (:func:`predict`) on any model's task data of this task.
 
         Raises:
             ValueError: ``data`` is for another task or grid, or from a model of the other kind.
         """
-        self._check(data)
-        targets, unknown = encode_items(data.items, data.kind, self.vocab)
-        if predictions is None:
-            predictions = predict(self.model, data.inputs(self.spec), targets, data.kind, batch_size)
-        scores = score(self.task, data.items, predictions, self.vocab)
-        scores["unknown_labels"] = unknown
-        return scores
-
-    def _check(self, data: TaskData) -> None:
         if data.task != self.task:
             raise ValueError(f"this adapter was trained for {self.task!r}, the data is for {data.task!r}")
-        if data.grid != self.record.get("grid", "tokens"):
-            raise ValueError(f"this adapter was trained on the {self.record.get('grid', 'tokens')} grid, the data is "
-                             f"on the {data.grid} grid; build the data with grid={self.record.get('grid', 'tokens')!r}")
+        if data.grid != self.record["grid"]:
+            raise ValueError(f"this adapter was trained on the {self.record['grid']} grid, the data is on the "
+                             f"{data.grid} grid; build the data with grid={self.record['grid']!r}")
         if bool(data.causal) != bool(self.record["causal"]):
             kinds = {True: "a causal LM", False: "an encoder"}
             raise ValueError(f"this adapter was trained on {kinds[bool(self.record['causal'])]} and the data comes "
                              f"from {kinds[bool(data.causal)]}; TOA transfers between models of one kind only")
+        targets, _ = encode_items(data.items, data.kind, self.vocab)
+        return predict(self.model, data.inputs(self.spec), targets, data.kind, 32)
+
+    def evaluate(self, data: TaskData, predictions: Sequence[dict[str, np.ndarray]] | None = None) -> dict[str, float]:
+        """Scores on ``data`` (any model's), plus ``unknown_labels``; ``predictions`` (of :meth:`predict`) when
+        already made.
+
+        Raises:
+            ValueError: as :meth:`predict`.
+        """
+        scores = score(self.task, data.items, self.predict(data) if predictions is None else predictions, self.vocab)
+        scores["unknown_labels"] = encode_items(data.items, data.kind, self.vocab)[1]
+        return scores
 
 
 def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterConfig | None = None,
@@ -411,19 +403,15 @@ def entity_f1(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> d
     Raises:
         ValueError: no gold entity (F1 undefined).
     """
-    from seqeval.metrics import f1_score, precision_score, recall_score
-    from seqeval.metrics.sequence_labeling import get_entities
+    from seqeval.metrics.sequence_labeling import get_entities, precision_recall_fscore_support
 
     gold, pred = [list(s) for s in gold], [list(s) for s in pred]
     if not get_entities(gold):
         raise ValueError(f"entity_f1: no entity in gold ({sum(map(len, gold))} words, all 'O'), so recall and F1 "
                          "are undefined; score a set with at least one gold entity")
-    return {
-        "precision": 100.0 * float(precision_score(gold, pred, zero_division=0)),
-        "recall": 100.0 * float(recall_score(gold, pred, zero_division=0)),
-        "f1": 100.0 * float(f1_score(gold, pred, zero_division=0)),
-        "entities": len(get_entities(gold)),
-    }
+    precision, recall, f1, _ = precision_recall_fscore_support(gold, pred, average="micro", zero_division=0)
+    return {"precision": 100.0 * float(precision), "recall": 100.0 * float(recall), "f1": 100.0 * float(f1),
+            "entities": len(get_entities(gold))}
 
 
 def paired_bootstrap_se(ours: np.ndarray, theirs: np.ndarray, score: Callable[[np.ndarray], np.ndarray],
