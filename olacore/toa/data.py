@@ -46,16 +46,13 @@ _NEAR = (-2, -1, 0, 1, 2)
 DISTANCE_CHANNELS = len(_NEAR) + 3
 
 
-def _row_normalise(maps: torch.Tensor) -> torch.Tensor:
-    return maps / (maps.sum(-1, keepdim=True) + 1e-10)
-
-
 def stack_channels(maps: torch.Tensor, causal: bool) -> torch.Tensor:
     """The official preprocessing of one sentence's ``(K, T, T)`` maps (module docstring): ``(2K, T, T)`` float32,
     all channels raw, then all clean; rows sum to 1 (or 0)."""
     maps = maps.float()
     clean = maps.masked_fill(sink_flags(maps, causal, stats="causal"), 0.0)
-    stacked = _row_normalise(torch.cat([maps, clean], 0))
+    stacked = torch.cat([maps, clean], 0)
+    stacked = stacked / (stacked.sum(-1, keepdim=True) + 1e-10)
     return mirror_causal(stacked) if causal else stacked
 
 

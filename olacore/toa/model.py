@@ -18,11 +18,9 @@ import torch.nn.functional as F
 
 from olacore.settings import Bool, Fraction, PositiveInt, settings_class
 
-__all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "BACKBONES", "TokenHead", "RelationHead",
+__all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "TokenHead", "RelationHead",
            "BiaffineHead", "ToaModel"]
 
-BACKBONES = ("masked", "package")
-INPUT_TRANSFORMS = ("log-length", "none")
 
 
 def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -> torch.Tensor:
@@ -66,8 +64,8 @@ class AdapterConfig:
     rel_dim: PositiveInt = 32
     mlp_dropout: Fraction = 0.33
     pair_scores: Bool = True
-    input_transform: Literal[INPUT_TRANSFORMS] = "log-length"
-    backbone: Literal[BACKBONES] = "masked"
+    input_transform: Literal["log-length", "none"] = "log-length"
+    backbone: Literal["masked", "package"] = "masked"
 
     def __post_init__(self) -> None:
         if self.dim % self.heads:
@@ -217,16 +215,15 @@ class _MLP(nn.Module):
 
 
 class _Biaffine(nn.Module):
-    """``s[b, o, i, j] = [x_i; 1]^T W_o [y_j; 1]`` (bias terms optional), weights initialised at zero."""
+    """``s[b, o, i, j] = [x_i; 1]^T W_o [y_j; 1]`` (the ``y`` bias term optional), weights initialised at zero."""
 
-    def __init__(self, width: int, outputs: int, bias_x: bool, bias_y: bool) -> None:
+    def __init__(self, width: int, outputs: int, bias_y: bool) -> None:
         super().__init__()
-        self.bias_x, self.bias_y = bias_x, bias_y
-        self.weight = nn.Parameter(torch.zeros(outputs, width + bias_x, width + bias_y))
+        self.bias_y = bias_y
+        self.weight = nn.Parameter(torch.zeros(outputs, width + 1, width + bias_y))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if self.bias_x:
-            x = torch.cat([x, torch.ones_like(x[..., :1])], -1)
+        x = torch.cat([x, torch.ones_like(x[..., :1])], -1)
         if self.bias_y:
             y = torch.cat([y, torch.ones_like(y[..., :1])], -1)
         return torch.einsum("bix,oxy,bjy->boij", x, self.weight, y)
@@ -247,8 +244,8 @@ class BiaffineHead(nn.Module):
         self.pair_rel = nn.Linear(dim, num_classes) if pair_scores else None
         self.arc_dep, self.arc_head = _MLP(dim, arc_dim, dropout), _MLP(dim, arc_dim, dropout)
         self.rel_dep, self.rel_head = _MLP(dim, rel_dim, dropout), _MLP(dim, rel_dim, dropout)
-        self.arc = _Biaffine(arc_dim, 1, bias_x=True, bias_y=False)
-        self.rel = _Biaffine(rel_dim, num_classes, bias_x=True, bias_y=True)
+        self.arc = _Biaffine(arc_dim, 1, bias_y=False)
+        self.rel = _Biaffine(rel_dim, num_classes, bias_y=True)
 
     def forward(self, features: torch.Tensor, valid: torch.Tensor, grid: torch.Tensor | None = None,
                 **_) -> dict[str, torch.Tensor]:

@@ -419,7 +419,8 @@ def paired_bootstrap_se(ours: np.ndarray, theirs: np.ndarray, score: Callable[[n
     """Standard error (points) of ``score(ours) - score(theirs)`` by a paired bootstrap over sentences.
 
     ``ours``, ``theirs``: ``(N, k)`` per-sentence counts of the same sentences; ``score``: ``(..., k) -> (...)`` of
-    summed counts (e.g. :func:`f1_of_counts`); ``draws`` resamples; NaN for fewer than two sentences.
+    summed counts (e.g. :func:`chapter_code.transfer.f1_of_counts`); ``draws`` resamples; NaN for fewer than two
+    sentences.
     """
     if len(ours) < 2:
         return float("nan")
