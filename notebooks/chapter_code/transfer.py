@@ -29,12 +29,12 @@ from olacore.profiles import TransferSettings
 from olacore.results import HELD_OUT
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import ENTITY_TASKS, LabelVocab, TaskData, TaskItem, subset_splits, syntax_data, task_kind
+from olacore.toa.data import ENTITY_TASKS, LabelVocab, TaskData, TaskItem, syntax_data, task_kind
 from olacore.toa.train import (METRICS, TRANSFER_TASKS, TrainedAdapter, attachment_words, entity_f1,
                                paired_bootstrap_se, word_tags)
 from olacore.report import NOT_MEASURED_HERE, beats_bound, learned
 
-from chapter_code.syntax import syntax_splits
+from chapter_code.syntax import subset_splits, syntax_splits
 from chapter_code.zeroshot import TASKS as ZERO_SHOT_TASKS
 
 __all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "sentence_counts", "counts_score",

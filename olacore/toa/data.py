@@ -26,7 +26,6 @@ import numpy as np
 import torch
 
 from olacore.channels import channel as lookup_channel
-from olacore.corpora import evenly_spread
 from olacore.maps import mirror_causal, sink_flags
 from olacore.texts import first_tokens, word_assignment
 
@@ -37,7 +36,7 @@ __all__ = ["DISTANCE", "InputSpec", "stack_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
            "input_spec", "SPECIAL", "TASKS", "ENTITY_TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
            "build_task_data", "IGNORE", "LabelVocab", "encode_items", "collate",
-           "length_batches", "subset_splits", "syntax_data"]
+           "length_batches", "syntax_data"]
 
 #: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
 DISTANCE = "distance"
@@ -493,17 +492,6 @@ def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gen
         batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     for index in torch.randperm(len(batches), generator=generator).tolist():
         yield batches[index]
-
-
-def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
-                  num_test: int | None = None) -> dict[str, list[Any]]:
-    """The first ``num_train`` / ``num_dev`` sentences and ``num_test`` spread over test (``None``: whole);
-    ``test_long`` only when nothing is cut."""
-    out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev],
-           "test": evenly_spread(splits["test"], num_test)}
-    if "test_long" in splits and num_train is None and num_dev is None and num_test is None:
-        out["test_long"] = list(splits["test_long"])
-    return out
 
 
 def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Any, *, task: str = "dp",
