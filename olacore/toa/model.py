@@ -22,7 +22,6 @@ __all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "T
            "BiaffineHead", "ToaModel"]
 
 
-
 def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -> torch.Tensor:
     """``(B, C, T, T)`` maps rescaled before the 1x1 convolution: ``log1p(T m)`` (``"log-length"``; ``T`` from
     ``(B,)`` ``lengths``) or ``m`` (``"none"``, official)."""
