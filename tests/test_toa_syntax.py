@@ -17,13 +17,13 @@ from olacore.extraction import Extraction
 from olacore.profiles import settings
 from olacore.report import paper_comparison
 from olacore.results import ChapterResults
-from olacore.toa.data import SYNTAX_GRID, InputSpec, LabelVocab, build_task_data, input_spec, subset_splits
+from olacore.toa.data import SYNTAX_GRID, InputSpec, LabelVocab, build_task_data, input_spec
 from olacore.toa.train import score
 
 from chapter_code.syntax import (DataSet, baseline_table, best_layer, data_reports, direction_table, grid_cells,
-                                 grid_datasets, grid_plan, grid_table, head_directions, layer_cells, layer_screen, learning_curve, main_data_sets,
-                                 paired_margin, record_rows, record_syntax, syntax_keys, syntax_paper_numbers,
-                                 syntax_verdicts, wide_table)
+                                 grid_datasets, grid_plan, grid_table, head_directions, layer_cells, layer_screen,
+                                 learning_curve, main_data_sets, paired_margin, record_rows, record_syntax,
+                                 subset_splits, syntax_keys, syntax_paper_numbers, syntax_verdicts, wide_table)
 from olacore.corpora import UDSentence
 from olacore.report import FAILS, GOAL, HOLDS, WEAK
 

@@ -315,7 +315,7 @@ def test_random_init_control_reads_the_twin(smoke, one_thread):
 
 @pytest.mark.slow
 def test_sentence_counts_sum_to_every_tasks_headline_score(smoke, one_thread):
-    from olacore.toa.train import counts_score, sentence_counts
+    from chapter_code.transfer import counts_score, sentence_counts
     from chapter_code.transfer import transfer_scores
 
     _, data, adapters = smoke

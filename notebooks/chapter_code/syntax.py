@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from olacore.corpora import evenly_spread
 from olacore.maps import sink_flags
 from olacore.plots import TEXT
 from olacore.profiles import SyntaxSettings
@@ -25,7 +26,7 @@ from olacore.report import FAILS, GOAL, HOLDS, MARGIN, WEAK, better, claim_verdi
 from olacore.results import HELD_OUT, ChapterResults
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import SYNTAX_GRID, InputSpec, TaskData, subset_splits, syntax_data
+from olacore.toa.data import SYNTAX_GRID, InputSpec, TaskData, syntax_data
 from olacore.toa.train import attachment_words, paired_bootstrap_se
 
 if TYPE_CHECKING:
@@ -33,8 +34,8 @@ if TYPE_CHECKING:
 
     from olacore.corpora import UDSentence
 
-__all__ = ["SCORE_COLUMNS", "DataSet", "grid_datasets", "grid_cells", "syntax_splits", "syntax_datasets", "grid_table",
-           "summary", "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
+__all__ = ["SCORE_COLUMNS", "DataSet", "grid_datasets", "grid_cells", "syntax_splits", "subset_splits",
+           "syntax_datasets", "grid_table", "summary", "layer_screen", "layer_cells", "best_layer", "syntax_verdicts",
            "learning_curve", "head_directions", "direction_table", "wide_table", "parse_examples",
            "baseline_table", "data_reports", "grid_plan", "PAPER_INPUTS", "syntax_paper_numbers",
            "syntax_keys", "main_data_sets", "record_syntax", "record_rows", "paired_margin", "draw_arcs"]
@@ -101,7 +102,7 @@ def grid_cells(settings: SyntaxSettings) -> list[tuple[str, str, int]]:
 def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
     """The EWT sentences of the chapter (:func:`olacore.corpora.ewt_splits`): ``train``, ``dev``, ``test`` and, with
     ``settings.long_sentences``, ``test_long`` (> 30 words; at most ``settings.num_test`` of them, spread evenly)."""
-    from olacore.corpora import evenly_spread, ewt_splits
+    from olacore.corpora import ewt_splits
 
     splits = ewt_splits(settings.num_train, settings.num_dev, settings.num_test)
     if not settings.long_sentences:
@@ -109,6 +110,17 @@ def syntax_splits(settings: SyntaxSettings) -> dict[str, list[Any]]:
     elif settings.num_test is not None and settings.num_test < len(splits["test_long"]):
         splits["test_long"] = evenly_spread(splits["test_long"], settings.num_test)
     return splits
+
+
+def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
+                  num_test: int | None = None) -> dict[str, list[Any]]:
+    """The first ``num_train`` / ``num_dev`` sentences and ``num_test`` spread over test (``None``: whole);
+    ``test_long`` only when nothing is cut."""
+    out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev],
+           "test": evenly_spread(splits["test"], num_test)}
+    if "test_long" in splits and num_train is None and num_dev is None and num_test is None:
+        out["test_long"] = list(splits["test_long"])
+    return out
 
 
 def syntax_datasets(settings: SyntaxSettings, splits: Mapping[str, Sequence[Any]], *, workers: int | None = None,

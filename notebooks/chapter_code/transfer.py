@@ -30,15 +30,16 @@ from olacore.profiles import TransferSettings
 from olacore.results import HELD_OUT
 from olacore.settings import cpu_workers
 from olacore.store import TensorStore
-from olacore.toa.data import ENTITY_TASKS, TaskData, subset_splits, syntax_data
-from olacore.toa.train import (METRICS, TRANSFER_TASKS, TrainedAdapter, counts_score, entity_counts, entity_f1,
-                               f1_of_counts, paired_bootstrap_se, sentence_counts, word_tags)
+from olacore.toa.data import ENTITY_TASKS, LabelVocab, TaskData, TaskItem, syntax_data, task_kind
+from olacore.toa.train import (METRICS, TRANSFER_TASKS, TrainedAdapter, attachment_words, entity_f1,
+                               paired_bootstrap_se, word_tags)
 from olacore.report import NOT_TESTED, better, learned
 
-from chapter_code.syntax import syntax_splits
+from chapter_code.syntax import subset_splits, syntax_splits
 from chapter_code.zeroshot import TASKS as ZERO_SHOT_TASKS
 
-__all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "ROW_COLUMNS", "random_init_rows",
+__all__ = ["task_splits", "task_data", "all_task_data", "transfer_scores", "sentence_counts", "counts_score",
+           "entity_counts", "f1_of_counts", "ROW_COLUMNS", "random_init_rows",
            "matrix", "majority_bounds", "capitalisation_tags", "capitalisation_bound", "surface_bounds",
            "surface_margins",
            "zero_shot_rows", "PROMPTED", "ZERO_SHOT_TASK", "ZERO_SHOT_COLUMNS",
@@ -156,6 +157,49 @@ def transfer_scores(adapter: TrainedAdapter, test: TaskData, predictions: Sequen
     numbers = {k: scores[k] for k in sorted(scores) if isinstance(scores[k], (int, float))}
     return {"score": numbers[METRICS[adapter.task]], **numbers, "examples": len(test),
             "unaligned": len(test.report.unaligned)}
+
+
+def sentence_counts(task: str, items: Sequence[TaskItem], predictions: Sequence[dict[str, np.ndarray]],
+                    vocab: LabelVocab) -> np.ndarray:
+    """Per sentence, the counts whose sums give the headline score (:func:`counts_score`), for a bootstrap:
+    ``(N, 3)`` found / predicted / gold entities (entity tasks), else ``(N, 2)`` right / scored units."""
+    if task in ENTITY_TASKS:
+        return entity_counts(*word_tags(items, predictions, vocab))
+    kind = task_kind(task)
+    if kind == "relation":
+        names = vocab.labels
+        pairs = [([item.label], [names[int(p["label"][0])]]) for item, p in zip(items, predictions)]
+    elif kind == "tokens":
+        pairs = list(zip(*word_tags(items, predictions, vocab)))
+    else:
+        gold_heads, _, pred_heads, _, _ = attachment_words(items, predictions, vocab)
+        pairs = list(zip(gold_heads, pred_heads))
+    return np.array([[sum(g == p for g, p in zip(gold, pred)), len(gold)] for gold, pred in pairs],
+                    dtype=np.int64).reshape(-1, 2)
+
+
+def counts_score(task: str, counts: np.ndarray) -> np.ndarray:
+    """The headline score (percent) of summed :func:`sentence_counts`: ``(..., k) -> (...)``; 0 with no unit."""
+    if task in ENTITY_TASKS:
+        return f1_of_counts(counts)
+    return 100.0 * counts[..., 0] / np.maximum(counts[..., 1], 1)
+
+
+def entity_counts(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> np.ndarray:
+    """Per sentence, ``(N, 3)`` found / predicted / gold entities (:func:`f1_of_counts` of their sum is F1)."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    counts = np.zeros((len(gold), 3), dtype=np.int64)
+    for i, (g, p) in enumerate(zip(gold, pred)):
+        truth, guess = set(get_entities(list(g))), set(get_entities(list(p)))
+        counts[i] = len(truth & guess), len(guess), len(truth)
+    return counts
+
+
+def f1_of_counts(counts: np.ndarray) -> np.ndarray:
+    """Entity F1 (percent) of summed :func:`entity_counts`: ``(..., 3) -> (...)``; 0 without any entity."""
+    return 200.0 * counts[..., 0] / np.maximum(counts[..., 1] + counts[..., 2], 1)
+
 
 
 def random_init_rows(adapters: Mapping[tuple[str, str, int], TrainedAdapter],

@@ -19,59 +19,48 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import torch
 
 from olacore.channels import channel as lookup_channel
-from olacore.corpora import evenly_spread
 from olacore.maps import mirror_causal, sink_flags
 from olacore.texts import first_tokens, word_assignment
 
 if TYPE_CHECKING:  # pragma: no cover
     from olacore.store import TensorStore
 
-__all__ = ["DISTANCE", "VARIANTS", "InputSpec", "stack_channels",
+__all__ = ["DISTANCE", "InputSpec", "stack_channels",
            "raw_maps", "build_input", "distance_input", "DISTANCE_CHANNELS", "SYNTAX_GRID", "TOA_INPUT",
            "input_spec", "SPECIAL", "TASKS", "ENTITY_TASKS", "GRIDS", "TaskItem", "TaskReport", "TaskData", "task_kind",
            "build_task_data", "IGNORE", "LabelVocab", "encode_items", "collate",
-           "length_batches", "subset_splits", "syntax_data"]
+           "length_batches", "syntax_data"]
 
 #: The pseudo-channel name of the distance-only baseline (no attention: relative positions).
 DISTANCE = "distance"
-#: The two variants of a channel in the stack: as extracted, and sink-cleaned.
-VARIANTS = ("raw", "clean")
 #: Offsets ``j - i`` that get an indicator channel in :func:`distance_input`.
 _NEAR = (-2, -1, 0, 1, 2)
 DISTANCE_CHANNELS = len(_NEAR) + 3
 
 
-def _row_normalise(maps: torch.Tensor) -> torch.Tensor:
-    return maps / (maps.sum(-1, keepdim=True) + 1e-10)
-
-
-def stack_channels(maps: torch.Tensor, causal: bool, variants: Sequence[str] = VARIANTS,
-                   mirror: bool = True) -> torch.Tensor:
-    """The official preprocessing of one sentence's ``(K, T, T)`` maps (module docstring):
-    ``(len(variants) * K, T, T)`` float32, all channels raw, then all clean; rows sum to 1 (or 0)."""
+def stack_channels(maps: torch.Tensor, causal: bool) -> torch.Tensor:
+    """The official preprocessing of one sentence's ``(K, T, T)`` maps (module docstring): ``(2K, T, T)`` float32,
+    all channels raw, then all clean; rows sum to 1 (or 0)."""
     maps = maps.float()
-    blocks = []
-    for variant in variants:
-        block = maps if variant == "raw" else maps.masked_fill(sink_flags(maps, causal, stats="causal"), 0.0)
-        blocks.append(block)
-    stacked = _row_normalise(torch.cat(blocks, 0))
-    return mirror_causal(stacked) if causal and mirror else stacked
+    clean = maps.masked_fill(sink_flags(maps, causal, stats="causal"), 0.0)
+    stacked = torch.cat([maps, clean], 0)
+    stacked = stacked / (stacked.sum(-1, keepdim=True) + 1e-10)
+    return mirror_causal(stacked) if causal else stacked
 
 
 @dataclass(frozen=True)
 class InputSpec:
-    """What the adapter reads: ``channels`` (:mod:`olacore.channels` names, or ``("distance",)`` alone), their
-    ``variants`` (official ``("raw", "clean")``), ``mirror`` for causal maps (official)."""
+    """What the adapter reads: ``channels`` (:mod:`olacore.channels` names, or ``("distance",)`` alone), each raw
+    and sink-cleaned (:func:`stack_channels`)."""
 
     channels: tuple[str, ...] = ("order1", "order2")
-    variants: tuple[str, ...] = VARIANTS
-    mirror: bool = True
 
     @property
     def is_distance(self) -> bool:
@@ -79,7 +68,7 @@ class InputSpec:
 
     @property
     def num_channels(self) -> int:
-        return DISTANCE_CHANNELS if self.is_distance else len(self.channels) * len(self.variants)
+        return DISTANCE_CHANNELS if self.is_distance else 2 * len(self.channels)
 
     @property
     def label(self) -> str:
@@ -88,21 +77,14 @@ class InputSpec:
             return DISTANCE
         orders = [lookup_channel(n).order for n in self.channels]
         if all(k is not None for k in orders):
-            text = "order " + "+".join(str(k) for k in orders)
-        else:
-            text = "+".join(lookup_channel(n).label for n in self.channels)
-        return text if self.variants == VARIANTS else f"{text} ({'/'.join(self.variants)})"
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return {"channels": list(self.channels), "variants": list(self.variants), "mirror": self.mirror}
+            return "order " + "+".join(str(k) for k in orders)
+        return "+".join(lookup_channel(n).label for n in self.channels)
 
 
-def raw_maps(record: Any, spec: InputSpec, size: int | None = None) -> torch.Tensor:
+def raw_maps(record: Any, spec: InputSpec, size: int) -> torch.Tensor:
     """The spec's channels of one record, cut to the top-left ``(K, T', T')``, ``T' = min(T, size)``; ``(0, T',
     T')`` for the distance input. Departure: the official code runs an encoder on the cut input."""
-    full = len(record.offsets)
-    keep = full if size is None else min(full, size)
+    keep = min(len(record.offsets), size)
     if spec.is_distance:
         return torch.zeros(0, keep, keep)
     maps = torch.stack([lookup_channel(name).take(record) for name in spec.channels]).float()
@@ -113,7 +95,7 @@ def build_input(raw: torch.Tensor, spec: InputSpec, causal: bool) -> torch.Tenso
     """The adapter input ``(spec.num_channels, T', T')`` of one sentence from its :func:`raw_maps`."""
     if spec.is_distance:
         return distance_input(raw.shape[-1])
-    return stack_channels(raw, causal, spec.variants, spec.mirror)
+    return stack_channels(raw, causal)
 
 
 def distance_input(size: int) -> torch.Tensor:
@@ -228,25 +210,8 @@ class TaskReport:
     words: int = 0
     words_beyond_cut: int = 0
     heads_beyond_cut: int = 0
-    entities: int = 0
     entities_beyond_cut: int = 0
     dropped_beyond_cut: int = 0
-
-    def summary(self) -> str:
-        """One line with every count that is not zero."""
-        parts = [f"{self.kept}/{self.sentences} kept"]
-        if self.unaligned:
-            shown = ", ".join(sid for sid, _ in self.unaligned[:3])
-            parts.append(f"{len(self.unaligned)} not aligned ({shown}{', ...' if len(self.unaligned) > 3 else ''})")
-        for name in ("cut_sentences", "words_beyond_cut", "heads_beyond_cut", "entities_beyond_cut", "dropped_beyond_cut"):
-            value = getattr(self, name)
-            if value:
-                parts.append(f"{name.replace('_', ' ')}: {value}")
-        if self.words:
-            parts.append(f"{self.words} words")
-        if self.entities:
-            parts.append(f"{self.entities} entities")
-        return "; ".join(parts)
 
 
 @dataclass
@@ -260,7 +225,6 @@ class TaskData:
     items: list[TaskItem]
     records: list[Any]
     causal: bool
-    max_tokens: int | None
     report: TaskReport
     grid: str = "tokens"
     sources: dict[str, list[Any]] = field(default_factory=dict)
@@ -274,9 +238,7 @@ class TaskData:
         Raises:
             ValueError: its source's records are missing (build the data with that source).
         """
-        if spec.is_distance:
-            return self.records
-        source = lookup_channel(spec.channels[0]).source
+        source = "ola" if spec.is_distance else lookup_channel(spec.channels[0]).source
         if source == "ola":
             return self.records
         if source not in self.sources:
@@ -314,24 +276,17 @@ class TaskData:
         return [label for item in self.items for label in item.word_labels]
 
 
-def _token_words(share: torch.Tensor) -> list[int | None]:
-    """The word of each token (most characters; ``None`` for tokens in no word)."""
-    owner = share.argmax(0).tolist()
-    covered = (share.sum(0) > 0).tolist()
-    return [w if c else None for w, c in zip(owner, covered)]
-
-
 def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
     field = "xpos" if task == "pos" else "tags"  # the entity tasks read NERSentence.tags
     tags = getattr(source, field, ())
     if len(tags) != len(source.words):
         raise ValueError(f"{source.sent_id}: {len(tags)} tags for {len(source.words)} words (no {TASKS[task][1]} tags?)")
     special = SPECIAL if task == "pos" else "O"
-    owners = _token_words(share)
+    owners, covered = share.argmax(0).tolist(), (share.sum(0) > 0).tolist()  # a token's word: most characters
     token_labels = []
     for t in range(keep):
         start, end = offsets[t]
-        if owners[t] is not None:
+        if covered[t]:
             token_labels.append(tags[owners[t]])
         else:
             token_labels.append(special if end <= start else None)
@@ -342,9 +297,7 @@ def _tokens_item(source, share, offsets, keep, task, report) -> TaskItem:
     if task in ENTITY_TASKS:
         from seqeval.metrics.sequence_labeling import get_entities
 
-        entities = get_entities(list(tags))
-        report.entities += len(entities)
-        report.entities_beyond_cut += sum(1 for _, start, _ in entities if first[start] >= keep)
+        report.entities_beyond_cut += sum(1 for _, start, _ in get_entities(list(tags)) if first[start] >= keep)
     return TaskItem(source.sent_id, source.text, keep, token_labels=tuple(token_labels),
                     word_tokens=tuple(first[w] for w in scored), word_labels=tuple(tags[w] for w in scored))
 
@@ -444,7 +397,7 @@ def build_task_data(task: str, model: Any, sources: Sequence[Any], split: str = 
         kept_records.append(record)
     report.kept = len(items)
     causal = bool(kept_records[0].is_causal) if kept_records else False
-    return TaskData(task, str(name), split, items, kept_records, causal, max_tokens, report, grid)
+    return TaskData(task, str(name), split, items, kept_records, causal, report, grid)
 
 
 IGNORE = -100
@@ -466,16 +419,11 @@ class LabelVocab:
 
     def index(self, label: str | None) -> int:
         """Class id of ``label``; :data:`IGNORE` for ``None`` or an unknown label."""
-        if label is None:
-            return IGNORE
-        return self._lookup().get(label, IGNORE)
+        return IGNORE if label is None else self._ids.get(label, IGNORE)
 
-    def _lookup(self) -> dict[str, int]:
-        cache = self.__dict__.get("_index")
-        if cache is None:
-            cache = {label: i for i, label in enumerate(self.labels)}
-            object.__setattr__(self, "_index", cache)
-        return cache
+    @cached_property
+    def _ids(self) -> dict[str, int]:
+        return {label: i for i, label in enumerate(self.labels)}
 
 
 def encode_items(items: Sequence[TaskItem], kind: str, vocab: LabelVocab) -> tuple[list[dict[str, np.ndarray]], int]:
@@ -499,7 +447,7 @@ def encode_items(items: Sequence[TaskItem], kind: str, vocab: LabelVocab) -> tup
     return targets, unknown
 
 
-def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]] | None, kind: str
+def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray]], kind: str
             ) -> tuple[torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]:
     """Pad a batch: ``(maps (B, C, T, T), lengths (B,), targets)``, targets padded with :data:`IGNORE`
     (``labels`` (B, T); ``spans`` (B, 4), ``label`` (B,); or ``words``, ``heads``, ``rels`` (B, W))."""
@@ -509,8 +457,6 @@ def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray
     for b, m in enumerate(maps):
         batch[b, :, : m.shape[-1], : m.shape[-1]] = m
     out: dict[str, torch.Tensor] = {}
-    if targets is None:
-        return batch, lengths, out
     if kind == "tokens":
         labels = torch.full((len(maps), size), IGNORE, dtype=torch.long)
         for b, t in enumerate(targets):
@@ -529,10 +475,11 @@ def collate(maps: Sequence[torch.Tensor], targets: Sequence[dict[str, np.ndarray
     return batch, lengths, out
 
 
-def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None,
-                   pool: int = 20) -> Iterator[list[int]]:
-    """Indices in batches of similar length: shuffled by ``generator`` in pools of ``pool * batch_size``, sorted
+def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator | None = None
+                   ) -> Iterator[list[int]]:
+    """Indices in batches of similar length: shuffled by ``generator`` in pools of ``20 * batch_size``, sorted
     within a pool, batches shuffled; without a generator sorted by length."""
+    pool = 20
     count = len(lengths)
     if generator is None:
         order = sorted(range(count), key=lambda i: lengths[i])
@@ -545,17 +492,6 @@ def length_batches(lengths: Sequence[int], batch_size: int, generator: torch.Gen
         batches += [chunk[i : i + batch_size] for i in range(0, len(chunk), batch_size)]
     for index in torch.randperm(len(batches), generator=generator).tolist():
         yield batches[index]
-
-
-def subset_splits(splits: Mapping[str, Sequence[Any]], num_train: int | None = None, num_dev: int | None = None,
-                  num_test: int | None = None) -> dict[str, list[Any]]:
-    """The first ``num_train`` / ``num_dev`` sentences and ``num_test`` spread over test (``None``: whole);
-    ``test_long`` only when nothing is cut."""
-    out = {"train": list(splits["train"])[:num_train], "dev": list(splits["dev"])[:num_dev],
-           "test": evenly_spread(splits["test"], num_test)}
-    if "test_long" in splits and num_train is None and num_dev is None and num_test is None:
-        out["test_long"] = list(splits["test_long"])
-    return out
 
 
 def syntax_data(model: Any, splits: Mapping[str, Sequence[Any]], settings: Any, *, task: str = "dp",

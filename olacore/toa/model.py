@@ -10,8 +10,7 @@ batch); :class:`PackageBackbone` wraps the package itself. The root word's arc p
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
-from typing import Any, Literal
+from typing import Literal
 
 import torch
 import torch.nn as nn
@@ -19,11 +18,8 @@ import torch.nn.functional as F
 
 from olacore.settings import Bool, Fraction, PositiveInt, settings_class
 
-__all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "make_backbone", "BACKBONES",
-           "HEAD_KINDS", "TokenHead", "RelationHead", "BiaffineHead", "ToaModel"]
-
-BACKBONES = ("masked", "package")
-INPUT_TRANSFORMS = ("log-length", "none")
+__all__ = ["AdapterConfig", "AxialBlock", "AxialBackbone", "PackageBackbone", "TokenHead", "RelationHead",
+           "BiaffineHead", "ToaModel"]
 
 
 def transform_input(maps: torch.Tensor, lengths: torch.Tensor, transform: str) -> torch.Tensor:
@@ -67,16 +63,12 @@ class AdapterConfig:
     rel_dim: PositiveInt = 32
     mlp_dropout: Fraction = 0.33
     pair_scores: Bool = True
-    input_transform: Literal[INPUT_TRANSFORMS] = "log-length"
-    backbone: Literal[BACKBONES] = "masked"
+    input_transform: Literal["log-length", "none"] = "log-length"
+    backbone: Literal["masked", "package"] = "masked"
 
     def __post_init__(self) -> None:
         if self.dim % self.heads:
             raise ValueError(f"AdapterConfig.heads ({self.heads}) must divide dim ({self.dim})")
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
 
 
 def _attend(x: torch.Tensor, norm: nn.LayerNorm, qkv: nn.Linear, out: nn.Linear, heads: int,
@@ -164,14 +156,6 @@ class PackageBackbone(nn.Module):
         return x.diagonal(dim1=1, dim2=2).transpose(1, 2), x
 
 
-def make_backbone(in_channels: int, config: AdapterConfig) -> nn.Module:
-    """The backbone ``config.backbone`` names."""
-    return (AxialBackbone if config.backbone == "masked" else PackageBackbone)(in_channels, config)
-
-
-HEAD_KINDS = ("tokens", "relation", "dependency")
-
-
 class TokenHead(nn.Module):
     """POS, NER: LeakyReLU and a linear map per token, ``(B, T, D) -> (B, T, classes)``."""
 
@@ -230,16 +214,15 @@ class _MLP(nn.Module):
 
 
 class _Biaffine(nn.Module):
-    """``s[b, o, i, j] = [x_i; 1]^T W_o [y_j; 1]`` (bias terms optional), weights initialised at zero."""
+    """``s[b, o, i, j] = [x_i; 1]^T W_o [y_j; 1]`` (the ``y`` bias term optional), weights initialised at zero."""
 
-    def __init__(self, width: int, outputs: int, bias_x: bool, bias_y: bool) -> None:
+    def __init__(self, width: int, outputs: int, bias_y: bool) -> None:
         super().__init__()
-        self.bias_x, self.bias_y = bias_x, bias_y
-        self.weight = nn.Parameter(torch.zeros(outputs, width + bias_x, width + bias_y))
+        self.bias_y = bias_y
+        self.weight = nn.Parameter(torch.zeros(outputs, width + 1, width + bias_y))
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        if self.bias_x:
-            x = torch.cat([x, torch.ones_like(x[..., :1])], -1)
+        x = torch.cat([x, torch.ones_like(x[..., :1])], -1)
         if self.bias_y:
             y = torch.cat([y, torch.ones_like(y[..., :1])], -1)
         return torch.einsum("bix,oxy,bjy->boij", x, self.weight, y)
@@ -260,8 +243,8 @@ class BiaffineHead(nn.Module):
         self.pair_rel = nn.Linear(dim, num_classes) if pair_scores else None
         self.arc_dep, self.arc_head = _MLP(dim, arc_dim, dropout), _MLP(dim, arc_dim, dropout)
         self.rel_dep, self.rel_head = _MLP(dim, rel_dim, dropout), _MLP(dim, rel_dim, dropout)
-        self.arc = _Biaffine(arc_dim, 1, bias_x=True, bias_y=False)
-        self.rel = _Biaffine(rel_dim, num_classes, bias_x=True, bias_y=True)
+        self.arc = _Biaffine(arc_dim, 1, bias_y=False)
+        self.rel = _Biaffine(rel_dim, num_classes, bias_y=True)
 
     def forward(self, features: torch.Tensor, valid: torch.Tensor, grid: torch.Tensor | None = None,
                 **_) -> dict[str, torch.Tensor]:
@@ -275,18 +258,13 @@ class BiaffineHead(nn.Module):
 
 
 class ToaModel(nn.Module):
-    """The whole adapter: backbone plus the head of ``task`` (``"tokens"``, ``"relation"``, ``"dependency"``).
-
-    Raises:
-        ValueError: an unknown head kind.
-    """
+    """The whole adapter: the backbone ``config.backbone`` names plus the head of ``task`` (``"tokens"``,
+    ``"relation"``, ``"dependency"``)."""
 
     def __init__(self, task: str, in_channels: int, num_classes: int, config: AdapterConfig) -> None:
         super().__init__()
-        if task not in HEAD_KINDS:
-            raise ValueError(f"unknown task {task!r}; choose one of {HEAD_KINDS}")
         self.task = task
-        self.backbone = make_backbone(in_channels, config)
+        self.backbone = (AxialBackbone if config.backbone == "masked" else PackageBackbone)(in_channels, config)
         if task == "tokens":
             self.head = TokenHead(config.dim, num_classes)
         elif task == "relation":
