@@ -49,7 +49,6 @@ device: str | None = None  # None: CUDA when available, else CPU
 # %% tags=["remove-input"]
 import numpy as np
 import pandas as pd
-from IPython.display import Markdown
 from myst_nb import glue
 
 from olacore import token_maps

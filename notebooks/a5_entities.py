@@ -36,7 +36,7 @@ from olacore.profiles import settings as chapter_settings
 from olacore.report import LEARNED_TOL, NOT_TESTED, paper_toa_relation_extraction, value_span
 from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.toa import METRICS, TOA_INPUT, input_spec, make_job, train_adapters
+from olacore.toa import TOA_INPUT, input_spec, make_job, train_adapters
 
 from chapter_code.syntax import data_reports
 from chapter_code.transfer import (NOT_MEASURED_HERE, ROW_COLUMNS, all_task_data, gap_table, learned_table,

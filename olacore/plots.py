@@ -14,7 +14,6 @@ from numbers import Number
 from typing import Mapping, Sequence
 
 import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import torch
 
