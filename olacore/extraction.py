@@ -16,7 +16,8 @@ family is one :class:`ALTIFamily` record of :data:`FAMILIES` (as mt-upc/transfor
 
 from __future__ import annotations
 
-import collections
+import contextlib
+import inspect
 import unicodedata
 import warnings
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from olacore.results import progress as progress_bar
 
 __all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "run_batched", "ATTENTION_BUDGET_ENV",
            "BATCH_SIZE", "MIN_BATCH_TOKENS", "SELF_TEST_MIN_TEXTS", "ALTIFamily", "FAMILIES", "family_of",
-           "LayerRecorder"]
+           "record_layers"]
 
 
 @dataclass
@@ -140,13 +141,6 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
     return result
 
 
-def _forward_kwargs(backbone: torch.nn.Module) -> dict:
-    import inspect
-
-    parameters = inspect.signature(backbone.forward).parameters
-    return {"use_cache": False} if "use_cache" in parameters else {}
-
-
 ATTENTION_BUDGET_ENV = "OLACORE_ATTENTION_GB"
 
 
@@ -207,81 +201,70 @@ def _same(single: Sequence, batched: Sequence) -> bool:
         (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b))
 
 
-def _batches(lengths: Sequence[int], sizes: Sequence[int]) -> list[list[int]]:
-    """Indices grouped by length (input order inside a group), cut into batches of at most ``sizes[i]`` texts."""
-    groups: dict[int, list[int]] = {}
-    for index, length in enumerate(lengths):
-        groups.setdefault(length, []).append(index)
-    out = []
-    for members in groups.values():
-        size = sizes[members[0]]
-        out += [members[start:start + size] for start in range(0, len(members), size)]
-    return out
-
-
 def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[[list[list[int]]], list], *,
-                kind: str, covers: str | None = None, memory: Sequence[int] | None = None,
-                progress: bool = True) -> list:
+                kind: str, covers: str | None = None, progress: bool = True) -> list:
     """``forward`` over the token ids of many texts, in batches of equal length, with the results of one text a pass.
 
     ``forward(batch)`` runs one pass over equal-length ``batch`` (no padding) and returns one result per text;
     results come back in the order of ``ids``. ``kind`` names what it computes (``"attention"``, ``"alti"``);
-    ``memory``: bytes per text (default its attention); ``covers``: a kind whose results are part of this one's, so
-    the two share self-tests.
+    ``covers``: a kind whose results are part of this one's, so the two share self-tests. Texts are grouped by
+    length (input order inside a group), each group cut into batches of at most :data:`BATCH_SIZE` texts, and no
+    more than the attention budget has room for.
 
     A batch is used only where a self-test, once per (model, device, ``kind``, length) on a CPU (per batch shape
     elsewhere), shows it gives exactly the bits of single passes; otherwise texts run one a pass, with one
     ``RuntimeWarning``.
     """
-    lengths = [len(row) for row in ids]
-    texts_of = collections.Counter(lengths)
+    groups: dict[int, list[int]] = {}  # token length -> indices of its texts, in input order
+    for index, row in enumerate(ids):
+        groups.setdefault(len(row), []).append(index)
     budget = _attention_budget()
-    memory = [_attention_bytes(model, length) for length in lengths] if memory is None else list(memory)
-    sizes = [1 if length < MIN_BATCH_TOKENS else max(1, min(BATCH_SIZE, int(budget // max(1, need))))
-             for length, need in zip(lengths, memory)]
     state = _BATCHING.setdefault((model.fingerprint, str(model.device)), _Batching())
     results: list = [None] * len(ids)
     with progress_bar(None, enabled=progress and bool(ids), total=len(ids), desc=f"{kind} {model.name}",
                       leave=False) as bar:
-        for batch in _batches(lengths, sizes):
-            rows = [list(ids[i]) for i in batch]
-            length = lengths[batch[0]]
-            shape = (kind, length) if model.device.type == "cpu" else (kind, len(rows), length)
-            covered = (covers, *shape[1:]) if covers else None
-            verdict = False if covered and state.verdicts.get(covered) is False else state.verdicts.get(shape)
-            if len(rows) == 1 or verdict is False or (verdict is None and texts_of[length] < SELF_TEST_MIN_TEXTS):
-                done = [forward([row])[0] for row in rows]
-            elif verdict:
-                done = forward(rows)
-            else:  # the self-test: single passes give the results, one batched pass is compared with them
-                tested = 2 if model.device.type == "cpu" else len(rows)  # on a CPU a pair stands for any batch size
-                done = [forward([row])[0] for row in rows[:tested]]
-                state.verdicts[shape] = _same(done, forward(rows[:tested]))
-                rest = rows[tested:]
-                if len(rest) > 1 and state.verdicts[shape]:
-                    done += forward(rest)
-                else:
-                    done += [forward([row])[0] for row in rest]
-                if covered and state.verdicts[shape]:
-                    state.verdicts[covered] = True
-                if not state.verdicts[shape] and not state.warned:
-                    state.warned = True
-                    warnings.warn(
-                        f"{model.name} on {model.device}: {tested} texts of {length} tokens in one forward pass "
-                        f"({kind}) gave other bits than one text a pass; texts of that length (and of any other "
-                        "length whose self-test fails) run one a pass (same numbers, slower)", RuntimeWarning,
-                        stacklevel=3)
-            for index, result in zip(batch, done):
-                results[index] = result
-            bar.update(len(batch))
+        for length, members in groups.items():
+            fits = int(budget // _attention_bytes(model, length))  # texts whose attention the budget holds at once
+            size = 1 if length < MIN_BATCH_TOKENS else max(1, min(BATCH_SIZE, fits))
+            for batch in [members[start:start + size] for start in range(0, len(members), size)]:
+                rows = [list(ids[i]) for i in batch]
+                shape = (kind, length) if model.device.type == "cpu" else (kind, len(rows), length)
+                covered = (covers, *shape[1:]) if covers else None
+                verdict = False if covered and state.verdicts.get(covered) is False else state.verdicts.get(shape)
+                if len(rows) == 1 or verdict is False or (verdict is None and len(members) < SELF_TEST_MIN_TEXTS):
+                    done = [forward([row])[0] for row in rows]
+                elif verdict:
+                    done = forward(rows)
+                else:  # the self-test: single passes give the results, one batched pass is compared with them
+                    tested = 2 if model.device.type == "cpu" else len(rows)  # on a CPU a pair stands for any size
+                    done = [forward([row])[0] for row in rows[:tested]]
+                    state.verdicts[shape] = _same(done, forward(rows[:tested]))
+                    rest = rows[tested:]
+                    if len(rest) > 1 and state.verdicts[shape]:
+                        done += forward(rest)
+                    else:
+                        done += [forward([row])[0] for row in rest]
+                    if covered and state.verdicts[shape]:
+                        state.verdicts[covered] = True
+                    if not state.verdicts[shape] and not state.warned:
+                        state.warned = True
+                        warnings.warn(
+                            f"{model.name} on {model.device}: {tested} texts of {length} tokens in one forward pass "
+                            f"({kind}) gave other bits than one text a pass; texts of that length (and of any other "
+                            "length whose self-test fails) run one a pass (same numbers, slower)", RuntimeWarning,
+                            stacklevel=3)
+                for index, result in zip(batch, done):
+                    results[index] = result
+                bar.update(len(batch))
     return results
 
 
 def _forward(model: LoadedModel, batch: list[list[int]], **kwargs):
     """One forward pass of the backbone over equal-length ``batch`` (no padding); ``kwargs`` added."""
     input_ids = torch.tensor(batch, dtype=torch.long, device=model.device)
-    return model.backbone(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), return_dict=True,
-                          **_forward_kwargs(model.backbone), **kwargs)
+    if "use_cache" in inspect.signature(model.backbone.forward).parameters:
+        kwargs["use_cache"] = False
+    return model.backbone(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), return_dict=True, **kwargs)
 
 
 def _head_means(model: LoadedModel, outputs) -> list[torch.Tensor]:
@@ -443,7 +426,7 @@ def family_of(backbone: torch.nn.Module) -> ALTIFamily:
             f"backbone.set_attn_implementation('eager')."
         )
     try:
-        layer = _layers(backbone, family)[0]
+        layer = backbone.get_submodule(family.layers)[0]
         for path in (family.attention, family.value, family.output, family.block_output[0]) + (
             (family.norm,) if family.norm else ()
         ):
@@ -455,10 +438,6 @@ def family_of(backbone: torch.nn.Module) -> ALTIFamily:
             f"task head or a wrapped model"
         ) from None
     return family
-
-
-def _layers(backbone: torch.nn.Module, family: ALTIFamily) -> torch.nn.ModuleList:
-    return backbone.get_submodule(family.layers)
 
 
 @dataclass
@@ -482,7 +461,7 @@ class LayerWeights:
 
 def layer_weights(backbone: torch.nn.Module, family: ALTIFamily, layer: int) -> LayerWeights:
     """Read :class:`LayerWeights` of layer ``layer`` (0-based) from the modules."""
-    module = _layers(backbone, family)[layer]
+    module = backbone.get_submodule(family.layers)[layer]
     config = backbone.config
     num_heads = int(config.num_attention_heads)
     output = module.get_submodule(family.output)
@@ -501,7 +480,8 @@ def layer_weights(backbone: torch.nn.Module, family: ALTIFamily, layer: int) -> 
     return LayerWeights(w_o, b_o, gamma, beta, eps, num_heads, num_kv_heads, head_dim)
 
 
-class LayerRecorder:
+@contextlib.contextmanager
+def record_layers(backbone: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]):
     """Forward hooks (a context manager) that hand each layer's ALTI inputs to ``on_layer(l, record)`` during one pass.
 
     ``record``: ``residual`` ``(B, T, d)``, ``values`` ``(B, T, H_kv * d_head)``, ``probs`` ``(B, H, T, T)``,
@@ -510,70 +490,51 @@ class LayerRecorder:
     Raises (inside the forward pass):
         RuntimeError: a layer's attention module returned no probabilities (not eager attention).
     """
-
-    def __init__(self, backbone: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]):
-        self.backbone = backbone
-        self.family = family
-        self.on_layer = on_layer
-        self._handles: list = []
-        self._records: dict[int, dict] = {}
-
-    def __enter__(self) -> "LayerRecorder":
-        family = self.family
-        try:
-            for index, layer in enumerate(_layers(self.backbone, family)):
-                self._hook_layer(index, layer, family)
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for handle in self._handles:
+    handles: list = []
+    try:
+        for index, layer in enumerate(backbone.get_submodule(family.layers)):
+            handles += _hook_layer(index, layer, family, on_layer)
+        yield
+    finally:
+        for handle in handles:
             handle.remove()
-        self._handles.clear()
-        self._records.clear()
 
-    def _store(self, index: int, key: str, tensor: torch.Tensor) -> None:
-        self._records.setdefault(index, {})[key] = tensor.detach()
 
-    def _hook_layer(self, index: int, layer: torch.nn.Module, family: ALTIFamily) -> None:
-        def layer_input(module, args, kwargs):
-            hidden = args[0] if args else kwargs["hidden_states"]
-            self._store(index, "residual", hidden)
+def _hook_layer(index: int, layer: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]) -> list:
+    """The hooks of one layer (see :func:`record_layers`)."""
+    record: dict[str, torch.Tensor] = {}
 
-        def values(module, args, output):
-            self._store(index, "values", output)
+    def store(key: str, tensor: torch.Tensor) -> None:
+        record[key] = tensor.detach()
 
-        def probs(module, args, output):
-            weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-            if weights is None:
-                raise RuntimeError(
-                    f"layer {index}: the attention module {type(module).__name__} returned no attention "
-                    f"probabilities; ALTI needs eager attention: load the model with "
-                    f"attn_implementation='eager' (olacore.loading.load_model does)"
-                )
-            self._store(index, "probs", weights)
+    def probs(module, args, output):
+        weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+        if weights is None:
+            raise RuntimeError(
+                f"layer {index}: the attention module {type(module).__name__} returned no attention "
+                f"probabilities; ALTI needs eager attention: load the model with "
+                f"attn_implementation='eager' (olacore.loading.load_model does)"
+            )
+        store("probs", weights)
 
-        def norm_input(module, args):
-            self._store(index, "norm_input", args[0])
+    def block_output(module, args, output=None):
+        store("output", args[0] if family.block_output[1] == "input" else output)
+        on_layer(index, dict(record))
+        record.clear()
 
-        def block_output(module, args, output=None):
-            where = family.block_output[1]
-            self._store(index, "output", args[0] if where == "input" else output)
-            record = self._records.pop(index)
-            self.on_layer(index, record)
-
-        self._handles.append(layer.register_forward_pre_hook(layer_input, with_kwargs=True))
-        self._handles.append(layer.get_submodule(family.value).register_forward_hook(values))
-        self._handles.append(layer.get_submodule(family.attention).register_forward_hook(probs))
-        if family.norm is not None:
-            self._handles.append(layer.get_submodule(family.norm).register_forward_pre_hook(norm_input))
-        target = layer.get_submodule(family.block_output[0])
-        if family.block_output[1] == "input":
-            self._handles.append(target.register_forward_pre_hook(block_output))
-        else:
-            self._handles.append(target.register_forward_hook(block_output))
+    handles = [
+        layer.register_forward_pre_hook(
+            lambda module, args, kwargs: store("residual", args[0] if args else kwargs["hidden_states"]),
+            with_kwargs=True),
+        layer.get_submodule(family.value).register_forward_hook(lambda module, args, output: store("values", output)),
+        layer.get_submodule(family.attention).register_forward_hook(probs),
+    ]
+    if family.norm is not None:
+        norm = layer.get_submodule(family.norm)
+        handles.append(norm.register_forward_pre_hook(lambda module, args: store("norm_input", args[0])))
+    target = layer.get_submodule(family.block_output[0])
+    if family.block_output[1] == "input":
+        handles.append(target.register_forward_pre_hook(block_output))
+    else:
+        handles.append(target.register_forward_hook(block_output))
+    return handles

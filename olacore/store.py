@@ -49,36 +49,24 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
-                                         or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _imports(name: str, tree: ast.Module) -> set[str]:
-    """The package modules ``name`` imports at its top level (not under ``if TYPE_CHECKING:``)."""
-    package = name if _module_file(name).name == "__init__.py" else name.rpartition(".")[0]
+def _imports(tree: ast.Module) -> set[str]:
+    """The package modules a module imports at its top level (not under ``if TYPE_CHECKING:``; the package imports
+    absolutely)."""
     found: set[str] = set()
     statements = list(tree.body)
     while statements:
         node = statements.pop()
-        if _is_type_checking(node):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             continue
         if isinstance(node, (ast.If, ast.Try, ast.With)):
             statements += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
                            *[s for handler in getattr(node, "handlers", []) for s in handler.body]]
-            continue
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] in _ROOTS)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            if base.split(".")[0] not in _ROOTS:
-                continue
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:  # ``from olacore import sinks``: the submodule itself
-                found.add(f"{base}.{alias.name}" if _module_file(f"{base}.{alias.name}") else base)
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if _module_file(submodule) else node.module)
     return {module for module in found if _module_file(module) is not None}
 
 
@@ -102,7 +90,7 @@ _DIGESTS: dict[tuple[str, ...], str] = {}
 def _source(name: str) -> tuple[str, set[str]]:
     if name not in _SOURCES:
         tree = ast.parse(_module_file(name).read_text(encoding="utf-8"))
-        imports = _imports(name, tree)
+        imports = _imports(tree)
         _SOURCES[name] = ast.dump(_without_docstrings(tree), annotate_fields=True, include_attributes=False), imports
     return _SOURCES[name]
 
@@ -245,19 +233,13 @@ class TensorStore:
         except (FileNotFoundError, NotADirectoryError):  # absent, or no cache folder at all
             return None
         try:
-            if len(data) < 8:
-                raise ValueError(f"file of {len(data)} bytes has no header")
-            header_size = int.from_bytes(data[:8], "little")
-            if header_size > len(data) - 8:
-                raise ValueError("header runs past the end of the file (truncated)")
-            header = json.loads(data[8 : 8 + header_size])
-            metadata = header.get("__metadata__") or {}
-            if "olacore" not in metadata or "checksum" not in metadata or "key" not in metadata:
+            tensors = load(data)  # refuses a truncated or malformed file
+            metadata = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")]).get("__metadata__") or {}
+            if not {"olacore", "checksum", "key"} <= metadata.keys():
                 raise ValueError("no olacore metadata, key or checksum")
             if metadata["key"] != key:
                 raise ValueError(f"it was computed for the key {metadata['key'][:16]}..., not this one (copied or "
                                  "renamed from another entry)")
-            tensors = load(data)
             if _checksum(metadata["key"] + "\0" + metadata["olacore"], tensors) != metadata["checksum"]:
                 raise ValueError("checksum mismatch")
             meta = json.loads(metadata["olacore"])
