@@ -85,10 +85,6 @@ def _batch_forward(model: LoadedModel, family: ALTIFamily, weights: list[LayerWe
 
         with record_layers(model.backbone, family, on_layer):
             outputs = _forward(model, batch, output_attentions=attention or family.needs_output_attentions)
-        missing = [layer for layer in range(model.num_layers) if any(row[layer] is None for row in layers)]
-        if missing:
-            raise RuntimeError(f"{model.name}: the forward pass did not report layers {missing} of "
-                               f"0..{model.num_layers - 1}")
         maps = _head_means(model, outputs) if attention else [None] * len(batch)
         return [(torch.stack(row), map_) for row, map_ in zip(layers, maps)]
 
@@ -103,14 +99,11 @@ def _alti_pass(model: LoadedModel, texts: Sequence[str], progress: bool = True) 
     with torch.inference_mode(), fixed_threads():  # cached numbers must not depend on the thread count
         done = run_batched(model, [ids for ids, _, _ in encoded], _batch_forward(model, family, weights), kind="alti",
                            covers="attention", progress=progress)
-    results = []
-    for text, (_, tokens, offsets), (contributions, attentions) in zip(texts, encoded, done):
-        results.append(_ALTIPass(
-            text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal,
-            contributions=contributions.float().clone(),  # outside inference mode: editable
-            rollout=alti_rollout(contributions).float().clone(),
-            attentions=None if attentions is None else attentions.clone()))
-    return results
+    return [_ALTIPass(text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal,
+                      contributions=contributions.float().clone(),  # outside inference mode: editable
+                      rollout=alti_rollout(contributions).float().clone(),
+                      attentions=None if attentions is None else attentions.clone())
+            for text, (_, tokens, offsets), (contributions, attentions) in zip(texts, encoded, done)]
 
 
 def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> list[ALTIResult]:
@@ -136,11 +129,9 @@ def _normalise(proximity: torch.Tensor, causal: bool) -> torch.Tensor:
     total = c.sum(-1, keepdim=True)
     empty = total[:, 0] <= 0
     if bool(empty.any()):
-        warnings.warn(
-            f"ALTI: {int(empty.sum())} row(s) had no positive contribution; set to the identity row",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        warnings.warn(f"ALTI: {int(empty.sum())} row(s) had no positive contribution; set to the identity row",
+                      RuntimeWarning,
+                      stacklevel=3,)
         c[empty] = torch.eye(c.shape[-1], dtype=c.dtype, device=c.device)[empty]
         total = c.sum(-1, keepdim=True)
     return c / total
@@ -173,9 +164,8 @@ def _through_norm(vectors: torch.Tensor, weights: LayerWeights, kind: str) -> to
     return vectors * weights.gamma
 
 
-def layer_factors(
-    record: dict[str, torch.Tensor], weights: LayerWeights, family: ALTIFamily
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def layer_factors(record: dict[str, torch.Tensor], weights: LayerWeights,
+                  family: ALTIFamily) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The two factors whose batched product gives every transformed vector, and the bias.
 
     Args:

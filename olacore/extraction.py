@@ -110,24 +110,15 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
     """
     result = []
     for index, text in enumerate(check_texts(texts)):
-        encoding = model.tokenizer(
-            text,
-            add_special_tokens=True,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=True,
-            return_attention_mask=False,
-            truncation=False,
-            verbose=False,
-            # The text's own "[SEP]", "<bos>", "<|endoftext|>" are characters, not control tokens;
-            # the tokenizer's own special tokens (BOS, CLS/SEP) are added as before.
-            split_special_tokens=True,
-        )
+        # split_special_tokens: the text's own "[SEP]", "<bos>", "<|endoftext|>" are characters, not control tokens;
+        # the tokenizer's own special tokens (BOS, CLS/SEP) are added as before.
+        encoding = model.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
+                                   return_special_tokens_mask=True, return_attention_mask=False, truncation=False,
+                                   verbose=False, split_special_tokens=True)
         ids = list(encoding["input_ids"])
         if len(ids) > model.max_length:
-            raise ValueError(
-                f"texts[{index}] has {len(ids)} tokens, longer than the context of {model.name!r} "
-                f"({model.max_length} tokens, special tokens included); split or shorten it"
-            )
+            raise ValueError(f"texts[{index}] has {len(ids)} tokens, longer than the context of {model.name!r} "
+                             f"({model.max_length} tokens, special tokens included); split or shorten it")
         special = encoding["special_tokens_mask"]
         if all(special):
             raise ValueError(f"texts[{index}] gives no token in {model.name!r} (its tokenizer drops every character "
@@ -153,8 +144,8 @@ def _attention_budget() -> float:
     return env_positive_number(ATTENTION_BUDGET_ENV, 4.0) * 2**30
 
 
-def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> None:
-    """Refuse a text whose attention (``N * H * T^2 * 4`` bytes) exceeds ``$OLACORE_ATTENTION_GB`` GB (default 4).
+def _check_memory(model: LoadedModel, length: int, index: int) -> None:
+    """Refuse ``texts[index]`` when its attention (``N * H * T^2 * 4`` bytes) exceeds ``$OLACORE_ATTENTION_GB`` GB (default 4).
 
     Raises:
         MemoryError: names the text, its length and what it would need.
@@ -163,12 +154,10 @@ def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> 
     budget = _attention_budget()
     needed = _attention_bytes(model, length)
     if needed > budget:
-        which = f"texts[{index}] ({length} tokens)" if index is not None else f"a text of {length} tokens"
         raise MemoryError(
-            f"{which} needs {needed / 2**30:.2f} GB of attention "
+            f"texts[{index}] ({length} tokens) needs {needed / 2**30:.2f} GB of attention "
             f"in {model.name} ({model.num_layers} layers x {model.num_heads} heads x T^2 x 4 bytes), "
-            f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}"
-        )
+            f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}")
 
 
 
@@ -192,13 +181,11 @@ _BATCHING: dict[tuple[str, str], _Batching] = {}  # (model fingerprint, device) 
 
 
 def _same(single: Sequence, batched: Sequence) -> bool:
-    """Every tensor of every text equal bit for bit (``None`` entries must match)."""
+    """Every tensor of every text equal bit for bit (a ``None``, ALTI's attention over the budget, in both)."""
     def flat(results):
-        return [t for result in results for t in (result if isinstance(result, (tuple, list)) else (result,))]
+        return [t for result in results for t in (result if isinstance(result, tuple) else (result,))]
 
-    a, b = flat(single), flat(batched)
-    return len(a) == len(b) and all(
-        (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b))
+    return all(x is None or torch.equal(x, y) for x, y in zip(flat(single), flat(batched)))
 
 
 def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[[list[list[int]]], list], *,
@@ -275,10 +262,8 @@ def _head_means(model: LoadedModel, outputs) -> list[torch.Tensor]:
     """
     attentions = getattr(outputs, "attentions", None)
     if not attentions or any(a is None for a in attentions):
-        raise RuntimeError(
-            f"{model.name}: the backbone returned no attention weights; load it with "
-            f"attn_implementation='eager' (load_model does)"
-        )
+        raise RuntimeError(f"{model.name}: the backbone returned no attention weights; load it with "
+                           f"attn_implementation='eager' (load_model does)")
     # (N, B, H, T, T) -> per text, mean over heads -> (N, T, T)
     return [torch.stack([layer[row].float().mean(dim=0) for layer in attentions]).to("cpu")
             for row in range(attentions[0].shape[0])]
@@ -368,34 +353,14 @@ FAMILIES: tuple[ALTIFamily, ...] = (
     ALTIFamily(name="llama", model_types=("llama", "mistral"), **_PRE_NORM),
     ALTIFamily(name="qwen2", model_types=("qwen2", "qwen3"), **_PRE_NORM),
     ALTIFamily(name="gemma", model_types=("gemma",), **_PRE_NORM),
-    ALTIFamily(
-        name="gemma3",
-        model_types=("gemma2", "gemma3_text"),
-        layers="layers",
-        attention="self_attn",
-        value="self_attn.v_proj",
-        output="self_attn.o_proj",
-        norm="post_attention_layernorm",
-        placement="attention",
-        norm_kind="rms",
-        norm_weight_offset=1.0,
-        block_output=("pre_feedforward_layernorm", "input"),
-    ),
+    ALTIFamily(name="gemma3", model_types=("gemma2", "gemma3_text"), **{
+        **_PRE_NORM, "norm": "post_attention_layernorm", "placement": "attention", "norm_weight_offset": 1.0,
+        "block_output": ("pre_feedforward_layernorm", "input")}),
     ALTIFamily(name="bert", model_types=("bert", "roberta", "xlm-roberta", "electra", "camembert"), **_BERT),
-    ALTIFamily(
-        name="mpnet",
-        model_types=("mpnet",),
-        layers="encoder.layer",
-        attention="attention.attn",
-        value="attention.attn.v",
-        output="attention.attn.o",
-        norm="attention.LayerNorm",
-        placement="sum",
-        norm_kind="layer",
-        block_output=("attention.LayerNorm", "output"),
-        needs_output_attentions=True,
-        eager_only=True,
-    ),
+    ALTIFamily(name="mpnet", model_types=("mpnet",), **{
+        **_BERT, "attention": "attention.attn", "value": "attention.attn.v", "output": "attention.attn.o",
+        "norm": "attention.LayerNorm", "block_output": ("attention.LayerNorm", "output"),
+        "needs_output_attentions": True, "eager_only": True}),
 )
 
 
@@ -412,19 +377,15 @@ def family_of(backbone: torch.nn.Module) -> ALTIFamily:
     family = next((f for f in FAMILIES if model_type in f.model_types), None)
     if family is None:
         covered = "; ".join(f"{f.name} ({', '.join(f.model_types)})" for f in FAMILIES)
-        raise ValueError(
-            f"ALTI does not cover the architecture {model_type!r} ({type(backbone).__name__}). "
-            f"Covered families (config.model_type): {covered}. Pass the base model of one of them "
-            f"(AutoModel, not a task head), or add an ALTIFamily record for this architecture."
-        )
+        raise ValueError(f"ALTI does not cover the architecture {model_type!r} ({type(backbone).__name__}). "
+                         f"Covered families (config.model_type): {covered}. Pass the base model of one of them "
+                         f"(AutoModel, not a task head), or add an ALTIFamily record for this architecture.")
     implementation = getattr(config, "_attn_implementation", None)
     if not family.eager_only and implementation != "eager":
-        raise RuntimeError(
-            f"ALTI needs the attention probabilities of every head, but this {type(backbone).__name__} "
-            f"runs {implementation!r} attention, which does not compute them. Load it with "
-            f"attn_implementation='eager' (olacore.loading.load_model does), or switch it with "
-            f"backbone.set_attn_implementation('eager')."
-        )
+        raise RuntimeError(f"ALTI needs the attention probabilities of every head, but this {type(backbone).__name__} "
+                           f"runs {implementation!r} attention, which does not compute them. Load it with "
+                           f"attn_implementation='eager' (olacore.loading.load_model does), or switch it with "
+                           f"backbone.set_attn_implementation('eager').")
     try:
         layer = backbone.get_submodule(family.layers)[0]
         for path in (family.attention, family.value, family.output, family.block_output[0]) + (
@@ -432,11 +393,9 @@ def family_of(backbone: torch.nn.Module) -> ALTIFamily:
         ):
             layer.get_submodule(path)
     except (AttributeError, IndexError) as error:
-        raise ValueError(
-            f"{type(backbone).__name__} has config.model_type {model_type!r} but not the module layout "
-            f"of the ALTI family {family.name!r} ({error}); pass the base model (AutoModel), not a "
-            f"task head or a wrapped model"
-        ) from None
+        raise ValueError(f"{type(backbone).__name__} has config.model_type {model_type!r} but not the module layout "
+                         f"of the ALTI family {family.name!r} ({error}); pass the base model (AutoModel), not a "
+                         f"task head or a wrapped model") from None
     return family
 
 
@@ -510,11 +469,9 @@ def _hook_layer(index: int, layer: torch.nn.Module, family: ALTIFamily, on_layer
     def probs(module, args, output):
         weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
         if weights is None:
-            raise RuntimeError(
-                f"layer {index}: the attention module {type(module).__name__} returned no attention "
-                f"probabilities; ALTI needs eager attention: load the model with "
-                f"attn_implementation='eager' (olacore.loading.load_model does)"
-            )
+            raise RuntimeError(f"layer {index}: the attention module {type(module).__name__} returned no attention "
+                               f"probabilities; ALTI needs eager attention: load the model with "
+                               f"attn_implementation='eager' (olacore.loading.load_model does)")
         store("probs", weights)
 
     def block_output(module, args, output=None):

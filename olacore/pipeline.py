@@ -104,17 +104,9 @@ def _read(record: type, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) 
     return record(**{**values, "offsets": [tuple(span) for span in values["offsets"]]})
 
 
-def cached_per_text(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    product: Product,
-    record: type,
-    device: str | torch.device | None,
-    compute: Callable[[list[str]], list[Any]],
-    store: TensorStore,
-    accept: Callable[[Any], Any | None] = lambda stored: stored,
-) -> list[Any]:
+def cached_per_text(model: str | LoadedModel, texts: Sequence[str], *, product: Product, record: type,
+                    device: str | torch.device | None, compute: Callable[[list[str]], list[Any]], store: TensorStore,
+                    accept: Callable[[Any], Any | None] = lambda stored: stored) -> list[Any]:
     """The one caching rule of the pipeline: one store entry per text, holding one ``record`` (a dataclass).
 
     Texts the store lacks, or whose stored record ``accept(record)`` refuses with ``None``, are computed by one
@@ -146,15 +138,9 @@ def cached_per_text(
     return results
 
 
-def cached_attention(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[Extraction]:
+def cached_attention(model: str | LoadedModel, texts: Sequence[str], *, workers: int = 1,
+                     device: str | torch.device | None = None, progress: bool = True,
+                     store: TensorStore | None = None) -> list[Extraction]:
     """:func:`~olacore.extraction.extract_attention`, cached per (model fingerprint, text): one :class:`Extraction`
     per text, ``attentions`` ``(N, T, T)`` float32 CPU.
 
@@ -176,15 +162,9 @@ def cached_attention(
                                          progress=progress))
 
 
-def cached_alti(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[ALTIResult]:
+def cached_alti(model: str | LoadedModel, texts: Sequence[str], *, workers: int = 1,
+                device: str | torch.device | None = None, progress: bool = True,
+                store: TensorStore | None = None) -> list[ALTIResult]:
     """:func:`olacore.alti.alti`, cached per text; arguments as for :func:`cached_attention`. The same forward pass
     stores the text's attention too, as :func:`cached_attention` entries (existing ones left).
 
@@ -237,16 +217,9 @@ def _ola_of(extraction: Extraction, max_order: int) -> OLAResult:
                      attentions.shape[0], orders, rollout)
 
 
-def cached_ola(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    max_order: int,
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[OLAResult]:
+def cached_ola(model: str | LoadedModel, texts: Sequence[str], max_order: int, *, workers: int = 1,
+               device: str | torch.device | None = None, progress: bool = True,
+               store: TensorStore | None = None) -> list[OLAResult]:
     """OLA orders ``0..max_order`` and rollout of each text, cached (paper section 3.1); computed in float64, stored
     in float32. ``max_order``: ``0 <= K <= N``; the other arguments as for :func:`cached_attention`.
 
@@ -257,6 +230,8 @@ def cached_ola(
     check_compute_options(workers, device)
     if isinstance(max_order, bool) or not isinstance(max_order, int):
         raise TypeError(f"max_order must be an int, got {type(max_order).__name__}")
+    if max_order < 0:
+        raise ValueError(f"max_order must be >= 0, got {max_order}")
     store = store or TensorStore()
 
     def accept(stored: OLAResult) -> OLAResult | None:
@@ -311,16 +286,9 @@ def source_records(source: str, model: str | LoadedModel, texts: Sequence[str], 
     return _SOURCES[source](model, texts, list(channels), **settings)
 
 
-def token_maps(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    channels: Sequence[str],
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[TokenMaps]:
+def token_maps(model: str | LoadedModel, texts: Sequence[str], channels: Sequence[str], *, workers: int = 1,
+               device: str | torch.device | None = None, progress: bool = True,
+               store: TensorStore | None = None) -> list[TokenMaps]:
     """The ``(C, T, T)`` token-level maps of the named channels (e.g. ``("order1", "rollout")``), per text.
 
     Raises:

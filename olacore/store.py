@@ -39,14 +39,10 @@ _ROOTS = {"olacore": _PACKAGE, "chapter_code": _PACKAGE.parent / "notebooks" / "
 def _module_file(name: str) -> Path | None:
     """The source file of the module ``name`` (``olacore.x.y``, ``chapter_code.x``), or ``None`` when there is none."""
     top, *parts = name.split(".")
-    root = _ROOTS.get(top)
-    if root is None:
+    if top not in _ROOTS:
         return None
-    for candidate in (root.joinpath(*parts).with_suffix(".py") if parts else None,
-                      root.joinpath(*parts, "__init__.py")):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    return None
+    candidates = [_ROOTS[top].joinpath(*parts).with_suffix(".py")] if parts else []
+    return next((c for c in [*candidates, _ROOTS[top].joinpath(*parts, "__init__.py")] if c.is_file()), None)
 
 
 def _imports(tree: ast.Module) -> set[str]:
@@ -175,9 +171,6 @@ class TensorStore:
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root).expanduser() if root is not None else cache_dir("tensors", create=False)
         self._not_removed: set[str] = set()  # keys of corrupt entries a read-only cache kept (warned once)
-
-    def __repr__(self) -> str:
-        return f"TensorStore({str(self.root)!r})"
 
     @staticmethod
     def key(**parts: Any) -> str:
