@@ -29,9 +29,8 @@ from typing import Sequence
 
 import torch
 
-from olacore.extraction import (ALTIFamily, Extraction, LayerRecorder, LayerWeights, _attention_budget,
-                                _attention_bytes, _forward, _head_means, family_of, layer_weights, run_batched,
-                                tokenize)
+from olacore.extraction import (ALTIFamily, Extraction, LayerWeights, _attention_budget, _attention_bytes, _forward,
+                                _head_means, family_of, layer_weights, record_layers, run_batched, tokenize)
 from olacore.loading import LoadedModel
 from olacore.settings import fixed_threads
 
@@ -69,10 +68,13 @@ class _ALTIPass(ALTIResult):
         return Extraction(self.text, self.tokens, self.offsets, self.is_causal, self.attentions)
 
 
-def _batch_forward(model: LoadedModel, family: ALTIFamily, weights: list[LayerWeights], attention: bool):
-    """``forward(batch)`` for :func:`~olacore.extraction.run_batched`: per text ``(contributions, attention or None)``."""
+def _batch_forward(model: LoadedModel, family: ALTIFamily, weights: list[LayerWeights]):
+    """``forward(batch)`` for :func:`~olacore.extraction.run_batched`: per text ``(contributions, attention)``; the
+    attention is ``None`` for texts whose attention is over the budget (they run alone)."""
+    budget = _attention_budget()
 
     def forward(batch: list[list[int]]) -> list[tuple[torch.Tensor, torch.Tensor | None]]:
+        attention = _attention_bytes(model, len(batch[0])) <= budget
         layers: list[list[torch.Tensor | None]] = [[None] * model.num_layers for _ in batch]
 
         def on_layer(layer: int, record: dict) -> None:
@@ -81,12 +83,8 @@ def _batch_forward(model: LoadedModel, family: ALTIFamily, weights: list[LayerWe
                 left, right, _ = layer_factors(one, weights[layer], family)
                 layers[row][layer] = layer_contributions(left, right, one["output"], model.is_causal).cpu()
 
-        with LayerRecorder(model.backbone, family, on_layer):
+        with record_layers(model.backbone, family, on_layer):
             outputs = _forward(model, batch, output_attentions=attention or family.needs_output_attentions)
-        missing = [layer for layer in range(model.num_layers) if any(row[layer] is None for row in layers)]
-        if missing:
-            raise RuntimeError(f"{model.name}: the forward pass did not report layers {missing} of "
-                               f"0..{model.num_layers - 1}")
         maps = _head_means(model, outputs) if attention else [None] * len(batch)
         return [(torch.stack(row), map_) for row, map_ in zip(layers, maps)]
 
@@ -98,28 +96,14 @@ def _alti_pass(model: LoadedModel, texts: Sequence[str], progress: bool = True) 
     family = family_of(model.backbone)  # fails before tokenizing
     encoded = tokenize(model, texts)
     weights = [layer_weights(model.backbone, family, layer) for layer in range(model.num_layers)]
-    budget = _attention_budget()
-    keep = [_attention_bytes(model, len(ids)) <= budget for ids, _, _ in encoded]
-    ids = [ids for ids, _, _ in encoded]
     with torch.inference_mode(), fixed_threads():  # cached numbers must not depend on the thread count
-        with_attention = [i for i, k in enumerate(keep) if k]
-        without = [i for i, k in enumerate(keep) if not k]  # over the budget: ALTI alone, one text a pass
-        done: list = [None] * len(encoded)
-        for members, attention in ((with_attention, True), (without, False)):
-            forward = _batch_forward(model, family, weights, attention)
-            memory = None if attention else [2**62] * len(members)
-            for index, result in zip(members, run_batched(model, [ids[i] for i in members], forward, kind="alti",
-                                                          covers="attention" if attention else None, memory=memory,
-                                                          progress=progress)):
-                done[index] = result
-    results = []
-    for text, (_, tokens, offsets), (contributions, attentions) in zip(texts, encoded, done):
-        results.append(_ALTIPass(
-            text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal,
-            contributions=contributions.float().clone(),  # outside inference mode: editable
-            rollout=alti_rollout(contributions).float().clone(),
-            attentions=None if attentions is None else attentions.clone()))
-    return results
+        done = run_batched(model, [ids for ids, _, _ in encoded], _batch_forward(model, family, weights), kind="alti",
+                           covers="attention", progress=progress)
+    return [_ALTIPass(text=text, tokens=tokens, offsets=offsets, is_causal=model.is_causal,
+                      contributions=contributions.float().clone(),  # outside inference mode: editable
+                      rollout=alti_rollout(contributions).float().clone(),
+                      attentions=None if attentions is None else attentions.clone())
+            for text, (_, tokens, offsets), (contributions, attentions) in zip(texts, encoded, done)]
 
 
 def alti(model: LoadedModel, texts: Sequence[str], *, progress: bool = True) -> list[ALTIResult]:
@@ -145,11 +129,9 @@ def _normalise(proximity: torch.Tensor, causal: bool) -> torch.Tensor:
     total = c.sum(-1, keepdim=True)
     empty = total[:, 0] <= 0
     if bool(empty.any()):
-        warnings.warn(
-            f"ALTI: {int(empty.sum())} row(s) had no positive contribution; set to the identity row",
-            RuntimeWarning,
-            stacklevel=3,
-        )
+        warnings.warn(f"ALTI: {int(empty.sum())} row(s) had no positive contribution; set to the identity row",
+                      RuntimeWarning,
+                      stacklevel=3,)
         c[empty] = torch.eye(c.shape[-1], dtype=c.dtype, device=c.device)[empty]
         total = c.sum(-1, keepdim=True)
     return c / total
@@ -182,9 +164,8 @@ def _through_norm(vectors: torch.Tensor, weights: LayerWeights, kind: str) -> to
     return vectors * weights.gamma
 
 
-def layer_factors(
-    record: dict[str, torch.Tensor], weights: LayerWeights, family: ALTIFamily
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def layer_factors(record: dict[str, torch.Tensor], weights: LayerWeights,
+                  family: ALTIFamily) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The two factors whose batched product gives every transformed vector, and the bias.
 
     Args:

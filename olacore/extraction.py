@@ -16,7 +16,8 @@ family is one :class:`ALTIFamily` record of :data:`FAMILIES` (as mt-upc/transfor
 
 from __future__ import annotations
 
-import collections
+import contextlib
+import inspect
 import unicodedata
 import warnings
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ from olacore.results import progress as progress_bar
 
 __all__ = ["Extraction", "check_texts", "tokenize", "extract_attention", "run_batched", "ATTENTION_BUDGET_ENV",
            "BATCH_SIZE", "MIN_BATCH_TOKENS", "SELF_TEST_MIN_TEXTS", "ALTIFamily", "FAMILIES", "family_of",
-           "LayerRecorder"]
+           "record_layers"]
 
 
 @dataclass
@@ -109,24 +110,15 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
     """
     result = []
     for index, text in enumerate(check_texts(texts)):
-        encoding = model.tokenizer(
-            text,
-            add_special_tokens=True,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=True,
-            return_attention_mask=False,
-            truncation=False,
-            verbose=False,
-            # The text's own "[SEP]", "<bos>", "<|endoftext|>" are characters, not control tokens;
-            # the tokenizer's own special tokens (BOS, CLS/SEP) are added as before.
-            split_special_tokens=True,
-        )
+        # split_special_tokens: the text's own "[SEP]", "<bos>", "<|endoftext|>" are characters, not control tokens;
+        # the tokenizer's own special tokens (BOS, CLS/SEP) are added as before.
+        encoding = model.tokenizer(text, add_special_tokens=True, return_offsets_mapping=True,
+                                   return_special_tokens_mask=True, return_attention_mask=False, truncation=False,
+                                   verbose=False, split_special_tokens=True)
         ids = list(encoding["input_ids"])
         if len(ids) > model.max_length:
-            raise ValueError(
-                f"texts[{index}] has {len(ids)} tokens, longer than the context of {model.name!r} "
-                f"({model.max_length} tokens, special tokens included); split or shorten it"
-            )
+            raise ValueError(f"texts[{index}] has {len(ids)} tokens, longer than the context of {model.name!r} "
+                             f"({model.max_length} tokens, special tokens included); split or shorten it")
         special = encoding["special_tokens_mask"]
         if all(special):
             raise ValueError(f"texts[{index}] gives no token in {model.name!r} (its tokenizer drops every character "
@@ -138,13 +130,6 @@ def tokenize(model: LoadedModel, texts: Sequence[str]) -> list[tuple[list[int], 
         tokens = model.tokenizer.convert_ids_to_tokens(ids)
         result.append((ids, tokens, offsets))
     return result
-
-
-def _forward_kwargs(backbone: torch.nn.Module) -> dict:
-    import inspect
-
-    parameters = inspect.signature(backbone.forward).parameters
-    return {"use_cache": False} if "use_cache" in parameters else {}
 
 
 ATTENTION_BUDGET_ENV = "OLACORE_ATTENTION_GB"
@@ -159,8 +144,8 @@ def _attention_budget() -> float:
     return env_positive_number(ATTENTION_BUDGET_ENV, 4.0) * 2**30
 
 
-def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> None:
-    """Refuse a text whose attention (``N * H * T^2 * 4`` bytes) exceeds ``$OLACORE_ATTENTION_GB`` GB (default 4).
+def _check_memory(model: LoadedModel, length: int, index: int) -> None:
+    """Refuse ``texts[index]`` when its attention (``N * H * T^2 * 4`` bytes) exceeds ``$OLACORE_ATTENTION_GB`` GB (default 4).
 
     Raises:
         MemoryError: names the text, its length and what it would need.
@@ -169,12 +154,10 @@ def _check_memory(model: LoadedModel, length: int, index: int | None = None) -> 
     budget = _attention_budget()
     needed = _attention_bytes(model, length)
     if needed > budget:
-        which = f"texts[{index}] ({length} tokens)" if index is not None else f"a text of {length} tokens"
         raise MemoryError(
-            f"{which} needs {needed / 2**30:.2f} GB of attention "
+            f"texts[{index}] ({length} tokens) needs {needed / 2**30:.2f} GB of attention "
             f"in {model.name} ({model.num_layers} layers x {model.num_heads} heads x T^2 x 4 bytes), "
-            f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}"
-        )
+            f"more than the {budget / 2**30:.2f} GB budget; shorten the text or raise ${ATTENTION_BUDGET_ENV}")
 
 
 
@@ -198,90 +181,77 @@ _BATCHING: dict[tuple[str, str], _Batching] = {}  # (model fingerprint, device) 
 
 
 def _same(single: Sequence, batched: Sequence) -> bool:
-    """Every tensor of every text equal bit for bit (``None`` entries must match)."""
+    """Every tensor of every text equal bit for bit (a ``None``, ALTI's attention over the budget, in both)."""
     def flat(results):
-        return [t for result in results for t in (result if isinstance(result, (tuple, list)) else (result,))]
+        return [t for result in results for t in (result if isinstance(result, tuple) else (result,))]
 
-    a, b = flat(single), flat(batched)
-    return len(a) == len(b) and all(
-        (x is None and y is None) or (x is not None and y is not None and torch.equal(x, y)) for x, y in zip(a, b))
-
-
-def _batches(lengths: Sequence[int], sizes: Sequence[int]) -> list[list[int]]:
-    """Indices grouped by length (input order inside a group), cut into batches of at most ``sizes[i]`` texts."""
-    groups: dict[int, list[int]] = {}
-    for index, length in enumerate(lengths):
-        groups.setdefault(length, []).append(index)
-    out = []
-    for members in groups.values():
-        size = sizes[members[0]]
-        out += [members[start:start + size] for start in range(0, len(members), size)]
-    return out
+    return all(x is None or torch.equal(x, y) for x, y in zip(flat(single), flat(batched)))
 
 
 def run_batched(model: LoadedModel, ids: Sequence[list[int]], forward: Callable[[list[list[int]]], list], *,
-                kind: str, covers: str | None = None, memory: Sequence[int] | None = None,
-                progress: bool = True) -> list:
+                kind: str, covers: str | None = None, progress: bool = True) -> list:
     """``forward`` over the token ids of many texts, in batches of equal length, with the results of one text a pass.
 
     ``forward(batch)`` runs one pass over equal-length ``batch`` (no padding) and returns one result per text;
     results come back in the order of ``ids``. ``kind`` names what it computes (``"attention"``, ``"alti"``);
-    ``memory``: bytes per text (default its attention); ``covers``: a kind whose results are part of this one's, so
-    the two share self-tests.
+    ``covers``: a kind whose results are part of this one's, so the two share self-tests. Texts are grouped by
+    length (input order inside a group), each group cut into batches of at most :data:`BATCH_SIZE` texts, and no
+    more than the attention budget has room for.
 
     A batch is used only where a self-test, once per (model, device, ``kind``, length) on a CPU (per batch shape
     elsewhere), shows it gives exactly the bits of single passes; otherwise texts run one a pass, with one
     ``RuntimeWarning``.
     """
-    lengths = [len(row) for row in ids]
-    texts_of = collections.Counter(lengths)
+    groups: dict[int, list[int]] = {}  # token length -> indices of its texts, in input order
+    for index, row in enumerate(ids):
+        groups.setdefault(len(row), []).append(index)
     budget = _attention_budget()
-    memory = [_attention_bytes(model, length) for length in lengths] if memory is None else list(memory)
-    sizes = [1 if length < MIN_BATCH_TOKENS else max(1, min(BATCH_SIZE, int(budget // max(1, need))))
-             for length, need in zip(lengths, memory)]
     state = _BATCHING.setdefault((model.fingerprint, str(model.device)), _Batching())
     results: list = [None] * len(ids)
     with progress_bar(None, enabled=progress and bool(ids), total=len(ids), desc=f"{kind} {model.name}",
                       leave=False) as bar:
-        for batch in _batches(lengths, sizes):
-            rows = [list(ids[i]) for i in batch]
-            length = lengths[batch[0]]
-            shape = (kind, length) if model.device.type == "cpu" else (kind, len(rows), length)
-            covered = (covers, *shape[1:]) if covers else None
-            verdict = False if covered and state.verdicts.get(covered) is False else state.verdicts.get(shape)
-            if len(rows) == 1 or verdict is False or (verdict is None and texts_of[length] < SELF_TEST_MIN_TEXTS):
-                done = [forward([row])[0] for row in rows]
-            elif verdict:
-                done = forward(rows)
-            else:  # the self-test: single passes give the results, one batched pass is compared with them
-                tested = 2 if model.device.type == "cpu" else len(rows)  # on a CPU a pair stands for any batch size
-                done = [forward([row])[0] for row in rows[:tested]]
-                state.verdicts[shape] = _same(done, forward(rows[:tested]))
-                rest = rows[tested:]
-                if len(rest) > 1 and state.verdicts[shape]:
-                    done += forward(rest)
-                else:
-                    done += [forward([row])[0] for row in rest]
-                if covered and state.verdicts[shape]:
-                    state.verdicts[covered] = True
-                if not state.verdicts[shape] and not state.warned:
-                    state.warned = True
-                    warnings.warn(
-                        f"{model.name} on {model.device}: {tested} texts of {length} tokens in one forward pass "
-                        f"({kind}) gave other bits than one text a pass; texts of that length (and of any other "
-                        "length whose self-test fails) run one a pass (same numbers, slower)", RuntimeWarning,
-                        stacklevel=3)
-            for index, result in zip(batch, done):
-                results[index] = result
-            bar.update(len(batch))
+        for length, members in groups.items():
+            fits = int(budget // _attention_bytes(model, length))  # texts whose attention the budget holds at once
+            size = 1 if length < MIN_BATCH_TOKENS else max(1, min(BATCH_SIZE, fits))
+            for batch in [members[start:start + size] for start in range(0, len(members), size)]:
+                rows = [list(ids[i]) for i in batch]
+                shape = (kind, length) if model.device.type == "cpu" else (kind, len(rows), length)
+                covered = (covers, *shape[1:]) if covers else None
+                verdict = False if covered and state.verdicts.get(covered) is False else state.verdicts.get(shape)
+                if len(rows) == 1 or verdict is False or (verdict is None and len(members) < SELF_TEST_MIN_TEXTS):
+                    done = [forward([row])[0] for row in rows]
+                elif verdict:
+                    done = forward(rows)
+                else:  # the self-test: single passes give the results, one batched pass is compared with them
+                    tested = 2 if model.device.type == "cpu" else len(rows)  # on a CPU a pair stands for any size
+                    done = [forward([row])[0] for row in rows[:tested]]
+                    state.verdicts[shape] = _same(done, forward(rows[:tested]))
+                    rest = rows[tested:]
+                    if len(rest) > 1 and state.verdicts[shape]:
+                        done += forward(rest)
+                    else:
+                        done += [forward([row])[0] for row in rest]
+                    if covered and state.verdicts[shape]:
+                        state.verdicts[covered] = True
+                    if not state.verdicts[shape] and not state.warned:
+                        state.warned = True
+                        warnings.warn(
+                            f"{model.name} on {model.device}: {tested} texts of {length} tokens in one forward pass "
+                            f"({kind}) gave other bits than one text a pass; texts of that length (and of any other "
+                            "length whose self-test fails) run one a pass (same numbers, slower)", RuntimeWarning,
+                            stacklevel=3)
+                for index, result in zip(batch, done):
+                    results[index] = result
+                bar.update(len(batch))
     return results
 
 
 def _forward(model: LoadedModel, batch: list[list[int]], **kwargs):
     """One forward pass of the backbone over equal-length ``batch`` (no padding); ``kwargs`` added."""
     input_ids = torch.tensor(batch, dtype=torch.long, device=model.device)
-    return model.backbone(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), return_dict=True,
-                          **_forward_kwargs(model.backbone), **kwargs)
+    if "use_cache" in inspect.signature(model.backbone.forward).parameters:
+        kwargs["use_cache"] = False
+    return model.backbone(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), return_dict=True, **kwargs)
 
 
 def _head_means(model: LoadedModel, outputs) -> list[torch.Tensor]:
@@ -292,10 +262,8 @@ def _head_means(model: LoadedModel, outputs) -> list[torch.Tensor]:
     """
     attentions = getattr(outputs, "attentions", None)
     if not attentions or any(a is None for a in attentions):
-        raise RuntimeError(
-            f"{model.name}: the backbone returned no attention weights; load it with "
-            f"attn_implementation='eager' (load_model does)"
-        )
+        raise RuntimeError(f"{model.name}: the backbone returned no attention weights; load it with "
+                           f"attn_implementation='eager' (load_model does)")
     # (N, B, H, T, T) -> per text, mean over heads -> (N, T, T)
     return [torch.stack([layer[row].float().mean(dim=0) for layer in attentions]).to("cpu")
             for row in range(attentions[0].shape[0])]
@@ -385,34 +353,14 @@ FAMILIES: tuple[ALTIFamily, ...] = (
     ALTIFamily(name="llama", model_types=("llama", "mistral"), **_PRE_NORM),
     ALTIFamily(name="qwen2", model_types=("qwen2", "qwen3"), **_PRE_NORM),
     ALTIFamily(name="gemma", model_types=("gemma",), **_PRE_NORM),
-    ALTIFamily(
-        name="gemma3",
-        model_types=("gemma2", "gemma3_text"),
-        layers="layers",
-        attention="self_attn",
-        value="self_attn.v_proj",
-        output="self_attn.o_proj",
-        norm="post_attention_layernorm",
-        placement="attention",
-        norm_kind="rms",
-        norm_weight_offset=1.0,
-        block_output=("pre_feedforward_layernorm", "input"),
-    ),
+    ALTIFamily(name="gemma3", model_types=("gemma2", "gemma3_text"), **{
+        **_PRE_NORM, "norm": "post_attention_layernorm", "placement": "attention", "norm_weight_offset": 1.0,
+        "block_output": ("pre_feedforward_layernorm", "input")}),
     ALTIFamily(name="bert", model_types=("bert", "roberta", "xlm-roberta", "electra", "camembert"), **_BERT),
-    ALTIFamily(
-        name="mpnet",
-        model_types=("mpnet",),
-        layers="encoder.layer",
-        attention="attention.attn",
-        value="attention.attn.v",
-        output="attention.attn.o",
-        norm="attention.LayerNorm",
-        placement="sum",
-        norm_kind="layer",
-        block_output=("attention.LayerNorm", "output"),
-        needs_output_attentions=True,
-        eager_only=True,
-    ),
+    ALTIFamily(name="mpnet", model_types=("mpnet",), **{
+        **_BERT, "attention": "attention.attn", "value": "attention.attn.v", "output": "attention.attn.o",
+        "norm": "attention.LayerNorm", "block_output": ("attention.LayerNorm", "output"),
+        "needs_output_attentions": True, "eager_only": True}),
 )
 
 
@@ -429,36 +377,26 @@ def family_of(backbone: torch.nn.Module) -> ALTIFamily:
     family = next((f for f in FAMILIES if model_type in f.model_types), None)
     if family is None:
         covered = "; ".join(f"{f.name} ({', '.join(f.model_types)})" for f in FAMILIES)
-        raise ValueError(
-            f"ALTI does not cover the architecture {model_type!r} ({type(backbone).__name__}). "
-            f"Covered families (config.model_type): {covered}. Pass the base model of one of them "
-            f"(AutoModel, not a task head), or add an ALTIFamily record for this architecture."
-        )
+        raise ValueError(f"ALTI does not cover the architecture {model_type!r} ({type(backbone).__name__}). "
+                         f"Covered families (config.model_type): {covered}. Pass the base model of one of them "
+                         f"(AutoModel, not a task head), or add an ALTIFamily record for this architecture.")
     implementation = getattr(config, "_attn_implementation", None)
     if not family.eager_only and implementation != "eager":
-        raise RuntimeError(
-            f"ALTI needs the attention probabilities of every head, but this {type(backbone).__name__} "
-            f"runs {implementation!r} attention, which does not compute them. Load it with "
-            f"attn_implementation='eager' (olacore.loading.load_model does), or switch it with "
-            f"backbone.set_attn_implementation('eager')."
-        )
+        raise RuntimeError(f"ALTI needs the attention probabilities of every head, but this {type(backbone).__name__} "
+                           f"runs {implementation!r} attention, which does not compute them. Load it with "
+                           f"attn_implementation='eager' (olacore.loading.load_model does), or switch it with "
+                           f"backbone.set_attn_implementation('eager').")
     try:
-        layer = _layers(backbone, family)[0]
+        layer = backbone.get_submodule(family.layers)[0]
         for path in (family.attention, family.value, family.output, family.block_output[0]) + (
             (family.norm,) if family.norm else ()
         ):
             layer.get_submodule(path)
     except (AttributeError, IndexError) as error:
-        raise ValueError(
-            f"{type(backbone).__name__} has config.model_type {model_type!r} but not the module layout "
-            f"of the ALTI family {family.name!r} ({error}); pass the base model (AutoModel), not a "
-            f"task head or a wrapped model"
-        ) from None
+        raise ValueError(f"{type(backbone).__name__} has config.model_type {model_type!r} but not the module layout "
+                         f"of the ALTI family {family.name!r} ({error}); pass the base model (AutoModel), not a "
+                         f"task head or a wrapped model") from None
     return family
-
-
-def _layers(backbone: torch.nn.Module, family: ALTIFamily) -> torch.nn.ModuleList:
-    return backbone.get_submodule(family.layers)
 
 
 @dataclass
@@ -482,7 +420,7 @@ class LayerWeights:
 
 def layer_weights(backbone: torch.nn.Module, family: ALTIFamily, layer: int) -> LayerWeights:
     """Read :class:`LayerWeights` of layer ``layer`` (0-based) from the modules."""
-    module = _layers(backbone, family)[layer]
+    module = backbone.get_submodule(family.layers)[layer]
     config = backbone.config
     num_heads = int(config.num_attention_heads)
     output = module.get_submodule(family.output)
@@ -501,7 +439,8 @@ def layer_weights(backbone: torch.nn.Module, family: ALTIFamily, layer: int) -> 
     return LayerWeights(w_o, b_o, gamma, beta, eps, num_heads, num_kv_heads, head_dim)
 
 
-class LayerRecorder:
+@contextlib.contextmanager
+def record_layers(backbone: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]):
     """Forward hooks (a context manager) that hand each layer's ALTI inputs to ``on_layer(l, record)`` during one pass.
 
     ``record``: ``residual`` ``(B, T, d)``, ``values`` ``(B, T, H_kv * d_head)``, ``probs`` ``(B, H, T, T)``,
@@ -510,70 +449,49 @@ class LayerRecorder:
     Raises (inside the forward pass):
         RuntimeError: a layer's attention module returned no probabilities (not eager attention).
     """
-
-    def __init__(self, backbone: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]):
-        self.backbone = backbone
-        self.family = family
-        self.on_layer = on_layer
-        self._handles: list = []
-        self._records: dict[int, dict] = {}
-
-    def __enter__(self) -> "LayerRecorder":
-        family = self.family
-        try:
-            for index, layer in enumerate(_layers(self.backbone, family)):
-                self._hook_layer(index, layer, family)
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for handle in self._handles:
+    handles: list = []
+    try:
+        for index, layer in enumerate(backbone.get_submodule(family.layers)):
+            handles += _hook_layer(index, layer, family, on_layer)
+        yield
+    finally:
+        for handle in handles:
             handle.remove()
-        self._handles.clear()
-        self._records.clear()
 
-    def _store(self, index: int, key: str, tensor: torch.Tensor) -> None:
-        self._records.setdefault(index, {})[key] = tensor.detach()
 
-    def _hook_layer(self, index: int, layer: torch.nn.Module, family: ALTIFamily) -> None:
-        def layer_input(module, args, kwargs):
-            hidden = args[0] if args else kwargs["hidden_states"]
-            self._store(index, "residual", hidden)
+def _hook_layer(index: int, layer: torch.nn.Module, family: ALTIFamily, on_layer: Callable[[int, dict], None]) -> list:
+    """The hooks of one layer (see :func:`record_layers`)."""
+    record: dict[str, torch.Tensor] = {}
 
-        def values(module, args, output):
-            self._store(index, "values", output)
+    def store(key: str, tensor: torch.Tensor) -> None:
+        record[key] = tensor.detach()
 
-        def probs(module, args, output):
-            weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
-            if weights is None:
-                raise RuntimeError(
-                    f"layer {index}: the attention module {type(module).__name__} returned no attention "
-                    f"probabilities; ALTI needs eager attention: load the model with "
-                    f"attn_implementation='eager' (olacore.loading.load_model does)"
-                )
-            self._store(index, "probs", weights)
+    def probs(module, args, output):
+        weights = output[1] if isinstance(output, tuple) and len(output) > 1 else None
+        if weights is None:
+            raise RuntimeError(f"layer {index}: the attention module {type(module).__name__} returned no attention "
+                               f"probabilities; ALTI needs eager attention: load the model with "
+                               f"attn_implementation='eager' (olacore.loading.load_model does)")
+        store("probs", weights)
 
-        def norm_input(module, args):
-            self._store(index, "norm_input", args[0])
+    def block_output(module, args, output=None):
+        store("output", args[0] if family.block_output[1] == "input" else output)
+        on_layer(index, dict(record))
+        record.clear()
 
-        def block_output(module, args, output=None):
-            where = family.block_output[1]
-            self._store(index, "output", args[0] if where == "input" else output)
-            record = self._records.pop(index)
-            self.on_layer(index, record)
-
-        self._handles.append(layer.register_forward_pre_hook(layer_input, with_kwargs=True))
-        self._handles.append(layer.get_submodule(family.value).register_forward_hook(values))
-        self._handles.append(layer.get_submodule(family.attention).register_forward_hook(probs))
-        if family.norm is not None:
-            self._handles.append(layer.get_submodule(family.norm).register_forward_pre_hook(norm_input))
-        target = layer.get_submodule(family.block_output[0])
-        if family.block_output[1] == "input":
-            self._handles.append(target.register_forward_pre_hook(block_output))
-        else:
-            self._handles.append(target.register_forward_hook(block_output))
+    handles = [
+        layer.register_forward_pre_hook(
+            lambda module, args, kwargs: store("residual", args[0] if args else kwargs["hidden_states"]),
+            with_kwargs=True),
+        layer.get_submodule(family.value).register_forward_hook(lambda module, args, output: store("values", output)),
+        layer.get_submodule(family.attention).register_forward_hook(probs),
+    ]
+    if family.norm is not None:
+        norm = layer.get_submodule(family.norm)
+        handles.append(norm.register_forward_pre_hook(lambda module, args: store("norm_input", args[0])))
+    target = layer.get_submodule(family.block_output[0])
+    if family.block_output[1] == "input":
+        handles.append(target.register_forward_pre_hook(block_output))
+    else:
+        handles.append(target.register_forward_hook(block_output))
+    return handles

@@ -103,15 +103,8 @@ def _spans_of(item: Any) -> Sequence[tuple[int, int]]:
     return spans
 
 
-def make_maps(
-    token_maps: Sequence["TokenMaps"],
-    *,
-    align: str = "resize",
-    sinks: str = "clean",
-    size: int = 50,
-    words: Sequence[Any] | None = None,
-    sink_stats: str = "row",
-) -> Maps:
+def make_maps(token_maps: Sequence["TokenMaps"], *, align: str = "resize", sinks: str = "clean", size: int = 50,
+              words: Sequence[Any] | None = None, sink_stats: str = "row") -> Maps:
     """Build comparable :class:`Maps` from one model's :class:`olacore.pipeline.TokenMaps`.
 
     Args:
@@ -124,12 +117,10 @@ def make_maps(
     Raises:
         ValueError: unknown ``align``, ``sinks`` or ``sink_stats``; missing or mismatched ``words``.
     """
-    if align not in ALIGNMENTS:
-        raise ValueError(f"align must be one of {ALIGNMENTS}; got {align!r}")
-    if sinks not in SINKS:
-        raise ValueError(f"sinks must be one of {SINKS}; got {sinks!r}")
-    if sink_stats not in SINK_STATS:
-        raise ValueError(f"sink_stats must be one of {SINK_STATS}; got {sink_stats!r}")
+    for name, value, allowed in (("align", align, ALIGNMENTS), ("sinks", sinks, SINKS),
+                                 ("sink_stats", sink_stats, SINK_STATS)):
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {allowed}; got {value!r}")
     first = token_maps[0]
     if align != "resize" and (words is None or len(words) != len(token_maps)):
         raise ValueError(f"align={align!r} needs the words (with .spans) of every text: words=[...] of length "
@@ -153,19 +144,9 @@ def make_maps(
                 texts=tuple(t.text for t in token_maps), sink_stats=sink_stats)
 
 
-def model_maps(
-    model: Any,
-    texts: Sequence[Any],
-    channels: Sequence[str],
-    *,
-    align: str = "resize",
-    sinks: str = "clean",
-    size: int = 50,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    sink_stats: str = "row",
-) -> Maps:
+def model_maps(model: Any, texts: Sequence[Any], channels: Sequence[str], *, align: str = "resize",
+               sinks: str = "clean", size: int = 50, workers: int = 1, device: str | torch.device | None = None,
+               progress: bool = True, sink_stats: str = "row") -> Maps:
     """:func:`olacore.pipeline.token_maps` then :func:`make_maps`; ``texts``: strings, or objects with ``.text`` (and
     ``.spans`` for word alignments).
 

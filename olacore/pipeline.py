@@ -7,6 +7,7 @@ never loads a model.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from olacore.alti import ALTIResult
 
 __all__ = ["Product", "ATTENTION", "OLA", "device_type", "cached_per_text", "TokenMaps", "token_maps",
-           "source_records", "OLAResult", "cached_attention", "cached_ola", "store_attention", "ALTI_SETTINGS", "ALTI",
+           "source_records", "OLAResult", "cached_attention", "cached_ola", "ALTI_SETTINGS", "ALTI",
            "cached_alti"]
 
 # Part of every attention key.
@@ -84,36 +85,36 @@ def device_type(model: str | LoadedModel, device: str | torch.device | None = No
     return torch.device(device).type if device is not None else resolve_device(None).type
 
 
-def _put(store: TensorStore, key: str, fingerprint: str, result: Any, tensors: dict[str, torch.Tensor],
-         meta_fields: tuple[str, ...] = ()) -> None:
-    """Store one computed result under ``key``: its tensors, tokens, offsets, model kind and ``meta_fields``."""
-    meta = {"model": fingerprint, "text": result.text, "tokens": result.tokens,
-            "offsets": [list(span) for span in result.offsets], "is_causal": result.is_causal,
-            **{name: getattr(result, name) for name in meta_fields}}
-    store.put_or_warn(key, tensors, meta)
+def _fingerprint(model: str | LoadedModel) -> str:
+    return model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
 
 
-def cached_per_text(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    product: Product,
-    device: str | torch.device | None,
-    compute: Callable[[list[str]], list[Any]],
-    tensors_of: Callable[[Any], dict[str, torch.Tensor]],
-    rebuild: Callable[[str, dict[str, torch.Tensor], dict[str, Any]], Any],
-    meta_fields: tuple[str, ...] = (),
-    store: TensorStore | None = None,
-) -> list[Any]:
-    """The one caching rule of the pipeline: one store entry per text.
+def _put(store: TensorStore, key: str, fingerprint: str, result: Any) -> None:
+    """Store one per-text record (a dataclass) under ``key``: its tensor fields as tensors, the others as meta."""
+    values = {f.name: getattr(result, f.name) for f in dataclasses.fields(result)}
+    tensors = {name: value for name, value in values.items() if isinstance(value, torch.Tensor)}
+    meta = {name: value for name, value in values.items() if name not in tensors}
+    store.put_or_warn(key, tensors, {"model": fingerprint, **meta})
 
-    Texts the store lacks, or whose entry ``rebuild(text, tensors, meta)`` refuses with ``None``, are computed by one
-    ``compute(missing texts)`` call and stored (``tensors_of(result)``, tokens, offsets, model kind, ``meta_fields``).
-    One result per text, in order; a repeated text is computed once and gets its own copy.
+
+def _read(record: type, tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> Any:
+    """The ``record`` dataclass of a stored entry (:func:`_put`)."""
+    stored = {**meta, **tensors}
+    values = {f.name: stored[f.name] for f in dataclasses.fields(record)}
+    return record(**{**values, "offsets": [tuple(span) for span in values["offsets"]]})
+
+
+def cached_per_text(model: str | LoadedModel, texts: Sequence[str], *, product: Product, record: type,
+                    device: str | torch.device | None, compute: Callable[[list[str]], list[Any]], store: TensorStore,
+                    accept: Callable[[Any], Any | None] = lambda stored: stored) -> list[Any]:
+    """The one caching rule of the pipeline: one store entry per text, holding one ``record`` (a dataclass).
+
+    Texts the store lacks, or whose stored record ``accept(record)`` refuses with ``None``, are computed by one
+    ``compute(missing texts)`` call and stored. One result per text, in order; a repeated text is computed once and
+    gets its own copy.
     """
     texts = check_texts(texts)
-    store = store if store is not None else TensorStore()
-    fingerprint = model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
+    fingerprint = _fingerprint(model)
     keys = product.keys(fingerprint, texts, device_type(model, device))
     found: dict[str, Any] = {}
     missing: dict[str, str] = {}  # key -> text, each distinct text once
@@ -121,14 +122,14 @@ def cached_per_text(
         if key in found or key in missing:
             continue
         entry = store.get(key)
-        result = None if entry is None else rebuild(text, *entry)
+        result = None if entry is None else accept(_read(record, *entry))
         if result is None:
             missing[key] = text
         else:
             found[key] = result
     if missing:
         for key, result in zip(missing, compute(list(missing.values()))):
-            _put(store, key, fingerprint, result, tensors_of(result), meta_fields)
+            _put(store, key, fingerprint, result)
             found[key] = result
     results, given = [], set()
     for key in keys:  # a repeated text gets a copy of its result
@@ -137,15 +138,9 @@ def cached_per_text(
     return results
 
 
-def cached_attention(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[Extraction]:
+def cached_attention(model: str | LoadedModel, texts: Sequence[str], *, workers: int = 1,
+                     device: str | torch.device | None = None, progress: bool = True,
+                     store: TensorStore | None = None) -> list[Extraction]:
     """:func:`~olacore.extraction.extract_attention`, cached per (model fingerprint, text): one :class:`Extraction`
     per text, ``attentions`` ``(N, T, T)`` float32 CPU.
 
@@ -162,58 +157,36 @@ def cached_attention(
     """
     check_compute_options(workers, device)
     return cached_per_text(
-        model, texts, product=ATTENTION, device=device,
+        model, texts, product=ATTENTION, record=Extraction, device=device, store=store or TensorStore(),
         compute=lambda missing: per_text(extract_attention, model, missing, device=device, workers=workers,
-                                         progress=progress),
-        tensors_of=lambda e: {"attentions": e.attentions},
-        rebuild=lambda text, tensors, meta: Extraction(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]],
-                                                       bool(meta["is_causal"]), tensors["attentions"]),
-        store=store)
+                                         progress=progress))
 
 
-def store_attention(model: str | LoadedModel, extractions: Sequence[Extraction], *,
-                    device: str | torch.device | None = None, store: TensorStore | None = None) -> None:
-    """Keep attention computed by ALTI's forward pass as :func:`cached_attention` entries (existing ones left)."""
-    store = store if store is not None else TensorStore()
-    fingerprint = model.fingerprint if isinstance(model, LoadedModel) else model_fingerprint(model)
-    keys = ATTENTION.keys(fingerprint, [e.text for e in extractions], device_type(model, device))
-    for key, extraction in zip(keys, extractions):
-        if key not in store:
-            _put(store, key, fingerprint, extraction, {"attentions": extraction.attentions})
-
-
-def cached_alti(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[ALTIResult]:
+def cached_alti(model: str | LoadedModel, texts: Sequence[str], *, workers: int = 1,
+                device: str | torch.device | None = None, progress: bool = True,
+                store: TensorStore | None = None) -> list[ALTIResult]:
     """:func:`olacore.alti.alti`, cached per text; arguments as for :func:`cached_attention`. The same forward pass
-    stores the text's attention too (:func:`store_attention`).
+    stores the text's attention too, as :func:`cached_attention` entries (existing ones left).
 
     Raises:
         As :func:`olacore.alti.alti`, and :func:`~olacore.loading.load_model` for a name.
     """
     from olacore import alti  # inside: ALTI's code is in the ALTI key, not the attention and OLA keys
 
-    store = store if store is not None else TensorStore()
+    store = store or TensorStore()
 
     def compute(missing: list[str]) -> list[ALTIResult]:
         passes = per_text(alti._alti_pass, model, missing, device=device, workers=workers, progress=progress)
-        store_attention(model, [p.extraction() for p in passes if p.attentions is not None], device=device,
-                        store=store)
+        extractions = [p.extraction() for p in passes if p.attentions is not None]
+        fingerprint = _fingerprint(model)
+        for key, extraction in zip(ATTENTION.keys(fingerprint, [e.text for e in extractions],
+                                                  device_type(model, device)), extractions):
+            if key not in store:
+                _put(store, key, fingerprint, extraction)
         return [p.alti() for p in passes]
 
-    return cached_per_text(
-        model, texts, product=ALTI, device=device, compute=compute,
-        tensors_of=lambda r: {"contributions": r.contributions, "rollout": r.rollout},
-        rebuild=lambda text, tensors, meta: alti.ALTIResult(
-            text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]], bool(meta["is_causal"]),
-            tensors["contributions"], tensors["rollout"]),
-        store=store)
+    return cached_per_text(model, texts, product=ALTI, record=alti.ALTIResult, device=device, compute=compute,
+                           store=store)
 
 
 @dataclass
@@ -234,15 +207,9 @@ class OLAResult:
     rollout: torch.Tensor
 
 
-def _check_order(max_order: int, num_layers: int) -> None:
-    if max_order > num_layers:
-        raise ValueError(f"max_order must be between 0 and the number of layers N={num_layers}; got {max_order}")
-
-
 def _ola_of(extraction: Extraction, max_order: int) -> OLAResult:
     """OLA orders ``0..max_order`` and rollout of one extraction, in float64, stored in float32."""
     attentions = extraction.attentions.double()
-    _check_order(max_order, attentions.shape[0])
     with fixed_threads():  # cached: the same bits whatever the caller's threads
         orders = order_level_attention(attentions, max_order).float()
         rollout = attention_rollout(attentions).float()
@@ -250,25 +217,9 @@ def _ola_of(extraction: Extraction, max_order: int) -> OLAResult:
                      attentions.shape[0], orders, rollout)
 
 
-def _ola_entry(text: str, tensors: dict[str, torch.Tensor], meta: dict[str, Any], max_order: int) -> OLAResult | None:
-    """The OLA of a stored entry, or ``None`` when it holds fewer orders than asked for."""
-    _check_order(max_order, meta["num_layers"])
-    if tensors["orders"].shape[0] <= max_order:
-        return None
-    return OLAResult(text, list(meta["tokens"]), [tuple(s) for s in meta["offsets"]], bool(meta["is_causal"]),
-                     int(meta["num_layers"]), tensors["orders"][: max_order + 1].clone(), tensors["rollout"])
-
-
-def cached_ola(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    max_order: int,
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[OLAResult]:
+def cached_ola(model: str | LoadedModel, texts: Sequence[str], max_order: int, *, workers: int = 1,
+               device: str | torch.device | None = None, progress: bool = True,
+               store: TensorStore | None = None) -> list[OLAResult]:
     """OLA orders ``0..max_order`` and rollout of each text, cached (paper section 3.1); computed in float64, stored
     in float32. ``max_order``: ``0 <= K <= N``; the other arguments as for :func:`cached_attention`.
 
@@ -281,14 +232,21 @@ def cached_ola(
         raise TypeError(f"max_order must be an int, got {type(max_order).__name__}")
     if max_order < 0:
         raise ValueError(f"max_order must be >= 0, got {max_order}")
-    store = store if store is not None else TensorStore()
+    store = store or TensorStore()
+
+    def accept(stored: OLAResult) -> OLAResult | None:
+        """The stored OLA cut to ``max_order``, or ``None`` when it holds fewer orders than asked for."""
+        if not 0 <= max_order <= stored.num_layers:
+            raise ValueError(f"max_order must be between 0 and the number of layers N={stored.num_layers}; got "
+                             f"{max_order}")
+        if stored.orders.shape[0] <= max_order:
+            return None
+        return dataclasses.replace(stored, orders=stored.orders[: max_order + 1].clone())
+
     return cached_per_text(
-        model, texts, product=OLA, device=device,
+        model, texts, product=OLA, record=OLAResult, device=device, store=store, accept=accept,
         compute=lambda missing: [_ola_of(e, max_order) for e in cached_attention(
-            model, missing, workers=workers, device=device, progress=progress, store=store)],
-        tensors_of=lambda r: {"orders": r.orders, "rollout": r.rollout},
-        rebuild=lambda text, tensors, meta: _ola_entry(text, tensors, meta, max_order),
-        meta_fields=("num_layers",), store=store)
+            model, missing, workers=workers, device=device, progress=progress, store=store)])
 
 
 # Token-level maps of named channels
@@ -307,21 +265,13 @@ class TokenMaps:
     maps: torch.Tensor
 
 
-def _ola_source(model, texts, wanted, **settings) -> list[OLAResult]:
-    max_order = max([c.order for c in wanted if c.order is not None], default=1)
-    return cached_ola(model, texts, max_order, **settings)
-
-
-def _attention_source(model, texts, wanted, **settings) -> list[Extraction]:
-    return cached_attention(model, texts, **settings)
-
-
-def _alti_source(model, texts, wanted, **settings) -> list[ALTIResult]:
-    return cached_alti(model, texts, **settings)
-
-
-_SOURCES: dict[str, Callable[..., list[Any]]] = {"ola": _ola_source, "attention": _attention_source,
-                                                  "alti": _alti_source}
+#: Each channel source's producer: ``(model, texts, wanted channels, **settings) -> records``.
+_SOURCES: dict[str, Callable[..., list[Any]]] = {
+    "ola": lambda model, texts, wanted, **settings: cached_ola(
+        model, texts, max([c.order for c in wanted if c.order is not None], default=1), **settings),
+    "attention": lambda model, texts, wanted, **settings: cached_attention(model, texts, **settings),
+    "alti": lambda model, texts, wanted, **settings: cached_alti(model, texts, **settings),
+}
 
 
 def source_records(source: str, model: str | LoadedModel, texts: Sequence[str], channels: Sequence[Any] = (),
@@ -336,16 +286,9 @@ def source_records(source: str, model: str | LoadedModel, texts: Sequence[str], 
     return _SOURCES[source](model, texts, list(channels), **settings)
 
 
-def token_maps(
-    model: str | LoadedModel,
-    texts: Sequence[str],
-    channels: Sequence[str],
-    *,
-    workers: int = 1,
-    device: str | torch.device | None = None,
-    progress: bool = True,
-    store: TensorStore | None = None,
-) -> list[TokenMaps]:
+def token_maps(model: str | LoadedModel, texts: Sequence[str], channels: Sequence[str], *, workers: int = 1,
+               device: str | torch.device | None = None, progress: bool = True,
+               store: TensorStore | None = None) -> list[TokenMaps]:
     """The ``(C, T, T)`` token-level maps of the named channels (e.g. ``("order1", "rollout")``), per text.
 
     Raises:

@@ -39,46 +39,30 @@ _ROOTS = {"olacore": _PACKAGE, "chapter_code": _PACKAGE.parent / "notebooks" / "
 def _module_file(name: str) -> Path | None:
     """The source file of the module ``name`` (``olacore.x.y``, ``chapter_code.x``), or ``None`` when there is none."""
     top, *parts = name.split(".")
-    root = _ROOTS.get(top)
-    if root is None:
+    if top not in _ROOTS:
         return None
-    for candidate in (root.joinpath(*parts).with_suffix(".py") if parts else None,
-                      root.joinpath(*parts, "__init__.py")):
-        if candidate is not None and candidate.is_file():
-            return candidate
-    return None
+    candidates = [_ROOTS[top].joinpath(*parts).with_suffix(".py")] if parts else []
+    return next((c for c in [*candidates, _ROOTS[top].joinpath(*parts, "__init__.py")] if c.is_file()), None)
 
 
-def _is_type_checking(node: ast.AST) -> bool:
-    test = getattr(node, "test", None)
-    return isinstance(node, ast.If) and (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
-                                         or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
-def _imports(name: str, tree: ast.Module) -> set[str]:
-    """The package modules ``name`` imports at its top level (not under ``if TYPE_CHECKING:``)."""
-    package = name if _module_file(name).name == "__init__.py" else name.rpartition(".")[0]
+def _imports(tree: ast.Module) -> set[str]:
+    """The package modules a module imports at its top level (not under ``if TYPE_CHECKING:``; the package imports
+    absolutely)."""
     found: set[str] = set()
     statements = list(tree.body)
     while statements:
         node = statements.pop()
-        if _is_type_checking(node):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             continue
         if isinstance(node, (ast.If, ast.Try, ast.With)):
             statements += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", []),
                            *[s for handler in getattr(node, "handlers", []) for s in handler.body]]
-            continue
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] in _ROOTS)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            if base.split(".")[0] not in _ROOTS:
-                continue
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:  # ``from olacore import sinks``: the submodule itself
-                found.add(f"{base}.{alias.name}" if _module_file(f"{base}.{alias.name}") else base)
+                submodule = f"{node.module}.{alias.name}"
+                found.add(submodule if _module_file(submodule) else node.module)
     return {module for module in found if _module_file(module) is not None}
 
 
@@ -102,7 +86,7 @@ _DIGESTS: dict[tuple[str, ...], str] = {}
 def _source(name: str) -> tuple[str, set[str]]:
     if name not in _SOURCES:
         tree = ast.parse(_module_file(name).read_text(encoding="utf-8"))
-        imports = _imports(name, tree)
+        imports = _imports(tree)
         _SOURCES[name] = ast.dump(_without_docstrings(tree), annotate_fields=True, include_attributes=False), imports
     return _SOURCES[name]
 
@@ -188,9 +172,6 @@ class TensorStore:
         self.root = Path(root).expanduser() if root is not None else cache_dir("tensors", create=False)
         self._not_removed: set[str] = set()  # keys of corrupt entries a read-only cache kept (warned once)
 
-    def __repr__(self) -> str:
-        return f"TensorStore({str(self.root)!r})"
-
     @staticmethod
     def key(**parts: Any) -> str:
         """sha256 hex digest of a canonical JSON of ``parts`` (fingerprint, text, settings) plus :data:`CACHE_VERSION`.
@@ -245,19 +226,13 @@ class TensorStore:
         except (FileNotFoundError, NotADirectoryError):  # absent, or no cache folder at all
             return None
         try:
-            if len(data) < 8:
-                raise ValueError(f"file of {len(data)} bytes has no header")
-            header_size = int.from_bytes(data[:8], "little")
-            if header_size > len(data) - 8:
-                raise ValueError("header runs past the end of the file (truncated)")
-            header = json.loads(data[8 : 8 + header_size])
-            metadata = header.get("__metadata__") or {}
-            if "olacore" not in metadata or "checksum" not in metadata or "key" not in metadata:
+            tensors = load(data)  # refuses a truncated or malformed file
+            metadata = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")]).get("__metadata__") or {}
+            if not {"olacore", "checksum", "key"} <= metadata.keys():
                 raise ValueError("no olacore metadata, key or checksum")
             if metadata["key"] != key:
                 raise ValueError(f"it was computed for the key {metadata['key'][:16]}..., not this one (copied or "
                                  "renamed from another entry)")
-            tensors = load(data)
             if _checksum(metadata["key"] + "\0" + metadata["olacore"], tensors) != metadata["checksum"]:
                 raise ValueError("checksum mismatch")
             meta = json.loads(metadata["olacore"])

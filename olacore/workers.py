@@ -9,7 +9,9 @@ in the calling process.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
+import gc
 import os
 import re
 import sys
@@ -21,7 +23,7 @@ import numpy as np
 import torch
 
 from olacore.loading import LoadedModel
-from olacore.settings import COMPUTE_THREADS, env_text
+from olacore.settings import COMPUTE_THREADS, cpu_workers, env_text, resolve_device
 from olacore.results import progress as progress_bar
 
 __all__ = ["run_in_processes", "per_text", "kept", "shutdown", "WorkerDied", "IDLE_SECONDS", "DASK_ENV"]
@@ -107,10 +109,6 @@ def _died(error: BaseException) -> bool:
 _TRAVELLING = ("OLACORE_", "HF_", "TRANSFORMERS_")
 
 
-def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k.startswith(_TRAVELLING)}
-
-
 def _indexed(function: Callable[[Any], Any], index: int, job: Any, environment: dict[str, str]) -> tuple[int, Any]:
     """Run one job with the caller's environment (:data:`_TRAVELLING` variables set or removed as there)."""
     for name in [k for k in os.environ if k.startswith(_TRAVELLING) and k not in environment]:
@@ -130,7 +128,7 @@ def run_in_processes(function: Callable[[Any], Any], jobs: Sequence[Any], worker
     if not jobs:
         return []
     done: dict[int, Any] = {}
-    environment = _environment()
+    environment = {k: v for k, v in os.environ.items() if k.startswith(_TRAVELLING)}
     calls = (joblib.delayed(_indexed)(function, i, job, environment) for i, job in enumerate(jobs))
     try:
         with _backend():
@@ -159,23 +157,13 @@ def kept(key: tuple, load: Callable[[], Any]) -> Any:
     one model)."""
     with _MODEL_LOCK:
         if key not in _KEPT:
-            if _KEPT:
+            if _KEPT:  # free what the let-go model held and hand glibc's free heap back to the system
                 _KEPT.clear()
-                _give_back_memory()
+                gc.collect()
+                with contextlib.suppress(OSError, AttributeError):  # not glibc (macOS, musl): the process reuses it
+                    ctypes.CDLL("libc.so.6").malloc_trim(0)
             _KEPT[key] = load()
         return _KEPT[key]
-
-
-def _give_back_memory() -> None:
-    """Free what the let-go model held and hand glibc's free heap back to the system."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): the memory is reused by the process instead
-        pass
 
 
 def _worker_model(name: str, device: str, fingerprint: str) -> LoadedModel:
@@ -191,14 +179,10 @@ def _worker_model(name: str, device: str, fingerprint: str) -> LoadedModel:
 
 def _by_value(item: Any, to_numpy: bool) -> Any:
     """A dataclass result with its tensors as numpy arrays (to travel between processes) or back."""
-    changes = {}
-    for f in dataclasses.fields(item):
-        value = getattr(item, f.name)
-        if to_numpy and isinstance(value, torch.Tensor):
-            changes[f.name] = value.numpy()
-        elif not to_numpy and isinstance(value, np.ndarray):
-            changes[f.name] = torch.from_numpy(value)
-    return dataclasses.replace(item, **changes)
+    kind, convert = (torch.Tensor, torch.Tensor.numpy) if to_numpy else (np.ndarray, torch.from_numpy)
+    values = {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
+    return dataclasses.replace(item, **{name: convert(value) for name, value in values.items()
+                                        if isinstance(value, kind)})
 
 
 def _run_on_texts(job: tuple) -> list[Any]:
@@ -223,7 +207,7 @@ def _shares(texts: Sequence[str], workers: int) -> list[list[int]]:
     return [order[a:b] for a, b in zip(bounds, bounds[1:])]
 
 
-def _texts_named(indices: Sequence[int], texts: Sequence[str], shown: int = 3) -> str:
+def _texts_named(indices: Sequence[int], texts: Sequence[str], shown: int = 8) -> str:
     """``texts[2] 'The cat sat...', texts[7] '...' and 4 more`` (one line)."""
     def quoted(i: int) -> str:
         line = " ".join(texts[i].split())
@@ -233,15 +217,8 @@ def _texts_named(indices: Sequence[int], texts: Sequence[str], shown: int = 3) -
     return named + (f" and {len(indices) - shown} more" if len(indices) > shown else "")
 
 
-def per_text(
-    compute: Callable[..., list[Any]],
-    model: LoadedModel | str,
-    texts: Sequence[str],
-    *,
-    device: str | torch.device | None = None,
-    workers: int | None = None,
-    progress: bool = True,
-) -> list[Any]:
+def per_text(compute: Callable[..., list[Any]], model: LoadedModel | str, texts: Sequence[str], *,
+             device: str | torch.device | None = None, workers: int | None = None, progress: bool = True) -> list[Any]:
     """``compute(loaded_model, texts, progress=...)`` spread over processes; results in the order of ``texts``.
 
     On a CPU the texts are split over ``workers`` processes (default :func:`olacore.settings.cpu_workers`); a
@@ -251,8 +228,7 @@ def per_text(
         WorkerDied: a worker process died: one line naming ``compute``, the model and the texts it had not finished.
         Any exception ``compute`` raises (a text named by its index in ``texts``).
     """
-    from olacore.loading import load_model, model_fingerprint
-    from olacore.settings import cpu_workers, resolve_device
+    from olacore.loading import load_model, model_fingerprint  # looked up at the call: tests replace load_model
 
     texts = list(texts)
     workers = cpu_workers(device) if workers is None else workers
@@ -269,7 +245,7 @@ def per_text(
     except WorkerDied as died:
         unfinished = sorted(i for job in died.unfinished for i in shares[job])
         raise WorkerDied(f"a worker process computing {compute.__name__} of {model!r} died (killed for memory?) "
-                         f"on one of {len(unfinished)} texts: {_texts_named(unfinished, texts, shown=8)}; run with "
+                         f"on one of {len(unfinished)} texts: {_texts_named(unfinished, texts)}; run with "
                          "workers=1 to see the error here", unfinished) from died
     results: list[Any] = [None] * len(texts)
     for share, items in zip(shares, done):

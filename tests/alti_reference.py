@@ -67,7 +67,7 @@ def layer_decomposition(model: LoadedModel, text: str) -> list[LayerDecompositio
         layers[layer] = LayerDecomposition(transformed=transformed.cpu().clone(), bias=bias.cpu().clone(),
                                            output=record["output"].float().cpu().clone())
 
-    with torch.inference_mode(), alti.LayerRecorder(model.backbone, family, on_layer):
+    with torch.inference_mode(), alti.record_layers(model.backbone, family, on_layer):
         alti._forward(model, [ids], output_attentions=family.needs_output_attentions)
     assert all(layer is not None for layer in layers), "the forward pass skipped a layer"
     return [LayerDecomposition(d.transformed.clone(), d.bias.clone(), d.output.clone()) for d in layers]

@@ -128,9 +128,9 @@ def test_too_long_text_gives_lengths(minilm):
 def test_attention_memory_budget_refuses_huge_texts(monkeypatch):
     model = SimpleNamespace(name="toy", num_layers=2, num_heads=4)  # 32 bytes per T^2 cell
     monkeypatch.setenv("OLACORE_ATTENTION_GB", str(32 * 100**2 / 2**30))  # room for one text of 100
-    _check_memory(model, 100)
-    with pytest.raises(MemoryError, match="101 tokens"):
-        _check_memory(model, 101)
+    _check_memory(model, 100, 0)
+    with pytest.raises(MemoryError, match=r"texts\[3\] \(101 tokens\)"):
+        _check_memory(model, 101, 3)
 
 
 def _texts(count: int) -> list[str]:

@@ -248,7 +248,7 @@ def test_cli_figure_labels_show_characters_not_bytes(tmp_path, monkeypatch):
 def test_attention_budget_must_be_a_positive_number(monkeypatch, value):
     monkeypatch.setenv("OLACORE_ATTENTION_GB", value)
     with pytest.raises(ValueError, match="OLACORE_ATTENTION_GB") as info:
-        _check_memory(SimpleNamespace(name="toy", num_layers=2, num_heads=4), 10)
+        _check_memory(SimpleNamespace(name="toy", num_layers=2, num_heads=4), 10, 0)
     assert "\n" not in str(info.value)
 
 
