@@ -20,8 +20,8 @@ from olacore.maps import Maps, make_maps
 if TYPE_CHECKING:
     from olacore.pipeline import TokenMaps
 
-__all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits", "PAIRS_TABLE", "PAIRS_COLUMNS", "pairs_rows",
-           "retrieval_table", "retrieval_grid", "hits_matrix", "mean_hits", "same_text_gap"]
+__all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits", "retrieval_table", "retrieval_grid",
+           "hits_matrix", "mean_hits"]
 
 
 #: The SSIM constants (skimage's and torchmetrics' defaults).
@@ -212,11 +212,6 @@ def chance_hits(num_gallery: int, k: int) -> float:
     return min(k, num_gallery) / num_gallery
 
 
-#: The table chapter 03 keeps for later chapters (rows: :func:`pairs_rows`).
-PAIRS_TABLE = "retrieval pairs"
-PAIRS_COLUMNS = ("kind", "source", "target", "channel", "protocol", "hits@1", "hits@5")
-
-
 def _check_comparable(maps: Mapping[str, Maps]) -> Maps:
     first = next(iter(maps.values()))
     for name, other in maps.items():
@@ -297,13 +292,6 @@ def retrieval_grid(
     return pd.concat(tables, ignore_index=True)
 
 
-def pairs_rows(table: pd.DataFrame, protocol: str) -> list[dict[str, Any]]:
-    """:data:`PAIRS_COLUMNS` rows (hits in percent) of :func:`retrieval_grid` rows under ``protocol``."""
-    kept = table.rename(columns={"group": "kind"}).assign(protocol=protocol,
-                                                          **{m: 100 * table[m] for m in ("hits@1", "hits@5")})
-    return kept[list(PAIRS_COLUMNS)].to_dict("records")
-
-
 def hits_matrix(table: pd.DataFrame, channel: str) -> pd.DataFrame:
     """Source x target matrix of Hits@1 for one channel."""
     rows = table[table["channel"] == channel]
@@ -323,19 +311,3 @@ def mean_hits(table: pd.DataFrame, metric: str = "hits@1", **where: Any) -> floa
         raise ValueError(f"no retrieval row with {where}")
     return float(rows[metric].mean())
 
-
-def same_text_gap(maps: Mapping[str, Maps], groups: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-    """Mean SSIM of a map with the other model's map of the *same* text against *other* texts, per pair of
-    models within a group and channel: ``group, model pair, channel, SSIM same text, SSIM different texts, gap``."""
-    rows = []
-    for group, names in groups.items():
-        _check_comparable({n: maps[n] for n in names})
-        for source, target in itertools.combinations(names, 2):
-            queries, gallery = maps[target].stack().double(), maps[source].stack().double()
-            for c, (channel, _) in enumerate(maps[source].layout()):
-                ssim = pairwise_ssim(queries[:, c], gallery[:, c], None)
-                same = ssim.diagonal().mean().item()
-                different = (ssim.sum() - ssim.diagonal().sum()).item() / (ssim.numel() - len(ssim))
-                rows.append({"group": group, "model pair": f"{source} / {target}", "channel": channel,
-                             "SSIM same text": same, "SSIM different texts": different, "gap": same - different})
-    return pd.DataFrame(rows)

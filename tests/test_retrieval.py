@@ -12,7 +12,9 @@ import torch
 from olacore.texts import WordText
 from olacore.maps import Maps
 from olacore.pipeline import TokenMaps
-from olacore.similarity import PAIRS_COLUMNS, hits_matrix, mean_hits, pairs_rows, retrieval_grid, retrieval_table, same_text_gap
+from chapter_code.qualitative import same_text_gap
+from chapter_code.retrieval import PAIRS_COLUMNS, pairs_rows
+from olacore.similarity import hits_matrix, mean_hits, retrieval_grid, retrieval_table
 
 SIZE = 16
 CHANNELS = ("order1", "order2", "rollout")

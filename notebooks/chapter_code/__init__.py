@@ -6,6 +6,8 @@ beside the chapters that import it, so that the package stays small and a chapte
 next to it:
 
 - :mod:`chapter_code.explorer`: chapter 02's interactive order explorer (plotly, no kernel needed).
+- :mod:`chapter_code.qualitative`: chapter 02's same-text SSIM gap.
+- :mod:`chapter_code.retrieval`: the retrieval pairs table chapter 03 keeps for chapter 07 and appendix a5.
 - :mod:`chapter_code.controls`: chapter 05's control models (random init, shuffled layers, noise) and their tables.
 - :mod:`chapter_code.syntax`: chapter 06's EWT data sets and the readings of its grid (and appendix a4's).
 - :mod:`chapter_code.transfer`: chapter 07's transfer data, bounds and readings (and appendix a5's).
