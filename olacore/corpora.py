@@ -198,9 +198,7 @@ def long_sentences(sentences: Sequence[UDSentence], min_words: int = 30) -> list
 def ewt_splits(num_train: int | None, num_dev: int | None, num_test: int | None, long_min_words: int = 30) -> dict[str, list[UDSentence]]:
     """The EWT sentences of the experiment: the first ``train`` and ``dev`` sentences, ``test`` spread evenly over the
     test split (ordered by genre), ``test_long`` every test sentence over ``long_min_words`` words; ``None``: all."""
-    train = list(read_ewt_syntax("train").items)
-    dev = list(read_ewt_syntax("dev").items)
-    test = list(read_ewt_syntax("test").items)
+    train, dev, test = (list(read_ewt_syntax(split).items) for split in EWT_SPLITS)
     return {
         "train": train[:num_train] if num_train else train,
         "dev": dev[:num_dev] if num_dev else dev,
@@ -385,28 +383,22 @@ def _parse_relation(sent_id: str, sentence: str, label: str) -> RelationExample:
 @lru_cache(maxsize=3)
 def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[str, str], ...]]:
     path = data_file("semeval2010_task8", name)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
     examples, skipped = [], []
-    index = 0
-    while index < len(lines):
-        line = lines[index].strip()
-        if not line:
-            index += 1
+    for number, line in lines:  # records: '<id><TAB>"sentence"', the label, 'Comment: ...', a blank line
+        line = line.strip()
+        if not line or line.startswith("Comment"):
             continue
         head = re.match(r'^(\d+)\s+"(.*)"$', line)
         if not head:
-            skipped.append((f"line {index + 1}", f"not '<id><TAB>\"sentence\"': {line[:40]!r}"))
-            index += 1
+            skipped.append((f"line {number}", f"not '<id><TAB>\"sentence\"': {line[:40]!r}"))
             continue
-        sent_id, sentence = head.group(1), head.group(2)
-        label = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        sent_id, sentence = head.groups()
+        label = next(lines, (0, ""))[1].strip()
         try:
             examples.append(_parse_relation(sent_id, sentence, label))
         except ValueError as error:
             skipped.append((sent_id, str(error)))
-        index += 2
-        while index < len(lines) and lines[index].strip().startswith("Comment"):
-            index += 1
     if not examples and not skipped:
         raise _refused(path, "holds no sentence", "SemEval-2010 Task 8")
     return tuple(examples), tuple(skipped)
@@ -421,11 +413,9 @@ def read_semeval(split: str) -> Corpus:
         FileNotFoundError: a file is missing (the message names ``OLACORE_DATA``).
     """
     _split_name(split, ("train", "dev", "test"))
+    examples, skipped = _semeval_file("TEST_FILE_FULL.TXT" if split == "test" else "TRAIN_FILE.TXT")
     if split == "test":
-        examples, skipped = _semeval_file("TEST_FILE_FULL.TXT")
         return Corpus("semeval-test", examples, skipped)
-    examples, skipped = _semeval_file("TRAIN_FILE.TXT")
-    held_out = [int(x.sent_id) % 10 == 0 for x in examples]
     if split == "train":
-        return Corpus("semeval-train", tuple(x for x, h in zip(examples, held_out) if not h), skipped)
-    return Corpus("semeval-dev (every 10th of TRAIN)", tuple(x for x, h in zip(examples, held_out) if h), ())
+        return Corpus("semeval-train", tuple(x for x in examples if int(x.sent_id) % 10 != 0), skipped)
+    return Corpus("semeval-dev (every 10th of TRAIN)", tuple(x for x in examples if int(x.sent_id) % 10 == 0), ())

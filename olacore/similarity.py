@@ -52,18 +52,6 @@ def _filter_valid(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor
     return torch.matmul(rows, filtered_cols.view(images.shape[0], images.shape[1], cols_t.shape[1]))
 
 
-def _positive_number(name: str, value, *, allow_none: bool = False) -> float | None:
-    """``value`` as a float, checked finite and positive."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        hint = " or None" if allow_none else ""
-        raise TypeError(f"{name} must be a positive number{hint}; got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite positive number; got {value!r}")
-    return float(value)
-
-
 def _centred_moments(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor):
     """``(centred images, filtered centred mean, local mean, local variance)`` of centred images (no cancellation)."""
     centre = images.mean((1, 2), keepdim=True)
@@ -94,7 +82,7 @@ def pairwise_ssim(
         ``(Q, G)`` SSIM in the inputs' dtype and device.
 
     Raises:
-        TypeError: non-tensor maps; a non-numeric ``data_range`` or chunk size.
+        TypeError: non-tensor maps; a non-numeric ``data_range``.
         ValueError: bad shapes, non-finite maps, non-positive parameters, two constant maps without ``data_range``.
     """
     if not isinstance(queries, torch.Tensor) or not isinstance(gallery, torch.Tensor):
@@ -106,11 +94,13 @@ def pairwise_ssim(
         raise ValueError(
             f"queries and gallery must be (Q, H, W) and (G, H, W); got {tuple(queries.shape)} and {tuple(gallery.shape)}"
         )
-    data_range = _positive_number("data_range", data_range, allow_none=True)
-    if isinstance(max_pairs_per_chunk, bool) or not isinstance(max_pairs_per_chunk, numbers.Integral):
-        raise TypeError(f"max_pairs_per_chunk must be an int; got {type(max_pairs_per_chunk).__name__}")
-    if max_pairs_per_chunk < 1:
-        raise ValueError(f"max_pairs_per_chunk must be at least 1; got {max_pairs_per_chunk}")
+    if data_range is not None:
+        if isinstance(data_range, bool) or not isinstance(data_range, numbers.Real):
+            raise TypeError(f"data_range must be a positive number or None; got {type(data_range).__name__} "
+                            f"{data_range!r}")
+        if not math.isfinite(data_range) or data_range <= 0:
+            raise ValueError(f"data_range must be a finite positive number; got {data_range!r}")
+        data_range = float(data_range)
     if queries.shape[1:] != gallery.shape[1:]:
         raise ValueError(f"query maps {tuple(queries.shape[1:])} and gallery maps {tuple(gallery.shape[1:])} differ in size")
     if not (torch.isfinite(queries).all() and torch.isfinite(gallery).all()):
@@ -178,7 +168,7 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int,
     score of the correct item is a miss.
 
     Raises:
-        TypeError: ``similarity`` not a tensor, ``ks`` not a sequence of ints.
+        TypeError: ``similarity`` not a tensor.
         ValueError: empty or non-2-D ``similarity``, bad ``ks``, ``G < Q``.
     """
     if not isinstance(similarity, torch.Tensor):
@@ -188,15 +178,9 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int,
     num_q, num_g = similarity.shape
     if num_q == 0 or num_g == 0:
         raise ValueError(f"Hits@k needs at least one query and one gallery item; similarity is {num_q} x {num_g}")
-    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence):
-        raise TypeError(f"ks must be a sequence of positive ints such as (1, 5); got {type(ks).__name__} {ks!r}")
-    if not ks:
-        raise ValueError("ks is empty; give at least one cut-off, e.g. ks=(1, 5)")
-    for k in ks:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"every k in ks must be an int; got {type(k).__name__} {k!r}")
-        if k < 1:
-            raise ValueError(f"every k in ks must be at least 1 (Hits@k: the right item within the top k); got {k}")
+    if (isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks
+            or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in ks)):
+        raise ValueError(f"ks must be a non-empty sequence of positive ints such as (1, 5); got {ks!r}")
     if num_g < num_q:
         raise ValueError(f"Hits@k needs at least as many gallery items ({num_g}) as queries ({num_q})")
     answers = torch.arange(num_q, device=similarity.device)
