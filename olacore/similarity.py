@@ -209,31 +209,18 @@ def _check_comparable(maps: Mapping[str, Maps]) -> Maps:
 
 
 def retrieval_table(
-    maps: Mapping[str, Maps] | Sequence[Maps],
-    *,
-    pairs: Sequence[tuple[str, str]] | None = None,
-    ks: Sequence[int] = (1, 5),
-    data_range: float | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
+    maps: Mapping[str, Maps], *, pairs: Sequence[tuple[str, str]] | None = None, ks: Sequence[int] = (1, 5)
 ) -> pd.DataFrame:
-    """Hits@k (fractions) of SSIM retrieval for every (source, target) pair and channel: ``source, target,
-    channel, sinks, hits@k..., chance@k...``.
+    """Hits@k (fractions) of float32 SSIM retrieval on the CPU (``data_range`` per pair) for every (source, target)
+    pair and channel: ``source, target, channel, sinks, hits@k..., chance@k...``.
 
     Args:
-        maps: :class:`olacore.maps.Maps` per model (a dict by name, or a list), of the same texts, channels and
-            alignment.
+        maps: :class:`olacore.maps.Maps` per model name, of the same texts, channels and alignment.
         pairs: ``(source, target)`` names; default every ordered pair.
-        data_range: as :func:`pairwise_ssim`.
 
     Raises:
         ValueError: maps of other texts, channels or alignments; an unknown model in ``pairs``; no pair to compare.
     """
-    if not isinstance(maps, Mapping):
-        maps = {m.model: m for m in maps}
-    if not maps:
-        raise ValueError("no maps given")
-    first = _check_comparable(maps)
     names = list(maps)
     pairs = list(itertools.permutations(names, 2)) if pairs is None else list(pairs)
     if not pairs:
@@ -241,13 +228,14 @@ def retrieval_table(
     unknown = sorted({n for pair in pairs for n in pair} - set(names))
     if unknown:
         raise ValueError(f"pairs name models without maps: {unknown}; maps are of {names}")
+    first = _check_comparable(maps)
     stacked = {name: maps[name].stack() for name in {n for pair in pairs for n in pair}}
     rows = []
     for source, target in pairs:
         for c, (channel, sinks) in enumerate(first.layout()):
-            gallery = stacked[source][:, c].to(device=device or "cpu", dtype=dtype)
-            queries = stacked[target][:, c].to(device=gallery.device, dtype=dtype)
-            hits = hits_at_k(pairwise_ssim(queries, gallery, data_range), ks)
+            gallery = stacked[source][:, c].to(device="cpu", dtype=torch.float32)
+            queries = stacked[target][:, c].to(device="cpu", dtype=torch.float32)
+            hits = hits_at_k(pairwise_ssim(queries, gallery, None), ks)
             row = {"source": source, "target": target, "channel": channel, "sinks": sinks}
             row.update({f"hits@{k}": hits[k] for k in ks})
             row.update({f"chance@{k}": chance_hits(gallery.shape[0], k) for k in ks})
