@@ -114,7 +114,7 @@ def _align(sentence: conllu.TokenList, sent_id: str) -> UDSentence:
     text = sentence.metadata.get("text")
     if text is None:
         raise ValueError("no '# text' comment")
-    words, spans, heads, deprels, upos, xpos = [], [], [], [], [], []
+    words, spans = [], []  # the word lines of the sentence, and their spans
     cursor = 0
     mwt_span: tuple[int, int] | None = None
     mwt_last = 0
@@ -142,18 +142,16 @@ def _align(sentence: conllu.TokenList, sent_id: str) -> UDSentence:
             span = locate(token["form"])
         if token["head"] is None:
             raise ValueError(f"word {token_id} has no head")
-        words.append(token["form"])
+        words.append(token)
         spans.append(span)
-        heads.append(int(token["head"]))
-        deprels.append(token["deprel"])
-        upos.append(token["upos"])
-        xpos.append(token["xpos"] or "_")
     if not words:
         raise ValueError("no word")
+    heads = tuple(int(word["head"]) for word in words)
     if any(not 0 <= head <= len(words) for head in heads):
         raise ValueError("a head points outside the sentence")
-    return UDSentence(sent_id, text, tuple(words), tuple(spans), tuple(heads), tuple(deprels), tuple(upos),
-                      tuple(xpos))
+    return UDSentence(sent_id, text, tuple(word["form"] for word in words), tuple(spans), heads,
+                      tuple(word["deprel"] for word in words), tuple(word["upos"] for word in words),
+                      tuple(word["xpos"] or "_" for word in words))
 
 
 @lru_cache(maxsize=3)

@@ -108,18 +108,16 @@ def pairwise_ssim(
     dtype = torch.promote_types(queries.dtype, gallery.dtype)
     if not dtype.is_floating_point:
         dtype = torch.float32
-    device = queries.device
-    taps = gaussian_window(SIGMA).numel()
-    if min(queries.shape[1:]) < taps:
-        raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {taps}-pixel SSIM window")
+    device, wide = queries.device, torch.float64
+    window = gaussian_window(SIGMA, dtype=wide, device=device)
+    if min(queries.shape[1:]) < window.numel():
+        raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {window.numel()}-pixel SSIM window")
     num_q, num_g = queries.shape[0], gallery.shape[0]
     if num_q == 0 or num_g == 0:  # nothing to compare: an empty (Q, G) result, as for any Q x G
         return torch.empty(num_q, num_g, dtype=dtype, device=device)
 
-    wide = torch.float64
     queries64 = queries.to(device=device, dtype=wide)
     gallery64 = gallery.to(device=device, dtype=wide)
-    window = gaussian_window(SIGMA, dtype=wide, device=device)
     rows64 = _band_matrix(queries.shape[1], window)
     cols64_t = _band_matrix(queries.shape[2], window).T.contiguous()
     centred_q, mu_cq, mu_q, var_q = _centred_moments(queries64, rows64, cols64_t)
@@ -185,8 +183,7 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int,
         raise ValueError(f"Hits@k needs at least as many gallery items ({num_g}) as queries ({num_q})")
     answers = torch.arange(num_q, device=similarity.device)
     correct = similarity.gather(1, answers[:, None])
-    others_at_least = (similarity >= correct).sum(1) - 1
-    rank = others_at_least + 1
+    rank = (similarity >= correct).sum(1)  # the right item and every item scored at least as high (ties lose)
     rank[correct[:, 0].isnan()] = num_g + 1  # an undefined score for the right item is a miss
     return {int(k): float((rank <= k).double().mean()) for k in ks}
 
