@@ -181,8 +181,7 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int,
         raise ValueError(f"ks must be a non-empty sequence of positive ints such as (1, 5); got {ks!r}")
     if num_g < num_q:
         raise ValueError(f"Hits@k needs at least as many gallery items ({num_g}) as queries ({num_q})")
-    answers = torch.arange(num_q, device=similarity.device)
-    correct = similarity.gather(1, answers[:, None])
+    correct = similarity.diagonal()[:, None]  # query i's score of item i (G >= Q)
     rank = (similarity >= correct).sum(1)  # the right item and every item scored at least as high (ties lose)
     rank[correct[:, 0].isnan()] = num_g + 1  # an undefined score for the right item is a miss
     return {int(k): float((rank <= k).double().mean()) for k in ks}

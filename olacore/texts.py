@@ -202,15 +202,13 @@ def word_spans(text: str) -> list[tuple[int, int]]:
         index += 1
         while index < length:
             kind_here = classes[index]
-            if kind_here == "extend":
-                index += 1
-            elif kind == "word" and kind_here == "word":
+            # an extend character, the next word character, or the next mark of an emoji ZWJ sequence
+            if (kind_here == "extend" or kind == kind_here == "word"
+                    or kind == kind_here == "punct" and text[index - 1] == _ZWJ):
                 index += 1
             elif (kind == "word" and text[index] in _APOSTROPHES and index + 1 < length
                   and classes[index + 1] == "word"):
                 index += 2
-            elif kind == "punct" and text[index - 1] == _ZWJ and kind_here == "punct":
-                index += 1  # an emoji ZWJ sequence
             else:
                 break
         spans.append((start, index))
