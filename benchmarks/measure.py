@@ -241,7 +241,7 @@ def bench_texts(count: int) -> list[str]:
     """``count`` UD EWT dev sentences spread evenly over the split (:func:`olacore.corpora.evenly_spread`)."""
     from olacore.corpora import evenly_spread, read_ewt_syntax
 
-    return [s.text for s in evenly_spread(read_ewt_syntax("dev").sentences, count)]
+    return [s.text for s in evenly_spread(read_ewt_syntax("dev").items, count)]
 
 
 def extraction_units(model_name: str, texts: list[str]) -> list[tuple[str, str, object]]:
@@ -277,7 +277,7 @@ def adapter_unit(sentences: int, seed: int = 0) -> tuple[str, str, object]:
 
     config = settings("syntax", "default")
     spec, training = InputSpec(), config.training
-    lengths = [min(len(s), config.max_tokens or len(s)) for s in read_ewt_syntax("train").sentences[:sentences]]
+    lengths = [min(len(s), config.max_tokens or len(s)) for s in read_ewt_syntax("train").items[:sentences]]
     rng = np.random.default_rng(seed)
     inputs = [random_row_stochastic(1, spec.num_channels, n, causal=False, seed=seed + i)[0]
               for i, n in enumerate(lengths)]

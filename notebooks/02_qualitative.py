@@ -47,8 +47,9 @@ from olacore.plots import draw_maps, show_figure, show_table, token_labels
 from olacore.profiles import settings
 from olacore.results import ChapterResults, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.similarity import same_text_gap
 from olacore.texts import WordText, similarity_texts
+
+from chapter_code.qualitative import same_text_gap
 
 cfg = settings("qualitative", profile)
 watch = Stopwatch("02_qualitative")

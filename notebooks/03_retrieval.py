@@ -56,10 +56,10 @@ from olacore.profiles import settings
 from olacore.report import better, paper_retrieval, published_value, retrieval_keys, verdict
 from olacore.results import ChapterResults, OFFICIAL, Stopwatch
 from olacore.settings import cpu_workers
-from olacore.similarity import PAIRS_TABLE, chance_hits, hits_at_k, mean_hits, pairs_rows, pairwise_ssim, retrieval_grid
+from olacore.similarity import chance_hits, hits_at_k, mean_hits, pairwise_ssim, retrieval_grid
 from olacore.texts import similarity_texts, text_counts
 
-from chapter_code.retrieval import hits_heatmaps
+from chapter_code.retrieval import PAIRS_TABLE, hits_heatmaps, pairs_rows
 
 watch = Stopwatch("03_retrieval")
 cfg = settings("quantitative", profile, seeds=seeds)

@@ -384,7 +384,7 @@ glue("syntax-best-causal-uas", float(causal_means.max()) if len(causal_means) el
 published = paper_syntax().set_index(["model", "channel"])
 glue("syntax-paper-bert-uas", float(published.loc[("BERT-base", "order1"), "uas"]), display=False)
 ewt_train = read_ewt_syntax("train")
-glue("syntax-train-share", 100 * len(splits["train"]) / (len(ewt_train.sentences) + len(ewt_train.unaligned)),
+glue("syntax-train-share", 100 * len(splits["train"]) / (len(ewt_train.items) + len(ewt_train.skipped)),
      display=False)
 glue("syntax-train", len(splits["train"]), display=False)
 glue("syntax-params", sum(p.numel() for p in net.parameters()), display=False)

@@ -13,59 +13,73 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import conllu
 import numpy as np
 
 from olacore.settings import DATA_ENV, data_file
 
-__all__ = ["EWT_SPLITS", "read_ewt", "ewt_path", "AlignmentError", "UDSentence",
-           "UDTreebank", "align_ud_sentence", "ud_treebank", "read_ewt_syntax", "ewt_splits", "long_sentences",
-           "evenly_spread", "WNUT17_FILES", "WNUT17_TYPES", "UNER_FILES", "SEMEVAL_LABELS", "NERSentence",
-           "RelationExample", "Corpus", "join_words", "read_wnut17", "read_uner", "read_semeval"]
+__all__ = ["EWT_SPLITS", "read_ewt", "UDSentence", "read_ewt_syntax", "ewt_splits", "long_sentences", "evenly_spread",
+           "WNUT17_FILES", "WNUT17_TYPES", "UNER_FILES", "SEMEVAL_LABELS", "NERSentence", "RelationExample", "Corpus",
+           "join_words", "read_wnut17", "read_uner", "read_semeval"]
 
 
 EWT_SPLITS = ("train", "dev", "test")
 
 
+@dataclass(frozen=True)
+class Corpus:
+    """The records of one split, in file order, and ``skipped``: ``(id, reason)`` of every record left out."""
 
-def ewt_path(split: str):
-    """Path of the UD English EWT ``split`` file ('train', 'dev' or 'test').
+    name: str
+    items: tuple
+    skipped: tuple[tuple[str, str], ...] = ()
 
-    Raises:
-        ValueError: unknown split.
-        FileNotFoundError: the file is missing (the message names ``OLACORE_DATA``).
-    """
-    if split not in EWT_SPLITS:
-        raise ValueError(f"unknown EWT split {split!r}; choose one of {', '.join(EWT_SPLITS)}")
-    return data_file("ud_english_ewt", f"en_ewt-ud-{split}.conllu")
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def report(self) -> str:
+        """One line: how many records were read and how many were left out (first ids shown)."""
+        line = f"{self.name}: {len(self.items) + len(self.skipped)} read, {len(self.items)} kept, {len(self.skipped)} skipped"
+        if self.skipped:
+            shown = ", ".join(f"{i} ({why})" for i, why in self.skipped[:3])
+            line += f" [{shown}{', ...' if len(self.skipped) > 3 else ''}]"
+        return line
 
 
-_FIX = f"replace it with the UD English EWT release's file, or point {DATA_ENV} at a folder that holds the release"
+def _split_name(split: str, known) -> None:
+    if split not in known:
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(known)}")
+
+
+def _refused(path, problem: str, release: str) -> ValueError:
+    """The one-line refusal of a bad data file: what is wrong with it and what to do."""
+    return ValueError(f"{path} {problem}; replace it with the {release} release's file, or point {DATA_ENV} at a "
+                      "folder that holds the release")
 
 
 @lru_cache(maxsize=3)
 def read_ewt(split: str) -> tuple[conllu.TokenList, ...]:
-    """All sentences of an EWT split, parsed by the ``conllu`` library, in document order.
+    """All sentences of UD English EWT ``split`` ('train', 'dev' or 'test'), parsed by the ``conllu`` library, in
+    document order.
 
     Raises:
-        ValueError: the file is not CoNLL-U or holds no sentence (the message names it and ``OLACORE_DATA``).
+        ValueError: unknown split; the file is not CoNLL-U or holds no sentence (the message names it and
+            ``OLACORE_DATA``).
+        FileNotFoundError: the file is missing (the message names ``OLACORE_DATA``).
     """
-    path, sentences = ewt_path(split), []
+    _split_name(split, EWT_SPLITS)
+    path, sentences = data_file("ud_english_ewt", f"en_ewt-ud-{split}.conllu"), []
     with open(path, encoding="utf-8") as handle:
         try:
             sentences.extend(conllu.parse_incr(handle))
         except (conllu.exceptions.ParseException, UnicodeDecodeError) as err:
-            raise ValueError(f"{path} is not UTF-8 CoNLL-U ({len(sentences)} sentences read, then: {err}); "
-                             f"{_FIX}") from err
+            raise _refused(path, f"is not UTF-8 CoNLL-U ({len(sentences)} sentences read, then: {err})",
+                           "UD English EWT") from err
     if not sentences:
-        raise ValueError(f"{path} holds no sentence; {_FIX}")
+        raise _refused(path, "holds no sentence", "UD English EWT")
     return tuple(sentences)
-
-
-class AlignmentError(ValueError):
-    """A UD sentence whose surface tokens cannot be found, in order, in its ``# text``."""
 
 
 @dataclass(frozen=True)
@@ -91,41 +105,16 @@ class UDSentence:
         return len(self.words)
 
 
-@dataclass(frozen=True)
-class UDTreebank:
-    """The aligned sentences of one treebank file (``name``, e.g. ``"ewt-train"``), in file order, and
-    ``unaligned``: ``(sent_id, reason)`` of every sentence left out (counted by :meth:`report`).
-    """
-
-    name: str
-    sentences: tuple[UDSentence, ...]
-    unaligned: tuple[tuple[str, str], ...]
-
-    def __len__(self) -> int:
-        return len(self.sentences)
-
-    def report(self) -> str:
-        """One line: how many sentences were read, aligned and left out (with the first ids)."""
-        total = len(self.sentences) + len(self.unaligned)
-        line = f"{self.name}: {total} sentences, {len(self.sentences)} aligned, {len(self.unaligned)} not aligned"
-        if self.unaligned:
-            shown = ", ".join(f"{sid} ({why})" for sid, why in self.unaligned[:3])
-            line += f" [{shown}{', ...' if len(self.unaligned) > 3 else ''}]"
-        return line
-
-
-def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
+def _align(sentence: conllu.TokenList, sent_id: str) -> UDSentence:
     """Align the syntactic words of one ``conllu`` sentence to its ``# text``, surface token by surface token.
 
     Raises:
-        AlignmentError: no ``# text``, a surface token not found where expected, a head out of range, or no word.
+        ValueError: no ``# text``, a surface token not found where expected, a head out of range, or no word.
     """
-    meta = sentence.metadata or {}
-    sent_id = meta.get("sent_id", f"#{index}")
-    text = meta.get("text")
+    text = sentence.metadata.get("text")
     if text is None:
-        raise AlignmentError(f"{sent_id}: no '# text' comment")
-    words, spans, heads, deprels, upos, xpos = [], [], [], [], [], []
+        raise ValueError("no '# text' comment")
+    words, spans = [], []  # the word lines of the sentence, and their spans
     cursor = 0
     mwt_span: tuple[int, int] | None = None
     mwt_last = 0
@@ -135,13 +124,10 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
         while cursor < len(text) and text[cursor].isspace():
             cursor += 1
         if not text.startswith(form, cursor):
-            raise AlignmentError(
-                f"{sent_id}: token {form!r} not found at character {cursor} of the text "
-                f"(text there: {text[cursor:cursor + len(form) + 5]!r})"
-            )
-        span = (cursor, cursor + len(form))
+            raise ValueError(f"token {form!r} not found at character {cursor} of the text "
+                             f"(text there: {text[cursor:cursor + len(form) + 5]!r})")
         cursor += len(form)
-        return span
+        return cursor - len(form), cursor
 
     for token in sentence:
         token_id = token["id"]
@@ -155,49 +141,36 @@ def align_ud_sentence(sentence: conllu.TokenList, index: int = 0) -> UDSentence:
             mwt_span = None
             span = locate(token["form"])
         if token["head"] is None:
-            raise AlignmentError(f"{sent_id}: word {token_id} has no head")
-        words.append(token["form"])
+            raise ValueError(f"word {token_id} has no head")
+        words.append(token)
         spans.append(span)
-        heads.append(int(token["head"]))
-        deprels.append(token["deprel"])
-        upos.append(token["upos"])
-        xpos.append(token["xpos"] or "_")
     if not words:
-        raise AlignmentError(f"{sent_id}: no word")
+        raise ValueError("no word")
+    heads = tuple(int(word["head"]) for word in words)
     if any(not 0 <= head <= len(words) for head in heads):
-        raise AlignmentError(f"{sent_id}: a head points outside the sentence")
-    return UDSentence(
-        sent_id=sent_id,
-        text=text,
-        words=tuple(words),
-        spans=tuple(spans),
-        heads=tuple(heads),
-        deprels=tuple(deprels),
-        upos=tuple(upos),
-        xpos=tuple(xpos),
-    )
-
-
-def ud_treebank(sentences: Iterable[conllu.TokenList], name: str = "conllu") -> UDTreebank:
-    """Align every parsed sentence of a CoNLL-U source; failures go to ``unaligned``."""
-    aligned, failed = [], []
-    for index, sentence in enumerate(sentences):
-        try:
-            aligned.append(align_ud_sentence(sentence, index))
-        except AlignmentError as error:
-            failed.append(((sentence.metadata or {}).get("sent_id", f"#{index}"), str(error)))
-    return UDTreebank(name=name, sentences=tuple(aligned), unaligned=tuple(failed))
+        raise ValueError("a head points outside the sentence")
+    return UDSentence(sent_id, text, tuple(word["form"] for word in words), tuple(spans), heads,
+                      tuple(word["deprel"] for word in words), tuple(word["upos"] for word in words),
+                      tuple(word["xpos"] or "_" for word in words))
 
 
 @lru_cache(maxsize=3)
-def read_ewt_syntax(split: str) -> UDTreebank:
-    """UD English EWT ``split`` as aligned gold dependency trees (paper section 4.3).
+def read_ewt_syntax(split: str) -> Corpus:
+    """UD English EWT ``split`` as gold dependency trees aligned to their text (paper section 4.3): a sentence that
+    cannot be aligned is skipped, named with the reason.
 
     Raises:
         ValueError: unknown split; the file is not CoNLL-U or holds no sentence.
         FileNotFoundError: the EWT file is missing.
     """
-    return ud_treebank(read_ewt(split), name=f"ewt-{split}")
+    aligned, skipped = [], []
+    for index, sentence in enumerate(read_ewt(split)):
+        sent_id = sentence.metadata.get("sent_id", f"#{index}")
+        try:
+            aligned.append(_align(sentence, sent_id))
+        except ValueError as error:
+            skipped.append((sent_id, str(error)))
+    return Corpus(name=f"ewt-{split}", items=tuple(aligned), skipped=tuple(skipped))
 
 
 def evenly_spread(items: Sequence, n: int | None) -> list:
@@ -223,9 +196,7 @@ def long_sentences(sentences: Sequence[UDSentence], min_words: int = 30) -> list
 def ewt_splits(num_train: int | None, num_dev: int | None, num_test: int | None, long_min_words: int = 30) -> dict[str, list[UDSentence]]:
     """The EWT sentences of the experiment: the first ``train`` and ``dev`` sentences, ``test`` spread evenly over the
     test split (ordered by genre), ``test_long`` every test sentence over ``long_min_words`` words; ``None``: all."""
-    train = list(read_ewt_syntax("train").sentences)
-    dev = list(read_ewt_syntax("dev").sentences)
-    test = list(read_ewt_syntax("test").sentences)
+    train, dev, test = (list(read_ewt_syntax(split).items) for split in EWT_SPLITS)
     return {
         "train": train[:num_train] if num_train else train,
         "dev": dev[:num_dev] if num_dev else dev,
@@ -276,26 +247,6 @@ class RelationExample:
         return len(self.words)
 
 
-@dataclass(frozen=True)
-class Corpus:
-    """The records of one split, in file order, and ``skipped``: ``(id, reason)`` of every record left out."""
-
-    name: str
-    items: tuple
-    skipped: tuple[tuple[str, str], ...] = ()
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def report(self) -> str:
-        """One line: how many records were read and how many were left out (first ids shown)."""
-        line = f"{self.name}: {len(self.items) + len(self.skipped)} read, {len(self.items)} kept, {len(self.skipped)} skipped"
-        if self.skipped:
-            shown = ", ".join(f"{i} ({why})" for i, why in self.skipped[:3])
-            line += f" [{shown}{', ...' if len(self.skipped) > 3 else ''}]"
-        return line
-
-
 def join_words(words: tuple[str, ...] | list[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
     """``(text, spans)``: the words joined by single spaces and each word's character span."""
     spans, cursor = [], 0
@@ -305,98 +256,66 @@ def join_words(words: tuple[str, ...] | list[str]) -> tuple[str, tuple[tuple[int
     return " ".join(words), tuple(spans)
 
 
-def _no_sentence(path, release: str) -> ValueError:
-    return ValueError(f"{path} holds no sentence; replace it with the {release} release's file, or point {DATA_ENV} "
-                      "at a folder that holds the release")
+def _bio_sentences(path, release: str, split: str, columns: tuple[str, ...], tag_form: str, comments: bool):
+    """``(sent_id, words, tags)`` of every sentence of a tab-separated BIO file (``columns`` name its columns, two
+    of them ``word`` and ``tag``), and ``(sent_id, reason)`` of every malformed one; ``sent_id``: the
+    ``# sent_id`` comment when ``comments`` are read, else ``<split>-<position>``.
 
+    Raises:
+        ValueError: the file holds no sentence (the message names it and ``OLACORE_DATA``).
+    """
+    word_at, tag_at, tag_form = columns.index("word"), columns.index("tag"), re.compile(tag_form)
+    sentences, skipped = [], []
+    sent_id, words, tags, problem = None, [], [], None
 
-def _split_name(split: str, known) -> None:
-    if split not in known:
-        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(known)}")
+    def flush() -> None:
+        nonlocal sent_id, words, tags, problem
+        if words or problem or sent_id is not None:
+            name = sent_id or f"{split}-{len(sentences) + len(skipped)}"
+            if problem or not words:
+                skipped.append((name, problem or "no token"))
+            else:
+                sentences.append((name, tuple(words), tuple(tags)))
+        sent_id, words, tags, problem = None, [], [], None
+
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            line = line.rstrip("\n")
+            if not line.strip():
+                flush()
+            elif comments and line.startswith("#"):
+                if line.startswith("# sent_id") and "=" in line:
+                    sent_id = line.split("=", 1)[1].strip()
+            else:
+                parts = line.split("\t")
+                if len(parts) != len(columns) or not parts[word_at] or not tag_form.match(parts[tag_at].strip()):
+                    problem = problem or f"line {number} is not '{'<TAB>'.join(columns)}': {line[:40]!r}"
+                    continue
+                words.append(parts[word_at])
+                tags.append(parts[tag_at].strip())
+    flush()
+    if not sentences and not skipped:
+        raise _refused(path, "holds no sentence", release)
+    return sentences, skipped
 
 
 @lru_cache(maxsize=3)
 def read_wnut17(split: str) -> Corpus:
-    """WNUT-17 ``split`` ('train', 'dev' or 'test') as word-level BIO; a malformed sentence is skipped.
+    """WNUT-17 ``split`` ('train', 'dev' or 'test') as word-level BIO, words joined by single spaces; a malformed
+    sentence is skipped.
 
     Raises:
         ValueError: unknown split; the file holds no sentence (the message names it and ``OLACORE_DATA``).
         FileNotFoundError: the file is missing (the message names ``OLACORE_DATA``).
     """
     _split_name(split, WNUT17_FILES)
-    path = data_file("wnut17", WNUT17_FILES[split])
-    sentences, skipped = [], []
-    words: list[str] = []
-    tags: list[str] = []
-    problem: str | None = None
-
-    def flush() -> None:
-        nonlocal words, tags, problem
-        if words or problem:
-            sent_id = f"{split}-{len(sentences) + len(skipped)}"
-            if problem:
-                skipped.append((sent_id, problem))
-            else:
-                text, spans = join_words(words)
-                sentences.append(NERSentence(sent_id, text, tuple(words), spans, tuple(tags)))
-        words, tags, problem = [], [], None
-
-    tag_form = re.compile(r"^(O|[BI]-[\w-]+)$")
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                flush()
-                continue
-            parts = line.split("\t")
-            if len(parts) != 2 or not parts[0] or not tag_form.match(parts[1].strip()):
-                problem = problem or f"line {number} is not 'word<TAB>tag': {line[:40]!r}"
-                continue
-            words.append(parts[0])
-            tags.append(parts[1].strip())
-    flush()
-    if not sentences and not skipped:
-        raise _no_sentence(path, "WNUT-17")
+    raw, skipped = _bio_sentences(data_file("wnut17", WNUT17_FILES[split]), "WNUT-17", split, ("word", "tag"),
+                                  r"^(O|[BI]-[\w-]+)$", comments=False)
+    sentences = []
+    for sent_id, words, tags in raw:
+        text, spans = join_words(words)
+        sentences.append(NERSentence(sent_id, text, words, spans, tags))
     return Corpus(name=f"wnut17-{split}", items=tuple(sentences), skipped=tuple(skipped))
-
-
-def _uner_file(split: str) -> tuple[list[tuple[str, list[str], list[str]]], list[tuple[str, str]]]:
-    """``(sent_id, forms, tags)`` of every sentence of a UNER file, and the malformed ones."""
-    path = data_file("uner_english_ewt", UNER_FILES[split])
-    sentences, skipped = [], []
-    tag_form = re.compile(r"^(O|[BI]-(PER|LOC|ORG))$")
-    sent_id, forms, tags, problem = None, [], [], None
-
-    def flush() -> None:
-        nonlocal sent_id, forms, tags, problem
-        if sent_id is not None or forms:
-            name = sent_id or f"{split}-line-{number}"
-            if problem or not forms:
-                skipped.append((name, problem or "no token"))
-            else:
-                sentences.append((name, forms, tags))
-        sent_id, forms, tags, problem = None, [], [], None
-
-    number = 0
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                flush()
-            elif line.startswith("#"):
-                if line.startswith("# sent_id"):
-                    sent_id = line.split("=", 1)[1].strip() if "=" in line else None
-            else:
-                parts = line.split("\t")
-                if len(parts) < 3 or not parts[1] or not tag_form.match(parts[2].strip()):
-                    problem = problem or f"line {number} is not 'id<TAB>form<TAB>tag': {line[:40]!r}"
-                    continue
-                forms.append(parts[1])
-                tags.append(parts[2].strip())
-    flush()
-    if not sentences and not skipped:
-        raise _no_sentence(path, "UNER English-EWT")
-    return sentences, skipped
 
 
 @lru_cache(maxsize=2)
@@ -409,22 +328,23 @@ def read_uner(split: str) -> Corpus:
         FileNotFoundError: the UNER or EWT file is missing (the message names ``OLACORE_DATA``).
     """
     _split_name(split, UNER_FILES)
-    raw, skipped = _uner_file(split)
+    raw, skipped = _bio_sentences(data_file("uner_english_ewt", UNER_FILES[split]), "UNER English-EWT", split,
+                                  ("id", "word", "tag", "-", "-"), r"^(O|[BI]-(PER|LOC|ORG))$", comments=True)
     treebank = read_ewt_syntax(split)
-    ewt = {s.sent_id: s for s in treebank.sentences}
-    unaligned = dict(treebank.unaligned)
+    ewt = {s.sent_id: s for s in treebank.items}
+    unaligned = dict(treebank.skipped)
     sentences = []
     for sent_id, forms, tags in raw:
         ud = ewt.get(sent_id)
         if ud is None:
             why = "EWT could not align it" if sent_id in unaligned else "no EWT sentence of this sent_id"
             skipped.append((sent_id, why))
-        elif tuple(forms) != ud.words:
+        elif forms != ud.words:
             where = next((i for i, (a, b) in enumerate(zip(forms, ud.words)) if a != b), min(len(forms), len(ud.words)))
             skipped.append((sent_id, f"tokens differ from EWT at token {where + 1} "
                                      f"({len(forms)} UNER tokens, {len(ud.words)} EWT words)"))
         else:
-            sentences.append(NERSentence(sent_id, ud.text, ud.words, ud.spans, tuple(tags)))
+            sentences.append(NERSentence(sent_id, ud.text, ud.words, ud.spans, tags))
     return Corpus(name=f"uner-ewt-{split}", items=tuple(sentences), skipped=tuple(skipped))
 
 
@@ -461,30 +381,24 @@ def _parse_relation(sent_id: str, sentence: str, label: str) -> RelationExample:
 @lru_cache(maxsize=3)
 def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[str, str], ...]]:
     path = data_file("semeval2010_task8", name)
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
     examples, skipped = [], []
-    index = 0
-    while index < len(lines):
-        line = lines[index].strip()
-        if not line:
-            index += 1
+    for number, line in lines:  # records: '<id><TAB>"sentence"', the label, 'Comment: ...', a blank line
+        line = line.strip()
+        if not line or line.startswith("Comment"):
             continue
         head = re.match(r'^(\d+)\s+"(.*)"$', line)
         if not head:
-            skipped.append((f"line {index + 1}", f"not '<id><TAB>\"sentence\"': {line[:40]!r}"))
-            index += 1
+            skipped.append((f"line {number}", f"not '<id><TAB>\"sentence\"': {line[:40]!r}"))
             continue
-        sent_id, sentence = head.group(1), head.group(2)
-        label = lines[index + 1].strip() if index + 1 < len(lines) else ""
+        sent_id, sentence = head.groups()
+        label = next(lines, (0, ""))[1].strip()
         try:
             examples.append(_parse_relation(sent_id, sentence, label))
         except ValueError as error:
             skipped.append((sent_id, str(error)))
-        index += 2
-        while index < len(lines) and lines[index].strip().startswith("Comment"):
-            index += 1
     if not examples and not skipped:
-        raise _no_sentence(path, "SemEval-2010 Task 8")
+        raise _refused(path, "holds no sentence", "SemEval-2010 Task 8")
     return tuple(examples), tuple(skipped)
 
 
@@ -497,11 +411,9 @@ def read_semeval(split: str) -> Corpus:
         FileNotFoundError: a file is missing (the message names ``OLACORE_DATA``).
     """
     _split_name(split, ("train", "dev", "test"))
+    examples, skipped = _semeval_file("TEST_FILE_FULL.TXT" if split == "test" else "TRAIN_FILE.TXT")
     if split == "test":
-        examples, skipped = _semeval_file("TEST_FILE_FULL.TXT")
         return Corpus("semeval-test", examples, skipped)
-    examples, skipped = _semeval_file("TRAIN_FILE.TXT")
-    held_out = [int(x.sent_id) % 10 == 0 for x in examples]
     if split == "train":
-        return Corpus("semeval-train", tuple(x for x, h in zip(examples, held_out) if not h), skipped)
-    return Corpus("semeval-dev (every 10th of TRAIN)", tuple(x for x, h in zip(examples, held_out) if h), ())
+        return Corpus("semeval-train", tuple(x for x in examples if int(x.sent_id) % 10 != 0), skipped)
+    return Corpus("semeval-dev (every 10th of TRAIN)", tuple(x for x in examples if int(x.sent_id) % 10 == 0), ())

@@ -20,8 +20,8 @@ from olacore.maps import Maps, make_maps
 if TYPE_CHECKING:
     from olacore.pipeline import TokenMaps
 
-__all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits", "PAIRS_TABLE", "PAIRS_COLUMNS", "pairs_rows",
-           "retrieval_table", "retrieval_grid", "hits_matrix", "mean_hits", "same_text_gap"]
+__all__ = ["gaussian_window", "pairwise_ssim", "hits_at_k", "chance_hits", "retrieval_table", "retrieval_grid",
+           "hits_matrix", "mean_hits"]
 
 
 #: The SSIM constants (skimage's and torchmetrics' defaults).
@@ -50,18 +50,6 @@ def _filter_valid(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor
     (the pixels skimage keeps)."""
     filtered_cols = torch.mm(images.reshape(-1, images.shape[-1]), cols_t)
     return torch.matmul(rows, filtered_cols.view(images.shape[0], images.shape[1], cols_t.shape[1]))
-
-
-def _positive_number(name: str, value, *, allow_none: bool = False) -> float | None:
-    """``value`` as a float, checked finite and positive."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        hint = " or None" if allow_none else ""
-        raise TypeError(f"{name} must be a positive number{hint}; got {type(value).__name__} {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite positive number; got {value!r}")
-    return float(value)
 
 
 def _centred_moments(images: torch.Tensor, rows: torch.Tensor, cols_t: torch.Tensor):
@@ -94,7 +82,7 @@ def pairwise_ssim(
         ``(Q, G)`` SSIM in the inputs' dtype and device.
 
     Raises:
-        TypeError: non-tensor maps; a non-numeric ``data_range`` or chunk size.
+        TypeError: non-tensor maps; a non-numeric ``data_range``.
         ValueError: bad shapes, non-finite maps, non-positive parameters, two constant maps without ``data_range``.
     """
     if not isinstance(queries, torch.Tensor) or not isinstance(gallery, torch.Tensor):
@@ -106,11 +94,13 @@ def pairwise_ssim(
         raise ValueError(
             f"queries and gallery must be (Q, H, W) and (G, H, W); got {tuple(queries.shape)} and {tuple(gallery.shape)}"
         )
-    data_range = _positive_number("data_range", data_range, allow_none=True)
-    if isinstance(max_pairs_per_chunk, bool) or not isinstance(max_pairs_per_chunk, numbers.Integral):
-        raise TypeError(f"max_pairs_per_chunk must be an int; got {type(max_pairs_per_chunk).__name__}")
-    if max_pairs_per_chunk < 1:
-        raise ValueError(f"max_pairs_per_chunk must be at least 1; got {max_pairs_per_chunk}")
+    if data_range is not None:
+        if isinstance(data_range, bool) or not isinstance(data_range, numbers.Real):
+            raise TypeError(f"data_range must be a positive number or None; got {type(data_range).__name__} "
+                            f"{data_range!r}")
+        if not math.isfinite(data_range) or data_range <= 0:
+            raise ValueError(f"data_range must be a finite positive number; got {data_range!r}")
+        data_range = float(data_range)
     if queries.shape[1:] != gallery.shape[1:]:
         raise ValueError(f"query maps {tuple(queries.shape[1:])} and gallery maps {tuple(gallery.shape[1:])} differ in size")
     if not (torch.isfinite(queries).all() and torch.isfinite(gallery).all()):
@@ -118,18 +108,16 @@ def pairwise_ssim(
     dtype = torch.promote_types(queries.dtype, gallery.dtype)
     if not dtype.is_floating_point:
         dtype = torch.float32
-    device = queries.device
-    taps = gaussian_window(SIGMA).numel()
-    if min(queries.shape[1:]) < taps:
-        raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {taps}-pixel SSIM window")
+    device, wide = queries.device, torch.float64
+    window = gaussian_window(SIGMA, dtype=wide, device=device)
+    if min(queries.shape[1:]) < window.numel():
+        raise ValueError(f"maps of {tuple(queries.shape[1:])} are smaller than the {window.numel()}-pixel SSIM window")
     num_q, num_g = queries.shape[0], gallery.shape[0]
     if num_q == 0 or num_g == 0:  # nothing to compare: an empty (Q, G) result, as for any Q x G
         return torch.empty(num_q, num_g, dtype=dtype, device=device)
 
-    wide = torch.float64
     queries64 = queries.to(device=device, dtype=wide)
     gallery64 = gallery.to(device=device, dtype=wide)
-    window = gaussian_window(SIGMA, dtype=wide, device=device)
     rows64 = _band_matrix(queries.shape[1], window)
     cols64_t = _band_matrix(queries.shape[2], window).T.contiguous()
     centred_q, mu_cq, mu_q, var_q = _centred_moments(queries64, rows64, cols64_t)
@@ -178,7 +166,7 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int,
     score of the correct item is a miss.
 
     Raises:
-        TypeError: ``similarity`` not a tensor, ``ks`` not a sequence of ints.
+        TypeError: ``similarity`` not a tensor.
         ValueError: empty or non-2-D ``similarity``, bad ``ks``, ``G < Q``.
     """
     if not isinstance(similarity, torch.Tensor):
@@ -188,21 +176,13 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int,
     num_q, num_g = similarity.shape
     if num_q == 0 or num_g == 0:
         raise ValueError(f"Hits@k needs at least one query and one gallery item; similarity is {num_q} x {num_g}")
-    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence):
-        raise TypeError(f"ks must be a sequence of positive ints such as (1, 5); got {type(ks).__name__} {ks!r}")
-    if not ks:
-        raise ValueError("ks is empty; give at least one cut-off, e.g. ks=(1, 5)")
-    for k in ks:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-            raise TypeError(f"every k in ks must be an int; got {type(k).__name__} {k!r}")
-        if k < 1:
-            raise ValueError(f"every k in ks must be at least 1 (Hits@k: the right item within the top k); got {k}")
+    if (isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks
+            or any(isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1 for k in ks)):
+        raise ValueError(f"ks must be a non-empty sequence of positive ints such as (1, 5); got {ks!r}")
     if num_g < num_q:
         raise ValueError(f"Hits@k needs at least as many gallery items ({num_g}) as queries ({num_q})")
-    answers = torch.arange(num_q, device=similarity.device)
-    correct = similarity.gather(1, answers[:, None])
-    others_at_least = (similarity >= correct).sum(1) - 1
-    rank = others_at_least + 1
+    correct = similarity.diagonal()[:, None]  # query i's score of item i (G >= Q)
+    rank = (similarity >= correct).sum(1)  # the right item and every item scored at least as high (ties lose)
     rank[correct[:, 0].isnan()] = num_g + 1  # an undefined score for the right item is a miss
     return {int(k): float((rank <= k).double().mean()) for k in ks}
 
@@ -210,11 +190,6 @@ def hits_at_k(similarity: torch.Tensor, ks: Sequence[int] = (1, 5)) -> dict[int,
 def chance_hits(num_gallery: int, k: int) -> float:
     """Hits@k of a random ranking over ``num_gallery`` items: ``min(k, G) / G``."""
     return min(k, num_gallery) / num_gallery
-
-
-#: The table chapter 03 keeps for later chapters (rows: :func:`pairs_rows`).
-PAIRS_TABLE = "retrieval pairs"
-PAIRS_COLUMNS = ("kind", "source", "target", "channel", "protocol", "hits@1", "hits@5")
 
 
 def _check_comparable(maps: Mapping[str, Maps]) -> Maps:
@@ -230,31 +205,18 @@ def _check_comparable(maps: Mapping[str, Maps]) -> Maps:
 
 
 def retrieval_table(
-    maps: Mapping[str, Maps] | Sequence[Maps],
-    *,
-    pairs: Sequence[tuple[str, str]] | None = None,
-    ks: Sequence[int] = (1, 5),
-    data_range: float | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float32,
+    maps: Mapping[str, Maps], *, pairs: Sequence[tuple[str, str]] | None = None, ks: Sequence[int] = (1, 5)
 ) -> pd.DataFrame:
-    """Hits@k (fractions) of SSIM retrieval for every (source, target) pair and channel: ``source, target,
-    channel, sinks, hits@k..., chance@k...``.
+    """Hits@k (fractions) of float32 SSIM retrieval on the CPU (``data_range`` per pair) for every (source, target)
+    pair and channel: ``source, target, channel, sinks, hits@k..., chance@k...``.
 
     Args:
-        maps: :class:`olacore.maps.Maps` per model (a dict by name, or a list), of the same texts, channels and
-            alignment.
+        maps: :class:`olacore.maps.Maps` per model name, of the same texts, channels and alignment.
         pairs: ``(source, target)`` names; default every ordered pair.
-        data_range: as :func:`pairwise_ssim`.
 
     Raises:
         ValueError: maps of other texts, channels or alignments; an unknown model in ``pairs``; no pair to compare.
     """
-    if not isinstance(maps, Mapping):
-        maps = {m.model: m for m in maps}
-    if not maps:
-        raise ValueError("no maps given")
-    first = _check_comparable(maps)
     names = list(maps)
     pairs = list(itertools.permutations(names, 2)) if pairs is None else list(pairs)
     if not pairs:
@@ -262,13 +224,14 @@ def retrieval_table(
     unknown = sorted({n for pair in pairs for n in pair} - set(names))
     if unknown:
         raise ValueError(f"pairs name models without maps: {unknown}; maps are of {names}")
+    first = _check_comparable(maps)
     stacked = {name: maps[name].stack() for name in {n for pair in pairs for n in pair}}
     rows = []
     for source, target in pairs:
         for c, (channel, sinks) in enumerate(first.layout()):
-            gallery = stacked[source][:, c].to(device=device or "cpu", dtype=dtype)
-            queries = stacked[target][:, c].to(device=gallery.device, dtype=dtype)
-            hits = hits_at_k(pairwise_ssim(queries, gallery, data_range), ks)
+            gallery = stacked[source][:, c].to(device="cpu", dtype=torch.float32)
+            queries = stacked[target][:, c].to(device="cpu", dtype=torch.float32)
+            hits = hits_at_k(pairwise_ssim(queries, gallery, None), ks)
             row = {"source": source, "target": target, "channel": channel, "sinks": sinks}
             row.update({f"hits@{k}": hits[k] for k in ks})
             row.update({f"chance@{k}": chance_hits(gallery.shape[0], k) for k in ks})
@@ -297,13 +260,6 @@ def retrieval_grid(
     return pd.concat(tables, ignore_index=True)
 
 
-def pairs_rows(table: pd.DataFrame, protocol: str) -> list[dict[str, Any]]:
-    """:data:`PAIRS_COLUMNS` rows (hits in percent) of :func:`retrieval_grid` rows under ``protocol``."""
-    kept = table.rename(columns={"group": "kind"}).assign(protocol=protocol,
-                                                          **{m: 100 * table[m] for m in ("hits@1", "hits@5")})
-    return kept[list(PAIRS_COLUMNS)].to_dict("records")
-
-
 def hits_matrix(table: pd.DataFrame, channel: str) -> pd.DataFrame:
     """Source x target matrix of Hits@1 for one channel."""
     rows = table[table["channel"] == channel]
@@ -323,19 +279,3 @@ def mean_hits(table: pd.DataFrame, metric: str = "hits@1", **where: Any) -> floa
         raise ValueError(f"no retrieval row with {where}")
     return float(rows[metric].mean())
 
-
-def same_text_gap(maps: Mapping[str, Maps], groups: Mapping[str, Sequence[str]]) -> pd.DataFrame:
-    """Mean SSIM of a map with the other model's map of the *same* text against *other* texts, per pair of
-    models within a group and channel: ``group, model pair, channel, SSIM same text, SSIM different texts, gap``."""
-    rows = []
-    for group, names in groups.items():
-        _check_comparable({n: maps[n] for n in names})
-        for source, target in itertools.combinations(names, 2):
-            queries, gallery = maps[target].stack().double(), maps[source].stack().double()
-            for c, (channel, _) in enumerate(maps[source].layout()):
-                ssim = pairwise_ssim(queries[:, c], gallery[:, c], None)
-                same = ssim.diagonal().mean().item()
-                different = (ssim.sum() - ssim.diagonal().sum()).item() / (ssim.numel() - len(ssim))
-                rows.append({"group": group, "model pair": f"{source} / {target}", "channel": channel,
-                             "SSIM same text": same, "SSIM different texts": different, "gap": same - different})
-    return pd.DataFrame(rows)

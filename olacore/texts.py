@@ -70,11 +70,6 @@ def official_chunks(
     return chunks, counts
 
 
-def _syntactic_words(sentence: conllu.TokenList) -> list[str]:
-    """The syntactic words of a sentence (integer ids): multi-word tokens' parts, not their surface form."""
-    return [token["form"] for token in sentence if isinstance(token["id"], int)]
-
-
 def ewt_documents(split: str = "train") -> list[list[list[str]]]:
     """EWT ``split`` as documents (``# newdoc id`` blocks) of sentences of syntactic words, in file order.
 
@@ -86,7 +81,7 @@ def ewt_documents(split: str = "train") -> list[list[list[str]]]:
     for sentence in read_ewt(split):
         if "newdoc id" in sentence.metadata or not documents:
             documents.append([])
-        documents[-1].append(_syntactic_words(sentence))
+        documents[-1].append([token["form"] for token in sentence if isinstance(token["id"], int)])  # syntactic words
     return documents
 
 
@@ -96,17 +91,11 @@ def _surface_tokens(sentence: conllu.TokenList) -> list[tuple[str, bool]]:
     skip_until = 0
     for token in sentence:
         token_id = token["id"]
-        misc = token["misc"] or {}
-        space_after = misc.get("SpaceAfter") != "No"
-        if isinstance(token_id, tuple) and token_id[1] == "-":  # multi-word token
-            tokens.append((token["form"], space_after))
+        if isinstance(token_id, tuple) and token_id[1] == "-":  # multi-word token: it stands for its words
             skip_until = token_id[2]
-        elif isinstance(token_id, tuple):  # empty node
+        elif isinstance(token_id, tuple) or token_id <= skip_until:  # an empty node, or a word of a multi-word token
             continue
-        elif token_id <= skip_until:
-            continue
-        else:
-            tokens.append((token["form"], space_after))
+        tokens.append((token["form"], (token["misc"] or {}).get("SpaceAfter") != "No"))
     return tokens
 
 
@@ -124,10 +113,8 @@ def _check(num_texts: int, recipe: str) -> None:
     if recipe not in TEXT_RECIPES:
         raise ValueError(f"unknown text recipe {recipe!r}; choose one of {', '.join(TEXT_RECIPES)} "
                          "('official': the official code's document-bounded chunks, 'stream': consecutive chunks)")
-    if isinstance(num_texts, bool) or not hasattr(type(num_texts), "__index__"):  # ints, numpy ints; not 2.5
-        raise TypeError(f"num_texts must be an int, got {type(num_texts).__name__} {num_texts!r}")
-    if num_texts <= 0:
-        raise ValueError(f"num_texts must be positive, got {num_texts}")
+    if isinstance(num_texts, bool) or not hasattr(type(num_texts), "__index__") or num_texts <= 0:  # numpy ints too
+        raise ValueError(f"num_texts must be a positive int, got {num_texts!r}")
 
 
 def similarity_texts(num_texts: int, recipe: str = "official") -> list[WordText]:
@@ -215,15 +202,13 @@ def word_spans(text: str) -> list[tuple[int, int]]:
         index += 1
         while index < length:
             kind_here = classes[index]
-            if kind_here == "extend":
-                index += 1
-            elif kind == "word" and kind_here == "word":
+            # an extend character, the next word character, or the next mark of an emoji ZWJ sequence
+            if (kind_here == "extend" or kind == kind_here == "word"
+                    or kind == kind_here == "punct" and text[index - 1] == _ZWJ):
                 index += 1
             elif (kind == "word" and text[index] in _APOSTROPHES and index + 1 < length
                   and classes[index + 1] == "word"):
                 index += 2
-            elif kind == "punct" and text[index - 1] == _ZWJ and kind_here == "punct":
-                index += 1  # an emoji ZWJ sequence
             else:
                 break
         spans.append((start, index))

@@ -35,7 +35,7 @@ def models() -> dict[str, LoadedModel]:
 def pool() -> list[str]:
     from olacore.corpora import read_ewt_syntax
 
-    return [s.text for s in read_ewt_syntax("dev").sentences[:250]]
+    return [s.text for s in read_ewt_syntax("dev").items[:250]]
 
 
 def mixed_texts(model: LoadedModel, pool: list[str]) -> list[str]:

@@ -143,7 +143,7 @@ def test_uner_real_files_agree_with_ewt_v216_except_three_sentences_per_split():
         corpus = corpora.read_uner(split)
         assert len(corpus) == kept and len(corpus.skipped) == 3
         assert all("differ" in why for _, why in corpus.skipped)
-        ewt = {s.sent_id: s for s in read_ewt_syntax(split).sentences}
+        ewt = {s.sent_id: s for s in read_ewt_syntax(split).items}
         for sentence in corpus.items[::97]:
             assert sentence.text == ewt[sentence.sent_id].text and sentence.spans == ewt[sentence.sent_id].spans
         assert {t[2:] for s in corpus.items for t in s.tags if t != "O"} == {"LOC", "ORG", "PER"}

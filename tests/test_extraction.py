@@ -138,7 +138,7 @@ def _texts(count: int) -> list[str]:
     from olacore.texts import similarity_texts
     from olacore.corpora import read_ewt_syntax
 
-    short = [s.text for s in read_ewt_syntax("dev").sentences[:60] if len(s.words) <= 8]
+    short = [s.text for s in read_ewt_syntax("dev").items[:60] if len(s.words) <= 8]
     return [t.text for t in similarity_texts(count)] + short[:count]
 
 

@@ -12,7 +12,9 @@ import torch
 from olacore.texts import WordText
 from olacore.maps import Maps
 from olacore.pipeline import TokenMaps
-from olacore.similarity import PAIRS_COLUMNS, hits_matrix, mean_hits, pairs_rows, retrieval_grid, retrieval_table, same_text_gap
+from chapter_code.qualitative import same_text_gap
+from chapter_code.retrieval import PAIRS_COLUMNS, pairs_rows
+from olacore.similarity import hits_matrix, mean_hits, retrieval_grid, retrieval_table
 
 SIZE = 16
 CHANNELS = ("order1", "order2", "rollout")
@@ -80,9 +82,9 @@ def test_each_target_queries_the_source_gallery_channel_by_channel():
         mean_hits(table, channel="order7")
 
 
-def test_pairs_and_a_list_of_maps():
+def test_pairs():
     a, b = _asymmetric_pair()
-    only = retrieval_table([a, b], pairs=[("B", "A")], ks=(1,))  # a list is keyed by each one's model
+    only = retrieval_table({"A": a, "B": b}, pairs=[("B", "A")], ks=(1,))
     assert list(only["source"]) == ["B"] * 3 and list(only["target"]) == ["A"] * 3
     assert dict(zip(only["channel"], only["hits@1"])) == pytest.approx({c: EXPECTED[("B", "A", c)] for c in CHANNELS})
     with pytest.raises(ValueError, match="without maps"):
@@ -112,7 +114,7 @@ def test_maps_that_are_not_comparable_are_refused():
         retrieval_table({"A": a, "B": _maps("B", b.stack(), sinks="clean")})
     with pytest.raises(ValueError, match="aligned"):
         retrieval_table({"A": a, "B": Maps(b.tensors, b.channels, False, "B", "resize", "raw", SIZE + 1, b.texts)})
-    with pytest.raises(ValueError, match="no maps"):
+    with pytest.raises(ValueError, match="pair"):
         retrieval_table({})
     with pytest.raises(ValueError, match="pair"):  # never an empty table
         retrieval_table({"A": a})

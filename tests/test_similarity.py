@@ -225,24 +225,12 @@ def test_ssim_scalars_are_checked(bad, error, message):
     maps = torch.rand(2, 20, 20)
     with pytest.raises(error, match=f"data_range {message}"):
         pairwise_ssim(maps, maps, bad)
-    with pytest.raises(TypeError, match="max_pairs_per_chunk"):
-        pairwise_ssim(maps, maps, 1.0, max_pairs_per_chunk=2.5)
-    with pytest.raises(ValueError, match="max_pairs_per_chunk"):
-        pairwise_ssim(maps, maps, 1.0, max_pairs_per_chunk=0)
     assert pairwise_ssim(maps, maps, np.float32(1.0)).shape == (2, 2)  # numpy scalars are numbers
 
 
-@pytest.mark.parametrize("ks, error, message", [
-    ((0,), ValueError, "at least 1"),
-    ((1, -5), ValueError, "at least 1"),
-    ((), ValueError, "empty"),
-    ((1.5,), TypeError, "must be an int"),
-    ((True,), TypeError, "must be an int"),
-    (5, TypeError, "sequence of positive ints"),
-    ("15", TypeError, "sequence of positive ints"),
-])
-def test_hits_at_k_refuses_meaningless_cut_offs(ks, error, message):
-    with pytest.raises(error, match=message):
+@pytest.mark.parametrize("ks", [(0,), (1, -5), (), (1.5,), (True,), 5, "15"])
+def test_hits_at_k_refuses_meaningless_cut_offs(ks):
+    with pytest.raises(ValueError, match="non-empty sequence of positive ints"):
         hits_at_k(torch.rand(3, 3), ks=ks)
 
 

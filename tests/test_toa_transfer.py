@@ -119,7 +119,7 @@ def _chapter_03(folder, pairs, *, profile="smoke", label="official texts, whole 
     """Save chapter 03's results as the chapter does: pair records keyed with ``label`` and the kept pairs table
     (``pairs``: ``(source, target, Hits@1 %)``)."""
     from olacore.results import OFFICIAL, ChapterResults
-    from olacore.similarity import PAIRS_TABLE, pairs_rows
+    from chapter_code.retrieval import PAIRS_TABLE, pairs_rows
 
     grid = pd.DataFrame([{"group": kind, "variant": "resize, clean", "source": s, "target": g, "channel": "order1",
                           "sinks": "clean", "hits@1": h / 100, "hits@5": 1.0} for s, g, h in pairs])
@@ -134,7 +134,7 @@ def _chapter_03(folder, pairs, *, profile="smoke", label="official texts, whole 
 def test_similarity_read_from_chapter_03s_table_whatever_its_labels(tmp_path):
     """What chapter 03 keeps as typed rows is read; its record keys and labels play no part."""
     from olacore.results import HELD_OUT, load_results
-    from olacore.similarity import PAIRS_TABLE
+    from chapter_code.retrieval import PAIRS_TABLE
 
     chapter = TransferSettings(causal=CAUSAL[:2], encoders=("minilm-l6",), control_models=(), zero_shot_models=())
     pairs = [(CAUSAL[0], CAUSAL[1], 80.0), (CAUSAL[1], CAUSAL[0], 70.0), (CAUSAL[0], CAUSAL[2], 1.0)]

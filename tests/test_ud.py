@@ -5,16 +5,7 @@ from __future__ import annotations
 import conllu
 import pytest
 
-from olacore.corpora import (
-    AlignmentError,
-    UDSentence,
-    align_ud_sentence,
-    evenly_spread,
-    ewt_splits,
-    long_sentences,
-    read_ewt_syntax,
-    ud_treebank,
-)
+from olacore.corpora import UDSentence, evenly_spread, ewt_splits, long_sentences, read_ewt, read_ewt_syntax
 
 # "I don't like it." with "don't" as a multi-word token (do + n't) and one empty node.
 CONLLU = """\
@@ -55,9 +46,26 @@ def _sentence(heads, sent_id="t"):
     return UDSentence(sent_id, " ".join(words), words, tuple(spans), tuple(heads), rels, tuple("NOUN" for _ in heads))
 
 
-def test_multiword_token_split_into_words_sharing_the_span():
-    bank = ud_treebank(conllu.parse(CONLLU), name="hand")
-    first = bank.sentences[0]
+@pytest.fixture
+def ewt_folder(tmp_path, monkeypatch):
+    (tmp_path / "ud_english_ewt").mkdir()
+    monkeypatch.setenv("OLACORE_DATA", str(tmp_path))
+    for cache in (read_ewt, read_ewt_syntax):
+        cache.cache_clear()
+    yield tmp_path / "ud_english_ewt"
+    for cache in (read_ewt, read_ewt_syntax):
+        cache.cache_clear()
+
+
+@pytest.fixture
+def hand(ewt_folder):
+    """The three sentences of ``CONLLU`` as a treebank file, read and aligned."""
+    (ewt_folder / "en_ewt-ud-dev.conllu").write_text(CONLLU, encoding="utf-8")
+    return read_ewt_syntax("dev")
+
+
+def test_multiword_token_split_into_words_sharing_the_span(hand):
+    first = hand.items[0]
     assert first.words == ("I", "do", "n't", "like", "it", ".")
     assert first.heads == (4, 4, 4, 0, 4, 4)
     assert first.deprels == ("nsubj", "aux", "advmod", "root", "obj", "punct")
@@ -70,31 +78,26 @@ def test_multiword_token_split_into_words_sharing_the_span():
             assert first.text[start:end] == word
 
 
-def test_spanish_contraction():
-    second = ud_treebank(conllu.parse(CONLLU)).sentences[1]
+def test_spanish_contraction(hand):
+    second = hand.items[1]
     assert second.words == ("Al", "de", "el", "mar", ".")
     assert second.spans[1] == second.spans[2] == (3, 6)
     assert second.text[3:6] == "del"
 
 
-def test_unaligned_sentence_is_counted_not_dropped_silently():
-    bank = ud_treebank(conllu.parse(CONLLU), name="hand")
-    assert len(bank) == 2
-    assert [sid for sid, _ in bank.unaligned] == ["broken"]
-    assert "3 sentences, 2 aligned, 1 not aligned" in bank.report()
-    assert "broken" in bank.report()
+def test_unaligned_sentence_is_counted_not_dropped_silently(hand):
+    assert len(hand) == 2
+    assert [sid for sid, _ in hand.skipped] == ["broken"]
+    assert "3 read, 2 kept, 1 skipped" in hand.report()
+    assert "broken" in hand.report()
 
 
-def test_align_raises_on_mismatch_and_missing_text():
-    broken = conllu.parse(CONLLU)[2]
-    with pytest.raises(AlignmentError, match="Nothing"):
-        align_ud_sentence(broken)
-    no_text = conllu.parse("1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n")[0]
-    with pytest.raises(AlignmentError, match="no '# text'"):
-        align_ud_sentence(no_text)
-    bad_head = conllu.parse("# text = Hi\n1\tHi\thi\tINTJ\t_\t_\t5\troot\t_\t_\n\n")[0]
-    with pytest.raises(AlignmentError, match="outside"):
-        align_ud_sentence(bad_head)
+def test_unalignable_sentences_are_skipped_with_the_reason(ewt_folder):
+    (ewt_folder / "en_ewt-ud-dev.conllu").write_text(
+        CONLLU + "1\tHi\thi\tINTJ\t_\t_\t0\troot\t_\t_\n\n"
+        + "# sent_id = far\n# text = Hi\n1\tHi\thi\tINTJ\t_\t_\t5\troot\t_\t_\n\n", encoding="utf-8")
+    reasons = dict(read_ewt_syntax("dev").skipped)
+    assert "Nothing" in reasons["broken"] and "no '# text'" in reasons["#3"] and "outside" in reasons["far"]
 
 
 def test_long_sentences():
@@ -112,9 +115,9 @@ def dev():
 
 
 def test_ewt_dev_aligns_completely(dev):
-    assert len(dev) + len(dev.unaligned) == 2001
-    assert not dev.unaligned, dev.report()
-    for sentence in dev.sentences:
+    assert len(dev) + len(dev.skipped) == 2001
+    assert not dev.skipped, dev.report()
+    for sentence in dev.items:
         assert all(0 <= h <= len(sentence) for h in sentence.heads)
         assert sum(h == 0 for h in sentence.heads) >= 1
 
@@ -125,8 +128,8 @@ def test_ewt_splits_spread_the_test_sample_and_keep_the_long_sentences():
         splits = ewt_splits(10, 5, 20)
     except FileNotFoundError:
         pytest.skip("EWT data not available")
-    test = read_ewt_syntax("test").sentences
-    assert [s.sent_id for s in splits["train"]] == [s.sent_id for s in read_ewt_syntax("train").sentences[:10]]
+    test = read_ewt_syntax("test").items
+    assert [s.sent_id for s in splits["train"]] == [s.sent_id for s in read_ewt_syntax("train").items[:10]]
     assert len(splits["dev"]) == 5 and len(splits["test"]) == 20
     positions = [test.index(s) for s in splits["test"]]
     assert positions[0] == 0 and positions[-1] == len(test) - 1 and positions == sorted(positions)
@@ -143,19 +146,6 @@ def test_evenly_spread():
 
 
 # ---------------------------------------------------------------- broken EWT files name themselves
-
-@pytest.fixture
-def ewt_folder(tmp_path, monkeypatch):
-    from olacore.corpora import read_ewt
-
-    (tmp_path / "ud_english_ewt").mkdir()
-    monkeypatch.setenv("OLACORE_DATA", str(tmp_path))
-    for cache in (read_ewt, read_ewt_syntax):
-        cache.cache_clear()
-    yield tmp_path / "ud_english_ewt"
-    for cache in (read_ewt, read_ewt_syntax):
-        cache.cache_clear()
-
 
 @pytest.mark.parametrize("content", ["", "\n\n\n"])
 def test_empty_ewt_file_is_refused_naming_it_and_the_setting(ewt_folder, content):

@@ -6,7 +6,9 @@ beside the chapters that import it, so that the package stays small and a chapte
 next to it:
 
 - :mod:`chapter_code.explorer`: chapter 02's interactive order explorer (plotly, no kernel needed).
-- :mod:`chapter_code.retrieval`: chapter 03's Hits@1 heatmaps (and appendix a3's).
+- :mod:`chapter_code.qualitative`: chapter 02's same-text SSIM gap.
+- :mod:`chapter_code.retrieval`: chapter 03's Hits@1 heatmaps (and appendix a3's) and the retrieval pairs table it
+  keeps for chapter 07 and appendix a5.
 - :mod:`chapter_code.proxy`: chapter 04's proxy summary table and training curve (appendix a1 reads its cells).
 - :mod:`chapter_code.controls`: chapter 05's control models (random init, shuffled layers, noise) and their tables.
 - :mod:`chapter_code.syntax`: chapter 06's EWT data sets, the readings of its grid (and appendix a4's) and its

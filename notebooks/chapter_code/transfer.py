@@ -88,7 +88,7 @@ def _uner_splits(sizes) -> dict[str, list[Any]]:
     held = {s.sent_id for s in dev}
     train = [s for s in pool if s.sent_id not in held][:sizes.train]
     test = {s.sent_id: s for s in read_uner("test").items}
-    spread = evenly_spread(read_ewt_syntax("test").sentences, sizes.test)
+    spread = evenly_spread(read_ewt_syntax("test").items, sizes.test)
     return {"train": train, "dev": dev, "test": [test[s.sent_id] for s in spread if s.sent_id in test]}
 
 
@@ -691,7 +691,7 @@ def similarity_hits(settings: TransferSettings, results: str | Path | None = Non
                     workers: int = 1, store=None) -> tuple[pd.DataFrame, str]:
     """Order-1 SSIM retrieval Hits@1 (percent) of every ordered pair of models of one kind (paper section 4.1).
 
-    Per kind, read from chapter 03's kept table (:data:`olacore.similarity.PAIRS_TABLE`, official protocol) in
+    Per kind, read from chapter 03's kept table (:data:`chapter_code.retrieval.PAIRS_TABLE`, official protocol) in
     ``results`` (default :func:`olacore.results.results_dir`) when saved at ``profile`` and holding every pair of
     the kind; else computed with :func:`olacore.similarity.retrieval_table` on the first ``settings.similarity_texts``
     official-recipe texts (chapter 03's official protocol: maps resized to 50 x 50, sinks cleaned with whole-row
@@ -740,7 +740,7 @@ def _saved_hits(folder: str | Path | None, profile: str) -> tuple[pd.DataFrame, 
     """Chapter 03's order-1 Hits@1 (%) of the official protocol when saved at ``profile`` (``kind, source, target,
     hits@1``; empty when it was not), and a note when the file was saved at another profile."""
     from olacore.results import OFFICIAL, load_results
-    from olacore.similarity import PAIRS_COLUMNS, PAIRS_TABLE
+    from chapter_code.retrieval import PAIRS_COLUMNS, PAIRS_TABLE
 
     columns = ["kind", "source", "target", "hits@1"]
     none = pd.DataFrame(columns=columns)
