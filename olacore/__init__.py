@@ -20,13 +20,14 @@ The data flows one way, one module per idea:
   (joblib's loky, or Dask);
 - reading results: :mod:`olacore.report` (the published numbers, the chapters' fixed rules, margins and goal, the
   paper beside ours), :mod:`olacore.results` (each chapter's numbers and phase times), :mod:`olacore.plots` (figures
-  and tables); :mod:`olacore.profiles` sizes every chapter (``settings(chapter, profile, device=...)``);
+  and tables); :mod:`olacore.profiles` sizes every chapter from its tables (``profiles.json``) (``settings(chapter, profile, device=...)``);
   :mod:`olacore.settings` says where data, caches and devices are, and checks settings classes (pydantic);
 - the command line: ``python -m olacore`` (:mod:`olacore.__main__`: a text's orders drawn or printed, the zoo
   listed).
 
-Code that only one chapter uses (its controls, order explorer, syntax and transfer readings, the zero-shot
-prompting baseline, official-protocol tables, the report page's table) is not here: it lives beside the chapters, in
+Code that only one chapter uses (its order explorer, retrieval heatmaps, proxy summary, controls, syntax and
+transfer readings, the zero-shot prompting baseline, official-protocol tables, the report page's table and
+reproduction rule) is not here: it lives beside the chapters, in
 ``notebooks/chapter_code/``.
 
 The names below are the small surface a notebook or a reader needs first.
@@ -45,30 +46,13 @@ __version__ = "0.2.0"
 
 __all__ = [
     # the mathematics
-    "order_level_attention",
-    "order_level_attention_bruteforce",
-    "attention_rollout",
-    "rollout_from_orders",
+    "order_level_attention", "order_level_attention_bruteforce", "attention_rollout", "rollout_from_orders",
     "mass_profile",
     # models
-    "ZOO",
-    "LoadedModel",
-    "load_model",
-    "model_fingerprint",
-    "model_kind",
+    "ZOO", "LoadedModel", "load_model", "model_fingerprint", "model_kind",
     # the cached pipeline and the maps experiments consume
-    "cached_attention",
-    "cached_ola",
-    "OLAResult",
-    "token_maps",
-    "TokenMaps",
-    "order_channels",
-    "channel_label",
-    "Maps",
-    "make_maps",
-    "model_maps",
-    "TensorStore",
+    "cached_attention", "cached_ola", "OLAResult", "token_maps", "TokenMaps", "order_channels", "channel_label",
+    "Maps", "make_maps", "model_maps", "TensorStore",
     # similarity
-    "pairwise_ssim",
-    "hits_at_k",
+    "pairwise_ssim", "hits_at_k",
 ]
