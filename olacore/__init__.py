@@ -20,7 +20,8 @@ The data flows one way, one module per idea:
   (joblib's loky, or Dask);
 - reading results: :mod:`olacore.report` (the published numbers, the chapters' fixed rules, margins and goal, the
   paper beside ours), :mod:`olacore.results` (each chapter's numbers and phase times), :mod:`olacore.plots` (figures
-  and tables); :mod:`olacore.profiles` sizes every chapter from its tables (``profiles.json``) (``settings(chapter, profile, device=...)``);
+  and tables); :mod:`olacore.profiles` sizes every chapter (``settings(chapter, profile, device=...)``, from the
+  tables of ``profiles.json``);
   :mod:`olacore.settings` says where data, caches and devices are, and checks settings classes (pydantic);
 - the command line: ``python -m olacore`` (:mod:`olacore.__main__`: a text's orders drawn or printed, the zoo
   listed).
