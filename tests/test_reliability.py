@@ -363,7 +363,7 @@ def test_results_of_another_chapter_under_this_chapters_name_are_refused(tmp_pat
 def test_similarity_texts_needs_a_whole_number(count):
     from olacore.texts import similarity_texts
 
-    with pytest.raises(TypeError, match="num_texts"):
+    with pytest.raises(ValueError, match="num_texts"):
         similarity_texts(count)
 
 
