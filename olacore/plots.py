@@ -79,6 +79,7 @@ def draw_maps(
     labels: Mapping[str, Sequence[str]] | None = None,
     title: str | None = None,
     panel_size: float = 2.6,
+    max_columns: int = 2,
 ):
     """A matplotlib ``Figure`` of square maps, one per (row, panel), each with its colour bar (at the 99th
     percentile).
@@ -86,16 +87,15 @@ def draw_maps(
     Args:
         rows: ``{row name: {panel name: (T, T) tensor}}``, the same panel names in every row.
         labels: optional ``{row name: T tick labels}``, shown when short.
-
-    At most two panels stand side by side (several rows with more panels are transposed).
+        max_columns: at most this many panels side by side (several rows with more panels are transposed).
     """
     panels = list(next(iter(rows.values())).keys())
     cells = [(row_name, panel) for row_name in rows for panel in panels]
     if len(rows) == 1:
-        ncols = min(len(panels), 2)
+        ncols = min(len(panels), max_columns)
         nrows = -(-len(panels) // ncols)
         place = {cell: divmod(i, ncols) for i, cell in enumerate(cells)}
-    elif len(panels) > 2 and len(rows) <= 2:
+    elif len(panels) > max_columns and len(rows) <= max_columns:
         nrows, ncols = len(panels), len(rows)
         place = {(row_name, panel): (p, r) for r, row_name in enumerate(rows) for p, panel in enumerate(panels)}
     else:
