@@ -254,6 +254,16 @@ def test_dependency_items_use_first_subtokens_and_the_root_points_to_itself():
     assert (cut.report.words_beyond_cut, cut.report.heads_beyond_cut, cut.report.cut_sentences) == (2, 1, 1)
 
 
+def test_a_job_refuses_train_and_dev_of_another_task_or_grid():
+    tokens = build_task_data("dp", "toy", [_ud()], records=[_record()])
+    words = build_task_data("dp", "toy", [_ud()], records=[_record()], grid="words")
+    tags = build_task_data("pos", "toy", [_ud()], records=[_record()])
+    for dev in (words, tags):
+        with pytest.raises(ValueError, match="grid") as error:
+            make_job(tokens, dev, InputSpec(), SMALL, TrainConfig(epochs=1))
+        assert dev.task in str(error.value) and dev.grid in str(error.value)
+
+
 def test_the_word_grid_keeps_first_subtokens_and_indexes_by_word():
     record = _record()
     data = build_task_data("dp", "toy", [_ud()], records=[record], grid="words")

@@ -364,8 +364,10 @@ def make_job(train: TaskData, dev: TaskData, spec: InputSpec, adapter: AdapterCo
     columns for the record; ``seed``: initialisation, batch order, dropout and augmentation.
 
     Raises:
-        ValueError: a split is empty.
+        ValueError: train and dev differ in task or grid, or a split is empty.
     """
+    if train.task != dev.task or train.grid != dev.grid:
+        raise ValueError(f"train is {train.task!r} on the {train.grid} grid but dev {dev.task!r} on the {dev.grid} grid")
     if not len(train) or not len(dev):
         raise ValueError(f"train ({len(train)}) and dev ({len(dev)}) need at least one example each")
     vocab = LabelVocab.from_labels(train.labels())
