@@ -77,16 +77,21 @@ def _model_folders() -> dict[str, Path]:
         raise ValueError(f"{MODEL_FOLDERS_ENV} must be a JSON object of model name -> folder (strings), such as "
                          f'{{"bert-base-cased": "/path/to/folder"}}; got {text[:80]}')
     for name, folder in mapping.items():
-        if not name.strip() or not folder.strip() or not (Path(folder).expanduser() / "config.json").is_file():
-            raise ValueError(f"{MODEL_FOLDERS_ENV}: the entry {name!r}: {folder!r} does not give a model name and an "
-                             "existing folder holding config.json; point it at a folder saved by save_pretrained, "
-                             "or remove the entry")
+        path = Path(folder).expanduser()
+        problem = ("has an empty model name or folder" if not name.strip() or not folder.strip() else
+                   f"names {path}, which does not exist as a folder" if not path.is_dir() else
+                   f"names {path}, which holds no config.json" if not (path / "config.json").is_file() else None)
+        if problem:
+            raise ValueError(f"{MODEL_FOLDERS_ENV}: the entry {name!r}: {folder!r} {problem}; point it at a folder "
+                             "saved by save_pretrained, or remove the entry")
     return {name: Path(folder).expanduser().resolve() for name, folder in mapping.items()}
 
 
 def _classify(name: str) -> tuple[str, str]:
     """``(kind, name)``: kind ``"zoo"``, ``"folder"`` (an existing folder: :func:`check_model_folder` checks it when
     loaded), ``"twin"`` or ``"hub"`` (checked when its snapshot is looked up)."""
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"model name must be a string or path, got {type(name).__name__}")
     name = os.fspath(name)
     if not name.strip():
         raise ValueError("the model name is empty; give a zoo name (python -m olacore models), a Hugging Face id "
@@ -97,7 +102,11 @@ def _classify(name: str) -> tuple[str, str]:
         return "twin", name
     if name in ZOO:
         return "zoo", name
-    return ("folder" if Path(name).expanduser().is_dir() else "hub"), name
+    if Path(name).expanduser().is_dir():
+        return "folder", name
+    if name.startswith((".", "~", "/", "\\")):
+        raise unknown_model(name, f"the folder {name} does not exist")
+    return "hub", name
 
 
 def _folder(kind: str, name: str) -> Path:
@@ -108,12 +117,14 @@ def _folder(kind: str, name: str) -> Path:
     if kind == "folder":
         return _model_folders().get(name) or Path(name).expanduser().resolve()
     from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError
 
     try:
         return Path(snapshot_download(name, local_files_only=True))
     except (OSError, ValueError) as error:
+        fetch = "" if isinstance(error, HFValidationError) else f"; a hub id is fetched once with `hf download {name}`"
         raise unknown_model(name, "it is no zoo name, no existing folder and no Hugging Face id in the local "
-                                  f"Hugging Face cache ({type(error).__name__})") from None
+                                  f"Hugging Face cache ({type(error).__name__}{fetch})") from None
 
 
 def model_fingerprint(name: str) -> str:
@@ -602,13 +613,21 @@ def _fresh_state(model: "LoadedModel", seed: int) -> dict[str, torch.Tensor]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         fresh = type(model.backbone)(config).to(torch.float32).state_dict()
+    state = model.backbone.state_dict()
+    missing = [key for key in state if key not in fresh or fresh[key].shape != state[key].shape]
+    if missing:
+        raise ValueError(f"a fresh {type(model.backbone).__name__} lacks {missing[:5]}: cannot re-initialise")
     # clone: tied entries share memory, which safetensors refuses to save
-    return {key: fresh[key].detach().clone() for key in model.backbone.state_dict()}
+    return {key: fresh[key].detach().clone() for key in state}
 
 
 def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | None = None) -> "LoadedModel":
     """The same architecture with freshly initialised weights (Hugging Face's own initialiser), seeded; saved once in
-    ``store``; named by :func:`twin_name`, fingerprinted by :func:`twin_fingerprint`."""
+    ``store``; named by :func:`twin_name`, fingerprinted by :func:`twin_fingerprint`.
+
+    Raises:
+        ValueError: a backbone whose fresh copy lacks one of its tensors (it cannot be re-initialised).
+    """
     store = store if store is not None else TensorStore()
     key = twin_key(model.fingerprint, seed)
     entry = store.get(key)

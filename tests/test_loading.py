@@ -211,3 +211,21 @@ def test_model_folders_entry_that_does_not_exist_says_so(monkeypatch, tmp_path):
     with pytest.raises(ValueError, match="OLACORE_MODEL_FOLDERS") as error:
         model_kind("bert-base-cased")
     assert str(missing) in str(error.value) and "exist" in str(error.value)
+
+
+def test_model_folders_entries_say_what_is_wrong(monkeypatch, tmp_path):
+    import json
+
+    for entry, expected in (({"": str(tmp_path)}, "empty"), ({"bert": str(tmp_path)}, "config.json")):
+        monkeypatch.setenv("OLACORE_MODEL_FOLDERS", json.dumps(entry))
+        with pytest.raises(ValueError, match="OLACORE_MODEL_FOLDERS") as error:
+            model_kind("bert")
+        assert expected in str(error.value)
+
+
+@pytest.mark.parametrize("name, expected", [(123, "int"), ("/no/such/folder", "/no/such/folder"),
+                                            ("./no-such-folder", "./no-such-folder")])
+def test_a_model_name_that_is_no_string_or_an_absent_folder_is_named(name, expected):
+    with pytest.raises((TypeError, ValueError)) as error:
+        model_fingerprint(name)
+    assert expected in str(error.value)

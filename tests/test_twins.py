@@ -137,3 +137,11 @@ def test_load_twin_and_from_pretrained_refuse_names_they_cannot_load():
         twins.load_twin("minilm-l6")  # a zoo name, not a twin's
     with pytest.raises(ValueError, match="random-init twin"):
         twins.from_pretrained(twin_name("minilm-l6", 0), print)  # built in memory: no folder
+
+
+def test_a_backbone_its_fresh_copy_cannot_rebuild_is_refused_naming_the_tensor(tmp_path):
+    model = _tiny()
+    model.backbone.register_buffer("extra_scale", torch.ones(3))  # a modified model: no fresh copy has it
+    with pytest.raises(ValueError, match="re-initialise") as error:
+        random_init(model, 0, store=TensorStore(tmp_path))
+    assert "extra_scale" in str(error.value)
