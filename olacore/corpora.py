@@ -170,6 +170,9 @@ def read_ewt_syntax(split: str) -> Corpus:
             aligned.append(_align(sentence, sent_id))
         except ValueError as error:
             skipped.append((sent_id, str(error)))
+        except KeyError as error:  # conllu leaves a cut-off line's fields out
+            field = str(error.args[0]).strip("'\"")
+            skipped.append((sent_id, f"a token lacks its {field} field (a cut-off line?)"))
     return Corpus(name=f"ewt-{split}", items=tuple(aligned), skipped=tuple(skipped))
 
 
@@ -262,7 +265,8 @@ def _bio_sentences(path, release: str, split: str, columns: tuple[str, ...], tag
     ``# sent_id`` comment when ``comments`` are read, else ``<split>-<position>``.
 
     Raises:
-        ValueError: the file holds no sentence (the message names it and ``OLACORE_DATA``).
+        ValueError: the file is not UTF-8 or holds no well-formed sentence (the message names it and
+            ``OLACORE_DATA``).
     """
     word_at, tag_at, tag_form = columns.index("word"), columns.index("tag"), re.compile(tag_form)
     sentences, skipped = [], []
@@ -278,24 +282,27 @@ def _bio_sentences(path, release: str, split: str, columns: tuple[str, ...], tag
                 sentences.append((name, tuple(words), tuple(tags)))
         sent_id, words, tags, problem = None, [], [], None
 
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.rstrip("\n")
-            if not line.strip():
-                flush()
-            elif comments and line.startswith("#"):
-                if line.startswith("# sent_id") and "=" in line:
-                    sent_id = line.split("=", 1)[1].strip()
-            else:
-                parts = line.split("\t")
-                if len(parts) != len(columns) or not parts[word_at] or not tag_form.match(parts[tag_at].strip()):
-                    problem = problem or f"line {number} is not '{'<TAB>'.join(columns)}': {line[:40]!r}"
-                    continue
-                words.append(parts[word_at])
-                tags.append(parts[tag_at].strip())
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")  # universal newlines, as iterating the file
+    except UnicodeDecodeError as error:
+        raise _refused(path, f"is not UTF-8 text ({error})", release) from None
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            flush()
+        elif comments and line.startswith("#"):
+            if line.startswith("# sent_id") and "=" in line:
+                sent_id = line.split("=", 1)[1].strip()
+        else:
+            parts = line.split("\t")
+            if len(parts) <= max(word_at, tag_at) or not parts[word_at] or not tag_form.match(parts[tag_at].strip()):
+                problem = problem or f"line {number} is not '{'<TAB>'.join(columns)}': {line[:40]!r}"
+                continue
+            words.append(parts[word_at])
+            tags.append(parts[tag_at].strip())
     flush()
-    if not sentences and not skipped:
-        raise _refused(path, "holds no sentence", release)
+    if not sentences:
+        raise _refused(path, f"holds no well-formed sentence (first: {skipped[0][1]})" if skipped else
+                       "holds no sentence", release)
     return sentences, skipped
 
 
@@ -381,7 +388,10 @@ def _parse_relation(sent_id: str, sentence: str, label: str) -> RelationExample:
 @lru_cache(maxsize=3)
 def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[str, str], ...]]:
     path = data_file("semeval2010_task8", name)
-    lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+    try:
+        lines = enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+    except UnicodeDecodeError as error:
+        raise _refused(path, f"is not UTF-8 text ({error})", "SemEval-2010 Task 8") from None
     examples, skipped = [], []
     for number, line in lines:  # records: '<id><TAB>"sentence"', the label, 'Comment: ...', a blank line
         line = line.strip()
@@ -397,8 +407,9 @@ def _semeval_file(name: str) -> tuple[tuple[RelationExample, ...], tuple[tuple[s
             examples.append(_parse_relation(sent_id, sentence, label))
         except ValueError as error:
             skipped.append((sent_id, str(error)))
-    if not examples and not skipped:
-        raise _refused(path, "holds no sentence", "SemEval-2010 Task 8")
+    if not examples:
+        raise _refused(path, f"holds no well-formed record (first: {skipped[0][1]})" if skipped else
+                       "holds no sentence", "SemEval-2010 Task 8")
     return tuple(examples), tuple(skipped)
 
 

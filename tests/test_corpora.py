@@ -71,6 +71,20 @@ def test_malformed_records_are_named_and_counted(data_folder):
     assert "missing" in reasons["2"] and "unknown label" in reasons["3"]
 
 
+def test_a_file_that_is_not_utf8_or_holds_no_well_formed_record_is_refused_naming_it(data_folder):
+    wnut = data_folder / "wnut17" / "emerging.dev.conll"
+    semeval = data_folder / "semeval2010_task8" / "TRAIN_FILE.TXT"
+    for content, problem in ((b"hello\tO\n\xff\xfe\tO\n", "UTF-8"), (b"hello\tnot-a-tag\n", "well-formed")):
+        wnut.write_bytes(content)
+        semeval.write_bytes(content)
+        for read, name in ((read_wnut17, wnut.name), (read_semeval, semeval.name)):
+            read_wnut17.cache_clear()
+            corpora._semeval_file.cache_clear()
+            with pytest.raises(ValueError, match=problem) as error:
+                read("dev")
+            assert name in str(error.value) and "OLACORE_DATA" in str(error.value)
+
+
 def test_missing_file_names_the_setting(data_folder):
     with pytest.raises(FileNotFoundError, match="OLACORE_DATA"):
         read_wnut17("dev")
@@ -159,6 +173,17 @@ def test_empty_wnut17_and_semeval_files_are_refused_naming_them(data_folder, con
         with pytest.raises(ValueError) as error:
             read("dev")
         assert name in str(error.value) and "OLACORE_DATA" in str(error.value)
+
+
+def test_a_cut_off_ewt_file_skips_its_last_sentence_and_says_why(uner_folder):
+    from olacore.corpora import read_ewt_syntax
+
+    whole = _conllu_sentence("doc-0001", "Hi Bob", ["Hi", "Bob"]) + _conllu_sentence("doc-0002", "Hi Al", ["Hi", "Al"])
+    (uner_folder / "ud_english_ewt" / "en_ewt-ud-dev.conllu").write_text(whole[: whole.rindex("\troot")],
+                                                                         encoding="utf-8")
+    treebank = read_ewt_syntax("dev")
+    assert [s.sent_id for s in treebank.items] == ["doc-0001"]
+    assert treebank.skipped[0][0] == "doc-0002" and "cut-off" in treebank.skipped[0][1]
 
 
 def test_empty_uner_file_is_refused_naming_it(uner_folder):
