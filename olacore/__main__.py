@@ -46,7 +46,7 @@ def _check_options(args: argparse.Namespace) -> None:
         out = Path(args.out).expanduser()
         if out.suffix.lower() not in FIGURE_SUFFIXES:
             found = f"unsupported suffix {out.suffix!r}" if out.suffix else "no suffix"
-            raise ValueError(f"--out {args.out}: {found}; end the path with .png, .pdf or .svg "
+            raise ValueError(f"--out {args.out!r}: {found}; end the path with .png, .pdf or .svg "
                              f"(also accepted: {', '.join(FIGURE_SUFFIXES[3:])})")
         if not out.parent.is_dir():
             raise ValueError(f"--out {args.out}: folder {out.parent} does not exist; create it first")

@@ -353,14 +353,15 @@ FAMILIES: tuple[ALTIFamily, ...] = (
     ALTIFamily(name="llama", model_types=("llama", "mistral"), **_PRE_NORM),
     ALTIFamily(name="qwen2", model_types=("qwen2", "qwen3"), **_PRE_NORM),
     ALTIFamily(name="gemma", model_types=("gemma",), **_PRE_NORM),
-    ALTIFamily(name="gemma3", model_types=("gemma2", "gemma3_text"), **{
-        **_PRE_NORM, "norm": "post_attention_layernorm", "placement": "attention", "norm_weight_offset": 1.0,
-        "block_output": ("pre_feedforward_layernorm", "input")}),
+    # Gemma 2/3: the pre-norm layout with a norm after attention (its weight offset by 1), read before the MLP's norm
+    ALTIFamily(name="gemma3", model_types=("gemma2", "gemma3_text"), **_PRE_NORM | dict(
+        norm="post_attention_layernorm", placement="attention", norm_weight_offset=1.0,
+        block_output=("pre_feedforward_layernorm", "input"))),
     ALTIFamily(name="bert", model_types=("bert", "roberta", "xlm-roberta", "electra", "camembert"), **_BERT),
-    ALTIFamily(name="mpnet", model_types=("mpnet",), **{
-        **_BERT, "attention": "attention.attn", "value": "attention.attn.v", "output": "attention.attn.o",
-        "norm": "attention.LayerNorm", "block_output": ("attention.LayerNorm", "output"),
-        "needs_output_attentions": True, "eager_only": True}),
+    # MPNet: the BERT layout under other module names; its attention probabilities come only from output_attentions
+    ALTIFamily(name="mpnet", model_types=("mpnet",), **_BERT | dict(
+        attention="attention.attn", value="attention.attn.v", output="attention.attn.o", norm="attention.LayerNorm",
+        block_output=("attention.LayerNorm", "output"), needs_output_attentions=True, eager_only=True)),
 )
 
 
