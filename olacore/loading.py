@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["LoadedModel", "load_model", "model_fingerprint", "model_kind", "MODEL_FOLDERS_ENV", "ModelLoadError",
            "TOKENIZER_FILES", "WEIGHT_SUFFIXES", "check_config_family", "check_loading_info", "check_model_folder",
            "check_tokenizer", "folder_fingerprint", "guard_load", "random_init", "twin_name", "parse_twin_name",
-           "twin_fingerprint", "twin_key", "load_twin", "from_pretrained"]
+           "twin_fingerprint", "twin_key", "from_pretrained"]
 
 
 #: Environment variable: a JSON object mapping model names to local folders, e.g. ``{"bert-base-cased": "/models/bert"}``.
@@ -290,8 +290,9 @@ def load_model(name: str, device: str | torch.device | None = None) -> LoadedMod
         FileNotFoundError: a zoo model not built yet (names its folder and the build command).
     """
     kind, name = _classify(name)
-    if kind == "twin":
-        return load_twin(name, device=device)
+    if kind == "twin":  # the model, then its (saved) twin
+        base, seed = parse_twin_name(name)
+        return random_init(load_model(base, device=device), seed)
     device = resolve_device(device)
     spec = ZOO.get(name) if kind == "zoo" else None
     folder = _folder(kind, name)
@@ -640,13 +641,3 @@ def random_init(model: "LoadedModel", seed: int = 0, *, store: TensorStore | Non
     backbone.load_state_dict(state)
     return dataclasses.replace(variant(model, backbone, _TAG.format(seed=seed)),
                                fingerprint=twin_fingerprint(model.fingerprint, seed))
-
-
-def load_twin(name: str, device: Any = None) -> "LoadedModel":
-    """:func:`load_model` of a :func:`twin_name`: the model, then its (saved) twin."""
-    parsed = parse_twin_name(name)
-    if parsed is None:
-        raise ValueError(f"{name!r} is not a random-init twin's name; give '<model> [random init seed=S]' "
-                         "(olacore.loading.twin_name writes it)")
-    base, seed = parsed
-    return random_init(load_model(base, device=device), seed)

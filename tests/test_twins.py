@@ -106,7 +106,7 @@ def test_twin_maps_on_two_workers_equal_one_and_need_no_twin_once_cached(tmp_pat
     def refuse(*args, **kwargs):
         raise AssertionError("a twin was loaded although its maps are cached")
 
-    monkeypatch.setattr(twins, "load_twin", refuse)
+    monkeypatch.setattr(twins, "random_init", refuse)
     monkeypatch.setattr(pipeline, "per_text", refuse)
     again = cached_ola(name, texts, 2, workers=2, device="cpu", progress=False)
     assert all(torch.equal(a.orders, b.orders) for a, b in zip(again, spread))
@@ -132,9 +132,7 @@ def test_a_name_asking_for_a_twin_that_is_none_is_refused_with_the_form(name):
         twin_name("minilm-l6", 10**12)
 
 
-def test_load_twin_and_from_pretrained_refuse_names_they_cannot_load():
-    with pytest.raises(ValueError, match="minilm-l6"):
-        twins.load_twin("minilm-l6")  # a zoo name, not a twin's
+def test_from_pretrained_refuses_a_twin_name():
     with pytest.raises(ValueError, match="random-init twin"):
         twins.from_pretrained(twin_name("minilm-l6", 0), print)  # built in memory: no folder
 
