@@ -274,12 +274,11 @@ def train_proxy(
                          width=config.width, sgd=config.sgd(), iterations=config.iterations, eval_every=config.eval_every,
                          seed=seed, device=device, evaluate_last=True, progress=progress, desc="proxy")
     model.load_state_dict(best.state)
-    model.eval()
-    test_acc = None
+    run = ProxyRun(seed=seed, history=history, best_step=best.step, val_acc=best.val_acc, test_acc=None,
+                   validation=how, model=model.eval(), mean=mean, std=std)
     if target_maps is not None:
-        test_acc = accuracy(model, standardise(target_maps, mean, std), torch.arange(target_maps.shape[0]))
-    return ProxyRun(seed=seed, history=history, best_step=best.step, val_acc=best.val_acc, test_acc=test_acc,
-                    validation=how, model=model, mean=mean, std=std)
+        run.test_acc = run.evaluate(target_maps)
+    return run
 
 
 class _BestOnValidation:
@@ -608,13 +607,12 @@ def official_proxy_experiment(
     variants: Mapping[str, OfficialQuirks],
     *,
     size: int = 50,
-    augment: Augmentation = VISUAL_PROXY,
     device: str | torch.device | None = None,
     workers: int = 1,
     progress: bool = True,
     store: TensorStore | None = None,
 ) -> tuple[pd.DataFrame, dict]:
-    """Every variant, split and seed of the official proxy protocol, cached.
+    """Every variant, split and seed of the official proxy protocol (augmented as :data:`VISUAL_PROXY`), cached.
 
     Args:
         token_maps: model name -> its token-level maps of the same texts, all causal or all encoders.
@@ -644,7 +642,7 @@ def official_proxy_experiment(
             for seed in seeds:
                 labels.append((variant, sources, targets, seed))
                 jobs.append(OfficialProxyJob([arrays[s] for s in sources], [arrays[t] for t in targets], causal,
-                                             config, quirks, size, augment, seed, device_type))
+                                             config, quirks, size, VISUAL_PROXY, seed, device_type))
     results = run_cached(jobs, workers=workers, store=store, progress=progress, desc="official proxy runs")
     rows, histories = [], {}
     for job, (variant, sources, targets, seed), (_, record) in zip(jobs, labels, results):
