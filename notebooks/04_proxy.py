@@ -318,9 +318,9 @@ glue("alti-vs", points_beside(proxy_first, proxy_alti), display=False)
 # {glue:text}`paper-rollout:.1f` % for rollout, with 1000 classes, full-width networks and
 # 100,000 steps; ours is a small network trained briefly, so read our numbers as lower bounds
 # that already show whether the maps carry the text across models. Read a verdict whose rate lies
-# within a few points of the 50 % bar as uncertain: on a CPU with other vector instructions the same
-# runs differ in their last bits and their rates by several points, enough to move a verdict near a
-# bar ({ref}`design-other-machines`).
+# within a few points of the rate floor ({ref}`claims-constants`) as uncertain: on a CPU with other
+# vector instructions the same runs differ in their last bits and their rates by several points,
+# enough to move a verdict near a bar ({ref}`design-other-machines`).
 #
 # The official protocol, run as published, reports {glue:text}`official-order1:.1f` % on the
 # same targets ({glue:md}`official-vs` the held-out protocol), and its network recognises {glue:text}`official-train:.1f` %
