@@ -36,8 +36,8 @@ __all__ = [
 ]
 
 
-def _check_attentions(attentions: torch.Tensor, max_order: int | None = None) -> torch.Tensor:
-    """Validate a ``(..., N, T, T)`` stack of layer attentions and any ``max_order``; return it in a float dtype."""
+def _check_attentions(attentions: torch.Tensor) -> torch.Tensor:
+    """Validate a ``(..., N, T, T)`` stack of layer attentions; return it in a float dtype."""
     if not isinstance(attentions, torch.Tensor):
         raise TypeError(f"attentions must be a torch.Tensor, got {type(attentions).__name__}")
     if attentions.ndim < 3:
@@ -56,15 +56,15 @@ def _check_attentions(attentions: torch.Tensor, max_order: int | None = None) ->
         attentions = attentions.float()
     if not torch.isfinite(attentions).all():
         raise ValueError("attentions contains NaN or infinite values; check the extraction")
-    if max_order is None:
-        return attentions
+    return attentions
+
+
+def _check_max_order(max_order: int, num_layers: int) -> None:
+    """Refuse a ``max_order`` that is not an int from 0 to ``num_layers``."""
     if isinstance(max_order, bool) or not isinstance(max_order, int):
         raise TypeError(f"max_order must be an int, got {type(max_order).__name__}")
-    if not 0 <= max_order <= attentions.shape[-3]:
-        raise ValueError(
-            f"max_order must be between 0 and the number of layers N={attentions.shape[-3]}; got {max_order}"
-        )
-    return attentions
+    if not 0 <= max_order <= num_layers:
+        raise ValueError(f"max_order must be between 0 and the number of layers N={num_layers}; got {max_order}")
 
 
 def order_level_attention(attentions: torch.Tensor, max_order: int) -> torch.Tensor:
@@ -89,7 +89,8 @@ def order_level_attention(attentions: torch.Tensor, max_order: int) -> torch.Ten
 
     The recurrence (module docstring) costs about ``N * K`` batched ``T x T`` products.
     """
-    attentions = _check_attentions(attentions, max_order)
+    attentions = _check_attentions(attentions)
+    _check_max_order(max_order, attentions.shape[-3])
     num_layers, size = attentions.shape[-3], attentions.shape[-1]
     batch_shape = attentions.shape[:-3]
     eye = torch.eye(size, dtype=attentions.dtype, device=attentions.device)
@@ -113,7 +114,8 @@ def order_level_attention_bruteforce(attentions: torch.Tensor, max_order: int) -
     ``sum_{k <= K} C(N, k)`` chains of products. Use it only to check the recurrence
     (tests) and to measure what the recurrence saves (benchmarks).
     """
-    attentions = _check_attentions(attentions, max_order)
+    attentions = _check_attentions(attentions)
+    _check_max_order(max_order, attentions.shape[-3])
     num_layers, size = attentions.shape[-3], attentions.shape[-1]
     eye = torch.eye(size, dtype=attentions.dtype, device=attentions.device)
     result = []

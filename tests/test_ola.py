@@ -95,11 +95,14 @@ def test_extra_leading_dimensions_and_dtype_kept():
         (torch.full((3, 4, 4), float("nan")), 1, ValueError, "NaN"),
         (torch.ones(3, 4, 4, dtype=torch.int64), 1, TypeError, "floating"),
         (torch.rand(3, 4, 4), 1.0, TypeError, "int"),
+        (torch.rand(3, 4, 4), None, TypeError, "max_order"),
+        (torch.rand(3, 4, 4), True, TypeError, "max_order"),
     ],
 )
-def test_bad_input_is_refused_with_a_plain_message(tensor, max_order, error, message):
+@pytest.mark.parametrize("ola", [order_level_attention, order_level_attention_bruteforce])
+def test_bad_input_is_refused_with_a_plain_message(ola, tensor, max_order, error, message):
     with pytest.raises(error, match=message):
-        order_level_attention(tensor, max_order)
+        ola(tensor, max_order)
 
 
 def test_rollout_from_orders_needs_all_orders():
