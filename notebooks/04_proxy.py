@@ -317,10 +317,10 @@ glue("alti-vs", points_beside(proxy_first, proxy_alti), display=False)
 # causal targets are {glue:text}`paper-order1:.1f` % for first-order OLA and
 # {glue:text}`paper-rollout:.1f` % for rollout, with 1000 classes, full-width networks and
 # 100,000 steps; ours is a small network trained briefly, so read our numbers as lower bounds
-# that already show whether the maps carry the text across models. Read a verdict whose rate lies
-# within a few points of the rate floor ({ref}`claims-constants`) as uncertain: on a CPU with other
-# vector instructions the same runs differ in their last bits and their rates by several points,
-# enough to move a verdict near a bar ({ref}`design-other-machines`).
+# that already show whether the maps carry the text across models. A verdict whose rate lies near
+# a bar is uncertain ({ref}`claims-rate`): on a CPU with other vector instructions the same runs
+# differ in their last bits, and their rates by enough to move such a verdict
+# ({ref}`design-other-machines`).
 #
 # The official protocol, run as published, reports {glue:text}`official-order1:.1f` % on the
 # same targets ({glue:md}`official-vs` the held-out protocol), and its network recognises {glue:text}`official-train:.1f` %
