@@ -40,7 +40,7 @@ html: $(STAMP)
 	$(VENV)/bin/jupyter-book build . --warningiserror --nitpick --keep-going
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
-# At profile=default the compute page's benchmark table is measured once per output folder (a few minutes,
+# At profile=default the compute page's benchmark table is measured once per output folder (under two minutes,
 # before the HTML); `make bench` measures again.
 book: notebooks
 	@test "$(PROFILE)" != default || test -f book/generated/bench.json || $(MAKE) --no-print-directory bench
